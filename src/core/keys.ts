@@ -1,0 +1,98 @@
+/**
+ * etcd keys and values are bytes. LockLens keeps them as Buffers end to end: a key that is not UTF-8 is never decoded
+ * lossily (two different keys would merge), only escaped for display.
+ */
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** A lossless string identity for a key, for use as a Map key: one char per byte. */
+export function keyId(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
+}
+
+export function bytesOfKeyId(id: string): Buffer {
+  return Buffer.from(id, 'latin1');
+}
+
+export function isUtf8(bytes: Uint8Array): boolean {
+  try {
+    utf8.decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Text for people: the UTF-8 string when the bytes are UTF-8, otherwise valid runs decoded and every invalid byte
+ * written `\xNN`. Backslashes are escaped too in that case, so the escaped form cannot collide with a real key.
+ */
+export function displayKey(bytes: Uint8Array): string {
+  if (isUtf8(bytes)) return Buffer.from(bytes).toString('utf8');
+  let out = '';
+  let i = 0;
+  while (i < bytes.length) {
+    const len = utf8SequenceLength(bytes, i);
+    if (len === 0) {
+      out += '\\x' + bytes[i].toString(16).padStart(2, '0');
+      i++;
+    } else {
+      const s = Buffer.from(bytes.subarray(i, i + len)).toString('utf8');
+      out += s === '\\' ? '\\\\' : s;
+      i += len;
+    }
+  }
+  return out;
+}
+
+/** Length of the valid UTF-8 sequence starting at `i`, or 0 if the byte there does not start one. */
+function utf8SequenceLength(b: Uint8Array, i: number): number {
+  const c = b[i];
+  if (c < 0x80) return 1;
+  const len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (len === 0 || i + len > b.length) return 0;
+  for (let k = 1; k < len; k++) if ((b[i + k] & 0xc0) !== 0x80) return 0;
+  return isUtf8(b.subarray(i, i + len)) ? len : 0; // rejects overlongs and surrogates
+}
+
+/** The end of the range that holds every key starting with `prefix` (etcd's `clientv3.GetPrefixRangeEnd`). */
+export function prefixRangeEnd(prefix: Uint8Array): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i] < 0xff) {
+      end[i]++;
+      return end.subarray(0, i + 1);
+    }
+  }
+  // An empty prefix, or one of only 0xff bytes: "every key from here on" is spelled as a single NUL byte.
+  return Buffer.from([0]);
+}
+
+/** The [key, range_end) that etcd reads or watches for a prefix; the empty prefix is the whole keyspace ("\0" to "\0"). */
+export function prefixRange(prefix: Uint8Array): { key: Buffer; range_end: Buffer } {
+  return { key: prefix.length ? Buffer.from(prefix) : Buffer.from([0]), range_end: prefixRangeEnd(prefix) };
+}
+
+export function hasPrefix(key: Uint8Array, prefix: Uint8Array): boolean {
+  return key.length >= prefix.length && Buffer.from(key.subarray(0, prefix.length)).equals(prefix);
+}
+
+/** Lease IDs travel as decimal int64 strings in the gRPC API, as lowercase hex in Go keys and etcdctl output. */
+export function leaseHex(decimal: string | number | bigint): string {
+  const id = BigInt(decimal);
+  return id === 0n ? '' : id.toString(16);
+}
+
+export function leaseDecimal(hex: string): string {
+  return BigInt('0x' + hex).toString(10);
+}
+
+const HEX_LEASE = /^(0x)?[0-9a-fA-F]{1,16}$/;
+
+/** Parses a lease ID given by a person: hex as etcdctl prints it (with or without 0x). */
+export function parseLeaseHex(text: string): string | undefined {
+  const t = text.trim();
+  if (!HEX_LEASE.test(t)) return undefined;
+  const hex = BigInt('0x' + t.replace(/^0x/i, '')).toString(16);
+  return hex === '0' ? undefined : hex;
+}

@@ -1,0 +1,228 @@
+import type { IEvent } from 'etcd3';
+import type { EtcdConnection } from './connection';
+import { Emitter, type Disposable } from './emitter';
+import { LockLensError, errorMessage } from './errors';
+import { hasPrefix, prefixRange } from './keys';
+import { readPrefix, readPrefixes } from './keyspace';
+import { LockModel, type ChangeSet } from './lockModel';
+import { toKeyRecord, type RawKeyValue } from './records';
+import { WatchStream } from './watchStream';
+
+export type LiveState = 'loading' | 'live' | 'resyncing' | 'reconnecting' | 'closed';
+
+export interface LiveStatus {
+  readonly state: LiveState;
+  /** Why the view is not live, for the user. */
+  readonly error?: LockLensError;
+}
+
+export interface LiveLocksOptions {
+  /** Views are told at most once per this interval; a quiet model tells them at once. */
+  readonly minNotifyIntervalMs?: number;
+  readonly maxBackoffMs?: number;
+  /** Told of every resync and reconnect, for a log. */
+  readonly log?: (message: string) => void;
+}
+
+interface Followed {
+  readonly prefix: Buffer;
+  /** Every event up to this revision is in the model. */
+  revision: number;
+  watch?: WatchStream;
+  live: boolean;
+  lastError?: LockLensError;
+}
+
+/**
+ * The lock model kept equal to etcd for a set of prefixes: one consistent read, then a watch per prefix from the
+ * read revision + 1. After any stream failure it re-reads and reconciles before watching again (the read decides,
+ * never an assumed resume point), and a compacted watch start triggers the same full resync. Changes reach views as
+ * coalesced change sets: one per burst, at most one per `minNotifyIntervalMs`.
+ */
+export class LiveLocks implements Disposable {
+  readonly model = new LockModel();
+  private readonly followed: Followed[];
+  private readonly changes = new Emitter<ChangeSet>();
+  private readonly statusChanges = new Emitter<LiveStatus>();
+  readonly onDidChange = this.changes.event;
+  readonly onDidChangeStatus = this.statusChanges.event;
+  private currentStatus: LiveStatus = { state: 'loading' };
+  private disposed = false;
+  private lastNotify = 0;
+  private pendingNotify?: () => void;
+  private readonly progressWaiters: (() => void)[] = [];
+  private readonly minNotifyIntervalMs: number;
+
+  constructor(
+    private readonly conn: EtcdConnection,
+    prefixes: readonly Uint8Array[],
+    private readonly options: LiveLocksOptions = {},
+  ) {
+    this.followed = normalizePrefixes(prefixes).map((prefix) => ({ prefix, revision: 0, live: false }));
+    this.minNotifyIntervalMs = options.minNotifyIntervalMs ?? 100;
+  }
+
+  get status(): LiveStatus {
+    return this.currentStatus;
+  }
+
+  get prefixes(): readonly Buffer[] {
+    return this.followed.map((f) => f.prefix);
+  }
+
+  /** The revision through which every prefix is known to be applied. */
+  get revision(): number {
+    return Math.min(...this.followed.map((f) => f.revision));
+  }
+
+  /** Loads every prefix at one revision, then follows changes in the background. */
+  async start(): Promise<void> {
+    const read = await readPrefixes(this.conn, this.prefixes);
+    this.model.reload(() => true, read.records, read.revision);
+    for (const f of this.followed) f.revision = read.revision;
+    this.notifyNow();
+    for (const f of this.followed) void this.follow(f, false);
+  }
+
+  /**
+   * Resolves once the model has caught up with etcd as of this call (a progress request on every watch). Views do not
+   * need it; commands that act on what the user saw, and tests, do.
+   */
+  async sync(timeoutMs = 5000): Promise<number> {
+    const target = await this.conn.client.maintenance.status().then((s) => Number(s.header.revision));
+    const deadline = Date.now() + timeoutMs;
+    while (this.revision < target) {
+      if (this.disposed) throw new LockLensError('CLOSED', 'the live view was closed');
+      if (Date.now() > deadline) throw new LockLensError('TIMEOUT', `the model did not catch up with revision ${target} in ${timeoutMs} ms`);
+      const answered = new Promise<void>((resolve) => this.progressWaiters.push(resolve));
+      for (const f of this.followed) f.watch?.requestProgress();
+      await Promise.race([answered, sleep(100)]);
+    }
+    this.flushNow();
+    return this.revision;
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const f of this.followed) f.watch?.close();
+    this.pendingNotify?.();
+    this.setStatus({ state: 'closed' });
+    this.changes.dispose();
+    this.statusChanges.dispose();
+  }
+
+  private async follow(f: Followed, reload: boolean): Promise<void> {
+    let backoff = 100;
+    while (!this.disposed) {
+      try {
+        if (reload) {
+          const read = await readPrefix(this.conn, f.prefix);
+          if (this.disposed) return;
+          this.model.reload((key) => hasPrefix(key, f.prefix), read.records, read.revision);
+          f.revision = Math.max(f.revision, read.revision);
+          this.scheduleNotify();
+        }
+        const range = prefixRange(this.conn.toEtcd(f.prefix));
+        f.watch = await WatchStream.open(
+          this.conn,
+          { key: range.key, rangeEnd: range.range_end, startRevision: f.revision + 1 },
+          { onEvents: (events) => this.apply(f, events), onProgress: (revision) => this.progressed(f, revision) },
+        );
+        if (this.disposed) return f.watch.close();
+        f.live = true;
+        f.lastError = undefined;
+        backoff = 100;
+        this.updateStatus();
+        const end = await f.watch.ended;
+        f.live = false;
+        if (end.kind === 'closed') return;
+        if (end.kind === 'compacted') {
+          this.options.log?.(`watch on '${f.prefix}' fell behind compaction at ${end.compactRevision}: resyncing`);
+          f.lastError = new LockLensError('ETCD', `history compacted at revision ${end.compactRevision}: reloading`);
+          this.setStatus({ state: 'resyncing', error: f.lastError });
+          reload = true;
+          continue;
+        }
+        throw end.error;
+      } catch (e) {
+        if (this.disposed) return;
+        f.live = false;
+        f.lastError = e instanceof LockLensError ? e : new LockLensError('ETCD', errorMessage(e), { cause: e });
+        this.options.log?.(`watch on '${f.prefix}' failed (${f.lastError.message}); retrying in ${backoff} ms`);
+        this.updateStatus();
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, this.options.maxBackoffMs ?? 5000);
+        reload = true;
+      }
+    }
+  }
+
+  private apply(f: Followed, events: IEvent[]): void {
+    const strip = this.conn.namespace.length;
+    for (const ev of events) {
+      const kv = ev.kv as RawKeyValue;
+      const revision = Number(kv.mod_revision);
+      if (revision <= f.revision) continue;
+      if (ev.type === 'Put') this.model.put(toKeyRecord(kv, strip));
+      else this.model.delete(kv.key.subarray(strip), revision);
+    }
+    f.revision = Math.max(f.revision, Number(events[events.length - 1].kv.mod_revision));
+    this.scheduleNotify();
+  }
+
+  private progressed(f: Followed, revision: number): void {
+    f.revision = Math.max(f.revision, revision);
+    this.progressWaiters.splice(0).forEach((resolve) => resolve());
+  }
+
+  private updateStatus(): void {
+    const broken = this.followed.find((f) => !f.live);
+    if (!broken) this.setStatus({ state: 'live' });
+    else if (broken.lastError) this.setStatus({ state: 'reconnecting', error: broken.lastError });
+  }
+
+  private setStatus(status: LiveStatus): void {
+    if (status.state === this.currentStatus.state && status.error === this.currentStatus.error) return;
+    this.currentStatus = status;
+    this.statusChanges.fire(status);
+  }
+
+  private scheduleNotify(): void {
+    if (this.pendingNotify || !this.model.hasChanges()) return;
+    const wait = this.lastNotify + this.minNotifyIntervalMs - Date.now();
+    if (wait <= 0) {
+      // Let the rest of this burst (events already in the socket buffer) land first.
+      const handle = setImmediate(() => this.notifyNow());
+      this.pendingNotify = () => clearImmediate(handle);
+    } else {
+      const handle = setTimeout(() => this.notifyNow(), wait);
+      this.pendingNotify = () => clearTimeout(handle);
+    }
+  }
+
+  private flushNow(): void {
+    this.pendingNotify?.();
+    this.notifyNow();
+  }
+
+  private notifyNow(): void {
+    this.pendingNotify = undefined;
+    if (this.disposed || !this.model.hasChanges()) return;
+    this.lastNotify = Date.now();
+    this.changes.fire(this.model.takeChanges());
+  }
+}
+
+/** Sorted, without duplicates, and without prefixes that a shorter one already covers (so no key is watched twice). */
+export function normalizePrefixes(prefixes: readonly Uint8Array[]): Buffer[] {
+  const sorted = prefixes.map((p) => Buffer.from(p)).sort(Buffer.compare);
+  const kept: Buffer[] = [];
+  for (const p of sorted) if (!kept.some((k) => hasPrefix(p, k))) kept.push(p);
+  if (kept.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no prefix to watch');
+  return kept;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,153 @@
+import { kindOf, placeKey, type Convention, type LockKind } from './conventions';
+import { keyId } from './keys';
+import type { KeyRecord } from './records';
+
+export interface LockMember extends KeyRecord {
+  readonly convention: Convention;
+}
+
+/** One lock as users see it: the holder (leader, for elections) and the waiters in create-revision order. */
+export interface LockState {
+  /** Lossless identity of the name (see keyId). */
+  readonly id: string;
+  readonly name: Buffer;
+  readonly kind: LockKind;
+  readonly holder: LockMember | null;
+  readonly waiters: readonly LockMember[];
+}
+
+/** What changed since the last `takeChanges`: the current state of each touched lock, and the locks now gone. */
+export interface ChangeSet {
+  readonly revision: number;
+  readonly changed: readonly LockState[];
+  readonly removed: readonly string[];
+  /** True when the change came from a full reload (resync), not from watch events alone. */
+  readonly resynced: boolean;
+}
+
+interface Group {
+  readonly name: Buffer;
+  readonly members: Map<string, LockMember>;
+}
+
+/**
+ * The keys under the watched prefixes, grouped into locks. Pure and synchronous: it knows nothing of etcd
+ * connections, so every sequence of puts, deletes and reloads can be unit-tested, and the live layer only has to feed
+ * it events in revision order.
+ */
+export class LockModel {
+  private readonly groupOfKey = new Map<string, string>();
+  private readonly groups = new Map<string, Group>();
+  private readonly stateCache = new Map<string, LockState>();
+  private readonly dirty = new Set<string>();
+  private resyncedSinceTake = false;
+  /** The highest revision applied. */
+  revision = 0;
+
+  get keyCount(): number {
+    return this.groupOfKey.size;
+  }
+
+  put(record: KeyRecord): void {
+    const kid = keyId(record.key);
+    const placement = placeKey(record);
+    const gid = keyId(placement.name);
+    const previous = this.groupOfKey.get(kid);
+    if (previous !== undefined && previous !== gid) this.removeMember(previous, kid);
+    let group = this.groups.get(gid);
+    if (!group) {
+      group = { name: placement.name, members: new Map() };
+      this.groups.set(gid, group);
+    }
+    group.members.set(kid, { ...record, convention: placement.convention });
+    this.groupOfKey.set(kid, gid);
+    this.touch(gid);
+    this.revision = Math.max(this.revision, record.modRevision);
+  }
+
+  delete(key: Buffer, revision: number): void {
+    const kid = keyId(key);
+    const gid = this.groupOfKey.get(kid);
+    if (gid !== undefined) this.removeMember(gid, kid);
+    this.revision = Math.max(this.revision, revision);
+  }
+
+  /**
+   * Replaces every key for which `owns` is true with `records` read at `revision`: the reconcile step after a
+   * (re)connect or a compaction. Only locks whose members really changed are reported.
+   */
+  reload(owns: (key: Buffer) => boolean, records: Iterable<KeyRecord>, revision: number): void {
+    const fresh = new Map<string, KeyRecord>();
+    for (const r of records) fresh.set(keyId(r.key), r);
+    for (const [kid, gid] of [...this.groupOfKey]) {
+      const member = this.groups.get(gid)!.members.get(kid)!;
+      if (owns(member.key) && !fresh.has(kid)) this.removeMember(gid, kid);
+    }
+    for (const [kid, r] of fresh) {
+      const gid = this.groupOfKey.get(kid);
+      const current = gid === undefined ? undefined : this.groups.get(gid)!.members.get(kid);
+      if (!current || current.modRevision !== r.modRevision) this.put(r);
+    }
+    this.revision = Math.max(this.revision, revision);
+    this.resyncedSinceTake = true;
+  }
+
+  lock(id: string): LockState | undefined {
+    let state = this.stateCache.get(id);
+    if (!state) {
+      const group = this.groups.get(id);
+      if (!group) return undefined;
+      state = toState(id, group);
+      this.stateCache.set(id, state);
+    }
+    return state;
+  }
+
+  /** Every lock, sorted by name in etcd's byte order. */
+  locks(): LockState[] {
+    return [...this.groups.keys()].map((id) => this.lock(id)!).sort((a, b) => Buffer.compare(a.name, b.name));
+  }
+
+  hasChanges(): boolean {
+    return this.dirty.size > 0 || this.resyncedSinceTake;
+  }
+
+  /** Drains what changed since the last call (the coalescing unit for views). */
+  takeChanges(): ChangeSet {
+    const changed: LockState[] = [];
+    const removed: string[] = [];
+    for (const id of this.dirty) {
+      const state = this.lock(id);
+      if (state) changed.push(state);
+      else removed.push(id);
+    }
+    const set = { revision: this.revision, changed, removed, resynced: this.resyncedSinceTake };
+    this.dirty.clear();
+    this.resyncedSinceTake = false;
+    return set;
+  }
+
+  private removeMember(gid: string, kid: string): void {
+    const group = this.groups.get(gid)!;
+    group.members.delete(kid);
+    this.groupOfKey.delete(kid);
+    if (group.members.size === 0) this.groups.delete(gid);
+    this.touch(gid);
+  }
+
+  private touch(gid: string): void {
+    this.stateCache.delete(gid);
+    this.dirty.add(gid);
+  }
+}
+
+function toState(id: string, group: Group): LockState {
+  const ordered = [...group.members.values()].sort((a, b) => a.createRevision - b.createRevision);
+  return {
+    id,
+    name: group.name,
+    kind: kindOf(ordered.map((m) => m.convention)),
+    holder: ordered[0] ?? null,
+    waiters: ordered.slice(1),
+  };
+}
