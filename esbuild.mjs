@@ -2,7 +2,7 @@
 // `node esbuild.mjs` builds for development (source maps, not minified); `--production` minifies;
 // `--watch` rebuilds on change.
 import * as esbuild from 'esbuild';
-import { existsSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync } from 'node:fs';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
@@ -16,6 +16,23 @@ const common = {
   legalComments: 'linked',
 };
 
+/**
+ * etcd3 reads its .proto files at run time from `${__dirname}/../proto`. In a bundle __dirname is dist/, so point it
+ * at dist/proto and copy the three files there.
+ */
+const etcd3Protos = {
+  name: 'etcd3-protos',
+  setup(build) {
+    build.onLoad({ filter: /etcd3[\\/]lib[\\/]connection-pool\.js$/ }, (args) => {
+      const source = readFileSync(args.path, 'utf8');
+      const patched = source.replace('`${__dirname}/../proto/rpc.proto`', '`${__dirname}/proto/rpc.proto`');
+      if (patched === source) throw new Error('etcd3-protos: proto path not found in etcd3; update the plugin for this etcd3 version');
+      return { contents: patched, loader: 'js' };
+    });
+    build.onEnd(() => cpSync('node_modules/etcd3/proto', 'dist/proto', { recursive: true }));
+  },
+};
+
 /** @type {esbuild.BuildOptions[]} */
 const builds = [
   {
@@ -26,6 +43,7 @@ const builds = [
     target: 'node20',
     format: 'cjs',
     external: ['vscode'],
+    plugins: [etcd3Protos],
   },
   {
     ...common,
@@ -35,6 +53,7 @@ const builds = [
     target: 'node20',
     format: 'cjs',
     banner: { js: '#!/usr/bin/env node' },
+    plugins: [etcd3Protos],
   },
 ];
 

@@ -87,12 +87,13 @@ export function leaseDecimal(hex: string): string {
   return BigInt('0x' + hex).toString(10);
 }
 
-const HEX_LEASE = /^(0x)?[0-9a-fA-F]{1,16}$/;
+const HEX_LEASE = /^(?:0x)?([0-9a-f]{1,16})$/i;
+const MAX_LEASE_ID = 0x7fffffffffffffffn; // lease IDs are positive int64s
 
 /** Parses a lease ID given by a person: hex as etcdctl prints it (with or without 0x). */
 export function parseLeaseHex(text: string): string | undefined {
-  const t = text.trim();
-  if (!HEX_LEASE.test(t)) return undefined;
-  const hex = BigInt('0x' + t.replace(/^0x/i, '')).toString(16);
-  return hex === '0' ? undefined : hex;
+  const m = HEX_LEASE.exec(text.trim());
+  if (!m) return undefined;
+  const id = BigInt('0x' + m[1]);
+  return id === 0n || id > MAX_LEASE_ID ? undefined : id.toString(16);
 }

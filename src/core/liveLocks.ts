@@ -3,7 +3,7 @@ import type { EtcdConnection } from './connection';
 import { Emitter, type Disposable } from './emitter';
 import { LockLensError, errorMessage } from './errors';
 import { hasPrefix, prefixRange } from './keys';
-import { readPrefix, readPrefixes } from './keyspace';
+import { readPrefix, readPrefixes, type PrefixRead } from './keyspace';
 import { LockModel, type ChangeSet } from './lockModel';
 import { toKeyRecord, type RawKeyValue } from './records';
 import { WatchStream } from './watchStream';
@@ -26,8 +26,14 @@ export interface LiveLocksOptions {
 
 interface Followed {
   readonly prefix: Buffer;
-  /** Every event up to this revision is in the model. */
-  revision: number;
+  /** The last reload or event applied: the model holds this prefix as of this revision, and events up to it are skipped. */
+  applied: number;
+  /**
+   * The revision etcd confirmed this watch has delivered through (progress replies), never below `applied`. Kept apart
+   * from `applied` on purpose: etcd before 3.4.24 can send a progress reply ahead of history a new watch is still
+   * replaying (etcd-io/etcd#15220), so a progress reply must never cause events to be skipped.
+   */
+  confirmed: number;
   watch?: WatchStream;
   live: boolean;
   lastError?: LockLensError;
@@ -58,7 +64,7 @@ export class LiveLocks implements Disposable {
     prefixes: readonly Uint8Array[],
     private readonly options: LiveLocksOptions = {},
   ) {
-    this.followed = normalizePrefixes(prefixes).map((prefix) => ({ prefix, revision: 0, live: false }));
+    this.followed = normalizePrefixes(prefixes).map((prefix) => ({ prefix, applied: 0, confirmed: 0, live: false }));
     this.minNotifyIntervalMs = options.minNotifyIntervalMs ?? 100;
   }
 
@@ -72,14 +78,18 @@ export class LiveLocks implements Disposable {
 
   /** The revision through which every prefix is known to be applied. */
   get revision(): number {
-    return Math.min(...this.followed.map((f) => f.revision));
+    return Math.min(...this.followed.map((f) => Math.max(f.applied, f.confirmed)));
   }
 
-  /** Loads every prefix at one revision, then follows changes in the background. */
-  async start(): Promise<void> {
-    const read = await readPrefixes(this.conn, this.prefixes);
+  /**
+   * Loads every prefix at one revision, then follows changes in the background. Give `initial` (a readPrefixes
+   * result for the same prefixes) to continue from a listing already made; if etcd has compacted past it since, the
+   * watch says so and the model resyncs.
+   */
+  async start(initial?: PrefixRead): Promise<void> {
+    const read = initial ?? (await readPrefixes(this.conn, this.prefixes));
     this.model.reload(() => true, read.records, read.revision);
-    for (const f of this.followed) f.revision = read.revision;
+    for (const f of this.followed) f.applied = f.confirmed = read.revision;
     this.notifyNow();
     for (const f of this.followed) void this.follow(f, false);
   }
@@ -119,14 +129,16 @@ export class LiveLocks implements Disposable {
         if (reload) {
           const read = await readPrefix(this.conn, f.prefix);
           if (this.disposed) return;
+          if (read.revision < f.applied) this.options.log?.(`revision went back from ${f.applied} to ${read.revision}: etcd was restored or replaced`);
           this.model.reload((key) => hasPrefix(key, f.prefix), read.records, read.revision);
-          f.revision = Math.max(f.revision, read.revision);
+          // The read decides: after a restore or a wiped member, revisions can go backwards.
+          f.applied = f.confirmed = read.revision;
           this.scheduleNotify();
         }
         const range = prefixRange(this.conn.toEtcd(f.prefix));
         f.watch = await WatchStream.open(
           this.conn,
-          { key: range.key, rangeEnd: range.range_end, startRevision: f.revision + 1 },
+          { key: range.key, rangeEnd: range.range_end, startRevision: f.applied + 1 },
           { onEvents: (events) => this.apply(f, events), onProgress: (revision) => this.progressed(f, revision) },
         );
         if (this.disposed) return f.watch.close();
@@ -163,16 +175,17 @@ export class LiveLocks implements Disposable {
     for (const ev of events) {
       const kv = ev.kv as RawKeyValue;
       const revision = Number(kv.mod_revision);
-      if (revision <= f.revision) continue;
+      if (revision <= f.applied) continue;
       if (ev.type === 'Put') this.model.put(toKeyRecord(kv, strip));
       else this.model.delete(kv.key.subarray(strip), revision);
     }
-    f.revision = Math.max(f.revision, Number(events[events.length - 1].kv.mod_revision));
+    f.applied = Math.max(f.applied, Number(events[events.length - 1].kv.mod_revision));
+    f.confirmed = Math.max(f.confirmed, f.applied);
     this.scheduleNotify();
   }
 
   private progressed(f: Followed, revision: number): void {
-    f.revision = Math.max(f.revision, revision);
+    f.confirmed = Math.max(f.confirmed, revision);
     this.progressWaiters.splice(0).forEach((resolve) => resolve());
   }
 

@@ -2,6 +2,16 @@ import { kindOf, placeKey, type Convention, type LockKind } from './conventions'
 import { keyId } from './keys';
 import type { KeyRecord } from './records';
 
+/**
+ * A lock's identity: its name's bytes, plus a mark for single-key locks, so that a key `/locks/foo` and a queue of
+ * `/locks/foo/<lease>` keys stay two locks (the mark is outside latin1, so no name can produce it).
+ */
+export function lockId(name: Uint8Array, convention: Convention): string {
+  return convention === 'single-key' ? keyId(name) + SINGLE_MARK : keyId(name);
+}
+
+const SINGLE_MARK = '\u0100';
+
 export interface LockMember extends KeyRecord {
   readonly convention: Convention;
 }
@@ -41,7 +51,7 @@ export class LockModel {
   private readonly stateCache = new Map<string, LockState>();
   private readonly dirty = new Set<string>();
   private resyncedSinceTake = false;
-  /** The highest revision applied. */
+  /** The revision of the last reload, or of the newest event applied since. */
   revision = 0;
 
   get keyCount(): number {
@@ -51,7 +61,7 @@ export class LockModel {
   put(record: KeyRecord): void {
     const kid = keyId(record.key);
     const placement = placeKey(record);
-    const gid = keyId(placement.name);
+    const gid = lockId(placement.name, placement.convention);
     const previous = this.groupOfKey.get(kid);
     if (previous !== undefined && previous !== gid) this.removeMember(previous, kid);
     let group = this.groups.get(gid);
@@ -88,7 +98,7 @@ export class LockModel {
       const current = gid === undefined ? undefined : this.groups.get(gid)!.members.get(kid);
       if (!current || current.modRevision !== r.modRevision) this.put(r);
     }
-    this.revision = Math.max(this.revision, revision);
+    this.revision = revision;
     this.resyncedSinceTake = true;
   }
 
@@ -103,9 +113,11 @@ export class LockModel {
     return state;
   }
 
-  /** Every lock, sorted by name in etcd's byte order. */
+  /** Every lock, sorted by name in etcd's byte order (a queue before a single key of the same name). */
   locks(): LockState[] {
-    return [...this.groups.keys()].map((id) => this.lock(id)!).sort((a, b) => Buffer.compare(a.name, b.name));
+    return [...this.groups.keys()]
+      .map((id) => this.lock(id)!)
+      .sort((a, b) => Buffer.compare(a.name, b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   hasChanges(): boolean {
@@ -142,7 +154,8 @@ export class LockModel {
 }
 
 function toState(id: string, group: Group): LockState {
-  const ordered = [...group.members.values()].sort((a, b) => a.createRevision - b.createRevision);
+  // Keys written by one transaction share a create revision: order those by key bytes, as etcd lists them.
+  const ordered = [...group.members.values()].sort((a, b) => a.createRevision - b.createRevision || Buffer.compare(a.key, b.key));
   return {
     id,
     name: group.name,

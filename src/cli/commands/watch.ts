@@ -1,0 +1,48 @@
+import { displayKey } from '../../core/keys';
+import { LiveLocks, normalizePrefixes } from '../../core/liveLocks';
+import { lockJson, type LockJson } from '../lockJson';
+import { CONNECTION_HELP, parse } from '../options';
+import type { Command } from './command';
+
+export const watch: Command = {
+  name: 'watch',
+  summary: 'follow locks under prefixes live: one line per change',
+  help: `Usage: locklens watch --prefix P [--prefix P2 ...] [--json]
+
+Prints every lock under the prefixes once, then one line for every lock that changes (holder, queue), until
+interrupted. Reconnects and resyncs by itself; connection trouble goes to stderr.
+
+  --prefix P    a key prefix to follow (repeatable; '' follows the whole keyspace)
+  --json        one JSON object per line: {"revision", "lock": <as in list --json>} or {"revision", "removed": name}
+
+${CONNECTION_HELP}`,
+  options: { prefix: { type: 'string', multiple: true }, json: { type: 'boolean' } },
+  async run(args, connect, out) {
+    const { values } = parse(args, this.options);
+    const prefixes = normalizePrefixes((values.prefix as string[] | undefined ?? ['']).map((p) => Buffer.from(p)));
+    const conn = await connect(values);
+    const live = new LiveLocks(conn, prefixes);
+    const names = new Map<string, string>();
+    const print = (revision: number, lock: LockJson | undefined, removedId?: string) => {
+      if (values.json) out.stdout(JSON.stringify(lock ? { revision, lock } : { revision, removed: names.get(removedId!) }));
+      else if (lock) out.stdout(`${revision}  ${lock.name}  ${lock.kind}  holder ${lock.holder?.key ?? '-'}${lock.holder ? ` (lease ${lock.holder.lease || '-'}, token ${lock.holder.createRevision})` : ''}  waiting ${lock.waiters.length}`);
+      else out.stdout(`${revision}  ${names.get(removedId!)}  free (no keys left)`);
+    };
+    live.onDidChange((changes) => {
+      for (const lock of changes.changed) {
+        names.set(lock.id, displayKey(lock.name));
+        print(changes.revision, lockJson(lock, () => undefined));
+      }
+      for (const id of changes.removed) {
+        print(changes.revision, undefined, id);
+        names.delete(id);
+      }
+    });
+    live.onDidChangeStatus((s) => out.stderr(`locklens: ${s.state}${s.error ? `: ${s.error.message}` : ''}`));
+    await live.start();
+    await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+    live.dispose();
+    conn.close();
+    return 0;
+  },
+};

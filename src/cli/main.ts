@@ -1,0 +1,62 @@
+import { EtcdConnection } from '../core/connection';
+import { LockLensError, errorMessage, type ErrorCode } from '../core/errors';
+import { acquire } from './commands/acquire';
+import type { Command, Output } from './commands/command';
+import { list } from './commands/list';
+import { revoke } from './commands/revoke';
+import { watch } from './commands/watch';
+import { profileFrom } from './options';
+
+const commands: readonly Command[] = [list, acquire, revoke, watch];
+
+/** Exit codes, stable for scripts: one per kind of failure. */
+export const EXIT_CODES: Record<ErrorCode, number> = {
+  ETCD: 1,
+  CLOSED: 1,
+  INVALID_ARGUMENT: 2,
+  UNREACHABLE: 3,
+  TIMEOUT: 3,
+  AUTH: 4,
+  PERMISSION: 4,
+  TLS: 5,
+  LOCKED: 6,
+  LOCK_LOST: 7,
+  LEASE_NOT_FOUND: 8,
+  CANCELLED: 130,
+};
+
+const usage = `Usage: locklens <command> [options]   (locklens <command> --help for its options)
+
+Commands:
+${commands.map((c) => `  ${c.name.padEnd(9)} ${c.summary}`).join('\n')}
+
+Exit codes: 0 ok, 2 bad arguments, 3 unreachable or timed out, 4 auth, 5 TLS, 6 lock held (--try),
+7 lock lost, 8 lease not found, 130 interrupted, 1 any other etcd error.`;
+
+const out: Output = {
+  stdout: (t) => process.stdout.write(t + '\n'),
+  stderr: (t) => process.stderr.write(t + '\n'),
+};
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    out.stdout(usage);
+    return name ? 0 : 2;
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) throw new LockLensError('INVALID_ARGUMENT', `unknown command '${name}'\n\n${usage}`);
+  if (rest.slice(0, rest.includes('--') ? rest.indexOf('--') : undefined).some((a) => a === '--help' || a === '-h')) {
+    out.stdout(command.help);
+    return 0;
+  }
+  return command.run(rest, (values) => EtcdConnection.open(profileFrom(values)), out);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    out.stderr(`locklens: ${errorMessage(e)}`);
+    process.exit(e instanceof LockLensError ? EXIT_CODES[e.code] : 1);
+  },
+);

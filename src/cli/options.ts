@@ -1,0 +1,91 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { LockLensError } from '../core/errors';
+import { splitEndpoints, type ConnectionProfile } from '../core/profile';
+
+/** Connection flags every command takes. Names follow etcdctl's, so muscle memory carries over. */
+export const CONNECTION_OPTIONS = {
+  endpoints: { type: 'string' },
+  user: { type: 'string' },
+  cacert: { type: 'string' },
+  cert: { type: 'string' },
+  key: { type: 'string' },
+  'server-name': { type: 'string' },
+  'insecure-skip-tls-verify': { type: 'boolean' },
+  namespace: { type: 'string' },
+  'dial-timeout': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
+
+export const CONNECTION_HELP = `Connection (etcdctl's names; ETCDCTL_* environment variables are read too):
+  --endpoints H:P[,H:P]        etcd client URLs (default $ETCDCTL_ENDPOINTS or 127.0.0.1:2379); https:// turns on TLS
+  --user NAME[:PASSWORD]       password auth; without ':PASSWORD' it is read from $LOCKLENS_PASSWORD
+  --cacert FILE                CA bundle that signed the server certificate
+  --cert FILE --key FILE       client certificate and key (PKCS#1, PKCS#8, SEC1); passphrase from $LOCKLENS_KEY_PASSPHRASE
+  --server-name NAME           verify the server certificate against NAME instead of the endpoint's host
+  --insecure-skip-tls-verify   accept any server certificate (dangerous)
+  --namespace PREFIX           read and write every key under PREFIX
+  --dial-timeout DURATION      e.g. 5s or 800ms (default 5s)`;
+
+export interface Parsed {
+  readonly values: Record<string, string | boolean | string[] | undefined>;
+  readonly positionals: string[];
+}
+
+/** Parses a command's flags plus the connection flags; `positionals` is how many arguments it takes. */
+export function parse(args: string[], options: ParseArgsConfig['options'], positionals = 0): Parsed {
+  let parsed: Parsed;
+  try {
+    parsed = parseArgs({ args, options: { ...CONNECTION_OPTIONS, ...options }, allowPositionals: true, strict: true }) as Parsed;
+  } catch (e) {
+    throw new LockLensError('INVALID_ARGUMENT', (e as Error).message);
+  }
+  if (!parsed.values.help && parsed.positionals.length !== positionals) {
+    throw new LockLensError('INVALID_ARGUMENT', positionals === 0 ? `unexpected argument '${parsed.positionals[0]}'` : 'wrong number of arguments');
+  }
+  return parsed;
+}
+
+type ConnectionValues = { [K in keyof typeof CONNECTION_OPTIONS]?: string | boolean };
+
+export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = process.env): ConnectionProfile {
+  const str = (v: string | boolean | undefined) => (typeof v === 'string' ? v : undefined);
+  const endpoints = splitEndpoints(str(values.endpoints) ?? env.ETCDCTL_ENDPOINTS ?? '127.0.0.1:2379');
+  const user = str(values.user) ?? env.ETCDCTL_USER;
+  const [username, inlinePassword] = user ? splitOnce(user, ':') : [undefined, undefined];
+  const cacert = str(values.cacert) ?? env.ETCDCTL_CACERT;
+  const cert = str(values.cert) ?? env.ETCDCTL_CERT;
+  const key = str(values.key) ?? env.ETCDCTL_KEY;
+  const serverName = str(values['server-name']);
+  const insecure = values['insecure-skip-tls-verify'] === true || env.ETCDCTL_INSECURE_SKIP_TLS_VERIFY === 'true';
+  const anyTls = cacert || cert || key || serverName || insecure;
+  return {
+    endpoints,
+    username,
+    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? env.ETCDCTL_PASSWORD,
+    tls: anyTls
+      ? { caFile: cacert, certFile: cert, keyFile: key, keyPassphrase: env.LOCKLENS_KEY_PASSPHRASE, serverName, insecureSkipVerify: insecure }
+      : undefined,
+    namespace: str(values.namespace),
+    dialTimeoutMs: values['dial-timeout'] === undefined ? undefined : parseDuration(str(values['dial-timeout'])!, '--dial-timeout'),
+  };
+}
+
+function splitOnce(s: string, sep: string): [string, string | undefined] {
+  const i = s.indexOf(sep);
+  return i < 0 ? [s, undefined] : [s.slice(0, i), s.slice(i + 1)];
+}
+
+/** `5s`, `800ms`, `2m`, or a bare number of seconds. */
+export function parseDuration(text: string, flag: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+  if (!m) throw new LockLensError('INVALID_ARGUMENT', `${flag}: '${text}' is not a duration (e.g. 5s, 800ms, 2m)`);
+  const n = Number(m[1]);
+  return Math.round(m[2] === 'ms' ? n : m[2] === 'm' ? n * 60_000 : n * 1000);
+}
+
+export function parsePositiveInt(text: string | undefined, flag: string, fallback: number): number {
+  if (text === undefined) return fallback;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw new LockLensError('INVALID_ARGUMENT', `${flag}: '${text}' is not a whole number ≥ 1`);
+  return n;
+}

@@ -1,0 +1,224 @@
+import { after, before, beforeEach, afterEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { EtcdServer, eventually, sleep, startEtcd } from '../harness/etcd';
+import { Scope } from '../harness/core';
+import { Mutex } from '../../src/core/mutex';
+import { isLockLensError } from '../../src/core/errors';
+import { readPrefix } from '../../src/core/keyspace';
+import type { EtcdConnection } from '../../src/core/connection';
+
+describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
+  let etcd: EtcdServer;
+  let scope: Scope;
+  let conn: EtcdConnection;
+  let name = '';
+  let n = 0;
+
+  before(async () => {
+    etcd = await startEtcd();
+  });
+  after(async () => {
+    await etcd.dispose();
+  });
+  beforeEach(async () => {
+    scope = new Scope();
+    conn = await scope.connect(etcd.endpoint);
+    name = `locks/m${++n}`;
+  });
+  afterEach(async () => {
+    await scope.dispose();
+  });
+
+  const keysUnder = async (prefix: string) => (await readPrefix(conn, Buffer.from(prefix))).records;
+
+  test('the key is <name>/<lease hex> and the fencing token is its create revision', async () => {
+    const session = await scope.session(conn);
+    const hold = await new Mutex(session, name).acquire();
+    const [record] = await keysUnder(`${name}/`);
+    assert.equal(record.key.toString(), `${name}/${session.leaseId}`);
+    assert.equal(record.lease, session.leaseId);
+    assert.equal(record.valueSize, 0, 'Go writes an empty value');
+    assert.equal(hold.fencingToken, record.createRevision);
+    assert.equal(await hold.release(), true);
+    assert.deepEqual(await keysUnder(`${name}/`), []);
+  });
+
+  test('many contenders: never two holders, served in create-revision order (FIFO), tokens strictly increase', async () => {
+    const contenders = 12;
+    const sessions = await Promise.all(Array.from({ length: contenders }, () => scope.session(conn)));
+    // Queue them one after another so the expected order is known.
+    const mutexes = sessions.map((s) => new Mutex(s, name));
+    const first = await mutexes[0].acquire();
+    const enqueued: number[] = [];
+    const order: number[] = [];
+    let inside = 0;
+    let maxInside = 0;
+    const runs = mutexes.slice(1).map(async (m, i) => {
+      const hold = await m.acquire({ onQueue: () => undefined });
+      inside++;
+      maxInside = Math.max(maxInside, inside);
+      order.push(i + 1);
+      enqueued.push(hold.fencingToken);
+      await sleep(5);
+      inside--;
+      await hold.release();
+    });
+    await eventually(async () => (await keysUnder(`${name}/`)).length === contenders, 10_000, 'all queued');
+    const queue = (await keysUnder(`${name}/`)).sort((a, b) => a.createRevision - b.createRevision).map((r) => r.lease);
+    await first.release();
+    await Promise.all(runs);
+    assert.equal(maxInside, 1, 'mutual exclusion');
+    const servedLeases = order.map((i) => sessions[i].leaseId);
+    assert.deepEqual(servedLeases, queue.slice(1), 'served in create-revision order');
+    assert.deepEqual([...enqueued].sort((a, b) => a - b), enqueued, 'fencing tokens increase');
+  });
+
+  test('reports the queue position as it changes', async () => {
+    const [a, b, c] = await Promise.all([scope.session(conn), scope.session(conn), scope.session(conn)]);
+    const ha = await new Mutex(a, name).acquire();
+    const hbPromise = new Mutex(b, name).acquire();
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 2);
+    const positions: number[] = [];
+    const hcPromise = new Mutex(c, name).acquire({ onQueue: (ahead) => positions.push(ahead) });
+    await eventually(() => positions.length === 1);
+    assert.deepEqual(positions, [2]);
+    await ha.release();
+    const hb = await hbPromise;
+    await eventually(() => positions.length === 2);
+    assert.deepEqual(positions, [2, 1]);
+    await hb.release();
+    const hc = await hcPromise;
+    await hc.release();
+  });
+
+  test('a waiter that leaves the middle of the queue moves those behind it up, without waking them early', async () => {
+    const [a, b, c] = await Promise.all([scope.session(conn), scope.session(conn), scope.session(conn)]);
+    const ha = await new Mutex(a, name).acquire();
+    const leave = new AbortController();
+    const hb = new Mutex(b, name).acquire({ signal: leave.signal });
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 2);
+    const positions: number[] = [];
+    let cHeld = false;
+    const hc = new Mutex(c, name).acquire({ onQueue: (p) => positions.push(p) }).then((h) => ((cHeld = true), h));
+    await eventually(() => positions.length === 1);
+    leave.abort();
+    await assert.rejects(hb, (e) => isLockLensError(e, 'CANCELLED'));
+    await eventually(() => positions.length === 2);
+    assert.deepEqual(positions, [2, 1]);
+    assert.equal(cHeld, false, 'still behind the holder');
+    assert.equal((await keysUnder(`${name}/`)).length, 2, "the cancelled waiter's key is gone");
+    await ha.release();
+    await (await hc).release();
+  });
+
+  test('tryAcquire on a held lock throws LOCKED naming the holder and leaves no key behind', async () => {
+    const [a, b] = await Promise.all([scope.session(conn), scope.session(conn)]);
+    const ha = await new Mutex(a, name).tryAcquire();
+    await assert.rejects(new Mutex(b, name).tryAcquire(), (e) => isLockLensError(e, 'LOCKED') && e.message.includes(a.leaseId));
+    assert.equal((await keysUnder(`${name}/`)).length, 1);
+    await ha.release();
+    const hb = await new Mutex(b, name).tryAcquire();
+    await hb.release();
+  });
+
+  test('re-acquiring on the same session returns at once with the same key (Go semantics)', async () => {
+    const s = await scope.session(conn);
+    const h1 = await new Mutex(s, name).acquire();
+    const h2 = await new Mutex(s, name).acquire();
+    assert.equal(h2.fencingToken, h1.fencingToken);
+    await h1.release();
+    h2.dispose();
+  });
+
+  test('release is owner-only: it never deletes a newer key of the same name', async () => {
+    const s = await scope.session(conn);
+    const m = new Mutex(s, name);
+    const old = await m.acquire();
+    await old.release();
+    const fresh = await m.acquire();
+    assert.equal(await old.release(), false);
+    assert.equal(await m.deleteOwnKey(old.fencingToken), false, 'a stale token deletes nothing');
+    assert.equal((await keysUnder(`${name}/`)).length, 1);
+    await fresh.release();
+  });
+
+  test('lost signal: revoking the holder lease fires onDidLose at once', async () => {
+    const s = await scope.session(conn, 30);
+    const hold = await new Mutex(s, name).acquire();
+    const lost = new Promise((resolve) => hold.onDidLose(resolve));
+    await etcd.etcdctl(['lease', 'revoke', s.leaseId]);
+    const error = await lost;
+    assert.ok(isLockLensError(error, 'LOCK_LOST'));
+    assert.equal(hold.lost, error);
+    assert.equal(await hold.release(), false);
+  });
+
+  test('a waiter whose lease is revoked fails with LOCK_LOST instead of waiting forever', async () => {
+    const [a, b] = await Promise.all([scope.session(conn), scope.session(conn)]);
+    const ha = await new Mutex(a, name).acquire();
+    const waiting = new Mutex(b, name).acquire();
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 2);
+    await etcd.etcdctl(['lease', 'revoke', b.leaseId]);
+    await assert.rejects(waiting, (e) => isLockLensError(e, 'LOCK_LOST'));
+    await ha.release();
+  });
+
+  test('a crashed holder (no more keepalives) hands the lock over after its TTL', async () => {
+    const crashed = await scope.session(conn, 2);
+    await new Mutex(crashed, name).acquire();
+    crashed.dispose(); // stops renewing without revoking: what a killed process leaves
+    const waiter = await scope.session(conn);
+    const hold = await new Mutex(waiter, name).acquire();
+    assert.deepEqual((await keysUnder(`${name}/`)).map((r) => r.lease), [waiter.leaseId]);
+    await hold.release();
+  });
+
+  test('interop: waits behind `etcdctl lock` and gets the lock after etcdctl exits', async () => {
+    const holder = spawn('etcdctl', [`--endpoints=${etcd.endpoint}`, 'lock', name], { stdio: ['ignore', 'pipe', 'inherit'] });
+    scope.defer(() => holder.kill('SIGKILL'));
+    const [line] = (await once(holder.stdout!, 'data')) as [Buffer];
+    assert.match(line.toString(), new RegExp(`^${name}/[0-9a-f]+`), 'etcdctl holds');
+    const s = await scope.session(conn);
+    let held = false;
+    const acquiring = new Mutex(s, name).acquire().then((h) => ((held = true), h));
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 2, 10_000, 'queued behind etcdctl');
+    assert.equal(held, false);
+    holder.kill('SIGINT'); // etcdctl releases on interrupt
+    const hold = await acquiring;
+    assert.deepEqual((await keysUnder(`${name}/`)).map((r) => r.lease), [s.leaseId]);
+    await hold.release();
+  });
+
+  test('interop: `etcdctl lock` waits behind a LockLens holder and gets the lock after release', async () => {
+    const s = await scope.session(conn);
+    const hold = await new Mutex(s, name).acquire();
+    const waiter = spawn('etcdctl', [`--endpoints=${etcd.endpoint}`, 'lock', name], { stdio: ['ignore', 'pipe', 'inherit'] });
+    scope.defer(() => waiter.kill('SIGKILL'));
+    let printed = '';
+    waiter.stdout!.on('data', (d: Buffer) => (printed += d.toString()));
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 2, 10_000, 'etcdctl queued');
+    assert.equal(printed, '', 'etcdctl does not hold while LockLens does');
+    await hold.release();
+    await eventually(() => printed.startsWith(`${name}/`), 10_000, 'etcdctl acquired');
+    waiter.kill('SIGINT');
+  });
+
+  test('acquire with an already-aborted signal enqueues nothing', async () => {
+    const s = await scope.session(conn);
+    const c = new AbortController();
+    c.abort();
+    await assert.rejects(new Mutex(s, name).acquire({ signal: c.signal }), (e) => isLockLensError(e, 'CANCELLED'));
+    assert.deepEqual(await keysUnder(`${name}/`), []);
+  });
+
+  test('names are bytes: a non-UTF-8 lock name works and stays distinct', async () => {
+    const s = await scope.session(conn);
+    const raw = Buffer.from([0x6c, 0x2f, 0xff, 0xfe]);
+    const hold = await new Mutex(s, raw).acquire();
+    const [record] = await keysUnder('l/');
+    assert.deepEqual(record.key, Buffer.concat([raw, Buffer.from(`/${s.leaseId}`)]));
+    await hold.release();
+  });
+});
