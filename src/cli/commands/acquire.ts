@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { constants } from 'node:os';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { Mutex, type Hold } from '../../core/mutex';
 import { Session } from '../../core/session';
+import { GatedCommand } from '../gatedCommand';
 import { CONNECTION_HELP, parseDuration, parse, parsePositiveInt } from '../options';
-import type { Command } from './command';
+import type { Command, Output } from './command';
 
 /** etcdctl lock's default, so a crashed holder frees the lock as soon as with etcdctl. */
 const DEFAULT_TTL = 10;
@@ -18,7 +17,9 @@ export const acquire: Command = {
 Queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock and
 jetcd on the same name). Once held it prints the key and the fencing token (the key's create revision), then:
   - with a COMMAND: runs it with ETCD_LOCK_KEY, ETCD_LOCK_REV (as etcdctl lock sets them) and
-    LOCKLENS_FENCING_TOKEN in its environment, releases when it exits, and exits with its code;
+    LOCKLENS_FENCING_TOKEN in its environment, releases when it exits, and exits with its code. The command's
+    process is started while waiting and held at a gate until the lock is held, so it starts within a pipe write
+    of the handoff; it never runs without the lock.
   - without: holds until interrupted (Ctrl-C / SIGTERM), then releases.
 If the lock is lost while held (lease revoked or expired), the command gets SIGTERM and locklens exits 7.
 
@@ -45,23 +46,39 @@ ${CONNECTION_HELP}`,
     const onSignal = (signal: NodeJS.Signals) => stop.abort(new LockLensError('CANCELLED', `interrupted by ${signal}`));
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
     signals.forEach((s) => process.on(s, onSignal));
+    const mutex = new Mutex(session, positionals[0]);
+    const key = displayKey(mutex.key);
+    let gate: GatedCommand | undefined;
+    let hold: Hold | undefined;
     try {
-      const mutex = new Mutex(session, positionals[0]);
       const signal = timeoutMs === undefined ? stop.signal : AbortSignal.any([stop.signal, timeoutSignal(timeoutMs)]);
-      const hold = values.try
+      hold = values.try
         ? await mutex.tryAcquire()
         : await mutex.acquire({
             signal,
-            onQueue: (ahead) => process.stderr.isTTY && ahead > 0 && out.stderr(`waiting: ${ahead} ahead in the queue`),
+            onQueue: ({ ahead, fencingToken }) => {
+              if (command.length && !gate) gate = new GatedCommand(command, lockEnv(key, fencingToken));
+              if (ahead > 0 && process.stderr.isTTY) out.stderr(`waiting: ${ahead} ahead in the queue`);
+            },
           });
-      return await holdWhile(hold, command, stop.signal, out);
+      if (command.length) gate ??= new GatedCommand(command, lockEnv(key, hold.fencingToken));
+      return await holdWhile(hold, gate, stop.signal, out);
     } finally {
       signals.forEach((s) => process.off(s, onSignal));
+      await gate?.close();
+      // Releasing is revoking the session's lease: one write deletes the lock key (the next waiter's signal) and ends
+      // the lease, where a delete and then a revoke would make the next holder's wake-up compete with a second write.
+      hold?.dispose();
       await session.revoke().catch(() => undefined);
       conn.close();
     }
   },
 };
+
+function lockEnv(key: string, fencingToken: number): NodeJS.ProcessEnv {
+  const token = String(fencingToken);
+  return { ...process.env, ETCD_LOCK_KEY: key, ETCD_LOCK_REV: token, LOCKLENS_FENCING_TOKEN: token };
+}
 
 function timeoutSignal(ms: number): AbortSignal {
   const c = new AbortController();
@@ -69,16 +86,11 @@ function timeoutSignal(ms: number): AbortSignal {
   return c.signal;
 }
 
-/** Holds the lock while the command runs (or until interrupted), then releases it. Resolves to the exit code. */
-async function holdWhile(hold: Hold, command: string[], interrupted: AbortSignal, out: { stdout(t: string): void; stderr(t: string): void }): Promise<number> {
+/** Holds the lock while the command runs, or until interrupted or lost. Resolves to the exit code. */
+async function holdWhile(hold: Hold, gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output): Promise<number> {
   const key = displayKey(hold.key);
-  let child: ChildProcess | undefined;
-  if (command.length) {
-    // Spawn first: the time between the predecessor's delete and this start is the handoff latency users feel.
-    child = spawn(command[0], command.slice(1), {
-      stdio: 'inherit',
-      env: { ...process.env, ETCD_LOCK_KEY: key, ETCD_LOCK_REV: String(hold.fencingToken), LOCKLENS_FENCING_TOKEN: String(hold.fencingToken) },
-    });
+  if (gate) {
+    gate.open();
     out.stderr(`locklens: holding ${key} (fencing token ${hold.fencingToken})`);
   } else {
     out.stdout(key);
@@ -88,19 +100,12 @@ async function holdWhile(hold: Hold, command: string[], interrupted: AbortSignal
     hold.onDidLose((error) => resolve({ kind: 'lost', error }));
     if (interrupted.aborted) resolve({ kind: 'interrupted' });
     interrupted.addEventListener('abort', () => resolve({ kind: 'interrupted' }), { once: true });
-    child?.once('exit', (code, signal) => resolve({ kind: 'exit', code: code ?? 128 + signalNumber(signal) }));
-    child?.once('error', (e) => resolve({ kind: 'lost', error: new LockLensError('INVALID_ARGUMENT', `cannot run '${command[0]}': ${e.message}`) }));
+    void gate?.exited.then((code) => resolve({ kind: 'exit', code }));
   });
-  if (outcome.kind !== 'exit' && child && child.exitCode === null) {
-    child.kill('SIGTERM');
-    await new Promise((r) => child!.once('exit', r));
-  }
-  await hold.release().catch(() => undefined);
+  // A lost lock or an interrupt ends the command: it must not go on believing it holds the lock.
+  if (outcome.kind !== 'exit') gate?.kill('SIGTERM');
+  await gate?.exited;
   if (outcome.kind === 'lost') throw outcome.error;
   if (outcome.kind === 'interrupted') return 130;
   return outcome.code;
-}
-
-function signalNumber(signal: NodeJS.Signals | null): number {
-  return signal ? constants.signals[signal] : 1;
 }
