@@ -33,8 +33,11 @@ export class EtcdConnection {
     const client = createClient(profile, endpoints, tls, timeoutMs);
     const connection = new EtcdConnection(client, Buffer.from(profile.namespace ?? ''), endpoints, timeoutMs);
     try {
-      // Status needs no key permissions but does authenticate, so it checks reachability and credentials at once.
+      // Status needs no key permissions, and with a user name it authenticates first: reachability and credentials.
       await withDeadline(client.maintenance.status(), timeoutMs);
+      // Without a user name etcd 3.4 answers Status even when auth is on; one key read tells. Permission denied is
+      // fine here (credentials work, that key is not theirs); "user name is empty" is not.
+      if (!profile.username) await withDeadline(requireNoAuth(client), timeoutMs);
     } catch (e) {
       client.close();
       throw await explainConnectFailure(e, endpoints, tls, timeoutMs);
@@ -49,6 +52,16 @@ export class EtcdConnection {
 
   close(): void {
     this.client.close();
+  }
+}
+
+async function requireNoAuth(client: Etcd3): Promise<void> {
+  try {
+    await client.kv.range({ key: Buffer.from([0]), count_only: true });
+  } catch (e) {
+    const error = asLockLensError(e);
+    if (error.code === 'AUTH') throw new LockLensError('AUTH', 'this etcd has authentication enabled: give a user name and password', { cause: e });
+    if (error.code !== 'PERMISSION') throw error;
   }
 }
 

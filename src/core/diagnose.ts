@@ -170,11 +170,11 @@ async function explainTlsFailure(endpoint: Endpoint, tls: TlsMaterial, error: No
     case 'UNABLE_TO_VERIFY_LEAF_SIGNATURE':
     case 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY':
     case 'UNABLE_TO_GET_ISSUER_CERT': {
-      const issuer = peer ? ` (issuer ${oneLine(peer.issuer)})` : '';
+      const issued = peer ? `the server's certificate (subject ${oneLine(peer.subject)}, issuer ${oneLine(peer.issuer)})` : subject;
       const trusted = tls.caCerts.length
         ? `the CA file (${tls.caCerts.map((c) => oneLine(c.subject)).join('; ')})`
         : "the system's trusted roots: set the cluster's CA file";
-      return `${subject}${issuer} is not signed by ${trusted}`;
+      return `${issued} is not signed by ${trusted}`;
     }
     default:
       return `TLS handshake failed: ${message}`;

@@ -153,7 +153,12 @@ export async function startEtcd(options: StartOptions = {}): Promise<EtcdServer>
   const dataDir = mkdtempSync(join(tmpdir(), 'locklens-etcd-'));
   const spec = { name: 'solo', clientPort, peerPort, dataDir, tls: options.tls, extraArgs: options.extraArgs ?? [] };
   const server = new EtcdServer(spec, `solo=http://127.0.0.1:${peerPort}`);
-  await server.start();
+  try {
+    await server.start();
+  } catch (e) {
+    await server.dispose();
+    throw e;
+  }
   return server;
 }
 
@@ -190,10 +195,15 @@ export async function startCluster(size = 3): Promise<EtcdCluster> {
     specs.push({ name: `m${i}`, clientPort: await freePort(), peerPort: await freePort(), dataDir: mkdtempSync(join(tmpdir(), 'locklens-etcd-')), extraArgs: [] });
   }
   const initial = specs.map((s) => `${s.name}=http://127.0.0.1:${s.peerPort}`).join(',');
-  const members = specs.map((s) => new EtcdMember(s, initial));
-  members.forEach((m) => m.launch());
-  await Promise.all(members.map((m) => m.waitReady()));
-  return new EtcdCluster(members);
+  const cluster = new EtcdCluster(specs.map((s) => new EtcdMember(s, initial)));
+  cluster.members.forEach((m) => m.launch());
+  try {
+    await Promise.all(cluster.members.map((m) => m.waitReady()));
+  } catch (e) {
+    await cluster.dispose();
+    throw e;
+  }
+  return cluster;
 }
 
 export function etcdctl(args: readonly string[], options: { timeoutMs?: number } = {}): Promise<string> {
