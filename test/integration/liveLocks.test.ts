@@ -185,6 +185,17 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
     await assertConverged(live);
   });
 
+  test('with a namespace, only keys under it are seen, without the namespace', async () => {
+    const nsConn = await scope.connect(etcd.endpoint, { namespace: 'tenant-b/' });
+    const live = new LiveLocks(nsConn, [Buffer.from('jobs/')]);
+    scope.defer(() => live.dispose());
+    await live.start();
+    await conn.client.put(`tenant-b/jobs/x/${crypto.randomUUID()}`).value('');
+    await conn.client.put(`jobs/outside/${crypto.randomUUID()}`).value('');
+    await eventually(async () => (await live.sync(), live.model.locks().length === 1), 10_000, 'namespaced lock seen');
+    assert.deepEqual(live.model.locks().map((l) => l.name.toString()), ['jobs/x']);
+  });
+
   test('keys with HTML, non-UTF-8 bytes and 10,000-byte names are kept exactly', async () => {
     const live = await follow(['odd/']);
     const html = Buffer.from('odd/<img src=x onerror=alert(1)>');

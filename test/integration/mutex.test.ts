@@ -214,6 +214,22 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
     assert.deepEqual(await keysUnder(`${name}/`), []);
   });
 
+  test('with a namespace, the key lives under it in etcd and excludes etcdctl using the full name', async () => {
+    const nsConn = await scope.connect(etcd.endpoint, { namespace: 'tenant-a/' });
+    const s = await scope.session(nsConn);
+    const hold = await new Mutex(s, name).acquire();
+    assert.deepEqual((await keysUnder(`tenant-a/${name}/`)).map((r) => r.key.toString()), [`tenant-a/${name}/${s.leaseId}`]);
+    const waiter = spawn('etcdctl', [`--endpoints=${etcd.endpoint}`, 'lock', `tenant-a/${name}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    scope.defer(() => waiter.kill('SIGKILL'));
+    let printed = '';
+    waiter.stdout!.on('data', (d: Buffer) => (printed += d.toString()));
+    await eventually(async () => (await keysUnder(`tenant-a/${name}/`)).length === 2, 10_000, 'etcdctl queued on the full name');
+    assert.equal(printed, '', 'etcdctl waits behind the namespaced holder');
+    await hold.release();
+    await eventually(() => printed.startsWith(`tenant-a/${name}/`), 10_000, 'etcdctl acquired after release');
+    waiter.kill('SIGINT');
+  });
+
   test('names are bytes: a non-UTF-8 lock name works and stays distinct', async () => {
     const s = await scope.session(conn);
     const raw = Buffer.from([0x6c, 0x2f, 0xff, 0xfe]);
