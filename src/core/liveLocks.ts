@@ -34,6 +34,11 @@ interface Followed {
    * replaying (etcd-io/etcd#15220), so a progress reply must never cause events to be skipped.
    */
   confirmed: number;
+  /**
+   * Whether progress replies can be believed: the watch is known to be synced, because it started past the store's
+   * revision at creation, or has applied an event at or after it. Before that, sync() reconciles with a read instead.
+   */
+  synced: boolean;
   watch?: WatchStream;
   live: boolean;
   lastError?: LockLensError;
@@ -64,7 +69,7 @@ export class LiveLocks implements Disposable {
     prefixes: readonly Uint8Array[],
     private readonly options: LiveLocksOptions = {},
   ) {
-    this.followed = normalizePrefixes(prefixes).map((prefix) => ({ prefix, applied: 0, confirmed: 0, live: false }));
+    this.followed = normalizePrefixes(prefixes).map((prefix) => ({ prefix, applied: 0, confirmed: 0, synced: false, live: false }));
     this.minNotifyIntervalMs = options.minNotifyIntervalMs ?? 100;
   }
 
@@ -104,6 +109,7 @@ export class LiveLocks implements Disposable {
     while (this.revision < target) {
       if (this.disposed) throw new LockLensError('CLOSED', 'the live view was closed');
       if (Date.now() > deadline) throw new LockLensError('TIMEOUT', `the model did not catch up with revision ${target} in ${timeoutMs} ms`);
+      for (const f of this.followed) if (f.live && !f.synced) await this.reconcile(f);
       const answered = new Promise<void>((resolve) => this.progressWaiters.push(resolve));
       for (const f of this.followed) f.watch?.requestProgress();
       await Promise.race([answered, sleep(100)]);
@@ -142,6 +148,7 @@ export class LiveLocks implements Disposable {
           { onEvents: (events) => this.apply(f, events), onProgress: (revision) => this.progressed(f, revision) },
         );
         if (this.disposed) return f.watch.close();
+        f.synced = f.watch.createdRevision < f.applied + 1;
         f.live = true;
         f.lastError = undefined;
         backoff = 100;
@@ -181,11 +188,22 @@ export class LiveLocks implements Disposable {
     }
     f.applied = Math.max(f.applied, Number(events[events.length - 1].kv.mod_revision));
     f.confirmed = Math.max(f.confirmed, f.applied);
+    if (f.watch && f.applied >= f.watch.createdRevision) f.synced = true;
+    this.scheduleNotify();
+  }
+
+  /** For sync() on a watch still replaying history: read the prefix and reconcile, unless events already passed it. */
+  private async reconcile(f: Followed): Promise<void> {
+    const read = await readPrefix(this.conn, f.prefix);
+    if (this.disposed || read.revision < f.applied) return;
+    this.model.reload((key) => hasPrefix(key, f.prefix), read.records, read.revision);
+    f.applied = f.confirmed = read.revision;
+    f.synced = true;
     this.scheduleNotify();
   }
 
   private progressed(f: Followed, revision: number): void {
-    f.confirmed = Math.max(f.confirmed, revision);
+    if (f.synced) f.confirmed = Math.max(f.confirmed, revision);
     this.progressWaiters.splice(0).forEach((resolve) => resolve());
   }
 

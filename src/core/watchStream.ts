@@ -29,6 +29,8 @@ export interface WatchCallbacks {
  */
 export class WatchStream {
   private end?: WatchEnd;
+  /** The store's revision when etcd created the watch. A watch that started at or before it replays history first. */
+  createdRevision = 0;
   private readonly finished: Promise<WatchEnd>;
   private finish!: (end: WatchEnd) => void;
 
@@ -44,7 +46,10 @@ export class WatchStream {
     const watch = new WatchStream(raw as never);
     const created = new Promise<void>((resolve, reject) => {
       raw.on('data', (res: IWatchResponse) => {
-        if (res.created) resolve();
+        if (res.created) {
+          watch.createdRevision = Number(res.header.revision);
+          resolve();
+        }
         if (res.canceled) {
           const compacted = Number(res.compact_revision);
           const end: WatchEnd = compacted > 0
