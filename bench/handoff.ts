@@ -1,0 +1,57 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { EtcdConnection } from '../src/core/connection';
+import { readPrefix } from '../src/core/keyspace';
+import { Mutex } from '../src/core/mutex';
+import { Session } from '../src/core/session';
+import { CLI } from './paths';
+
+export type Tool = 'locklens' | 'etcdctl';
+
+/**
+ * One round: `contenders` processes of one tool contend on one fresh lock name, each holding for ~0 ms while its
+ * command appends a start and an end timestamp (ns, from `date`) to a shared file. Mutual exclusion makes the file
+ * S E S E …; a handoff is the gap from one holder's E to the next holder's S: release, etcd commit, watch delivery,
+ * the waiter's reaction and its child's start, exactly what a user of either tool waits for.
+ *
+ * A barrier holder (the core mutex) holds the lock until every contender has queued, so that process start-up (Go's
+ * is lighter than Node's) is not measured as handoff: only waiters that are idle in the queue hand over.
+ */
+export async function handoffRound(tool: Tool, conn: EtcdConnection, endpoint: string, contenders: number, name: string): Promise<number[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'locklens-handoff-'));
+  const stamps = join(dir, 'stamps');
+  const command = ['sh', '-c', `echo S $(date +%s%N) >> ${stamps}; echo E $(date +%s%N) >> ${stamps}`];
+  const argv = (): [string, string[]] =>
+    tool === 'locklens'
+      ? [process.execPath, [CLI, 'acquire', name, `--endpoints=${endpoint}`, '--', ...command]]
+      : ['etcdctl', [`--endpoints=${endpoint}`, 'lock', name, '--', ...command]];
+  const session = await Session.create(conn, 30);
+  const barrier = await new Mutex(session, name).acquire();
+  try {
+    const runs = Promise.all(
+      Array.from({ length: contenders }, () => {
+        const [bin, args] = argv();
+        const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ETCDCTL_API: '3' } });
+        return new Promise<void>((resolve, reject) =>
+          child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${tool} exited ${code}`)))),
+        );
+      }),
+    );
+    while ((await readPrefix(conn, Buffer.from(`${name}/`))).records.length < contenders + 1) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 300)); // let every waiter settle into its watch
+    await barrier.release();
+    await runs;
+    const lines = readFileSync(stamps, 'utf8').trim().split('\n').map((l) => l.split(' '));
+    const gaps: number[] = [];
+    for (let i = 1; i + 1 < lines.length; i += 2) {
+      if (lines[i][0] !== 'E' || lines[i + 1][0] !== 'S') throw new Error(`${tool}: holders overlapped (${lines.slice(0, i + 2).join(' | ')})`);
+      gaps.push(Number(BigInt(lines[i + 1][1]) - BigInt(lines[i][1])) / 1e6);
+    }
+    return gaps;
+  } finally {
+    await session.revoke();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

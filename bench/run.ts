@@ -1,0 +1,49 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { EtcdConnection } from '../src/core/connection';
+import { startEtcd } from '../test/harness/etcd';
+import { ROOT } from './paths';
+import * as scenarios from './scenarios';
+
+/**
+ * `npm run bench`: starts its own etcd on loopback, runs every scenario against it (LockLens and etcdctl in the same
+ * run), prints a table and writes bench/results/latest.json. Figures are only comparable within one run.
+ */
+async function main(): Promise<void> {
+  const etcd = await startEtcd({ extraArgs: ['--quota-backend-bytes=4294967296'] });
+  const conn = await EtcdConnection.open({ endpoints: [etcd.endpoint] });
+  const load = await EtcdConnection.open({ endpoints: [etcd.endpoint] });
+  const b = { conn, load, endpoint: etcd.endpoint };
+  const results: Record<string, Record<string, number>> = {};
+  const run = async (name: string, f: () => Promise<Record<string, number>>) => {
+    process.stderr.write(`bench: ${name}…\n`);
+    results[name] = await f();
+    process.stderr.write(`bench: ${name} ${JSON.stringify(results[name])}\n`);
+  };
+  try {
+    await run('extension', () => scenarios.extension());
+    await run('handoff', () => scenarios.handoff(b));
+    await run('cycle', () => scenarios.cycle(b));
+    await run('watch_to_model', () => scenarios.watchToModel(b));
+    await run('lease_sweep', () => scenarios.leaseSweep(b));
+    await run('storm', () => scenarios.storm(b));
+    await run('initial_load', () => scenarios.initialLoad(b));
+  } finally {
+    conn.close();
+    load.close();
+    await etcd.dispose();
+  }
+  const dir = join(ROOT, 'bench/results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'latest.json'), JSON.stringify({ at: new Date().toISOString(), ...results }, null, 2) + '\n');
+  console.log('\nscenario        figure                      value');
+  for (const [name, figures] of Object.entries(results)) {
+    for (const [k, v] of Object.entries(figures)) console.log(`${name.padEnd(15)} ${k.padEnd(27)} ${v}`);
+  }
+  console.log(`\nwritten: bench/results/latest.json`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,207 @@
+import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
+import Module from 'node:module';
+import type { EtcdConnection } from '../src/core/connection';
+import { readPrefixes } from '../src/core/keyspace';
+import { leaseHex } from '../src/core/keys';
+import { LeaseTracker } from '../src/core/leases';
+import { LiveLocks } from '../src/core/liveLocks';
+import { LockModel } from '../src/core/lockModel';
+import { Mutex } from '../src/core/mutex';
+import { Session } from '../src/core/session';
+import { handoffRound, type Tool } from './handoff';
+import { ROOT } from './paths';
+import { percentile, round } from './stats';
+
+export interface Bench {
+  readonly conn: EtcdConnection;
+  /** A second connection, so load generators and the measured engine do not share one HTTP/2 session. */
+  readonly load: EtcdConnection;
+  readonly endpoint: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function handoff(b: Bench, contenders = 20, rounds = 3) {
+  const samples: Record<Tool, number[]> = { locklens: [], etcdctl: [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const tool of ['etcdctl', 'locklens'] as const) samples[tool].push(...(await handoffRound(tool, b.conn, b.endpoint, contenders, `bench/handoff/${tool}-${r}`)));
+  }
+  const p = (t: Tool, q: number) => round(percentile(samples[t], q));
+  return {
+    contenders,
+    samples: samples.locklens.length,
+    locklens_p50: p('locklens', 50),
+    locklens_p99: p('locklens', 99),
+    etcdctl_p50: p('etcdctl', 50),
+    etcdctl_p99: p('etcdctl', 99),
+    ratio_p50: round(percentile(samples.locklens, 50) / percentile(samples.etcdctl, 50)),
+  };
+}
+
+/**
+ * Acquire/release loops for `seconds`: `contenders` sessions of the core mutex in this process, against
+ * `contenders` shell loops of `etcdctl lock NAME -- true` (the etcdctl-equivalent: it has no in-process API, so each
+ * of its acquisitions includes a process start, which is what a script using it pays).
+ */
+export async function cycle(b: Bench, contenders = 20, seconds = 5) {
+  const sessions = await Promise.all(Array.from({ length: contenders }, () => Session.create(b.conn, 30)));
+  let acquires = 0;
+  const until = Date.now() + seconds * 1000;
+  await Promise.all(
+    sessions.map(async (s) => {
+      const m = new Mutex(s, 'bench/cycle/core');
+      while (Date.now() < until) {
+        const hold = await m.acquire();
+        acquires++;
+        await hold.release();
+      }
+    }),
+  );
+  await Promise.all(sessions.map((s) => s.revoke()));
+  const coreRate = acquires / seconds;
+
+  let etcdctlAcquires = 0;
+  const loops = Array.from({ length: contenders }, async () => {
+    const end = Date.now() + seconds * 1000;
+    while (Date.now() < end) {
+      await new Promise<void>((resolve, reject) => {
+        const p = spawn('etcdctl', [`--endpoints=${b.endpoint}`, 'lock', 'bench/cycle/etcdctl', '--', 'true'], { stdio: 'ignore' });
+        p.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`etcdctl lock exited ${code}`))));
+      });
+      etcdctlAcquires++;
+    }
+  });
+  await Promise.all(loops);
+  return { contenders, seconds, locklens_acquires_per_s: round(coreRate, 1), etcdctl_acquires_per_s: round(etcdctlAcquires / seconds, 1) };
+}
+
+/** Put → change set, with the view coalescing off (it is a view policy, measured by `storm`). */
+export async function watchToModel(b: Bench, events = 3000, perSecond = 1000) {
+  const live = new LiveLocks(b.conn, [Buffer.from('bench/w2m/')], { minNotifyIntervalMs: 0 });
+  await live.start();
+  const sentAt = new Map<string, number>();
+  const latencies: number[] = [];
+  live.onDidChange((c) => {
+    const now = performance.now();
+    for (const lock of c.changed) {
+      const t = sentAt.get(lock.holder?.key.toString() ?? '');
+      if (t !== undefined) latencies.push(now - t);
+    }
+  });
+  const start = performance.now();
+  for (let i = 0; i < events; i++) {
+    const key = `bench/w2m/l${i % 100}/${i}`;
+    const due = start + (i * 1000) / perSecond;
+    const wait = due - performance.now();
+    if (wait > 1) await sleep(wait);
+    sentAt.set(key, performance.now());
+    void b.load.client.kv.put({ key: Buffer.from(key), value: Buffer.alloc(0) }).then(() => b.load.client.kv.deleteRange({ key: Buffer.from(key) }));
+  }
+  await sleep(500);
+  live.dispose();
+  return { events: latencies.length, offered_per_s: perSecond, p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)) };
+}
+
+/** 100,000 keys over 10,000 locks (UUID-recipe keys, 10 a lock): range read + model build, time and heap. */
+export async function initialLoad(b: Bench, keys = 100_000, locks = 10_000) {
+  const perTxn = 128;
+  const inFlight: Promise<unknown>[] = [];
+  for (let i = 0; i < keys; i += perTxn) {
+    const ops = [];
+    for (let k = i; k < Math.min(keys, i + perTxn); k++) {
+      ops.push({ request_put: { key: Buffer.from(`bench/load/lock${String(k % locks).padStart(5, '0')}/${crypto.randomUUID()}`), value: Buffer.alloc(0) } });
+    }
+    inFlight.push(b.load.client.kv.txn({ success: ops }));
+    if (inFlight.length >= 16) await Promise.all(inFlight.splice(0));
+  }
+  await Promise.all(inFlight);
+  global.gc?.();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const t0 = performance.now();
+  const read = await readPrefixes(b.conn, [Buffer.from('bench/load/')]);
+  const model = new LockModel();
+  model.reload(() => true, read.records, read.revision);
+  const built = model.locks().length;
+  const ms = performance.now() - t0;
+  global.gc?.();
+  const heapMb = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
+  if (built !== locks || model.keyCount !== keys) throw new Error(`initial_load built ${built} locks of ${model.keyCount} keys`);
+  return { keys, locks, ms: round(ms, 0), heap_mb: round(heapMb, 1) };
+}
+
+/** Offer ≥ 5,000 events/s for `seconds`; the model must keep up with a bounded backlog and few notifications. */
+export async function storm(b: Bench, seconds = 10, target = 6000) {
+  const live = new LiveLocks(b.conn, [Buffer.from('bench/storm/')]);
+  await live.start();
+  const startRevision = live.model.revision;
+  let notifications = 0;
+  live.onDidChange(() => notifications++);
+  let offered = 0;
+  let lastWritten = startRevision;
+  let maxBacklog = 0;
+  const sampler = setInterval(() => (maxBacklog = Math.max(maxBacklog, lastWritten - live.model.revision)), 50);
+  const t0 = performance.now();
+  const end = t0 + seconds * 1000;
+  const writers = Array.from({ length: 48 }, async (_, w) => {
+    let i = 0;
+    while (performance.now() < end) {
+      if (offered >= ((performance.now() - t0) / 1000) * target) {
+        await sleep(1);
+        continue;
+      }
+      offered++;
+      const res = await b.load.client.kv.put({ key: Buffer.from(`bench/storm/l${w % 50}/${i++ % 20}`), value: Buffer.alloc(0) });
+      lastWritten = Math.max(lastWritten, Number(res.header.revision));
+    }
+  });
+  await Promise.all(writers);
+  const elapsed = (performance.now() - t0) / 1000;
+  while (live.model.revision < lastWritten) await sleep(10);
+  const drained = (performance.now() - t0) / 1000;
+  clearInterval(sampler);
+  live.dispose();
+  return {
+    seconds: round(elapsed, 1),
+    offered_events_per_s: round(offered / elapsed, 0),
+    applied_events_per_s: round((live.model.revision - startRevision) / drained, 0),
+    max_backlog: maxBacklog,
+    notifications,
+    notifications_per_s: round(notifications / drained, 1),
+  };
+}
+
+export async function leaseSweep(b: Bench, leases = 1000) {
+  const ids = await Promise.all(
+    Array.from({ length: leases }, () => b.load.client.leaseClient.leaseGrant({ TTL: 120 }).then((r) => leaseHex(r.ID))),
+  );
+  const tracker = new LeaseTracker(b.conn, { concurrency: 32 });
+  const t0 = performance.now();
+  await tracker.sweep(ids);
+  const ms = performance.now() - t0;
+  if (tracker.all().length !== leases) throw new Error(`lease_sweep sampled ${tracker.all().length} of ${leases}`);
+  return { leases, concurrency: 32, ms: round(ms, 0) };
+}
+
+/**
+ * The production bundle's size, and the time to load it and run `activate` with a stand-in `vscode` module (the
+ * real workbench's share is measured inside VS Code by the extension tests).
+ */
+export async function extension() {
+  const bundle = `${ROOT}/dist/extension.js`;
+  const stub = {
+    window: { createOutputChannel: () => ({ info() {}, dispose() {}, appendLine() {} }) },
+  };
+  const resolve = (Module as unknown as { _load: (r: string, ...a: unknown[]) => unknown });
+  const load = resolve._load;
+  resolve._load = (request: string, ...rest: unknown[]) => (request === 'vscode' ? stub : load(request, ...rest));
+  try {
+    const t0 = performance.now();
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const ext = require(bundle) as { activate(ctx: unknown): unknown };
+    await ext.activate({ subscriptions: [], extension: { packageJSON: { version: 'bench' } } });
+    return { bundle_bytes: statSync(bundle).size, activation_ms: round(performance.now() - t0, 1) };
+  } finally {
+    resolve._load = load;
+  }
+}
