@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { isBrokenCircuitError, noop } from 'cockatiel';
 import {
   Etcd3,
   EtcdAuthenticationFailedError,
@@ -77,6 +78,10 @@ function createClient(profile: ConnectionProfile, endpoints: Endpoint[], tls: Tl
     },
     // Unary calls get a deadline so nothing hangs on a silent server; streams (watch, keepalive) live as long as needed.
     defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeoutMs }),
+    // etcd3's default also puts a circuit breaker on each host, which refuses every call for 5 s after three
+    // failures: after a restart that keeps LockLens blind when etcd is already back. Deadlines and the global retry
+    // (three attempts, each on another endpoint) are enough.
+    faultHandling: { host: () => noop },
   };
   const client = new Etcd3(options);
   if (tls?.insecureSkipVerify) skipServerVerification(client, tls);
@@ -133,7 +138,7 @@ export function asLockLensError(e: unknown): LockLensError {
   }
   if (e instanceof EtcdPermissionDeniedError) return new LockLensError('PERMISSION', `etcd denied the request: ${message}`, { cause: e });
   if (e instanceof GRPCDeadlineExceededError) return new LockLensError('TIMEOUT', `etcd did not answer in time: ${message}`, { cause: e });
-  if (e instanceof GRPCUnavailableError) return new LockLensError('UNREACHABLE', `etcd is unavailable: ${message}`, { cause: e });
+  if (e instanceof GRPCUnavailableError || isBrokenCircuitError(e)) return new LockLensError('UNREACHABLE', `etcd is unavailable: ${message}`, { cause: e });
   if (/lease not found/i.test(message)) return new LockLensError('LEASE_NOT_FOUND', 'lease not found (expired or revoked)', { cause: e });
   return new LockLensError('ETCD', message, { cause: e });
 }

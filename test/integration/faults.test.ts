@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EtcdCluster, EtcdServer, eventually, sleep, startCluster, startEtcd } from '../harness/etcd';
+import { Session } from '../../src/core/session';
 import { Scope } from '../harness/core';
 import { LiveLocks } from '../../src/core/liveLocks';
 import { LockModel } from '../../src/core/lockModel';
@@ -91,5 +92,109 @@ describe('faults: etcd frozen (SIGSTOP) for longer than the lease TTL', () => {
     const next = await new Mutex(waiter, 'frozen').acquire();
     assert.ok(next.fencingToken > hold.fencingToken);
     await next.release();
+  });
+});
+
+describe('faults: the mutex while etcd is killed and restarted', () => {
+  let etcd: EtcdServer;
+  const scope = new Scope();
+
+  before(async () => {
+    etcd = await startEtcd();
+  });
+  after(async () => {
+    await scope.dispose();
+    await etcd.dispose();
+  });
+
+  test('every hold is confirmed by etcd history: at the revision it claims, its key was first in the queue', async () => {
+    const name = 'crashy';
+    const conns = [await scope.connect(etcd.endpoint, { dialTimeoutMs: 2000 }), await scope.connect(etcd.endpoint, { dialTimeoutMs: 2000 })];
+    const holds: { key: string; token: number; revision: number }[] = [];
+    let inside = 0;
+    let maxInside = 0;
+    let restarted = false;
+    const target = 40;
+    const contender = async (i: number) => {
+      while (holds.length < target) {
+        try {
+          const session = await Session.create(conns[i % 2], 3);
+          try {
+            while (holds.length < target && !session.lost) {
+              const hold = await new Mutex(session, name).acquire({ signal: AbortSignal.timeout(15_000) });
+              if (!hold.lost) {
+                inside++;
+                maxInside = Math.max(maxInside, inside);
+                holds.push({ key: hold.key.toString(), token: hold.fencingToken, revision: hold.revision });
+                await sleep(5);
+                inside--;
+              }
+              await hold.release();
+            }
+          } finally {
+            await session.revoke().catch(() => session.dispose());
+          }
+        } catch {
+          await sleep(200); // etcd down or the session lost: start again, as a service would
+        }
+        if (!restarted && holds.length >= target / 3) {
+          restarted = true;
+          await etcd.stop('SIGKILL');
+          await etcd.start();
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 6 }, (_, i) => contender(i)));
+    assert.ok(restarted);
+    assert.equal(maxInside, 1, 'never two holders in this process at once');
+    assert.equal(new Set(holds.map((h) => h.token)).size, holds.length, 'fencing tokens are unique');
+    const conn = conns[0];
+    for (const h of holds) {
+      const first = await conn.client.kv.range({
+        key: Buffer.from(`${name}/`), range_end: Buffer.from(`${name}0`), revision: h.revision, sort_target: 'Create', sort_order: 'Ascend', limit: 1,
+      });
+      assert.equal(first.kvs[0]?.key.toString(), h.key, `at revision ${h.revision} etcd's first-created key is the holder's`);
+    }
+  });
+});
+
+describe('bad input at scale', () => {
+  let etcd: EtcdServer;
+  const scope = new Scope();
+
+  before(async () => {
+    etcd = await startEtcd();
+  });
+  after(async () => {
+    await scope.dispose();
+    await etcd.dispose();
+  });
+
+  test('100,000 keys under one prefix load, and follow changes', async () => {
+    const conn = await scope.connect(etcd.endpoint);
+    for (let i = 0; i < 100_000; i += 125) {
+      await conn.client.kv.txn({
+        success: Array.from({ length: 125 }, (_, k) => ({ request_put: { key: Buffer.from(`big/l${(i + k) % 5000}/${crypto.randomUUID()}`), value: Buffer.alloc(0) } })),
+      });
+    }
+    const live = new LiveLocks(conn, [Buffer.from('big/')]);
+    scope.defer(() => live.dispose());
+    await live.start();
+    assert.equal(live.model.keyCount, 100_000);
+    assert.equal(live.model.locks().length, 5000);
+    await conn.client.delete().prefix('big/l42/');
+    await eventually(async () => (await live.sync(), live.model.locks().length === 4999), 15_000, 'a deleted lock leaves the model');
+    assert.ok(await sameAsRangeGet(live, conn));
+  });
+
+  test('a prefix full of regex and glob characters matches literally', async () => {
+    const conn = await scope.connect(etcd.endpoint);
+    const odd = 'locks/[a-z]*.+?(x)|^$\\{1}/';
+    await conn.client.put(`${odd}job/${crypto.randomUUID()}`).value('');
+    await conn.client.put(`locks/a/job/${crypto.randomUUID()}`).value('');
+    const live = new LiveLocks(conn, [Buffer.from(odd)]);
+    scope.defer(() => live.dispose());
+    await live.start();
+    assert.deepEqual(live.model.locks().map((l) => l.name.toString()), [`${odd}job`]);
   });
 });
