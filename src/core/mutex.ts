@@ -1,18 +1,18 @@
 import type { IKeyValue } from 'etcd3';
 import { call } from './connection';
 import { Emitter, type Disposable } from './emitter';
-import { LockLensError, abortError, throwIfAborted } from './errors';
+import { LockLensError, throwIfAborted } from './errors';
 import { displayKey, leaseDecimal, prefixRange } from './keys';
 import { OwnKeyGuard } from './ownKeyGuard';
+import { QueueWatch } from './queueWatch';
 import type { Session } from './session';
-import { WatchStream } from './watchStream';
 
 export interface AcquireOptions {
   /** Abort to stop waiting: the waiter's key is deleted, as Go's Mutex does when its context ends. */
   readonly signal?: AbortSignal;
   /**
-   * Told the queue position at once (ahead = 0: held) and each time the waiter just ahead leaves. (A holder further
-   * ahead leaving is not seen until then: seeing it would mean waking every waiter on every handoff.)
+   * Told the queue position at once (ahead = 0: held) and each time one of the two keys just ahead leaves. (A key
+   * further ahead leaving is not seen until then: seeing it would mean waking every waiter on every handoff.)
    */
   readonly onQueue?: (position: QueuePosition) => void;
 }
@@ -41,8 +41,8 @@ interface Ticket {
  * order. It excludes, and queues fairly with, those clients on the same name.
  *
  * Like Go, it takes its place with one transaction (put the key if it does not exist, and list the queue in the same
- * revision), waits for the delete of its predecessor only, and re-reads the queue when woken. Unlike Go, one watch on
- * its own key runs from enqueue to release, so a revoked or expired lease is reported at once while waiting or holding.
+ * revision) and waits for the deletes of the keys just ahead, never the whole queue; see `waitForTurn` for how it
+ * keeps the queue read off the handoff path. While it holds, an OwnKeyGuard reports the moment its key is gone.
  */
 export class Mutex {
   readonly prefix: Buffer;
@@ -73,12 +73,10 @@ export class Mutex {
     const position = (ahead: number) => options.onQueue?.({ ahead, fencingToken: ticket.createRevision });
     position(ticket.ahead.length);
     if (ticket.ahead.length === 0) return this.hold(ticket, ticket.revision);
-    const guard = this.guard(ticket);
-    warmHandoff(this);
+    this.warmHandoff(ticket.createRevision);
     try {
-      return new Hold(this, ticket.createRevision, await this.waitForTurn(ticket, guard, options.signal, position), guard);
+      return this.hold(ticket, await this.waitForTurn(ticket, options.signal, position));
     } catch (e) {
-      guard.dispose();
       await this.deleteOwnKey(ticket.createRevision).catch(() => undefined);
       throw e;
     }
@@ -103,73 +101,89 @@ export class Mutex {
   }
 
   /**
-   * Go's `waitDeletes`: wait for the DELETE of the key just ahead (the highest create revision below ours), then
-   * re-read who is still ahead, until nobody is. A waiter wakes only when its own predecessor leaves, so a handoff
-   * wakes one process, not the whole queue (the herd effect). Resolves to the revision at which the lock was ours.
+   * Go's `waitDeletes`, looking two ahead. A waiter watches the key just ahead, the one before that, and its own key,
+   * in one watch (so etcd orders their events):
+   * - its own key deleted: the session expired, the wait fails;
+   * - the key two ahead deleted (usually: the holder left, the key just ahead now holds): re-read the queue, off the
+   *   critical path, and normally learn it is next;
+   * - the key just ahead deleted while it was the only one ahead: the lock is ours at that revision, with no read on
+   *   the handoff path. Keys ahead only ever go away, and our own key's delete, had it come first, would have been
+   *   delivered first.
+   * A handoff wakes the next two waiters, not the whole queue (the herd effect). Resolves to the revision at which the
+   * lock was ours.
    */
-  private async waitForTurn(ticket: Ticket, guard: OwnKeyGuard, signal: AbortSignal | undefined, position: (ahead: number) => void): Promise<number> {
+  private async waitForTurn(ticket: Ticket, signal: AbortSignal | undefined, position: (ahead: number) => void): Promise<number> {
+    const conn = this.session.conn;
+    const own = conn.toEtcd(this.key);
     let ahead = ticket.ahead;
-    let revision = ticket.revision;
-    for (;;) {
-      const woke = await this.waitForDelete(ahead[ahead.length - 1], revision + 1, guard, signal);
-      if (woke === 'broken') await new Promise((r) => setTimeout(r, 200));
-      throwIfAborted(signal);
-      ({ ahead, revision } = await this.readAhead(ticket.createRevision));
-      if (ahead.length === 0) return revision;
-      position(ahead.length);
+    // The first watch starts at our own PUT (and skips it): protobufjs generates a message type's decoder on first
+    // use, 9-87 ms in a fresh process, and this way the DELETE that hands the lock over decodes warm.
+    let from = ticket.created ? ticket.revision : ticket.revision + 1;
+    let watch: QueueWatch | undefined;
+    try {
+      for (;;) {
+        const watched = ahead.slice(-2);
+        if (!watch?.covers(watched)) {
+          watch?.dispose();
+          watch = new QueueWatch(conn, watched, own, from);
+        }
+        const woke = await watch.next(watched, signal, this.session.onDidLose, () => sessionExpired(this.session.leaseId));
+        if (woke.kind === 'deleted' && ahead.length === 1) return woke.revision;
+        if (woke.kind === 'broken') {
+          watch.dispose();
+          watch = undefined;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+        throwIfAborted(signal);
+        const read = await this.readQueue(ticket.createRevision);
+        if (!read.queued) throw sessionExpired(this.session.leaseId);
+        ahead = read.ahead;
+        if (ahead.length === 0) return read.revision;
+        position(ahead.length);
+        from = read.revision + 1;
+      }
+    } finally {
+      watch?.dispose();
     }
   }
 
   /**
-   * The keys queued before `createRevision`, read serializably. A linearizable read would wait for every write in
-   * flight, and at a handoff there always is one (the old holder revoking its lease): measured, 8 ms of the handoff.
+   * The keys queued before us, and whether our own key is still there, read serializably. A linearizable read waits
+   * for every write in flight, and at a handoff there always is one (the old holder's lease revoke): measured, 8 ms.
    * Serializable is safe here: keys ahead of us can only go away (new keys get higher create revisions), so a read at
-   * any revision at or after our own key's creation that shows nobody ahead proves nobody ever will be. Only a member
-   * that lags behind our own key's creation needs the linearizable read.
+   * any revision at or after our key's creation that shows nobody ahead proves nobody ever will be. Only a member that
+   * lags behind our key's creation needs the linearizable read.
    */
-  async readAhead(createRevision: number): Promise<{ ahead: Buffer[]; revision: number }> {
-    const queue = prefixRange(this.session.conn.toEtcd(this.prefix));
+  private async readQueue(createRevision: number): Promise<{ ahead: Buffer[]; queued: boolean; revision: number }> {
+    const conn = this.session.conn;
     const read = (serializable: boolean) =>
-      call(this.session.conn.client.kv.range({ ...queue, keys_only: true, max_create_revision: createRevision - 1, serializable }));
+      call(conn.client.kv.range({ ...prefixRange(conn.toEtcd(this.prefix)), keys_only: true, max_create_revision: createRevision, serializable }));
     let res = await read(true);
     if (Number(res.header.revision) < createRevision) res = await read(false);
-    return { ahead: keysAhead(res.kvs, createRevision), revision: Number(res.header.revision) };
-  }
-
-  /** Resolves when `key` is deleted (or the watch broke: re-read and decide); rejects if the wait must end. */
-  private waitForDelete(key: Buffer, from: number, guard: OwnKeyGuard, signal: AbortSignal | undefined): Promise<'deleted' | 'broken'> {
-    return new Promise((resolve, reject) => {
-      let settled = false;
-      const cleanups: Disposable[] = [];
-      const settle = (finish: () => void) => {
-        if (settled) return;
-        settled = true;
-        cleanups.forEach((c) => c.dispose());
-        finish();
-      };
-      const onAbort = () => settle(() => reject(abortError(signal!)));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      cleanups.push({ dispose: () => signal?.removeEventListener('abort', onAbort) });
-      cleanups.push(this.session.onDidLose((e) => settle(() => reject(e))));
-      cleanups.push(guard.onDidDelete((e) => settle(() => reject(e))));
-      WatchStream.open(this.session.conn, { key, startRevision: from, noPut: true }, { onEvents: () => settle(() => resolve('deleted')) }).then(
-        (watch) => {
-          if (settled) return watch.close();
-          cleanups.push({ dispose: () => watch.close() });
-          void watch.ended.then(() => settle(() => resolve('broken')));
-        },
-        () => settle(() => resolve('broken')),
-      );
-    });
-  }
-
-  private guard(ticket: Ticket): OwnKeyGuard {
-    return new OwnKeyGuard(this.session.conn, this.key, ticket.createRevision, ticket.created ? ticket.revision : ticket.revision + 1);
+    const own = conn.toEtcd(this.key);
+    return {
+      ahead: keysAhead(res.kvs, createRevision),
+      queued: res.kvs.some((kv) => Number(kv.create_revision) === createRevision && own.equals(kv.key)),
+      revision: Number(res.header.revision),
+    };
   }
 
   private hold(ticket: Ticket, revision: number): Hold {
-    warmHandoff(this);
-    return new Hold(this, ticket.createRevision, revision, this.guard(ticket));
+    this.warmHandoff(ticket.createRevision);
+    return new Hold(this, ticket.createRevision, revision, new OwnKeyGuard(this.session.conn, this.key, ticket.createRevision, revision + 1));
+  }
+
+  /**
+   * Once per process, while the caller waits or works anyway, runs the two calls a handoff can depend on: the release
+   * (with a token that matches nothing: the key exists, so nothing is deleted) and the queue read. In a fresh process
+   * the first call of each costs 5-13 ms (protobufjs generates its encoders and decoders, V8 runs gRPC's call path
+   * cold); a short-lived process such as the CLI would pay that on the next holder's critical path.
+   */
+  private warmHandoff(createRevision: number): void {
+    if (handoffWarmed) return;
+    handoffWarmed = true;
+    void this.deleteOwnKey(0).catch(() => undefined);
+    void this.readQueue(createRevision).catch(() => undefined);
   }
 
   /** Owner-only delete: only the key this session created at that revision, never a newer one of the same name. */
@@ -186,19 +200,11 @@ export class Mutex {
   }
 }
 
+/** Whether this process has run the handoff's calls once (see Mutex.warmHandoff). */
 let handoffWarmed = false;
 
-/**
- * Once per process, while the caller waits or works anyway, runs the two calls a handoff depends on: the release
- * (with a token that matches nothing: the key exists, so nothing is deleted) and the re-read of the queue. In a fresh
- * process the first call of each costs 5-13 ms (protobufjs generates its encoders and decoders, V8 runs gRPC's call
- * path cold); a short-lived process such as the CLI would pay that on the next holder's critical path.
- */
-function warmHandoff(mutex: Mutex): void {
-  if (handoffWarmed) return;
-  handoffWarmed = true;
-  void mutex.deleteOwnKey(0).catch(() => undefined);
-  void mutex.readAhead(Number.MAX_SAFE_INTEGER).catch(() => undefined);
+function sessionExpired(leaseId: string): LockLensError {
+  return new LockLensError('LOCK_LOST', `session expired: lease ${leaseId} is gone and its key with it`);
 }
 
 /** The keys queued before `createRevision`, oldest first. */

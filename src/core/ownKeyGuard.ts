@@ -5,13 +5,8 @@ import { displayKey } from './keys';
 import { WatchStream } from './watchStream';
 
 /**
- * Watches a session's own lock key, from the moment it queued until it lets go, and fires once if anybody else
- * deletes it (a revoke, an expiry) or it can no longer be found after a broken watch. One guard serves the whole
- * acquisition: waiting, then holding.
- *
- * The watch starts at the key's own PUT when it was just created: protobufjs generates a message type's decoder on
- * first use (9-87 ms in a fresh process), and this way the event decoders are ready before the DELETE that hands the
- * lock over arrives.
+ * Watches a holder's own lock key and fires once if anybody else deletes it (a revoke, an expiry), or it can no longer
+ * be found after a broken watch: a holder is never silently assumed.
  */
 export class OwnKeyGuard implements Disposable {
   private readonly deleted = new Emitter<LockLensError>();
