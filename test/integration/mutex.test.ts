@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { EtcdServer, eventually, sleep, startEtcd } from '../harness/etcd';
+import { Session } from '../../src/core/session';
 import { Scope } from '../harness/core';
 import { Mutex } from '../../src/core/mutex';
 import { isLockLensError } from '../../src/core/errors';
@@ -75,6 +76,49 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
     const servedLeases = order.map((i) => sessions[i].leaseId);
     assert.deepEqual(servedLeases, queue.slice(1), 'served in create-revision order');
     assert.deepEqual([...enqueued].sort((a, b) => a - b), enqueued, 'fencing tokens increase');
+  });
+
+  test('randomized: waiters abort and leases are revoked mid-queue; every hold is one etcd agrees with', async () => {
+    const seed = Number(process.env.LOCKLENS_SEED ?? Date.now() % 100_000);
+    let state = seed;
+    const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const holds: { key: string; revision: number; start: number; end: number; lost: boolean }[] = [];
+    const contender = async () => {
+      for (let round = 0; round < 6; round++) {
+        const session = await Session.create(conn, 10);
+        const abort = new AbortController();
+        const r = random();
+        // A third of the waiters give up after a while; some others lose their lease to a revoke while queued.
+        if (r < 0.33) setTimeout(() => abort.abort(), 5 + random() * 40);
+        else if (r < 0.5) setTimeout(() => void etcd.etcdctl(['lease', 'revoke', session.leaseId]).catch(() => undefined), 5 + random() * 40);
+        try {
+          const hold = await new Mutex(session, name).acquire({ signal: abort.signal });
+          const start = performance.now();
+          await sleep(random() * 3);
+          const end = performance.now();
+          // release() deletes only if the key is still ours: false means the lease was revoked under the hold.
+          const kept = await hold.release();
+          holds.push({ key: hold.key.toString(), revision: hold.revision, start, end, lost: !kept });
+        } catch (e) {
+          assert.ok(isLockLensError(e, 'CANCELLED') || isLockLensError(e, 'LOCK_LOST'), String(e));
+        } finally {
+          await session.revoke().catch(() => undefined);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, contender));
+    assert.ok(holds.length > 0, `seed ${seed}: somebody held the lock`);
+    // A hold whose lease was revoked under it overlaps its successor until it hears it is lost (that is what fencing
+    // tokens are for); holds that were never lost must not overlap at all.
+    const kept = holds.filter((h) => !h.lost).sort((a, b) => a.start - b.start);
+    for (let i = 1; i < kept.length; i++) assert.ok(kept[i].start >= kept[i - 1].end, `seed ${seed}: two holders at once`);
+    for (const h of holds) {
+      const first = await conn.client.kv.range({
+        key: Buffer.from(`${name}/`), range_end: Buffer.from(`${name}0`), revision: h.revision, sort_target: 'Create', sort_order: 'Ascend', limit: 1,
+      });
+      assert.equal(first.kvs[0]?.key.toString(), h.key, `seed ${seed}: at revision ${h.revision} the holder's key was first in the queue`);
+    }
+    assert.deepEqual(await keysUnder(`${name}/`), [], 'nothing left behind');
   });
 
   test('reports the queue position when queued and each time one of the two keys just ahead leaves', async () => {
