@@ -74,6 +74,9 @@ function createClient(profile: ConnectionProfile, endpoints: Endpoint[], tls: Tl
     grpcOptions: {
       // Ranges over many keys with large values exceed gRPC's 4 MB default; etcd bounds requests itself.
       'grpc.max_receive_message_length': -1,
+      // gRPC's reconnect backoff grows to 120 s; after an outage LockLens should see etcd back within seconds.
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2000,
       ...(tls?.serverName ? { 'grpc.ssl_target_name_override': tls.serverName, 'grpc.default_authority': tls.serverName } : {}),
     },
     // Unary calls get a deadline so nothing hangs on a silent server; streams (watch, keepalive) live as long as needed.

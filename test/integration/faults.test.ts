@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EtcdCluster, EtcdServer, eventually, sleep, startCluster, startEtcd } from '../harness/etcd';
+import { EtcdCluster, eventually, sleep, startCluster } from '../harness/etcd';
+import { etcdSuite } from '../harness/suite';
 import { Session } from '../../src/core/session';
 import { Scope } from '../harness/core';
 import { LiveLocks } from '../../src/core/liveLocks';
@@ -62,35 +63,25 @@ describe('faults: a 3-member cluster loses its leader', () => {
 });
 
 describe('faults: etcd frozen (SIGSTOP) for longer than the lease TTL', () => {
-  let etcd: EtcdServer;
-  const scope = new Scope();
-
-  before(async () => {
-    etcd = await startEtcd();
-  });
-  after(async () => {
-    etcd.resume();
-    await scope.dispose();
-    await etcd.dispose();
-  });
+  const t = etcdSuite();
 
   test('the holder is told its lock is lost, the lease expires, the model drops the key and a waiter takes over', async () => {
-    const conn = await scope.connect(etcd.endpoint, { dialTimeoutMs: 2000 });
+    const conn = await t.scope.connect(t.etcd.endpoint, { dialTimeoutMs: 2000 });
     const live = new LiveLocks(conn, [Buffer.from('frozen/')]);
-    scope.defer(() => live.dispose());
+    t.scope.defer(() => live.dispose());
     await live.start();
-    const holderSession = await scope.session(conn, 2);
+    const holderSession = await t.scope.session(conn, 2);
     const hold = await new Mutex(holderSession, 'frozen/job').acquire();
     await eventually(() => live.model.locks()[0]?.holder?.lease === holderSession.leaseId, 10_000, 'holder in the model');
     const lost = new Promise((resolve) => hold.onDidLose(resolve));
-    etcd.pause();
+    t.etcd.pause();
     await sleep(4000);
-    etcd.resume();
+    t.etcd.resume();
     await lost; // no keepalive acknowledged for a whole TTL: the session cannot vouch for the lease any more
     assert.ok(hold.lost);
     // etcd's lessor sees the expired lease once it runs again: the key goes, and the model says so.
     await eventually(() => live.model.locks().length === 0, 20_000, 'the expired holder leaves the model');
-    const waiter = await scope.session(conn, 5);
+    const waiter = await t.scope.session(conn, 5);
     const next = await new Mutex(waiter, 'frozen/job').acquire();
     assert.ok(next.fencingToken > hold.fencingToken);
     await next.release();
@@ -98,20 +89,11 @@ describe('faults: etcd frozen (SIGSTOP) for longer than the lease TTL', () => {
 });
 
 describe('faults: the mutex while etcd is killed and restarted', () => {
-  let etcd: EtcdServer;
-  const scope = new Scope();
-
-  before(async () => {
-    etcd = await startEtcd();
-  });
-  after(async () => {
-    await scope.dispose();
-    await etcd.dispose();
-  });
+  const t = etcdSuite();
 
   test('every hold is confirmed by etcd history: at the revision it claims, its key was first in the queue', async () => {
     const name = 'crashy';
-    const conns = [await scope.connect(etcd.endpoint, { dialTimeoutMs: 2000 }), await scope.connect(etcd.endpoint, { dialTimeoutMs: 2000 })];
+    const conns = [await t.scope.connect(t.etcd.endpoint, { dialTimeoutMs: 2000 }), await t.scope.connect(t.etcd.endpoint, { dialTimeoutMs: 2000 })];
     const holds: { key: string; token: number; revision: number }[] = [];
     let inside = 0;
     let maxInside = 0;
@@ -141,8 +123,8 @@ describe('faults: the mutex while etcd is killed and restarted', () => {
         }
         if (!restarted && holds.length >= target / 3) {
           restarted = true;
-          await etcd.stop('SIGKILL');
-          await etcd.start();
+          await t.etcd.stop('SIGKILL');
+          await t.etcd.start();
         }
       }
     };
@@ -152,35 +134,28 @@ describe('faults: the mutex while etcd is killed and restarted', () => {
     assert.equal(new Set(holds.map((h) => h.token)).size, holds.length, 'fencing tokens are unique');
     const conn = conns[0];
     for (const h of holds) {
-      const first = await conn.client.kv.range({
-        key: Buffer.from(`${name}/`), range_end: Buffer.from(`${name}0`), revision: h.revision, sort_target: 'Create', sort_order: 'Ascend', limit: 1,
-      });
+      const first = await eventually(() =>
+        conn.client.kv.range({
+          key: Buffer.from(`${name}/`), range_end: Buffer.from(`${name}0`), revision: h.revision, sort_target: 'Create', sort_order: 'Ascend', limit: 1,
+        }),
+      );
       assert.equal(first.kvs[0]?.key.toString(), h.key, `at revision ${h.revision} etcd's first-created key is the holder's`);
     }
   });
 });
 
 describe('bad input at scale', () => {
-  let etcd: EtcdServer;
-  const scope = new Scope();
-
-  before(async () => {
-    etcd = await startEtcd();
-  });
-  after(async () => {
-    await scope.dispose();
-    await etcd.dispose();
-  });
+  const t = etcdSuite();
 
   test('100,000 keys under one prefix load, and follow changes', async () => {
-    const conn = await scope.connect(etcd.endpoint);
+    const conn = await t.scope.connect(t.etcd.endpoint);
     for (let i = 0; i < 100_000; i += 125) {
       await conn.client.kv.txn({
         success: Array.from({ length: 125 }, (_, k) => ({ request_put: { key: Buffer.from(`big/l${(i + k) % 5000}/${crypto.randomUUID()}`), value: Buffer.alloc(0) } })),
       });
     }
     const live = new LiveLocks(conn, [Buffer.from('big/')]);
-    scope.defer(() => live.dispose());
+    t.scope.defer(() => live.dispose());
     await live.start();
     assert.equal(live.model.keyCount, 100_000);
     assert.equal(live.model.locks().length, 5000);
@@ -190,12 +165,12 @@ describe('bad input at scale', () => {
   });
 
   test('a prefix full of regex and glob characters matches literally', async () => {
-    const conn = await scope.connect(etcd.endpoint);
+    const conn = await t.scope.connect(t.etcd.endpoint);
     const odd = 'locks/[a-z]*.+?(x)|^$\\{1}/';
     await conn.client.put(`${odd}job/${crypto.randomUUID()}`).value('');
     await conn.client.put(`locks/a/job/${crypto.randomUUID()}`).value('');
     const live = new LiveLocks(conn, [Buffer.from(odd)]);
-    scope.defer(() => live.dispose());
+    t.scope.defer(() => live.dispose());
     await live.start();
     assert.deepEqual(live.model.locks().map((l) => l.name.toString()), [`${odd}job`]);
   });

@@ -1,7 +1,7 @@
-import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { EtcdServer, eventually, startEtcd } from '../harness/etcd';
-import { Scope } from '../harness/core';
+import { eventually } from '../harness/etcd';
+import { etcdSuite } from '../harness/suite';
 import { LiveLocks, type LiveState } from '../../src/core/liveLocks';
 import { LockModel, type ChangeSet, type LockState } from '../../src/core/lockModel';
 import { readPrefixes } from '../../src/core/keyspace';
@@ -33,27 +33,11 @@ function prng(seed: number) {
 }
 
 describe('LiveLocks: the model stays equal to a fresh range GET', () => {
-  let etcd: EtcdServer;
-  let scope: Scope;
-  let conn: EtcdConnection;
-
-  before(async () => {
-    etcd = await startEtcd();
-  });
-  after(async () => {
-    await etcd.dispose();
-  });
-  beforeEach(async () => {
-    scope = new Scope();
-    conn = await scope.connect(etcd.endpoint, { dialTimeoutMs: 3000 });
-  });
-  afterEach(async () => {
-    await scope.dispose();
-  });
+  const t = etcdSuite({ profile: { dialTimeoutMs: 3000 } });
 
   async function follow(prefixes: string[], options = {}) {
-    const live = new LiveLocks(conn, prefixes.map((p) => Buffer.from(p)), options);
-    scope.defer(() => live.dispose());
+    const live = new LiveLocks(t.conn, prefixes.map((p) => Buffer.from(p)), options);
+    t.scope.defer(() => live.dispose());
     await live.start();
     return live;
   }
@@ -63,7 +47,7 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
     try {
       await eventually(async () => {
         await live.sync();
-        last = { model: picture(live.model.locks()), etcd: await truth(conn, [...live.prefixes]) };
+        last = { model: picture(live.model.locks()), etcd: await truth(t.conn, [...live.prefixes]) };
         return JSON.stringify(last.model) === JSON.stringify(last.etcd);
       }, 15_000, 'model equal to a range GET');
     } catch (e) {
@@ -83,26 +67,26 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
     for (let step = 0; step < 250; step++) {
       const r = random();
       if (r < 0.15 || leases.length === 0) {
-        const res = await conn.client.leaseClient.leaseGrant({ TTL: 60 });
+        const res = await t.conn.client.leaseClient.leaseGrant({ TTL: 60 });
         leases.push(BigInt(res.ID).toString(16));
       } else if (r < 0.55) {
         const lease = pick(leases);
         const style = random();
         const key = style < 0.6 ? `${pick(names)}/${lease}` : style < 0.8 ? `${pick(names)}/${crypto.randomUUID()}` : `single/${Math.floor(random() * 5)}`;
-        await conn.client.kv.put({ key: Buffer.from(key), value: Buffer.from(random() < 0.2 ? 'proposal' : ''), lease: leaseDecimal(lease) });
+        await t.conn.client.kv.put({ key: Buffer.from(key), value: Buffer.from(random() < 0.2 ? 'proposal' : ''), lease: leaseDecimal(lease) });
         keys.add(key);
       } else if (r < 0.75 && keys.size) {
         const key = pick([...keys]);
-        await conn.client.kv.deleteRange({ key: Buffer.from(key) });
+        await t.conn.client.kv.deleteRange({ key: Buffer.from(key) });
         keys.delete(key);
       } else if (r < 0.85) {
         const lease = leases.splice(Math.floor(random() * leases.length), 1)[0];
-        await conn.client.leaseClient.leaseRevoke({ ID: leaseDecimal(lease) });
+        await t.conn.client.leaseClient.leaseRevoke({ ID: leaseDecimal(lease) });
         for (const k of [...keys]) if (k.endsWith(lease)) keys.delete(k);
       } else {
         const lease = pick(leases);
         const batch = Array.from({ length: 1 + Math.floor(random() * 8) }, () => `${pick(names)}/${crypto.randomUUID()}`);
-        await conn.client.kv.txn({ success: batch.map((k) => ({ request_put: { key: Buffer.from(k), value: Buffer.alloc(0), lease: leaseDecimal(lease) } })) });
+        await t.conn.client.kv.txn({ success: batch.map((k) => ({ request_put: { key: Buffer.from(k), value: Buffer.alloc(0), lease: leaseDecimal(lease) } })) });
         batch.forEach((k) => keys.add(k));
       }
       if (step % 50 === 49) await assertConverged(live);
@@ -115,13 +99,13 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
     const live = await follow(['restart/']);
     const states: LiveState[] = [];
     live.onDidChangeStatus((s) => states.push(s.state));
-    await conn.client.put(`restart/a/${crypto.randomUUID()}`).value('');
+    await t.conn.client.put(`restart/a/${crypto.randomUUID()}`).value('');
     await assertConverged(live);
-    await etcd.stop();
+    await t.etcd.stop();
     await eventually(() => live.status.state === 'reconnecting', 15_000, 'reconnecting reported');
-    await etcd.start();
-    await conn.client.put(`restart/b/${crypto.randomUUID()}`).value('');
-    await conn.client.delete().prefix('restart/a/');
+    await t.etcd.start();
+    await t.conn.client.put(`restart/b/${crypto.randomUUID()}`).value('');
+    await t.conn.client.delete().prefix('restart/a/');
     await eventually(() => live.status.state === 'live', 20_000, 'live again');
     await assertConverged(live);
     assert.ok(states.includes('reconnecting') && states.at(-1) === 'live', states.join(','));
@@ -130,25 +114,25 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
 
   test('an etcd wiped and restarted empty: every lock disappears from the model', async () => {
     const live = await follow(['wipe/']);
-    await conn.client.put('wipe/a').value('');
-    await conn.client.put('wipe/b').value('');
+    await t.conn.client.put('wipe/a').value('');
+    await t.conn.client.put('wipe/b').value('');
     await assertConverged(live);
     assert.equal(live.model.locks().length, 2);
-    await etcd.restart({ wipe: true });
+    await t.etcd.restart({ wipe: true });
     await eventually(() => live.model.locks().length === 0, 20_000, 'locks gone after wipe');
-    await conn.client.put('wipe/c').value('');
+    await t.conn.client.put('wipe/c').value('');
     await assertConverged(live);
   });
 
   test('compaction past the watch start: the watch is cancelled and the model fully resyncs', async () => {
-    const snapshot = await readPrefixes(conn, [Buffer.from('compact/')]);
-    await conn.client.put('compact/a').value('');
-    await conn.client.put('compact/b').value('');
-    const del = await conn.client.delete().key('compact/a');
-    await conn.client.kv.compact({ revision: Number(del.header.revision), physical: true });
+    const snapshot = await readPrefixes(t.conn, [Buffer.from('compact/')]);
+    await t.conn.client.put('compact/a').value('');
+    await t.conn.client.put('compact/b').value('');
+    const del = await t.conn.client.delete().key('compact/a');
+    await t.conn.client.kv.compact({ revision: Number(del.header.revision), physical: true });
     const logs: string[] = [];
-    const live = new LiveLocks(conn, [Buffer.from('compact/')], { log: (m) => logs.push(m) });
-    scope.defer(() => live.dispose());
+    const live = new LiveLocks(t.conn, [Buffer.from('compact/')], { log: (m) => logs.push(m) });
+    t.scope.defer(() => live.dispose());
     await live.start(snapshot);
     await eventually(() => logs.some((l) => l.includes('compaction')), 10_000, 'the compaction was noticed and logged');
     await assertConverged(live);
@@ -157,9 +141,9 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
 
   test("a crashed holder's lease expires and its key leaves the model", async () => {
     const live = await follow(['expire/']);
-    const lease = await conn.client.leaseClient.leaseGrant({ TTL: 2 });
+    const lease = await t.conn.client.leaseClient.leaseGrant({ TTL: 2 });
     const hex = BigInt(lease.ID).toString(16);
-    await conn.client.kv.put({ key: Buffer.from(`expire/job/${hex}`), value: Buffer.alloc(0), lease: lease.ID });
+    await t.conn.client.kv.put({ key: Buffer.from(`expire/job/${hex}`), value: Buffer.alloc(0), lease: lease.ID });
     await eventually(() => live.model.locks().length === 1);
     assert.equal(live.model.locks()[0].holder?.lease, hex);
     await eventually(() => live.model.locks().length === 0, 15_000, 'expired key removed');
@@ -170,15 +154,15 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
     const sets: ChangeSet[] = [];
     live.onDidChange((c) => sets.push(c));
     const puts = Array.from({ length: 100 }, (_, i) => ({ request_put: { key: Buffer.from(`burst/l${i % 10}/${crypto.randomUUID()}`), value: Buffer.alloc(0) } }));
-    await conn.client.kv.txn({ success: puts });
+    await t.conn.client.kv.txn({ success: puts });
     await live.sync();
     assert.equal(sets.length, 1);
     assert.equal(sets[0].changed.length, 10, 'each touched lock once');
   });
 
   test('overlapping prefixes are watched once; the empty prefix watches everything', async () => {
-    await conn.client.put('ov/x').value('');
-    await conn.client.put('other/y').value('');
+    await t.conn.client.put('ov/x').value('');
+    await t.conn.client.put('other/y').value('');
     const live = await follow(['ov/', 'ov/x/', '']);
     assert.deepEqual(live.prefixes.map(String), ['']);
     assert.ok(live.model.locks().some((l) => l.name.toString() === 'other/y'));
@@ -186,12 +170,12 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
   });
 
   test('with a namespace, only keys under it are seen, without the namespace', async () => {
-    const nsConn = await scope.connect(etcd.endpoint, { namespace: 'tenant-b/' });
+    const nsConn = await t.scope.connect(t.etcd.endpoint, { namespace: 'tenant-b/' });
     const live = new LiveLocks(nsConn, [Buffer.from('jobs/')]);
-    scope.defer(() => live.dispose());
+    t.scope.defer(() => live.dispose());
     await live.start();
-    await conn.client.put(`tenant-b/jobs/x/${crypto.randomUUID()}`).value('');
-    await conn.client.put(`jobs/outside/${crypto.randomUUID()}`).value('');
+    await t.conn.client.put(`tenant-b/jobs/x/${crypto.randomUUID()}`).value('');
+    await t.conn.client.put(`jobs/outside/${crypto.randomUUID()}`).value('');
     await eventually(async () => (await live.sync(), live.model.locks().length === 1), 10_000, 'namespaced lock seen');
     assert.deepEqual(live.model.locks().map((l) => l.name.toString()), ['jobs/x']);
   });
@@ -202,7 +186,7 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
     const binary = Buffer.concat([Buffer.from('odd/'), Buffer.from([0xff, 0x00, 0xfe])]);
     const binary2 = Buffer.concat([Buffer.from('odd/'), Buffer.from([0xff, 0x00, 0xfd])]);
     const long = Buffer.from(`odd/${'k'.repeat(10_000)}`);
-    for (const key of [html, binary, binary2, long]) await conn.client.kv.put({ key, value: Buffer.from('v') });
+    for (const key of [html, binary, binary2, long]) await t.conn.client.kv.put({ key, value: Buffer.from('v') });
     await assertConverged(live);
     const names = live.model.locks().map((l) => l.name);
     assert.equal(names.length, 4, 'two binary names differing in one byte stay apart');
@@ -212,8 +196,8 @@ describe('LiveLocks: the model stays equal to a fresh range GET', () => {
   test('values of 1.5 MB: the model keeps a bounded preview and the real size', async () => {
     const live = await follow(['big/']);
     const value = Buffer.alloc(1_500_000, 0x61);
-    await conn.client.kv.put({ key: Buffer.from('big/blob'), value });
-    await conn.client.kv.put({ key: Buffer.from('big/blob2'), value });
+    await t.conn.client.kv.put({ key: Buffer.from('big/blob'), value });
+    await t.conn.client.kv.put({ key: Buffer.from('big/blob2'), value });
     await assertConverged(live);
     const holder = live.model.locks()[0].holder!;
     assert.equal(holder.valueSize, value.length);

@@ -1,41 +1,26 @@
-import { after, before, beforeEach, afterEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { EtcdServer, eventually, sleep, startEtcd } from '../harness/etcd';
+import { eventually, sleep } from '../harness/etcd';
+import { etcdSuite } from '../harness/suite';
 import { Session } from '../../src/core/session';
-import { Scope } from '../harness/core';
 import { Mutex } from '../../src/core/mutex';
 import { isLockLensError } from '../../src/core/errors';
 import { readPrefix } from '../../src/core/keyspace';
-import type { EtcdConnection } from '../../src/core/connection';
 
 describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
-  let etcd: EtcdServer;
-  let scope: Scope;
-  let conn: EtcdConnection;
+  const t = etcdSuite();
   let name = '';
   let n = 0;
-
-  before(async () => {
-    etcd = await startEtcd();
-  });
-  after(async () => {
-    await etcd.dispose();
-  });
-  beforeEach(async () => {
-    scope = new Scope();
-    conn = await scope.connect(etcd.endpoint);
+  beforeEach(() => {
     name = `locks/m${++n}`;
   });
-  afterEach(async () => {
-    await scope.dispose();
-  });
 
-  const keysUnder = async (prefix: string) => (await readPrefix(conn, Buffer.from(prefix))).records;
+  const keysUnder = async (prefix: string) => (await readPrefix(t.conn, Buffer.from(prefix))).records;
 
   test('the key is <name>/<lease hex> and the fencing token is its create revision', async () => {
-    const session = await scope.session(conn);
+    const session = await t.scope.session(t.conn);
     const hold = await new Mutex(session, name).acquire();
     const [record] = await keysUnder(`${name}/`);
     assert.equal(record.key.toString(), `${name}/${session.leaseId}`);
@@ -48,7 +33,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
 
   test('many contenders: never two holders, served in create-revision order (FIFO), tokens strictly increase', async () => {
     const contenders = 12;
-    const sessions = await Promise.all(Array.from({ length: contenders }, () => scope.session(conn)));
+    const sessions = await Promise.all(Array.from({ length: contenders }, () => t.scope.session(t.conn)));
     // Queue them one after another so the expected order is known.
     const mutexes = sessions.map((s) => new Mutex(s, name));
     const first = await mutexes[0].acquire();
@@ -85,12 +70,12 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
     const holds: { key: string; revision: number; start: number; end: number; lost: boolean }[] = [];
     const contender = async () => {
       for (let round = 0; round < 6; round++) {
-        const session = await Session.create(conn, 10);
+        const session = await Session.create(t.conn, 10);
         const abort = new AbortController();
         const r = random();
         // A third of the waiters give up after a while; some others lose their lease to a revoke while queued.
         if (r < 0.33) setTimeout(() => abort.abort(), 5 + random() * 40);
-        else if (r < 0.5) setTimeout(() => void etcd.etcdctl(['lease', 'revoke', session.leaseId]).catch(() => undefined), 5 + random() * 40);
+        else if (r < 0.5) setTimeout(() => void t.etcd.etcdctl(['lease', 'revoke', session.leaseId]).catch(() => undefined), 5 + random() * 40);
         try {
           const hold = await new Mutex(session, name).acquire({ signal: abort.signal });
           const start = performance.now();
@@ -113,7 +98,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
     const kept = holds.filter((h) => !h.lost).sort((a, b) => a.start - b.start);
     for (let i = 1; i < kept.length; i++) assert.ok(kept[i].start >= kept[i - 1].end, `seed ${seed}: two holders at once`);
     for (const h of holds) {
-      const first = await conn.client.kv.range({
+      const first = await t.conn.client.kv.range({
         key: Buffer.from(`${name}/`), range_end: Buffer.from(`${name}0`), revision: h.revision, sort_target: 'Create', sort_order: 'Ascend', limit: 1,
       });
       assert.equal(first.kvs[0]?.key.toString(), h.key, `seed ${seed}: at revision ${h.revision} the holder's key was first in the queue`);
@@ -122,7 +107,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('reports the queue position when queued and each time one of the two keys just ahead leaves', async () => {
-    const [a, b, c] = await Promise.all([scope.session(conn), scope.session(conn), scope.session(conn)]);
+    const [a, b, c] = await Promise.all([t.scope.session(t.conn), t.scope.session(t.conn), t.scope.session(t.conn)]);
     const ha = await new Mutex(a, name).acquire();
     const hbPromise = new Mutex(b, name).acquire();
     await eventually(async () => (await keysUnder(`${name}/`)).length === 2);
@@ -141,7 +126,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('a waiter that leaves the middle of the queue moves those behind it up, without waking them early', async () => {
-    const [a, b, c] = await Promise.all([scope.session(conn), scope.session(conn), scope.session(conn)]);
+    const [a, b, c] = await Promise.all([t.scope.session(t.conn), t.scope.session(t.conn), t.scope.session(t.conn)]);
     const ha = await new Mutex(a, name).acquire();
     const leave = new AbortController();
     const hb = new Mutex(b, name).acquire({ signal: leave.signal });
@@ -161,7 +146,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('tryAcquire on a held lock throws LOCKED naming the holder and leaves no key behind', async () => {
-    const [a, b] = await Promise.all([scope.session(conn), scope.session(conn)]);
+    const [a, b] = await Promise.all([t.scope.session(t.conn), t.scope.session(t.conn)]);
     const ha = await new Mutex(a, name).tryAcquire();
     await assert.rejects(new Mutex(b, name).tryAcquire(), (e) => isLockLensError(e, 'LOCKED') && e.message.includes(a.leaseId));
     assert.equal((await keysUnder(`${name}/`)).length, 1);
@@ -171,7 +156,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('re-acquiring on the same session returns at once with the same key (Go semantics)', async () => {
-    const s = await scope.session(conn);
+    const s = await t.scope.session(t.conn);
     const h1 = await new Mutex(s, name).acquire();
     const h2 = await new Mutex(s, name).acquire();
     assert.equal(h2.fencingToken, h1.fencingToken);
@@ -180,7 +165,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('release is owner-only: it never deletes a newer key of the same name', async () => {
-    const s = await scope.session(conn);
+    const s = await t.scope.session(t.conn);
     const m = new Mutex(s, name);
     const old = await m.acquire();
     await old.release();
@@ -192,10 +177,10 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('lost signal: revoking the holder lease fires onDidLose at once', async () => {
-    const s = await scope.session(conn, 30);
+    const s = await t.scope.session(t.conn, 30);
     const hold = await new Mutex(s, name).acquire();
     const lost = new Promise((resolve) => hold.onDidLose(resolve));
-    await etcd.etcdctl(['lease', 'revoke', s.leaseId]);
+    await t.etcd.etcdctl(['lease', 'revoke', s.leaseId]);
     const error = await lost;
     assert.ok(isLockLensError(error, 'LOCK_LOST'));
     assert.equal(hold.lost, error);
@@ -203,31 +188,32 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('a waiter whose lease is revoked fails with LOCK_LOST instead of waiting forever', async () => {
-    const [a, b] = await Promise.all([scope.session(conn), scope.session(conn)]);
+    const [a, b] = await Promise.all([t.scope.session(t.conn), t.scope.session(t.conn)]);
     const ha = await new Mutex(a, name).acquire();
     const waiting = new Mutex(b, name).acquire();
     await eventually(async () => (await keysUnder(`${name}/`)).length === 2);
-    await etcd.etcdctl(['lease', 'revoke', b.leaseId]);
-    await assert.rejects(waiting, (e) => isLockLensError(e, 'LOCK_LOST'));
+    const failed = assert.rejects(waiting, (e) => isLockLensError(e, 'LOCK_LOST'));
+    await t.etcd.etcdctl(['lease', 'revoke', b.leaseId]);
+    await failed;
     await ha.release();
   });
 
   test('a crashed holder (no more keepalives) hands the lock over after its TTL', async () => {
-    const crashed = await scope.session(conn, 2);
+    const crashed = await t.scope.session(t.conn, 2);
     await new Mutex(crashed, name).acquire();
     crashed.dispose(); // stops renewing without revoking: what a killed process leaves
-    const waiter = await scope.session(conn);
+    const waiter = await t.scope.session(t.conn);
     const hold = await new Mutex(waiter, name).acquire();
     assert.deepEqual((await keysUnder(`${name}/`)).map((r) => r.lease), [waiter.leaseId]);
     await hold.release();
   });
 
   test('interop: waits behind `etcdctl lock` and gets the lock after etcdctl exits', async () => {
-    const holder = spawn('etcdctl', [`--endpoints=${etcd.endpoint}`, 'lock', name], { stdio: ['ignore', 'pipe', 'inherit'] });
-    scope.defer(() => holder.kill('SIGKILL'));
+    const holder = spawn('etcdctl', [`--endpoints=${t.etcd.endpoint}`, 'lock', name], { stdio: ['ignore', 'pipe', 'inherit'] });
+    t.scope.defer(() => holder.kill('SIGKILL'));
     const [line] = (await once(holder.stdout!, 'data')) as [Buffer];
     assert.match(line.toString(), new RegExp(`^${name}/[0-9a-f]+`), 'etcdctl holds');
-    const s = await scope.session(conn);
+    const s = await t.scope.session(t.conn);
     let held = false;
     const acquiring = new Mutex(s, name).acquire().then((h) => ((held = true), h));
     await eventually(async () => (await keysUnder(`${name}/`)).length === 2, 10_000, 'queued behind etcdctl');
@@ -239,10 +225,10 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('interop: `etcdctl lock` waits behind a LockLens holder and gets the lock after release', async () => {
-    const s = await scope.session(conn);
+    const s = await t.scope.session(t.conn);
     const hold = await new Mutex(s, name).acquire();
-    const waiter = spawn('etcdctl', [`--endpoints=${etcd.endpoint}`, 'lock', name], { stdio: ['ignore', 'pipe', 'inherit'] });
-    scope.defer(() => waiter.kill('SIGKILL'));
+    const waiter = spawn('etcdctl', [`--endpoints=${t.etcd.endpoint}`, 'lock', name], { stdio: ['ignore', 'pipe', 'inherit'] });
+    t.scope.defer(() => waiter.kill('SIGKILL'));
     let printed = '';
     waiter.stdout!.on('data', (d: Buffer) => (printed += d.toString()));
     await eventually(async () => (await keysUnder(`${name}/`)).length === 2, 10_000, 'etcdctl queued');
@@ -253,7 +239,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('acquire with an already-aborted signal enqueues nothing', async () => {
-    const s = await scope.session(conn);
+    const s = await t.scope.session(t.conn);
     const c = new AbortController();
     c.abort();
     await assert.rejects(new Mutex(s, name).acquire({ signal: c.signal }), (e) => isLockLensError(e, 'CANCELLED'));
@@ -261,12 +247,12 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('with a namespace, the key lives under it in etcd and excludes etcdctl using the full name', async () => {
-    const nsConn = await scope.connect(etcd.endpoint, { namespace: 'tenant-a/' });
-    const s = await scope.session(nsConn);
+    const nsConn = await t.scope.connect(t.etcd.endpoint, { namespace: 'tenant-a/' });
+    const s = await t.scope.session(nsConn);
     const hold = await new Mutex(s, name).acquire();
     assert.deepEqual((await keysUnder(`tenant-a/${name}/`)).map((r) => r.key.toString()), [`tenant-a/${name}/${s.leaseId}`]);
-    const waiter = spawn('etcdctl', [`--endpoints=${etcd.endpoint}`, 'lock', `tenant-a/${name}`], { stdio: ['ignore', 'pipe', 'inherit'] });
-    scope.defer(() => waiter.kill('SIGKILL'));
+    const waiter = spawn('etcdctl', [`--endpoints=${t.etcd.endpoint}`, 'lock', `tenant-a/${name}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    t.scope.defer(() => waiter.kill('SIGKILL'));
     let printed = '';
     waiter.stdout!.on('data', (d: Buffer) => (printed += d.toString()));
     await eventually(async () => (await keysUnder(`tenant-a/${name}/`)).length === 2, 10_000, 'etcdctl queued on the full name');
@@ -277,7 +263,7 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   });
 
   test('names are bytes: a non-UTF-8 lock name works and stays distinct', async () => {
-    const s = await scope.session(conn);
+    const s = await t.scope.session(t.conn);
     const raw = Buffer.from([0x6c, 0x2f, 0xff, 0xfe]);
     const hold = await new Mutex(s, raw).acquire();
     const [record] = await keysUnder('l/');
