@@ -1,5 +1,5 @@
 import { createConnection, type Socket } from 'node:net';
-import { checkServerIdentity, connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
+import { checkServerIdentity, connect as tlsConnect, type PeerCertificate } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
 import { errorMessage } from './errors';
 import type { Endpoint } from './profile';
@@ -71,7 +71,7 @@ function probeTcp(endpoint: Endpoint, timeoutMs: number): Promise<string | undef
 }
 
 type Handshake =
-  | { kind: 'ok'; socket?: TLSSocket }
+  | { kind: 'ok' }
   | { kind: 'timeout' }
   /** `handshaken`: the failure came after the handshake completed on our side (a TLS 1.3 server's late refusal). */
   | { kind: 'error'; error: NodeJS.ErrnoException; handshaken: boolean };

@@ -5,6 +5,16 @@ export interface Disposable {
 
 export type Event<T> = (listener: (value: T) => void) => Disposable;
 
+/**
+ * A listener that throws must not break the code that fired the event (a watch loop, a timer): like VS Code's own
+ * Emitter, each listener's error is reported here and the others still run. Hosts replace it with their logger.
+ */
+export let reportListenerError: (error: unknown) => void = (error) => console.error('LockLens: an event listener failed:', error);
+
+export function setListenerErrorReporter(report: (error: unknown) => void): void {
+  reportListenerError = report;
+}
+
 export class Emitter<T> {
   private readonly listeners = new Set<(value: T) => void>();
 
@@ -14,7 +24,13 @@ export class Emitter<T> {
   };
 
   fire(value: T): void {
-    for (const l of [...this.listeners]) l(value);
+    for (const l of [...this.listeners]) {
+      try {
+        l(value);
+      } catch (e) {
+        reportListenerError(e);
+      }
+    }
   }
 
   dispose(): void {

@@ -1,5 +1,5 @@
 import type { IEvent } from 'etcd3';
-import type { EtcdConnection } from './connection';
+import { call, type EtcdConnection } from './connection';
 import { Emitter, type Disposable } from './emitter';
 import { LockLensError, errorMessage } from './errors';
 import { hasPrefix, prefixRange } from './keys';
@@ -61,7 +61,7 @@ export class LiveLocks implements Disposable {
   private disposed = false;
   private lastNotify = 0;
   private pendingNotify?: () => void;
-  private readonly progressWaiters: (() => void)[] = [];
+  private progressWaiter?: () => void;
   private readonly minNotifyIntervalMs: number;
 
   constructor(
@@ -83,7 +83,7 @@ export class LiveLocks implements Disposable {
 
   /** The revision through which every prefix is known to be applied. */
   get revision(): number {
-    return Math.min(...this.followed.map((f) => Math.max(f.applied, f.confirmed)));
+    return Math.min(...this.followed.map((f) => f.confirmed));
   }
 
   /**
@@ -104,15 +104,16 @@ export class LiveLocks implements Disposable {
    * need it; commands that act on what the user saw, and tests, do.
    */
   async sync(timeoutMs = 5000): Promise<number> {
-    const target = await this.conn.client.maintenance.status().then((s) => Number(s.header.revision));
+    const target = Number((await call(this.conn.client.maintenance.status())).header.revision);
     const deadline = Date.now() + timeoutMs;
     while (this.revision < target) {
       if (this.disposed) throw new LockLensError('CLOSED', 'the live view was closed');
       if (Date.now() > deadline) throw new LockLensError('TIMEOUT', `the model did not catch up with revision ${target} in ${timeoutMs} ms`);
       for (const f of this.followed) if (f.live && !f.synced) await this.reconcile(f);
-      const answered = new Promise<void>((resolve) => this.progressWaiters.push(resolve));
+      const answered = new Promise<void>((resolve) => (this.progressWaiter = resolve));
       for (const f of this.followed) f.watch?.requestProgress();
       await Promise.race([answered, sleep(100)]);
+      this.progressWaiter = undefined;
     }
     this.flushNow();
     return this.revision;
@@ -197,14 +198,14 @@ export class LiveLocks implements Disposable {
     const read = await readPrefix(this.conn, f.prefix);
     if (this.disposed || read.revision < f.applied) return;
     this.model.reload((key) => hasPrefix(key, f.prefix), read.records, read.revision);
+    // Not `synced`: the watch may still be replaying history, and a progress reply could run ahead of it.
     f.applied = f.confirmed = read.revision;
-    f.synced = true;
     this.scheduleNotify();
   }
 
   private progressed(f: Followed, revision: number): void {
     if (f.synced) f.confirmed = Math.max(f.confirmed, revision);
-    this.progressWaiters.splice(0).forEach((resolve) => resolve());
+    this.progressWaiter?.();
   }
 
   private updateStatus(): void {

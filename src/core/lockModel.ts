@@ -96,7 +96,7 @@ export class LockModel {
     for (const [kid, r] of fresh) {
       const gid = this.groupOfKey.get(kid);
       const current = gid === undefined ? undefined : this.groups.get(gid)!.members.get(kid);
-      if (!current || current.modRevision !== r.modRevision) this.put(r);
+      if (!current || !sameRecord(current, r)) this.put(r);
     }
     this.revision = revision;
     this.resyncedSinceTake = true;
@@ -151,6 +151,18 @@ export class LockModel {
     this.stateCache.delete(gid);
     this.dirty.add(gid);
   }
+}
+
+/** Equal as far as the model shows: after a restored or wiped etcd, revisions repeat with other contents. */
+function sameRecord(a: KeyRecord, b: KeyRecord): boolean {
+  return (
+    a.modRevision === b.modRevision &&
+    a.createRevision === b.createRevision &&
+    a.version === b.version &&
+    a.lease === b.lease &&
+    a.valueSize === b.valueSize &&
+    a.valuePreview.equals(b.valuePreview)
+  );
 }
 
 function toState(id: string, group: Group): LockState {

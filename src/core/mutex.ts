@@ -63,7 +63,8 @@ export class Mutex {
     const ticket = await this.enqueue();
     if (ticket.ahead.length === 0) return this.hold(ticket, ticket.revision);
     if (ticket.created) await this.deleteOwnKey(ticket.createRevision);
-    throw new LockLensError('LOCKED', `'${displayKey(this.prefix.subarray(0, -1))}' is held by ${displayKey(ticket.ahead[0])}`);
+    const holder = ticket.ahead[0].subarray(this.session.conn.namespace.length);
+    throw new LockLensError('LOCKED', `'${displayKey(this.prefix.subarray(0, -1))}' is held by ${displayKey(holder)}`);
   }
 
   /** Waits in the queue until this session holds the lock. */
@@ -71,13 +72,13 @@ export class Mutex {
     throwIfAborted(options.signal);
     const ticket = await this.enqueue();
     const position = (ahead: number) => options.onQueue?.({ ahead, fencingToken: ticket.createRevision });
-    position(ticket.ahead.length);
-    if (ticket.ahead.length === 0) return this.hold(ticket, ticket.revision);
-    this.warmHandoff(ticket.createRevision);
     try {
+      position(ticket.ahead.length);
+      if (ticket.ahead.length === 0) return this.hold(ticket, ticket.revision);
+      this.warmHandoff(ticket.createRevision);
       return this.hold(ticket, await this.waitForTurn(ticket, options.signal, position));
     } catch (e) {
-      await this.deleteOwnKey(ticket.createRevision).catch(() => undefined);
+      this.leaveQueue(ticket.createRevision);
       throw e;
     }
   }
@@ -122,6 +123,7 @@ export class Mutex {
     let watch: QueueWatch | undefined;
     try {
       for (;;) {
+        this.throwIfLost();
         const watched = ahead.slice(-2);
         if (!watch?.covers(watched)) {
           watch?.dispose();
@@ -135,7 +137,10 @@ export class Mutex {
           await new Promise((r) => setTimeout(r, 200));
         }
         throwIfAborted(signal);
-        const read = await this.readQueue(ticket.createRevision);
+        // The read must see at least what woke us: a member still behind that delete would show the key ahead again,
+        // and its delete has already been consumed from the watch, so we would wait for it forever.
+        const read = await this.readQueue(ticket.createRevision, woke.kind === 'deleted' ? woke.revision : 0);
+        this.throwIfLost();
         if (!read.queued) throw sessionExpired(this.session.leaseId);
         ahead = read.ahead;
         if (ahead.length === 0) return read.revision;
@@ -151,15 +156,15 @@ export class Mutex {
    * The keys queued before us, and whether our own key is still there, read serializably. A linearizable read waits
    * for every write in flight, and at a handoff there always is one (the old holder's lease revoke): measured, 8 ms.
    * Serializable is safe here: keys ahead of us can only go away (new keys get higher create revisions), so a read at
-   * any revision at or after our key's creation that shows nobody ahead proves nobody ever will be. Only a member that
-   * lags behind our key's creation needs the linearizable read.
+   * any revision at or after our key's creation that shows nobody ahead proves nobody ever will be. A member that lags
+   * behind our key's creation, or behind `atLeast` (the delete that woke us), gets the linearizable read instead.
    */
-  private async readQueue(createRevision: number): Promise<{ ahead: Buffer[]; queued: boolean; revision: number }> {
+  private async readQueue(createRevision: number, atLeast = 0): Promise<{ ahead: Buffer[]; queued: boolean; revision: number }> {
     const conn = this.session.conn;
     const read = (serializable: boolean) =>
       call(conn.client.kv.range({ ...prefixRange(conn.toEtcd(this.prefix)), keys_only: true, max_create_revision: createRevision, serializable }));
     let res = await read(true);
-    if (Number(res.header.revision) < createRevision) res = await read(false);
+    if (Number(res.header.revision) < Math.max(createRevision, atLeast)) res = await read(false);
     const own = conn.toEtcd(this.key);
     return {
       ahead: keysAhead(res.kvs, createRevision),
@@ -169,8 +174,29 @@ export class Mutex {
   }
 
   private hold(ticket: Ticket, revision: number): Hold {
+    this.throwIfLost();
     this.warmHandoff(ticket.createRevision);
-    return new Hold(this, ticket.createRevision, revision, new OwnKeyGuard(this.session.conn, this.key, ticket.createRevision, revision + 1));
+    // The guard starts at the hold's own revision: a delete of our key in that very revision means we never held.
+    return new Hold(this, ticket.createRevision, revision, new OwnKeyGuard(this.session.conn, this.key, ticket.createRevision, revision));
+  }
+
+  private throwIfLost(): void {
+    if (this.session.lost) throw this.session.lost;
+  }
+
+  /**
+   * Deletes a waiter's key when it gives up. If etcd cannot be reached the key would stay queued for as long as the
+   * session lives (for a long-lived session, a phantom waiter and later a phantom holder), so keep trying until it is
+   * gone or the session ends.
+   */
+  private leaveQueue(createRevision: number): void {
+    const attempt = (delay: number): void => {
+      this.deleteOwnKey(createRevision).catch(() => {
+        if (this.session.lost || this.session.closed) return;
+        setTimeout(() => attempt(Math.min(delay * 2, 5000)), delay).unref();
+      });
+    };
+    attempt(200);
   }
 
   /**

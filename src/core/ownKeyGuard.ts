@@ -33,6 +33,7 @@ export class OwnKeyGuard implements Disposable {
 
   private async run(from: number): Promise<void> {
     const etcdKey = this.conn.toEtcd(this.key);
+    let backoff = 100;
     while (!this.stopped) {
       try {
         this.watch = await WatchStream.open(this.conn, { key: etcdKey, startRevision: from }, {
@@ -44,8 +45,10 @@ export class OwnKeyGuard implements Disposable {
         if (this.stopped) return this.watch.close();
         if ((await this.watch.ended).kind === 'closed') return;
       } catch {
-        await new Promise((r) => setTimeout(r, 200));
+        // fall through to the check below
       }
+      await new Promise((r) => setTimeout(r, backoff));
+      backoff = Math.min(backoff * 2, 5000);
       // The watch broke: look at the key before watching again. Gone, or re-created by someone else: lost.
       try {
         const res = await call(this.conn.client.kv.range({ key: etcdKey, keys_only: true }));

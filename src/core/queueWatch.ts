@@ -4,7 +4,7 @@ import type { Disposable } from './emitter';
 import { LockLensError, abortError } from './errors';
 import { WatchStream } from './watchStream';
 
-export type Wake = { readonly kind: 'deleted'; readonly key: Buffer; readonly revision: number } | { readonly kind: 'broken' };
+export type Wake = { readonly kind: 'deleted'; readonly revision: number } | { readonly kind: 'broken' };
 
 /**
  * One watch over the key range spanning a waiter's own key and the keys it waits on, kept open while the waiter
@@ -53,6 +53,8 @@ export class QueueWatch implements Disposable {
    * deleted first, when `stop` fires (the session is lost) or the caller aborts.
    */
   next(keys: readonly Buffer[], signal: AbortSignal | undefined, stop: (listener: (e: LockLensError) => void) => Disposable, expired: () => LockLensError): Promise<Wake> {
+    // An abort that came while the caller was reading (not waiting here) must still end the wait.
+    if (signal?.aborted) return Promise.reject(abortError(signal));
     return new Promise((resolve, reject) => {
       const cleanups: Disposable[] = [];
       const settle = (finish: () => void) => {
@@ -64,8 +66,12 @@ export class QueueWatch implements Disposable {
         while (this.deletes.length) {
           const d = this.deletes.shift()!;
           if (this.own.equals(d.key)) return settle(() => reject(expired()));
-          const key = keys.find((k) => k.equals(d.key));
-          if (key) return settle(() => resolve({ kind: 'deleted', key, revision: d.revision }));
+          if (keys.some((k) => k.equals(d.key))) {
+            // One transaction (`etcdctl del --prefix`, a revoke of a lease holding both) can delete the key ahead and
+            // ours in the same revision, ours listed after it: then we are not next, we are gone.
+            if (this.deletes.some((o) => o.revision === d.revision && this.own.equals(o.key))) return settle(() => reject(expired()));
+            return settle(() => resolve({ kind: 'deleted', revision: d.revision }));
+          }
         }
         if (this.broken) settle(() => resolve({ kind: 'broken' }));
       };

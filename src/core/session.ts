@@ -1,6 +1,6 @@
 import type { Lease } from 'etcd3';
 import { asLockLensError, call, type EtcdConnection } from './connection';
-import { Emitter, type Disposable } from './emitter';
+import { Emitter, type Disposable, type Event } from './emitter';
 import { LockLensError } from './errors';
 import { leaseDecimal, leaseHex } from './keys';
 
@@ -14,11 +14,19 @@ export const DEFAULT_SESSION_TTL = 60;
  */
 export class Session implements Disposable {
   private readonly lostEmitter = new Emitter<LockLensError>();
-  /** Fires once, when the lease is gone or may be gone. */
-  readonly onDidLose = this.lostEmitter.event;
   private lostReason?: LockLensError;
   private deadline?: NodeJS.Timeout;
-  private closed = false;
+  private isClosed = false;
+
+  /** Fires once, when the lease is gone or may be gone; a listener added after that is told at once. */
+  readonly onDidLose: Event<LockLensError> = (listener) => {
+    const reason = this.lostReason;
+    if (reason) {
+      queueMicrotask(() => listener(reason));
+      return { dispose: () => undefined };
+    }
+    return this.lostEmitter.event(listener);
+  };
 
   private constructor(
     readonly conn: EtcdConnection,
@@ -49,9 +57,14 @@ export class Session implements Disposable {
     return this.lostReason;
   }
 
+  /** Revoked or disposed by its owner. */
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
   /** Ends the session and revokes its lease, deleting every key attached to it (so any lock is released at once). */
   async revoke(): Promise<void> {
-    if (this.closed) return;
+    if (this.isClosed) return;
     this.stop();
     // Revoke before closing the keepalive stream: the etcd3 client resets channels when a stream ends, and the revoke
     // would then wait for a new connection.
@@ -66,21 +79,20 @@ export class Session implements Disposable {
 
   /** Stops renewing without revoking: keys stay until the TTL runs out (what a crashed process leaves behind). */
   dispose(): void {
-    if (this.closed) return;
+    if (this.isClosed) return;
     this.stop();
     this.lease.release();
   }
 
   private stop(): void {
-    this.closed = true;
+    this.isClosed = true;
     clearTimeout(this.deadline);
     this.lostEmitter.dispose();
   }
 
   private armDeadline(ttlSeconds: number): void {
     clearTimeout(this.deadline);
-    if (this.closed) return;
-    if (ttlSeconds <= 0) return this.lose(new LockLensError('LOCK_LOST', `lease ${this.leaseId} expired or was revoked`));
+    if (this.isClosed) return;
     this.deadline = setTimeout(
       () => this.lose(new LockLensError('LOCK_LOST', `lease ${this.leaseId} may have expired: no keepalive was acknowledged for ${ttlSeconds} s`)),
       ttlSeconds * 1000,
@@ -89,7 +101,7 @@ export class Session implements Disposable {
   }
 
   private lose(reason: LockLensError): void {
-    if (this.lostReason || this.closed) return;
+    if (this.lostReason || this.isClosed) return;
     this.lostReason = reason;
     clearTimeout(this.deadline);
     this.lostEmitter.fire(reason);

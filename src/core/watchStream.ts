@@ -1,5 +1,5 @@
 import type { IEvent, IWatchResponse } from 'etcd3';
-import { asLockLensError, type EtcdConnection } from './connection';
+import { asLockLensError, withDeadline, type EtcdConnection } from './connection';
 import { LockLensError } from './errors';
 
 /** Why a watch stopped. `compacted`: the start revision is gone, the caller must re-read and start again. */
@@ -38,7 +38,7 @@ export class WatchStream {
     this.finished = new Promise((resolve) => (this.finish = resolve));
   }
 
-  /** Resolves once etcd confirmed the watch, or with the reason it could not start. */
+  /** Resolves once etcd confirmed the watch; rejects with the reason it could not start, within the call timeout. */
   static async open(conn: EtcdConnection, request: WatchRequest, callbacks: WatchCallbacks): Promise<WatchStream> {
     const raw = await conn.client.watchClient.watch().catch((e: unknown) => {
       throw asLockLensError(e);
@@ -68,7 +68,11 @@ export class WatchStream {
         watch.stop({ kind: 'failed', error });
         reject(error);
       });
-      raw.on('end', () => watch.stop({ kind: 'failed', error: new LockLensError('UNREACHABLE', 'watch stream ended by the server') }));
+      raw.on('end', () => {
+        const error = new LockLensError('UNREACHABLE', 'watch stream ended by the server');
+        watch.stop({ kind: 'failed', error });
+        reject(error);
+      });
     });
     raw.write({
       create_request: {
@@ -78,7 +82,12 @@ export class WatchStream {
         filters: request.noPut ? ['Noput'] : [],
       },
     });
-    await created;
+    try {
+      await withDeadline(created, conn.callTimeoutMs);
+    } catch (e) {
+      watch.close();
+      throw e;
+    }
     return watch;
   }
 

@@ -294,8 +294,14 @@ describe('locklens acquire: queues fairly with etcdctl lock', () => {
     assert.equal(h.code, 0, show(h));
     assert.equal(w.code, 0, show(w));
     assert.equal(readFileSync(file, 'utf8'), 'A\nB\n');
-    // A command that waited in the queue gets the key it queued with and that key's create revision.
-    assert.equal(readFileSync(envFile, 'utf8'), `${waiterKey} ${waiterRev} ${waiterRev}\n`);
+    // A command that waited gets the key it queued with, its create revision as the fencing token, and as
+    // ETCD_LOCK_REV (as etcdctl sets it) the revision the lock was taken at: there, its key was first in the queue.
+    const [key, rev, token] = readFileSync(envFile, 'utf8').trim().split(' ');
+    assert.equal(key, waiterKey);
+    assert.equal(Number(token), waiterRev);
+    assert.ok(Number(rev) > waiterRev, `lock taken at ${rev}, after the key was created at ${waiterRev}`);
+    const first = await f.etcd.etcdctl(['get', '--prefix', 'order-a/', `--rev=${rev}`, '--sort-by=CREATE', '--order=ASCEND', '--limit=1', '--keys-only']);
+    assert.equal(first.trim(), waiterKey, `at revision ${rev} the waiter's key is first in the queue`);
     assert.deepEqual(await f.keys('order-a/'), []);
   });
 
@@ -330,7 +336,7 @@ describe('locklens acquire', () => {
     const lease = HEX_KEY('envlock').exec(key)?.[1];
     assert.ok(lease, `ETCD_LOCK_KEY ${key} is envlock/<hex lease>`);
     assert.match(rev, /^\d+$/);
-    assert.equal(token, rev, 'LOCKLENS_FENCING_TOKEN equals ETCD_LOCK_REV');
+    assert.equal(token, rev, 'taken at once: the lock was taken at the key\'s creation, so ETCD_LOCK_REV is the fencing token');
     // While the command runs, the key is in etcd with that create revision and a lease of etcdctl's default TTL.
     assert.deepEqual(await f.keys('envlock/'), [key]);
     assert.equal(await f.createRevision(key), Number(rev));

@@ -198,6 +198,39 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
     await ha.release();
   });
 
+  test('holder and waiter deleted in one revision (etcdctl del --prefix): the waiter is told it is gone, not that it holds', async () => {
+    const a = await t.scope.session(t.conn);
+    const b = await t.scope.session(t.conn);
+    assert.ok(Buffer.compare(Buffer.from(a.leaseId), Buffer.from(b.leaseId)) < 0, 'the holder key sorts first, so its delete is listed first');
+    const ha = await new Mutex(a, name).acquire();
+    const waiting = new Mutex(b, name).acquire();
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 2);
+    const failed = assert.rejects(waiting, (e) => isLockLensError(e, 'LOCK_LOST'));
+    await t.etcd.etcdctl(['del', '--prefix', `${name}/`]);
+    await failed;
+    ha.dispose();
+  });
+
+  test('an abort that arrives while the waiter is still enqueueing ends the wait', async () => {
+    const [a, b] = await Promise.all([t.scope.session(t.conn), t.scope.session(t.conn)]);
+    const ha = await new Mutex(a, name).acquire();
+    const abort = new AbortController();
+    const waiting = new Mutex(b, name).acquire({ signal: abort.signal });
+    abort.abort(); // acquire is awaiting its enqueue transaction now, not listening yet
+    await assert.rejects(waiting, (e) => isLockLensError(e, 'CANCELLED'));
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 1, 10_000, "the aborted waiter's key is removed");
+    await ha.release();
+  });
+
+  test('a lost session tells late listeners at once, and acquiring on it fails', async () => {
+    const s = await t.scope.session(t.conn, 3);
+    await t.etcd.etcdctl(['lease', 'revoke', s.leaseId]);
+    await eventually(() => s.lost !== undefined, 10_000, 'the keepalive learns the lease is gone');
+    const told = await new Promise((resolve) => s.onDidLose(resolve));
+    assert.ok(isLockLensError(told, 'LOCK_LOST'));
+    await assert.rejects(new Mutex(s, name).acquire(), (e) => isLockLensError(e, 'LOCK_LOST'));
+  });
+
   test('a crashed holder (no more keepalives) hands the lock over after its TTL', async () => {
     const crashed = await t.scope.session(t.conn, 2);
     await new Mutex(crashed, name).acquire();

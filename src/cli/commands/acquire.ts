@@ -16,12 +16,13 @@ export const acquire: Command = {
 
 Queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock and
 jetcd on the same name). Once held it prints the key and the fencing token (the key's create revision), then:
-  - with a COMMAND: runs it with ETCD_LOCK_KEY, ETCD_LOCK_REV (as etcdctl lock sets them) and
-    LOCKLENS_FENCING_TOKEN in its environment, releases when it exits, and exits with its code. The command's
-    process is started while waiting and held at a gate until the lock is held, so it starts within a pipe write
-    of the handoff; it never runs without the lock.
+  - with a COMMAND: runs it with ETCD_LOCK_KEY and ETCD_LOCK_REV (the key, and the revision the lock was taken
+    at, as etcdctl lock sets them) and LOCKLENS_FENCING_TOKEN (the key's create revision) in its environment,
+    releases when it exits, and exits with its code. The command's process is started while waiting and held at a
+    gate until the lock is held, so it starts within a pipe write of the handoff; it never runs without the lock.
   - without: holds until interrupted (Ctrl-C / SIGTERM), then releases.
-If the lock is lost while held (lease revoked or expired), the command gets SIGTERM and locklens exits 7.
+If the lock is lost while held (lease revoked or expired), the command gets SIGTERM (SIGKILL 10 s later if it is
+still running) and locklens exits 7.
 
   --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock)
   --try          do not wait: exit 6 at once if the lock is held
@@ -75,9 +76,9 @@ ${CONNECTION_HELP}`,
   },
 };
 
+/** The environment known when the command is started; ETCD_LOCK_REV comes through the gate once the lock is held. */
 function lockEnv(key: string, fencingToken: number): NodeJS.ProcessEnv {
-  const token = String(fencingToken);
-  return { ...process.env, ETCD_LOCK_KEY: key, ETCD_LOCK_REV: token, LOCKLENS_FENCING_TOKEN: token };
+  return { ...process.env, ETCD_LOCK_KEY: key, LOCKLENS_FENCING_TOKEN: String(fencingToken) };
 }
 
 function timeoutSignal(ms: number): AbortSignal {
@@ -89,8 +90,9 @@ function timeoutSignal(ms: number): AbortSignal {
 /** Holds the lock while the command runs, or until interrupted or lost. Resolves to the exit code. */
 async function holdWhile(hold: Hold, gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output): Promise<number> {
   const key = displayKey(hold.key);
+  if (interrupted.aborted) return 130; // interrupted while the lock was being taken: the command never starts
   if (gate) {
-    gate.open();
+    gate.open(hold.revision);
     out.stderr(`locklens: holding ${key} (fencing token ${hold.fencingToken})`);
   } else {
     out.stdout(key);
@@ -103,7 +105,7 @@ async function holdWhile(hold: Hold, gate: GatedCommand | undefined, interrupted
     void gate?.exited.then((code) => resolve({ kind: 'exit', code }));
   });
   // A lost lock or an interrupt ends the command: it must not go on believing it holds the lock.
-  if (outcome.kind !== 'exit') gate?.kill('SIGTERM');
+  if (outcome.kind !== 'exit') gate?.stop();
   await gate?.exited;
   if (outcome.kind === 'lost') throw outcome.error;
   if (outcome.kind === 'interrupted') return 130;
