@@ -20,6 +20,7 @@ let failed = 0;
 let skipped = 0;
 // A result is a leaf (a test, not a suite or a file) when no result one level deeper arrived since its siblings.
 const childSeen = [];
+const childFailed = [];
 
 const stream = run({ files, concurrency: 2, timeout: 10 * 60_000 });
 stream.on('test:pass', (e) => count(e, false));
@@ -27,11 +28,13 @@ stream.on('test:fail', (e) => count(e, true));
 function count(event, didFail) {
   const n = event.nesting;
   const leaf = !childSeen[n + 1];
-  childSeen[n + 1] = false;
+  const aChildFailed = childFailed[n + 1];
+  childSeen[n + 1] = childFailed[n + 1] = false;
   childSeen[n] = true;
+  if (didFail) childFailed[n] = true;
   if (!leaf) {
-    // A suite or file that failed outside its tests (a hook, a crash on load) still counts as one failure.
-    if (didFail && event.details?.error?.failureType !== 'subtestsFailed') failed++;
+    // A suite or file that failed outside its tests (a hook, say) counts once, unless its failed tests already did.
+    if (didFail && !aChildFailed && event.details?.error?.failureType !== 'subtestsFailed') failed++;
     return;
   }
   if (event.skip || event.todo) skipped++;
