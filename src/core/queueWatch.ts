@@ -68,7 +68,9 @@ export class QueueWatch implements Disposable {
           if (this.own.equals(d.key)) return settle(() => reject(expired()));
           if (keys.some((k) => k.equals(d.key))) {
             // One transaction (`etcdctl del --prefix`, a revoke of a lease holding both) can delete the key ahead and
-            // ours in the same revision, ours listed after it: then we are not next, we are gone.
+            // ours in the same revision, ours listed after it: then we are not next, we are gone. A revision's events
+            // are all in the response that carries the first of them (etcd cuts watch batches only between
+            // revisions, and fragments only when asked to), so they are all buffered by now.
             if (this.deletes.some((o) => o.revision === d.revision && this.own.equals(o.key))) return settle(() => reject(expired()));
             return settle(() => resolve({ kind: 'deleted', revision: d.revision }));
           }
