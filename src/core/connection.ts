@@ -78,11 +78,10 @@ function createClient(profile: ConnectionProfile, endpoints: Endpoint[], tls: Tl
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2000,
       // A frozen or cut-off member leaves watch streams silent, and a silent watch would show a frozen model as live.
-      // Pings every 10 s (etcd's --grpc-keepalive-min-time allows 5 s) make such a connection fail, and the streams
-      // reconnect and reconcile.
+      // Pings every 10 s while a call or stream is open (etcd's --grpc-keepalive-min-time allows 5 s; it refuses pings
+      // on idle connections) make such a connection fail, and the streams reconnect and reconcile.
       'grpc.keepalive_time_ms': 10_000,
       'grpc.keepalive_timeout_ms': 5_000,
-      'grpc.keepalive_permit_without_calls': 1,
       ...(tls?.serverName ? { 'grpc.ssl_target_name_override': tls.serverName, 'grpc.default_authority': tls.serverName } : {}),
     },
     // Unary calls get a deadline so nothing hangs on a silent server; streams (watch, keepalive) live as long as needed.

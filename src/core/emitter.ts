@@ -7,12 +7,14 @@ export type Event<T> = (listener: (value: T) => void) => Disposable;
 
 /**
  * A listener that throws must not break the code that fired the event (a watch loop, a timer): like VS Code's own
- * Emitter, each listener's error is reported here and the others still run. Hosts replace it with their logger.
+ * Emitter, each listener's error is reported and the other listeners still run.
  */
-export let reportListenerError: (error: unknown) => void = (error) => console.error('LockLens: an event listener failed:', error);
-
-export function setListenerErrorReporter(report: (error: unknown) => void): void {
-  reportListenerError = report;
+function reportListenerError(error: unknown): void {
+  try {
+    console.error('LockLens: an event listener failed:', error);
+  } catch {
+    // nowhere left to report it
+  }
 }
 
 export class Emitter<T> {

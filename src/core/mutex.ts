@@ -2,7 +2,7 @@ import type { IKeyValue } from 'etcd3';
 import { call } from './connection';
 import { Emitter, type Disposable } from './emitter';
 import { LockLensError, throwIfAborted } from './errors';
-import { displayKey, leaseDecimal, prefixRange } from './keys';
+import { displayKey, keyId, leaseDecimal, prefixRange } from './keys';
 import { OwnKeyGuard } from './ownKeyGuard';
 import { QueueWatch } from './queueWatch';
 import type { Session } from './session';
@@ -78,12 +78,13 @@ export class Mutex {
       this.warmHandoff(ticket.createRevision);
       return this.hold(ticket, await this.waitForTurn(ticket, options.signal, position));
     } catch (e) {
-      this.leaveQueue(ticket.createRevision);
+      await this.leaveQueue(ticket.createRevision);
       throw e;
     }
   }
 
   private async enqueue(): Promise<Ticket> {
+    await this.session.leaving.get(keyId(this.key));
     const lost = this.session.lost;
     if (lost) throw lost;
     const conn = this.session.conn;
@@ -176,8 +177,10 @@ export class Mutex {
   private hold(ticket: Ticket, revision: number): Hold {
     this.throwIfLost();
     this.warmHandoff(ticket.createRevision);
-    // The guard starts at the hold's own revision: a delete of our key in that very revision means we never held.
-    return new Hold(this, ticket.createRevision, revision, new OwnKeyGuard(this.session.conn, this.key, ticket.createRevision, revision));
+    // From revision + 1: at `revision` our key is known to exist (our own put, the read that found nobody ahead, or
+    // the delete that woke us, whose revision was scanned for our own delete), and a watch that starts in the present
+    // is delivered at once, where one starting in the past waits for etcd's catch-up loop.
+    return new Hold(this, ticket.createRevision, revision, new OwnKeyGuard(this.session.conn, this.key, ticket.createRevision, revision + 1));
   }
 
   private throwIfLost(): void {
@@ -185,18 +188,24 @@ export class Mutex {
   }
 
   /**
-   * Deletes a waiter's key when it gives up. If etcd cannot be reached the key would stay queued for as long as the
-   * session lives (for a long-lived session, a phantom waiter and later a phantom holder), so keep trying until it is
-   * gone or the session ends.
+   * Deletes a waiter's key when it gives up, before the caller hears of it, as Go does. If etcd cannot be reached the
+   * key would stay queued for as long as the lease lives (for a long-lived session, a phantom waiter and later a
+   * phantom holder), so keep trying in the background until it is gone or the session is closed; a new acquisition of
+   * the same key on this session waits for that first (it would share the key, and its create revision).
    */
-  private leaveQueue(createRevision: number): void {
-    const attempt = (delay: number): void => {
-      this.deleteOwnKey(createRevision).catch(() => {
-        if (this.session.lost || this.session.closed) return;
-        setTimeout(() => attempt(Math.min(delay * 2, 5000)), delay).unref();
-      });
-    };
-    attempt(200);
+  private async leaveQueue(createRevision: number): Promise<void> {
+    if (await this.deleteOwnKey(createRevision).then(() => true, () => false)) return;
+    const id = keyId(this.key);
+    const gone = new Promise<void>((resolve) => {
+      const retry = (delay: number): void => {
+        if (this.session.closed) return resolve();
+        setTimeout(() => {
+          this.deleteOwnKey(createRevision).then(() => resolve(), () => retry(Math.min(delay * 2, 5000)));
+        }, delay).unref();
+      };
+      retry(200);
+    }).finally(() => this.session.leaving.delete(id));
+    this.session.leaving.set(id, gone);
   }
 
   /**

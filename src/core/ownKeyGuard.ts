@@ -43,6 +43,7 @@ export class OwnKeyGuard implements Disposable {
           },
         });
         if (this.stopped) return this.watch.close();
+        backoff = 100;
         if ((await this.watch.ended).kind === 'closed') return;
       } catch {
         // fall through to the check below

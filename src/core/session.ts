@@ -17,13 +17,16 @@ export class Session implements Disposable {
   private lostReason?: LockLensError;
   private deadline?: NodeJS.Timeout;
   private isClosed = false;
+  /** Lock keys (by keyId) this session is still trying to delete after a waiter gave up; see Mutex.leaveQueue. */
+  readonly leaving = new Map<string, Promise<void>>();
 
   /** Fires once, when the lease is gone or may be gone; a listener added after that is told at once. */
   readonly onDidLose: Event<LockLensError> = (listener) => {
     const reason = this.lostReason;
     if (reason) {
-      queueMicrotask(() => listener(reason));
-      return { dispose: () => undefined };
+      let listening = true;
+      queueMicrotask(() => listening && listener(reason));
+      return { dispose: () => (listening = false) };
     }
     return this.lostEmitter.event(listener);
   };
@@ -104,6 +107,9 @@ export class Session implements Disposable {
     if (this.lostReason || this.isClosed) return;
     this.lostReason = reason;
     clearTimeout(this.deadline);
+    // Stop renewing: a lease we already call lost must not live on (a leader change can reset its TTL) and keep our
+    // keys in queues as phantoms.
+    this.lease.release();
     this.lostEmitter.fire(reason);
   }
 }

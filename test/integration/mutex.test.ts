@@ -222,6 +222,24 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
     await ha.release();
   });
 
+  test('a waiter that gave up and queues again on the same session keeps its new place', async () => {
+    const [a, b] = await Promise.all([t.scope.session(t.conn), t.scope.session(t.conn)]);
+    const ha = await new Mutex(a, name).acquire();
+    const abort = new AbortController();
+    const first = new Mutex(b, name).acquire({ signal: abort.signal });
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 2);
+    abort.abort();
+    await assert.rejects(first, (e) => isLockLensError(e, 'CANCELLED'));
+    assert.equal((await keysUnder(`${name}/`)).length, 1, 'the key was gone before acquire rejected');
+    const again = new Mutex(b, name).acquire();
+    await eventually(async () => (await keysUnder(`${name}/`)).length === 2);
+    await ha.release();
+    const hb = await again;
+    assert.equal(hb.lost, undefined);
+    assert.deepEqual((await keysUnder(`${name}/`)).map((r) => r.lease), [b.leaseId]);
+    await hb.release();
+  });
+
   test('a lost session tells late listeners at once, and acquiring on it fails', async () => {
     const s = await t.scope.session(t.conn, 3);
     await t.etcd.etcdctl(['lease', 'revoke', s.leaseId]);
