@@ -326,6 +326,22 @@ describe('locklens acquire: queues fairly with etcdctl lock', () => {
 describe('locklens acquire', () => {
   const f = fixture();
 
+  /** `locklens acquire NAME -- <a 30 s sleep>`, once the command runs; its pid is killed in cleanup whatever happens. */
+  async function holdWithSleeper(name: string) {
+    const pidFile = join(f.dir, `${name}.pid`);
+    const p = f.procs.locklens(['acquire', name, '--endpoints', f.ep, '--', 'sh', '-c', 'echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; exec sleep 30', 'sh', pidFile]);
+    await p.until(() => existsSync(pidFile), 'the command started');
+    const childPid = Number(readFileSync(pidFile, 'utf8').trim());
+    f.procs.defer(() => {
+      try {
+        process.kill(childPid, 'SIGKILL');
+      } catch {
+        // already gone, as it should be
+      }
+    });
+    return { p, childPid };
+  }
+
   test("the command sees ETCD_LOCK_KEY, ETCD_LOCK_REV and LOCKLENS_FENCING_TOKEN; its exit code is locklens's", async () => {
     const gate = join(f.dir, 'gate');
     const envFile = join(f.dir, 'env');
@@ -423,17 +439,7 @@ describe('locklens acquire', () => {
   });
 
   test('a lock lost while the command runs: exit 7, the command is terminated', async () => {
-    const pidFile = join(f.dir, 'pid');
-    const p = f.procs.locklens(['acquire', 'lostlock', '--endpoints', f.ep, '--', 'sh', '-c', 'echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; exec sleep 30', 'sh', pidFile]);
-    await p.until(() => existsSync(pidFile), 'the command started');
-    const childPid = Number(readFileSync(pidFile, 'utf8').trim());
-    f.procs.defer(() => {
-      try {
-        process.kill(childPid, 'SIGKILL');
-      } catch {
-        // already gone, as it should be
-      }
-    });
+    const { p, childPid } = await holdWithSleeper('lostlock');
     const [key] = await f.keys('lostlock/');
     const lease = HEX_KEY('lostlock').exec(key)?.[1];
     assert.ok(lease, key);
@@ -444,17 +450,7 @@ describe('locklens acquire', () => {
     assert.throws(() => process.kill(childPid, 0), { code: 'ESRCH' }, 'the command was terminated');
   });
   test('SIGTERM while the command runs: the command is terminated, the lock released, exit 130', async () => {
-    const pidFile = join(f.dir, 'pid');
-    const p = f.procs.locklens(['acquire', 'termlock', '--endpoints', f.ep, '--', 'sh', '-c', 'echo $$ > "$1.tmp"; mv "$1.tmp" "$1"; exec sleep 30', 'sh', pidFile]);
-    await p.until(() => existsSync(pidFile), 'the command started');
-    const childPid = Number(readFileSync(pidFile, 'utf8').trim());
-    f.procs.defer(() => {
-      try {
-        process.kill(childPid, 'SIGKILL');
-      } catch {
-        // already gone, as it should be
-      }
-    });
+    const { p, childPid } = await holdWithSleeper('termlock');
     assert.equal((await f.keys('termlock/')).length, 1);
     p.signal('SIGTERM');
     const r = await p.wait();
