@@ -22,7 +22,7 @@ jetcd on the same name). Once held it prints the key and the fencing token (the 
     gate until the lock is held, so it starts within a pipe write of the handoff; it never runs without the lock.
   - without: holds until interrupted (Ctrl-C / SIGTERM), then releases.
 If the lock is lost while held (lease revoked or expired), the command gets SIGTERM (SIGKILL 10 s later if it is
-still running) and locklens exits 7.
+still running) and locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
 
   --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock)
   --try          do not wait: exit 6 at once if the lock is held
