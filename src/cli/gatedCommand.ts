@@ -16,9 +16,6 @@ const GATE = 'IFS=" " read -r word rev <&3 && [ "$word" = go ] || exit 125; exec
 /** How long the command has to stop after SIGTERM before it is killed. */
 const GRACE_MS = 10_000;
 
-/** The exit code of a gate that was closed without `go`: the command never ran. */
-export const GATE_CLOSED = 125;
-
 export class GatedCommand {
   private readonly child: ChildProcess;
   readonly exited: Promise<number>;

@@ -10,10 +10,6 @@ export function keyId(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
 }
 
-export function bytesOfKeyId(id: string): Buffer {
-  return Buffer.from(id, 'latin1');
-}
-
 export function isUtf8(bytes: Uint8Array): boolean {
   try {
     utf8.decode(bytes);
