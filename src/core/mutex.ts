@@ -84,7 +84,7 @@ export class Mutex {
   }
 
   private async enqueue(): Promise<Ticket> {
-    await this.session.leaving.get(keyId(this.key));
+    await leaving.get(this.session)?.get(keyId(this.key));
     const lost = this.session.lost;
     if (lost) throw lost;
     const conn = this.session.conn;
@@ -196,6 +196,8 @@ export class Mutex {
   private async leaveQueue(createRevision: number): Promise<void> {
     if (await this.deleteOwnKey(createRevision).then(() => true, () => false)) return;
     const id = keyId(this.key);
+    const pending = leaving.get(this.session) ?? new Map<string, Promise<void>>();
+    leaving.set(this.session, pending);
     const gone = new Promise<void>((resolve) => {
       const retry = (delay: number): void => {
         if (this.session.closed) return resolve();
@@ -204,8 +206,8 @@ export class Mutex {
         }, delay).unref();
       };
       retry(200);
-    }).finally(() => this.session.leaving.delete(id));
-    this.session.leaving.set(id, gone);
+    }).finally(() => pending.delete(id));
+    pending.set(id, gone);
   }
 
   /**
@@ -234,6 +236,9 @@ export class Mutex {
     return res.succeeded;
   }
 }
+
+/** Per session, the lock keys (by keyId) it is still trying to delete after a waiter gave up (see Mutex.leaveQueue). */
+const leaving = new WeakMap<Session, Map<string, Promise<void>>>();
 
 /** Whether this process has run the handoff's calls once (see Mutex.warmHandoff). */
 let handoffWarmed = false;

@@ -17,8 +17,6 @@ export class Session implements Disposable {
   private lostReason?: LockLensError;
   private deadline?: NodeJS.Timeout;
   private isClosed = false;
-  /** Lock keys (by keyId) this session is still trying to delete after a waiter gave up; see Mutex.leaveQueue. */
-  readonly leaving = new Map<string, Promise<void>>();
 
   /** Fires once, when the lease is gone or may be gone; a listener added after that is told at once. */
   readonly onDidLose: Event<LockLensError> = (listener) => {
