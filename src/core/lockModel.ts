@@ -26,6 +26,11 @@ export interface LockState {
   readonly waiters: readonly LockMember[];
 }
 
+/** The holder, then the waiters: the queue in create-revision order. */
+export function members(lock: LockState): LockMember[] {
+  return lock.holder ? [lock.holder, ...lock.waiters] : [...lock.waiters];
+}
+
 /** What changed since the last `takeChanges`: the current state of each touched lock, and the locks now gone. */
 export interface ChangeSet {
   readonly revision: number;
@@ -111,6 +116,12 @@ export class LockModel {
       this.stateCache.set(id, state);
     }
     return state;
+  }
+
+  /** The lock a key is a member of, if the model has the key. */
+  lockOfKey(key: Uint8Array): LockState | undefined {
+    const gid = this.groupOfKey.get(keyId(key));
+    return gid === undefined ? undefined : this.lock(gid);
   }
 
   /** Every lock, sorted by name in etcd's byte order (a queue before a single key of the same name). */

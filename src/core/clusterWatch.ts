@@ -1,0 +1,105 @@
+import type { EtcdConnection } from './connection';
+import { Emitter, type Disposable } from './emitter';
+import { LeaseTracker, type LeaseInfo } from './leases';
+import { LiveLocks, type LiveStatus } from './liveLocks';
+import { members, type ChangeSet, type LockState } from './lockModel';
+
+export interface ClusterWatchOptions {
+  /** How often every shown lease's TTL is sampled (etcd never pushes TTLs). */
+  readonly leaseSampleIntervalMs?: number;
+  readonly stallFraction?: number;
+  readonly log?: (message: string) => void;
+}
+
+export const DEFAULT_LEASE_SAMPLE_INTERVAL_MS = 2000;
+
+/** A new lease is sampled this soon after it appears, so a new waiter shows its TTL without waiting for the sweep. */
+const NEW_LEASE_DELAY_MS = 50;
+
+/**
+ * What the views of one cluster show: the live lock model of its watched prefixes, and the TTLs of the leases its
+ * locks hold, sampled in sweeps. Both arrive as events, so a view never polls: the tree and the timeline render from
+ * the same change sets.
+ */
+export class ClusterWatch implements Disposable {
+  readonly live: LiveLocks;
+  readonly leases: LeaseTracker;
+  private readonly leaseChanges = new Emitter<readonly LeaseInfo[]>();
+  /** Lease infos updated by a sweep (TTL counted down, refreshed, stalled, expired). */
+  readonly onDidChangeLeases = this.leaseChanges.event;
+  private readonly subscriptions: Disposable[] = [];
+  private readonly intervalMs: number;
+  private timer?: NodeJS.Timeout;
+  private sweeping?: Promise<void>;
+  private disposed = false;
+
+  constructor(conn: EtcdConnection, prefixes: readonly Uint8Array[], options: ClusterWatchOptions = {}) {
+    this.live = new LiveLocks(conn, prefixes, { log: options.log });
+    this.leases = new LeaseTracker(conn, { stallFraction: options.stallFraction });
+    this.intervalMs = options.leaseSampleIntervalMs ?? DEFAULT_LEASE_SAMPLE_INTERVAL_MS;
+    this.subscriptions.push(
+      this.leases.onDidChange((infos) => this.leaseChanges.fire(infos)),
+      this.live.onDidChange((changes) => this.sampleNewLeases(changes)),
+    );
+  }
+
+  get onDidChangeLocks() {
+    return this.live.onDidChange;
+  }
+
+  get onDidChangeStatus() {
+    return this.live.onDidChangeStatus;
+  }
+
+  get status(): LiveStatus {
+    return this.live.status;
+  }
+
+  locks(): LockState[] {
+    return this.live.model.locks();
+  }
+
+  lease(id: string): LeaseInfo | undefined {
+    return this.leases.get(id);
+  }
+
+  /** Loads the prefixes, then follows them and samples their leases until disposed. */
+  async start(): Promise<void> {
+    await this.live.start();
+    await this.sweep();
+  }
+
+  /** Samples every lease now (and restarts the sweep clock): after a command that changed leases, say. */
+  async sweep(): Promise<void> {
+    clearTimeout(this.timer);
+    if (this.disposed) return;
+    // One sweep at a time: a slow cluster must not pile sweeps up.
+    this.sweeping ??= this.leases.sweep(this.leaseIds()).finally(() => {
+      this.sweeping = undefined;
+      if (!this.disposed) this.timer = setTimeout(() => void this.sweep(), this.intervalMs);
+    });
+    return this.sweeping;
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    clearTimeout(this.timer);
+    this.subscriptions.forEach((s) => s.dispose());
+    this.live.dispose();
+    this.leases.dispose();
+    this.leaseChanges.dispose();
+  }
+
+  private leaseIds(): Set<string> {
+    const ids = new Set<string>();
+    for (const lock of this.live.model.locks()) for (const m of members(lock)) if (m.lease) ids.add(m.lease);
+    return ids;
+  }
+
+  private sampleNewLeases(changes: ChangeSet): void {
+    const unseen = changes.changed.some((lock) => members(lock).some((m) => m.lease && !this.leases.get(m.lease)));
+    if (!unseen || this.sweeping || this.disposed) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.sweep(), NEW_LEASE_DELAY_MS);
+  }
+}

@@ -1,0 +1,124 @@
+import { keyId } from './keys';
+import { remainingTtl, type LeaseInfo } from './leases';
+import { members, type ChangeSet, type LockMember, type LockState } from './lockModel';
+
+/** What can be wrong with one member of a lock, worst first. */
+export type Trouble = 'leaseExpired' | 'stalled' | 'noLease' | 'longHold';
+
+export const TROUBLE_ORDER: readonly Trouble[] = ['leaseExpired', 'stalled', 'noLease', 'longHold'];
+
+/** Since when something has been true, and whether LockLens saw it happen or only found it so when it started looking. */
+export interface Since {
+  readonly at: number;
+  /** False when it was already so at the first read (or appeared during a disconnection): the real start is earlier. */
+  readonly exact: boolean;
+}
+
+export type Role = 'holder' | 'waiter' | 'leader' | 'candidate' | 'single';
+
+/** One member of a lock with everything a view shows about it. */
+export interface MemberHealth {
+  readonly member: LockMember;
+  readonly role: Role;
+  /** 0 for the holder; n for the n-th waiter. */
+  readonly position: number;
+  readonly lease?: LeaseInfo;
+  /** Seconds left, counted down from the last sample; undefined without a lease or before its first sample. */
+  readonly ttl?: number;
+  /** Holding since (holder), or waiting since (waiter). */
+  readonly since: Since;
+  readonly troubles: readonly Trouble[];
+}
+
+export interface HealthOptions {
+  /** A holder holding longer than this is flagged. */
+  readonly longHoldMs: number;
+}
+
+/**
+ * Remembers when each key was first seen and when each lock's holder became the holder. etcd keeps no wall-clock
+ * times (only revisions), so ages are what LockLens observed; anything found already in place is marked inexact ("≥").
+ */
+export class LockClock {
+  private readonly firstSeen = new Map<string, Since>();
+  private readonly holderSince = new Map<string, { key: string; since: Since }>();
+  private readonly keysOfLock = new Map<string, Set<string>>();
+
+  /** Folds a change set in; call it for every change set, in order. */
+  observe(changes: ChangeSet, now = Date.now()): void {
+    const exact = !changes.resynced;
+    for (const lock of changes.changed) {
+      const current = new Set<string>();
+      for (const m of members(lock)) {
+        const kid = keyId(m.key);
+        current.add(kid);
+        if (!this.firstSeen.has(kid)) this.firstSeen.set(kid, { at: now, exact });
+      }
+      const holder = lock.holder && keyId(lock.holder.key);
+      const known = this.holderSince.get(lock.id);
+      if (!holder) this.holderSince.delete(lock.id);
+      else if (known?.key !== holder) {
+        // A waiter that moves up was seen queueing: its hold started now. A holder that was never seen waiting was not.
+        this.holderSince.set(lock.id, { key: holder, since: { at: now, exact: exact && known !== undefined } });
+      }
+      this.forgetGone(lock, current);
+    }
+    for (const id of changes.removed) {
+      this.holderSince.delete(id);
+      this.forgetLock(id);
+    }
+  }
+
+  /** When the key was first seen (for waiters: queued since). */
+  seen(member: LockMember): Since {
+    return this.firstSeen.get(keyId(member.key)) ?? { at: Date.now(), exact: false };
+  }
+
+  /** When the lock's current holder became the holder. */
+  heldSince(lock: LockState): Since | undefined {
+    return this.holderSince.get(lock.id)?.since;
+  }
+
+  private forgetGone(lock: LockState, current: Set<string>): void {
+    for (const kid of this.keysOfLock.get(lock.id) ?? []) if (!current.has(kid)) this.firstSeen.delete(kid);
+    this.keysOfLock.set(lock.id, current);
+  }
+
+  private forgetLock(id: string): void {
+    for (const kid of this.keysOfLock.get(id) ?? []) this.firstSeen.delete(kid);
+    this.keysOfLock.delete(id);
+  }
+}
+
+/** Each member of a lock with its role, live TTL, age and troubles. */
+export function lockHealth(
+  lock: LockState,
+  clock: LockClock,
+  lease: (id: string) => LeaseInfo | undefined,
+  options: HealthOptions,
+  now = Date.now(),
+): MemberHealth[] {
+  return members(lock).map((member, position) => {
+    const info = member.lease ? lease(member.lease) : undefined;
+    const role = roleOf(lock, position);
+    const since = position === 0 ? (clock.heldSince(lock) ?? clock.seen(member)) : clock.seen(member);
+    const troubles: Trouble[] = [];
+    if (info?.state === 'expired') troubles.push('leaseExpired');
+    else if (info?.stalled) troubles.push('stalled');
+    if (!member.lease) troubles.push('noLease');
+    if (position === 0 && now - since.at > options.longHoldMs) troubles.push('longHold');
+    return { member, role, position, lease: info, ttl: info && remainingTtl(info, now), since, troubles };
+  });
+}
+
+function roleOf(lock: LockState, position: number): Role {
+  if (lock.kind === 'single') return 'single';
+  if (lock.kind === 'election') return position === 0 ? 'leader' : 'candidate';
+  return position === 0 ? 'holder' : 'waiter';
+}
+
+/** The worst trouble among members, for the lock's own decoration. */
+export function worstTrouble(health: readonly MemberHealth[]): Trouble | undefined {
+  const all = new Set(health.flatMap((h) => h.troubles));
+  return TROUBLE_ORDER.find((t) => all.has(t));
+}
