@@ -1,13 +1,82 @@
 import * as vscode from 'vscode';
+import { displayKey } from '../core/keys';
+import { AuditLog } from './audit';
+import { commandRegistrar } from './commandRunner';
+import { registerConnectionCommands } from './commands/connectionCommands';
+import { registerLockCommands } from './commands/lockCommands';
+import { ConnectionRegistry } from './connections';
+import { HeldLocks } from './heldLocks';
+import { LockTreeProvider } from './lockTree';
+import { ConnectionSecretStore } from './secrets';
+import { autoConnect } from './settings';
+import { HeldLocksStatus } from './statusBar';
 
-/**
- * The VS Code side of LockLens. The Locks tree, commands, status bar and secrets arrive with their own issue; the
- * host bundle, its activation (on LockLens's views and commands only) and its log channel are in place.
- */
-export function activate(context: vscode.ExtensionContext): void {
-  const log = vscode.window.createOutputChannel('LockLens', { log: true });
-  context.subscriptions.push(log);
-  log.info(`LockLens ${context.extension.packageJSON.version} activated`);
+/** What activate returns: the live parts, for tests and for extensions that build on LockLens. */
+export interface LockLensApi {
+  readonly registry: ConnectionRegistry;
+  readonly tree: LockTreeProvider;
+  readonly heldLocks: HeldLocks;
+  readonly audit: AuditLog;
+  readonly log: vscode.LogOutputChannel;
 }
 
-export function deactivate(): void {}
+let shutdown: (() => Promise<void>) | undefined;
+
+/**
+ * Wires the core to VS Code: connections from settings (secrets from SecretStorage), the Locks tree fed by their
+ * events, the commands, and the held-locks status bar item. Data flows one way: etcd → core model → views; every
+ * command acts through the core.
+ */
+export async function activate(context: vscode.ExtensionContext): Promise<LockLensApi> {
+  const log = vscode.window.createOutputChannel('LockLens', { log: true });
+  const audit = new AuditLog();
+  const secrets = new ConnectionSecretStore(context.secrets);
+  const registry = new ConnectionRegistry(secrets, log);
+  const heldLocks = new HeldLocks(registry, audit);
+  const tree = new LockTreeProvider(registry, heldLocks);
+  const view = vscode.window.createTreeView('locklens.locks', { treeDataProvider: tree, showCollapseAll: true });
+  const register = commandRegistrar(log);
+
+  heldLocks.onDidLose(({ lock, reason }) => {
+    void vscode.window.showErrorMessage(vscode.l10n.t('You lost the lock "{0}" on {1}: {2}', displayKey(lock.name), lock.connection.name, reason.message));
+  });
+  const updateContext = () => {
+    const all = registry.all();
+    void vscode.commands.executeCommand('setContext', 'locklens.hasConnections', all.length > 0);
+    void vscode.commands.executeCommand('setContext', 'locklens.hasPrefixes', all.some((c) => c.prefixes.length > 0));
+  };
+  registry.onDidChange(updateContext);
+
+  context.subscriptions.push(
+    log,
+    audit,
+    view,
+    tree,
+    new HeldLocksStatus(heldLocks),
+    ...registerConnectionCommands(register, registry, secrets),
+    ...registerLockCommands(register, registry, heldLocks, tree, audit),
+    register('locklens.showAuditLog', () => audit.channel.show(true)),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('locklens.connections')) void registry.sync();
+      if (e.affectsConfiguration('locklens.longHoldSeconds')) void vscode.commands.executeCommand('locklens.refresh');
+    }),
+  );
+
+  shutdown = async () => {
+    await heldLocks.releaseAll();
+    registry.dispose();
+    heldLocks.dispose();
+  };
+
+  const connections = await registry.sync();
+  updateContext();
+  log.info(`LockLens ${context.extension.packageJSON.version} activated with ${connections.length} connection(s)`);
+  if (autoConnect()) for (const c of connections) void c.connect();
+  return { registry, tree, heldLocks, audit, log };
+}
+
+/** Releases every lock held from this window (revoking its lease) before the extension host goes. */
+export async function deactivate(): Promise<void> {
+  await shutdown?.();
+  shutdown = undefined;
+}

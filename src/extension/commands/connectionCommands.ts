@@ -1,0 +1,220 @@
+import * as vscode from 'vscode';
+import type { RegisterCommand } from '../commandRunner';
+import { LockLensError } from '../../core/errors';
+import { parseEndpoints, splitEndpoints } from '../../core/profile';
+import type { ClusterConnection, ConnectionRegistry } from '../connections';
+import type { LockTreeNode } from '../lockTree';
+import { orCancel, pickConnection } from '../pickers';
+import type { ConnectionSecretStore } from '../secrets';
+import { readConnections, writeConnections, type ConnectionSecrets, type ConnectionSettings } from '../settings';
+
+/** What `locklens.addConnection` accepts from scripts and tests instead of asking: settings plus the secrets. */
+export type ConnectionInput = ConnectionSettings & ConnectionSecrets;
+
+type Node = LockTreeNode | undefined;
+
+export function registerConnectionCommands(register: RegisterCommand, registry: ConnectionRegistry, secrets: ConnectionSecretStore): vscode.Disposable[] {
+  const connectionOf = async (node: Node, title: string) => node?.connection ?? (await pickConnection(registry, title));
+  const saveAndSync = async (list: ConnectionSettings[]) => {
+    await writeConnections(list);
+    await registry.sync();
+  };
+
+  return [
+    register('locklens.addConnection', async (input?: ConnectionInput) => {
+      const { password, keyPassphrase, ...settings } = input ?? (await askConnection(undefined, readConnections().map((c) => c.name)));
+      await secrets.set(settings.name, { password, keyPassphrase });
+      await saveAndSync([...readConnections().filter((c) => c.name !== settings.name), settings]);
+      await connectWithProgress(registry.get(settings.name)!);
+    }),
+
+    register('locklens.editConnection', async (node?: Node) => {
+      const current = (await connectionOf(node, vscode.l10n.t('Edit connection'))).settings;
+      const others = readConnections().filter((c) => c.name !== current.name);
+      const { password, keyPassphrase, ...settings } = await askConnection(current, others.map((c) => c.name));
+      await secrets.rename(current.name, settings.name);
+      await secrets.set(settings.name, { password, keyPassphrase });
+      const list = readConnections().map((c) => (c.name === current.name ? { ...settings, prefixes: current.prefixes } : c));
+      await saveAndSync(list);
+      const edited = registry.get(settings.name);
+      if (edited && edited.state !== 'connected') await connectWithProgress(edited);
+    }),
+
+    register('locklens.removeConnection', async (node?: Node) => {
+      const c = await connectionOf(node, vscode.l10n.t('Remove connection'));
+      const remove = vscode.l10n.t('Remove');
+      const answer = await vscode.window.showWarningMessage(
+        vscode.l10n.t('Remove the connection "{0}"?', c.name),
+        { modal: true, detail: vscode.l10n.t('Locks you hold through it are released, and its stored password and passphrase are deleted.') },
+        remove,
+      );
+      if (answer !== remove) return;
+      await c.disconnect();
+      await secrets.delete(c.name);
+      await saveAndSync(readConnections().filter((s) => s.name !== c.name));
+    }),
+
+    register('locklens.connect', async (node?: Node) => connectWithProgress(await connectionOf(node, vscode.l10n.t('Connect')))),
+
+    register('locklens.disconnect', async (node?: Node) => (await connectionOf(node, vscode.l10n.t('Disconnect'))).disconnect()),
+
+    register('locklens.refresh', async (node?: Node) => {
+      const targets = node ? [node.connection] : registry.all();
+      await Promise.all(targets.map((c) => (c.state === 'disconnected' ? Promise.resolve() : c.refresh())));
+    }),
+
+    register('locklens.addPrefix', async (node?: Node, given?: string) => {
+      const c = await connectionOf(node, vscode.l10n.t('Watch a prefix'));
+      const prefix =
+        given ??
+        orCancel(
+          await vscode.window.showInputBox({
+            title: vscode.l10n.t('Watch a prefix on {0}', c.name),
+            prompt: vscode.l10n.t('Keys under this prefix are grouped into locks: a Go Mutex or etcdctl lock named /locks/jobs keeps its keys under /locks/jobs/.'),
+            placeHolder: '/locks/',
+            validateInput: (v) => (c.prefixes.includes(v) ? vscode.l10n.t('Already watched') : undefined),
+          }),
+        );
+      await saveAndSync(readConnections().map((s) => (s.name === c.name ? { ...s, prefixes: [...(s.prefixes ?? []), prefix] } : s)));
+    }),
+
+    register('locklens.removePrefix', async (node?: Node) => {
+      const c = await connectionOf(node, vscode.l10n.t('Stop watching a prefix'));
+      const prefix =
+        node?.kind === 'prefix'
+          ? node.prefix
+          : orCancel(await vscode.window.showQuickPick([...c.prefixes], { title: vscode.l10n.t('Stop watching a prefix on {0}', c.name) }));
+      await saveAndSync(readConnections().map((s) => (s.name === c.name ? { ...s, prefixes: (s.prefixes ?? []).filter((p) => p !== prefix) } : s)));
+    }),
+  ];
+}
+
+/** Connects with a progress notification, and says why it could not, offering to edit the connection. */
+export async function connectWithProgress(c: ClusterConnection): Promise<void> {
+  await vscode.window.withProgress(
+    { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Connecting to {0}…', c.name) },
+    () => c.connect(),
+  );
+  if (c.state !== 'error') return;
+  const edit = vscode.l10n.t('Edit Connection');
+  const answer = await vscode.window.showErrorMessage(vscode.l10n.t('Cannot connect to {0}: {1}', c.name, c.error?.message ?? ''), edit);
+  if (answer === edit) await vscode.commands.executeCommand('locklens.editConnection', { kind: 'connection', id: `c:${c.name}`, connection: c });
+}
+
+/**
+ * The add/edit flow: endpoints, name, authentication, TLS, namespace, and (when adding) a first prefix. Escape at
+ * any step cancels the whole flow; `current` fills in every default when editing.
+ */
+async function askConnection(current: ConnectionSettings | undefined, takenNames: readonly string[]): Promise<ConnectionInput> {
+  const steps = current ? 5 : 6;
+  const title = (n: number) => (current ? vscode.l10n.t('Edit connection ({0}/{1})', n, steps) : vscode.l10n.t('Add connection ({0}/{1})', n, steps));
+  const input = async (n: number, options: vscode.InputBoxOptions) => orCancel(await vscode.window.showInputBox({ ...options, title: title(n), ignoreFocusOut: true }));
+
+  const endpoints = splitEndpoints(
+    await input(1, {
+      prompt: vscode.l10n.t('etcd endpoints, comma separated (https:// turns TLS on)'),
+      value: current?.endpoints.join(',') ?? '127.0.0.1:2379',
+      validateInput: (v) => validate(() => parseEndpoints(splitEndpoints(v))),
+    }),
+  );
+  const name = await input(2, {
+    prompt: vscode.l10n.t('A name for this connection'),
+    value: current?.name ?? endpoints[0],
+    validateInput: (v) => (!v.trim() ? vscode.l10n.t('A name is needed') : takenNames.includes(v.trim()) ? vscode.l10n.t('Another connection has this name') : undefined),
+  });
+
+  const auth = orCancel(
+    await vscode.window.showQuickPick(
+      [
+        { label: vscode.l10n.t('No authentication'), user: false, picked: !current?.username },
+        { label: vscode.l10n.t('User name and password'), description: vscode.l10n.t('the password is kept in VS Code secret storage'), user: true, picked: !!current?.username },
+      ],
+      { title: title(3), ignoreFocusOut: true },
+    ),
+  );
+  let username: string | undefined;
+  let password: string | undefined;
+  if (auth.user) {
+    username = await input(3, { prompt: vscode.l10n.t('User name'), value: current?.username ?? '' });
+    password = await input(3, {
+      prompt: current ? vscode.l10n.t('Password (leave empty to keep the stored one)') : vscode.l10n.t('Password'),
+      password: true,
+    });
+    if (current && password === '') password = undefined;
+  }
+
+  const wantsTls = endpoints.some((e) => e.startsWith('https://'));
+  const tlsChoice = orCancel(
+    await vscode.window.showQuickPick(
+      [
+        { label: vscode.l10n.t('No TLS'), tls: 0, picked: !wantsTls && !current?.tls },
+        { label: vscode.l10n.t('TLS'), description: vscode.l10n.t('verify the server with a CA file or the system roots'), tls: 1, picked: wantsTls && !current?.tls?.certFile },
+        { label: vscode.l10n.t('TLS with a client certificate'), description: vscode.l10n.t('for etcd --client-cert-auth'), tls: 2, picked: !!current?.tls?.certFile },
+      ],
+      { title: title(4), ignoreFocusOut: true },
+    ),
+  );
+  let tls: ConnectionSettings['tls'];
+  let keyPassphrase: string | undefined;
+  if (tlsChoice.tls > 0) {
+    const caFile = await pickFile(vscode.l10n.t('CA certificate (PEM); cancel to use the system roots'), current?.tls?.caFile);
+    let certFile: string | undefined;
+    let keyFile: string | undefined;
+    if (tlsChoice.tls === 2) {
+      certFile = orCancel(await pickFile(vscode.l10n.t('Client certificate (PEM)'), current?.tls?.certFile));
+      keyFile = orCancel(await pickFile(vscode.l10n.t('Client key (PEM)'), current?.tls?.keyFile));
+      keyPassphrase = await input(4, { prompt: vscode.l10n.t('Passphrase of the key (leave empty if it has none)'), password: true });
+      if (current && keyPassphrase === '') keyPassphrase = undefined;
+    }
+    const serverName = await input(4, {
+      prompt: vscode.l10n.t('Server name to verify the certificate against (leave empty to use the endpoint host)'),
+      value: current?.tls?.serverName ?? '',
+    });
+    tls = { caFile, certFile, keyFile, serverName: serverName || undefined, insecureSkipVerify: current?.tls?.insecureSkipVerify };
+  }
+
+  const namespace = await input(5, {
+    prompt: vscode.l10n.t('Namespace: a key prefix every key is read and written under, like etcdctl --namespace (usually empty)'),
+    value: current?.namespace ?? '',
+  });
+  const prefixes = current
+    ? current.prefixes
+    : [
+        await input(6, {
+          prompt: vscode.l10n.t('A prefix to watch for locks, e.g. /locks/ (leave empty to add one later)'),
+          placeHolder: '/locks/',
+        }),
+      ].filter(Boolean);
+
+  return {
+    name: name.trim(),
+    endpoints,
+    username: username || undefined,
+    namespace: namespace || undefined,
+    prefixes,
+    tls,
+    dialTimeoutMs: current?.dialTimeoutMs,
+    password,
+    keyPassphrase,
+  };
+}
+
+async function pickFile(title: string, current: string | undefined): Promise<string | undefined> {
+  const picked = await vscode.window.showOpenDialog({
+    title,
+    canSelectMany: false,
+    openLabel: vscode.l10n.t('Select'),
+    defaultUri: current ? vscode.Uri.file(current) : undefined,
+    filters: { PEM: ['pem', 'crt', 'cer', 'key'], [vscode.l10n.t('All files')]: ['*'] },
+  });
+  return picked?.[0]?.fsPath ?? current;
+}
+
+function validate(check: () => unknown): string | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (e) {
+    return e instanceof LockLensError ? e.message : String(e);
+  }
+}

@@ -1,0 +1,302 @@
+import * as vscode from 'vscode';
+import type { RegisterCommand } from '../commandRunner';
+import { LockLensError, errorMessage } from '../../core/errors';
+import { displayKey, parseLeaseHex } from '../../core/keys';
+import { sampleLease } from '../../core/leases';
+import type { LockState } from '../../core/lockModel';
+import { revokeEffects, revokeLease } from '../../core/revoke';
+import type { AuditLog } from '../audit';
+import type { ClusterConnection, ConnectionRegistry } from '../connections';
+import { formatTtl, roleLabel } from '../format';
+import type { HeldLock, HeldLocks } from '../heldLocks';
+import type { LockTreeNode, LockTreeProvider, MemberNode } from '../lockTree';
+import { orCancel, pickConnection } from '../pickers';
+import { defaultAcquireTtl, isReadOnly } from '../settings';
+
+/** What `locklens.acquireLock` accepts from scripts and tests instead of asking. */
+export interface AcquireInput {
+  readonly connection: string;
+  readonly name: string;
+  readonly ttl?: number;
+}
+
+/** What `locklens.revokeLease` accepts from scripts and tests instead of a tree node. */
+export interface RevokeInput {
+  readonly connection: string;
+  readonly lease: string;
+}
+
+/** Most keys a confirmation lists; the rest are counted. */
+const MAX_LISTED_KEYS = 15;
+
+export function registerLockCommands(
+  register: RegisterCommand,
+  registry: ConnectionRegistry,
+  heldLocks: HeldLocks,
+  tree: LockTreeProvider,
+  audit: AuditLog,
+): vscode.Disposable[] {
+  const connectionNamed = (name: string) => {
+    const c = registry.get(name);
+    if (!c) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No connection named "{0}"', name));
+    return c;
+  };
+
+  /** Mutations refuse in read-only mode even when called directly (menus already hide them). */
+  const writable = () => {
+    if (isReadOnly()) {
+      throw new LockLensError('PERMISSION', vscode.l10n.t('LockLens is in read-only mode (setting locklens.readOnly): acquire, release and revoke are turned off.'));
+    }
+  };
+
+  const acquire = async (arg?: LockTreeNode | AcquireInput) => {
+    writable();
+    const input = arg && !('kind' in arg) ? arg : undefined;
+    const node = arg && 'kind' in arg ? arg : undefined;
+    const connection = input ? connectionNamed(input.connection) : (node?.connection ?? (await pickConnection(registry, vscode.l10n.t('Acquire lock'))));
+    const lockOfNode = node?.kind === 'lock' ? tree.lock(node) : undefined;
+    const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection)));
+    const ttl = input?.ttl ?? (await askTtl());
+    if (!input && !(await confirmJoin(connection, name))) return;
+    const controller = new AbortController();
+    const label = displayKey(name);
+    const held = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Acquiring "{0}"', label), cancellable: true },
+      (progress, token) => {
+        token.onCancellationRequested(() => controller.abort(new LockLensError('CANCELLED', vscode.l10n.t('cancelled'))));
+        return heldLocks.acquire({
+          connection,
+          name,
+          ttl,
+          signal: controller.signal,
+          onQueue: ({ ahead, fencingToken }) =>
+            progress.report({
+              message:
+                ahead === 0
+                  ? vscode.l10n.t('held (fencing token {0})', fencingToken)
+                  : vscode.l10n.t('{0} ahead in the queue; you will hold it with fencing token {1}', ahead, fencingToken),
+            }),
+        });
+      },
+    );
+    await connection.watch?.sweep();
+    const release = vscode.l10n.t('Release');
+    void vscode.window
+      .showInformationMessage(vscode.l10n.t('You hold "{0}" (fencing token {1}, lease {2}).', label, held.hold.fencingToken, held.session.leaseId), release)
+      .then((answer) => (answer === release ? heldLocks.release(held) : undefined));
+    return held;
+  };
+
+  const release = async (arg?: MemberNode | HeldLock) => {
+    writable();
+    const held =
+      arg && 'hold' in arg
+        ? arg
+        : arg?.kind === 'member'
+          ? heldLocks.all().find((h) => h.connection === arg.connection && tree.memberView(arg)?.health.member.key.equals(h.hold.key))
+          : await pickHeld(heldLocks);
+    if (!held) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That lock is not held from this window: to free someone else\'s lock, revoke its lease.'));
+    await heldLocks.release(held);
+    await held.connection.watch?.sweep();
+  };
+
+  const revoke = async (arg?: MemberNode | RevokeInput) => {
+    writable();
+    let connection: ClusterConnection;
+    let lease: string;
+    if (arg && 'kind' in arg) {
+      connection = arg.connection;
+      lease = orCancel(tree.memberView(arg)?.health.member.lease || undefined);
+    } else if (arg) {
+      connection = connectionNamed(arg.connection);
+      lease = parseLeaseHex(arg.lease) ?? arg.lease;
+    } else {
+      connection = await pickConnection(registry, vscode.l10n.t('Revoke lease'));
+      lease = await pickLease(connection, tree);
+    }
+    const conn = await connection.open();
+    const sample = await sampleLease(conn, lease);
+    if (sample.ttl < 0) throw new LockLensError('LEASE_NOT_FOUND', vscode.l10n.t('Lease {0} does not exist: it expired or was revoked already.', lease));
+    const model = connection.watch?.live.model;
+    const effects = model ? revokeEffects(sample.keys, (k) => model.lockOfKey(k)) : [];
+    const confirm = vscode.l10n.t('Revoke Lease');
+    const answer = await vscode.window.showWarningMessage(
+      vscode.l10n.t('Revoke lease {0} on {1}?', lease, connection.name),
+      { modal: true, detail: revokeDetail(sample.keys, effects, sample.ttl) },
+      confirm,
+    );
+    if (answer !== confirm) {
+      audit.record({ action: 'revoke', outcome: 'cancelled', connection: connection.name, lease, keys: sample.keys });
+      return;
+    }
+    try {
+      const result = await revokeLease(conn, lease);
+      audit.record({ action: 'revoke', outcome: 'ok', connection: connection.name, lease, keys: result.keys, detail: `revision ${result.revision}` });
+      void vscode.window.showInformationMessage(vscode.l10n.t('Revoked lease {0}: {1} key(s) deleted.', lease, result.keys.length));
+    } catch (e) {
+      audit.record({ action: 'revoke', outcome: 'failed', connection: connection.name, lease, detail: errorMessage(e) });
+      throw e;
+    }
+  };
+
+  const memberOf = (node: MemberNode | undefined) => {
+    const view = node && tree.memberView(node);
+    if (!view) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('Pick a holder or waiter in the Locks view.'));
+    return view.health.member;
+  };
+  const copy = async (text: string, what: string) => {
+    await vscode.env.clipboard.writeText(text);
+    vscode.window.setStatusBarMessage(vscode.l10n.t('Copied {0}', what), 2000);
+  };
+
+  return [
+    register('locklens.acquireLock', acquire),
+    register('locklens.releaseLock', release),
+    register('locklens.revokeLease', revoke),
+    register('locklens.copyKey', (node?: MemberNode) => copy(displayKey(memberOf(node).key), vscode.l10n.t('key'))),
+    register('locklens.copyLeaseId', (node?: MemberNode) => copy(memberOf(node).lease, vscode.l10n.t('lease ID'))),
+    register('locklens.copyFencingToken', (node?: MemberNode) => copy(String(memberOf(node).createRevision), vscode.l10n.t('fencing token'))),
+    register('locklens.showLeaseDetails', async (arg?: MemberNode | RevokeInput) => {
+      const connection = arg && 'kind' in arg ? arg.connection : arg ? connectionNamed(arg.connection) : await pickConnection(registry, vscode.l10n.t('Show lease details'));
+      const lease = arg && 'kind' in arg ? memberOf(arg).lease : arg ? arg.lease : await pickLease(connection, tree);
+      const sample = await sampleLease(await connection.open(), lease);
+      const detail =
+        sample.ttl < 0
+          ? vscode.l10n.t('This lease does not exist any more: it expired or was revoked.')
+          : [
+              vscode.l10n.t('Remaining TTL: {0}s of {1}s granted', sample.ttl, sample.grantedTtl),
+              vscode.l10n.t('Attached keys ({0}):', sample.keys.length),
+              ...listKeys(sample.keys),
+            ].join('\n');
+      const revokeItem = vscode.l10n.t('Revoke Lease…');
+      const copyItem = vscode.l10n.t('Copy Lease ID');
+      const actions = sample.ttl < 0 ? [copyItem] : isReadOnly() ? [copyItem] : [copyItem, revokeItem];
+      const answer = await vscode.window.showInformationMessage(vscode.l10n.t('Lease {0} on {1}', lease, connection.name), { modal: true, detail }, ...actions);
+      if (answer === copyItem) await copy(lease, vscode.l10n.t('lease ID'));
+      if (answer === revokeItem) await revoke({ connection: connection.name, lease });
+      return sample;
+    }),
+  ];
+}
+
+/** Existing queue locks to pick from, or a new name typed in. */
+async function askLockName(connection: ClusterConnection): Promise<Buffer> {
+  const locks = (connection.watch?.locks() ?? []).filter((l) => l.kind === 'queue');
+  const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem & { name?: Buffer }>();
+  quickPick.title = vscode.l10n.t('Acquire lock on {0}', connection.name);
+  quickPick.placeholder = vscode.l10n.t('A lock name, e.g. /locks/jobs (the Go Mutex / etcdctl lock name)');
+  const existing = locks.map((l) => ({ label: displayKey(l.name), description: lockSummary(l), name: l.name }));
+  quickPick.items = existing;
+  quickPick.onDidChangeValue((value) => {
+    const typed = value && !existing.some((e) => e.label === value) ? [{ label: value, description: vscode.l10n.t('new lock'), name: Buffer.from(value) }] : [];
+    quickPick.items = [...typed, ...existing];
+  });
+  try {
+    const picked = await new Promise<Buffer | undefined>((resolve) => {
+      quickPick.onDidAccept(() => resolve(quickPick.selectedItems[0]?.name ?? (quickPick.value ? Buffer.from(quickPick.value) : undefined)));
+      quickPick.onDidHide(() => resolve(undefined));
+      quickPick.show();
+    });
+    return orCancel(picked);
+  } finally {
+    quickPick.dispose();
+  }
+}
+
+function lockSummary(lock: LockState): string {
+  return lock.waiters.length ? vscode.l10n.t('held · {0} waiting', lock.waiters.length) : vscode.l10n.t('held');
+}
+
+async function askTtl(): Promise<number> {
+  const text = orCancel(
+    await vscode.window.showInputBox({
+      title: vscode.l10n.t('Lease TTL (seconds)'),
+      prompt: vscode.l10n.t('LockLens keeps the lease alive while you hold the lock; if VS Code dies, the lock frees itself after this long.'),
+      value: String(defaultAcquireTtl()),
+      validateInput: (v) => (/^\d+$/.test(v) && Number(v) >= 1 ? undefined : vscode.l10n.t('A whole number of seconds, at least 1')),
+    }),
+  );
+  return Number(text);
+}
+
+/** Joining a queue others use makes them wait while you hold: say who, and ask. */
+async function confirmJoin(connection: ClusterConnection, name: Buffer): Promise<boolean> {
+  const lock = connection.watch?.locks().find((l) => l.kind === 'queue' && l.name.equals(name));
+  if (!lock?.holder) return true;
+  const join = vscode.l10n.t('Join Queue');
+  const answer = await vscode.window.showWarningMessage(
+    vscode.l10n.t('"{0}" is held by {1}, with {2} waiting. Join the queue?', displayKey(name), displayKey(lock.holder.key), lock.waiters.length),
+    { modal: true, detail: vscode.l10n.t('You get the lock after everyone ahead of you; while you hold it, everyone behind you waits.') },
+    join,
+  );
+  return answer === join;
+}
+
+async function pickHeld(heldLocks: HeldLocks): Promise<HeldLock> {
+  const all = heldLocks.all();
+  if (all.length === 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('You hold no lock from this window.'));
+  if (all.length === 1) return all[0];
+  const picked = await vscode.window.showQuickPick(
+    all.map((h) => ({ label: displayKey(h.name), description: `${h.connection.name} · ${vscode.l10n.t('token {0}', h.hold.fencingToken)}`, held: h })),
+    { title: vscode.l10n.t('Release lock') },
+  );
+  return orCancel(picked).held;
+}
+
+/** The leases of the connection's locks, holders first, or a lease ID typed in (hex, as in lock keys). */
+async function pickLease(connection: ClusterConnection, tree: LockTreeProvider): Promise<string> {
+  const items: (vscode.QuickPickItem & { lease: string; position: number })[] = [];
+  for (const lock of connection.watch?.locks() ?? []) {
+    for (const h of tree.health(connection, lock)) {
+      if (!h.member.lease) continue;
+      items.push({
+        label: h.member.lease,
+        description: `${roleLabel(h.role)} · ${displayKey(lock.name)}`,
+        detail: [formatTtl(h), ...h.troubles].join(' · '),
+        lease: h.member.lease,
+        position: h.position,
+      });
+    }
+  }
+  items.sort((a, b) => Number(a.position > 0) - Number(b.position > 0));
+  const quickPick = vscode.window.createQuickPick<(typeof items)[number]>();
+  quickPick.title = vscode.l10n.t('Lease on {0}', connection.name);
+  quickPick.placeholder = vscode.l10n.t('Pick a lease, or type a lease ID in hex');
+  quickPick.items = items;
+  quickPick.matchOnDescription = true;
+  try {
+    const lease = await new Promise<string | undefined>((resolve) => {
+      quickPick.onDidAccept(() => resolve(quickPick.selectedItems[0]?.lease ?? parseLeaseHex(quickPick.value)));
+      quickPick.onDidHide(() => resolve(undefined));
+      quickPick.show();
+    });
+    return orCancel(lease);
+  } finally {
+    quickPick.dispose();
+  }
+}
+
+function listKeys(keys: readonly Uint8Array[]): string[] {
+  const listed = keys.slice(0, MAX_LISTED_KEYS).map((k) => `  ${displayKey(k)}`);
+  if (keys.length > MAX_LISTED_KEYS) listed.push(vscode.l10n.t('  … and {0} more', keys.length - MAX_LISTED_KEYS));
+  return listed;
+}
+
+function revokeDetail(keys: readonly Uint8Array[], effects: ReturnType<typeof revokeEffects>, ttl: number): string {
+  const lines = [vscode.l10n.t('etcd deletes every key attached to the lease, at once ({0}s of TTL were left). Its owner loses every lock it held with it.', ttl), ''];
+  lines.push(vscode.l10n.t('Keys deleted ({0}):', keys.length), ...listKeys(keys));
+  const freed = effects.filter((e) => e.frees);
+  if (freed.length) {
+    lines.push('', vscode.l10n.t('Locks freed:'));
+    for (const e of freed) {
+      lines.push(
+        e.nextHolder
+          ? vscode.l10n.t('  {0} → next holder {1}', displayKey(e.lock.name), displayKey(e.nextHolder.key))
+          : vscode.l10n.t('  {0} → free, nobody waiting', displayKey(e.lock.name)),
+      );
+    }
+  }
+  const queued = effects.filter((e) => !e.frees);
+  if (queued.length) lines.push('', vscode.l10n.t('Also leaves the queue of: {0}', queued.map((e) => displayKey(e.lock.name)).join(', ')));
+  return lines.join('\n');
+}

@@ -1,0 +1,267 @@
+import * as vscode from 'vscode';
+import { ClusterWatch } from '../core/clusterWatch';
+import { EtcdConnection } from '../core/connection';
+import { Emitter } from '../core/emitter';
+import { LockLensError, errorMessage } from '../core/errors';
+import { LockClock } from '../core/lockHealth';
+import type { ChangeSet } from '../core/lockModel';
+import type { LeaseInfo } from '../core/leases';
+import type { ConnectionSecretStore } from './secrets';
+import { leaseSampleIntervalMs, readConnections, toProfile, type ConnectionSettings } from './settings';
+
+export type ConnectionState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'error';
+
+/** Runs before a connection closes: held locks are released while etcd can still be told. */
+export type CloseHook = (connection: ClusterConnection) => Promise<void>;
+
+/**
+ * One configured etcd cluster as the extension sees it: its settings, its connection state (with the reason when it
+ * is not connected), and while connected the live watch of its prefixes. Views listen to its events; nothing polls.
+ */
+export class ClusterConnection implements vscode.Disposable {
+  private currentState: ConnectionState = 'disconnected';
+  private lastError?: LockLensError;
+  private etcd?: EtcdConnection;
+  private clusterWatch?: ClusterWatch;
+  private watchSubscriptions: { dispose(): void }[] = [];
+  private connecting?: Promise<void>;
+  /** When the shown data stopped being current (the watch broke); undefined while live. */
+  staleSince?: number;
+  clock = new LockClock();
+
+  private readonly stateEmitter = new Emitter<ClusterConnection>();
+  private readonly locksEmitter = new Emitter<ChangeSet>();
+  private readonly leasesEmitter = new Emitter<readonly LeaseInfo[]>();
+  readonly onDidChangeState = this.stateEmitter.event;
+  readonly onDidChangeLocks = this.locksEmitter.event;
+  readonly onDidChangeLeases = this.leasesEmitter.event;
+
+  constructor(
+    public settings: ConnectionSettings,
+    private readonly secrets: ConnectionSecretStore,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly closeHooks: readonly CloseHook[],
+  ) {}
+
+  get name(): string {
+    return this.settings.name;
+  }
+
+  get state(): ConnectionState {
+    return this.currentState;
+  }
+
+  get error(): LockLensError | undefined {
+    return this.lastError;
+  }
+
+  get prefixes(): readonly string[] {
+    return this.settings.prefixes ?? [];
+  }
+
+  /** The open etcd connection, or undefined while not connected. */
+  get connection(): EtcdConnection | undefined {
+    return this.etcd;
+  }
+
+  get watch(): ClusterWatch | undefined {
+    return this.clusterWatch;
+  }
+
+  /** The open connection, connecting first if needed; throws the reason it could not. */
+  async open(): Promise<EtcdConnection> {
+    if (!this.etcd) await this.connect();
+    if (!this.etcd) throw this.lastError ?? new LockLensError('CLOSED', vscode.l10n.t('{0} is not connected', this.name));
+    return this.etcd;
+  }
+
+  connect(): Promise<void> {
+    this.connecting ??= this.doConnect().finally(() => (this.connecting = undefined));
+    return this.connecting;
+  }
+
+  private async doConnect(): Promise<void> {
+    if (this.etcd) return;
+    this.setState('connecting');
+    try {
+      const profile = toProfile(this.settings, await this.secrets.get(this.name));
+      this.etcd = await EtcdConnection.open(profile);
+      this.log.info(`${this.name}: connected to ${this.settings.endpoints.join(', ')}`);
+      this.lastError = undefined;
+      await this.startWatch();
+    } catch (e) {
+      this.etcd?.close();
+      this.etcd = undefined;
+      this.lastError = e instanceof LockLensError ? e : new LockLensError('ETCD', errorMessage(e), { cause: e });
+      this.log.error(`${this.name}: ${this.lastError.message}`);
+      this.setState('error');
+    }
+  }
+
+  /** Releases what the close hooks release, then closes. */
+  async disconnect(): Promise<void> {
+    await this.connecting;
+    if (!this.etcd) return this.setState('disconnected');
+    for (const hook of this.closeHooks) await hook(this).catch((e) => this.log.error(`${this.name}: ${errorMessage(e)}`));
+    this.stopWatch();
+    this.etcd.close();
+    this.etcd = undefined;
+    this.log.info(`${this.name}: disconnected`);
+    this.setState('disconnected');
+  }
+
+  /** Re-reads every prefix from scratch (a new watch), as after a reconnect. */
+  async refresh(): Promise<void> {
+    if (!this.etcd) return this.connect();
+    this.stopWatch();
+    await this.startWatch();
+  }
+
+  /** New settings: a new endpoint, user or TLS means a new connection; new prefixes only a new watch. */
+  async update(settings: ConnectionSettings): Promise<void> {
+    const before = this.settings;
+    this.settings = settings;
+    const { prefixes: _a, name: _b, ...was } = before;
+    const { prefixes: _c, name: _d, ...now } = settings;
+    if (JSON.stringify(was) !== JSON.stringify(now)) {
+      if (this.etcd || this.state === 'error') {
+        await this.disconnect();
+        await this.connect();
+      }
+    } else if (JSON.stringify(before.prefixes ?? []) !== JSON.stringify(settings.prefixes ?? [])) {
+      if (this.etcd) await this.refresh();
+      else this.stateEmitter.fire(this);
+    }
+  }
+
+  dispose(): void {
+    this.stopWatch();
+    this.etcd?.close();
+    this.etcd = undefined;
+    this.stateEmitter.dispose();
+    this.locksEmitter.dispose();
+    this.leasesEmitter.dispose();
+  }
+
+  private async startWatch(): Promise<void> {
+    const conn = this.etcd!;
+    this.clock = new LockClock();
+    if (this.prefixes.length === 0) return this.setState('connected');
+    const watch = new ClusterWatch(
+      conn,
+      this.prefixes.map((p) => Buffer.from(p)),
+      { leaseSampleIntervalMs: leaseSampleIntervalMs(), log: (m) => this.log.warn(`${this.name}: ${m}`) },
+    );
+    this.clusterWatch = watch;
+    this.watchSubscriptions = [
+      watch.onDidChangeLocks((changes) => {
+        this.clock.observe(changes);
+        this.locksEmitter.fire(changes);
+      }),
+      watch.onDidChangeLeases((infos) => this.leasesEmitter.fire(infos)),
+      watch.onDidChangeStatus((status) => {
+        if (status.state === 'live') this.setState('connected');
+        else if (status.state === 'reconnecting' || status.state === 'resyncing') {
+          this.lastError = status.error;
+          this.setState('reconnecting');
+        }
+      }),
+    ];
+    try {
+      await watch.start();
+      this.setState('connected');
+    } catch (e) {
+      this.stopWatch();
+      throw e;
+    }
+  }
+
+  private stopWatch(): void {
+    this.watchSubscriptions.forEach((s) => s.dispose());
+    this.watchSubscriptions = [];
+    this.clusterWatch?.dispose();
+    this.clusterWatch = undefined;
+  }
+
+  private setState(state: ConnectionState): void {
+    if (state === 'reconnecting') this.staleSince ??= Date.now();
+    else this.staleSince = undefined;
+    if (state === this.currentState && state !== 'reconnecting') return;
+    this.currentState = state;
+    this.stateEmitter.fire(this);
+  }
+}
+
+/** The configured connections, kept in step with the `locklens.connections` setting. */
+export class ConnectionRegistry implements vscode.Disposable {
+  private readonly connections = new Map<string, ClusterConnection>();
+  private readonly changeEmitter = new Emitter<void>();
+  private readonly stateEmitter = new Emitter<ClusterConnection>();
+  private readonly locksEmitter = new Emitter<{ connection: ClusterConnection; changes: ChangeSet }>();
+  private readonly leasesEmitter = new Emitter<{ connection: ClusterConnection; infos: readonly LeaseInfo[] }>();
+  /** Connections were added, removed or renamed. */
+  readonly onDidChange = this.changeEmitter.event;
+  readonly onDidChangeState = this.stateEmitter.event;
+  readonly onDidChangeLocks = this.locksEmitter.event;
+  readonly onDidChangeLeases = this.leasesEmitter.event;
+  private readonly closeHooks: CloseHook[] = [];
+
+  constructor(
+    private readonly secrets: ConnectionSecretStore,
+    private readonly log: vscode.LogOutputChannel,
+  ) {}
+
+  all(): ClusterConnection[] {
+    return [...this.connections.values()];
+  }
+
+  get(name: string): ClusterConnection | undefined {
+    return this.connections.get(name);
+  }
+
+  /** Run before any connection closes (disconnect, removal, shutdown). */
+  addCloseHook(hook: CloseHook): void {
+    this.closeHooks.push(hook);
+  }
+
+  /** Brings the connections in line with settings; returns the ones that are new. */
+  async sync(): Promise<ClusterConnection[]> {
+    const wanted = readConnections();
+    const added: ClusterConnection[] = [];
+    for (const [name, c] of this.connections) {
+      if (!wanted.some((w) => w.name === name)) {
+        this.connections.delete(name);
+        await c.disconnect();
+        c.dispose();
+      }
+    }
+    for (const settings of wanted) {
+      const existing = this.connections.get(settings.name);
+      if (existing) await existing.update(settings);
+      else {
+        const c = new ClusterConnection(settings, this.secrets, this.log, this.closeHooks);
+        c.onDidChangeState((x) => this.stateEmitter.fire(x));
+        c.onDidChangeLocks((changes) => this.locksEmitter.fire({ connection: c, changes }));
+        c.onDidChangeLeases((infos) => this.leasesEmitter.fire({ connection: c, infos }));
+        this.connections.set(settings.name, c);
+        added.push(c);
+      }
+    }
+    this.changeEmitter.fire();
+    return added;
+  }
+
+  /** Disconnects everything (running the close hooks), for deactivate. */
+  async closeAll(): Promise<void> {
+    await Promise.all(this.all().map((c) => c.disconnect()));
+  }
+
+  dispose(): void {
+    for (const c of this.connections.values()) c.dispose();
+    this.connections.clear();
+    this.changeEmitter.dispose();
+    this.stateEmitter.dispose();
+    this.locksEmitter.dispose();
+    this.leasesEmitter.dispose();
+  }
+}

@@ -1,0 +1,88 @@
+import * as vscode from 'vscode';
+import { displayKey } from '../core/keys';
+import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
+
+/** 42s, 5m 3s, 2h 5m, 3d 4h: the two largest units, as people read ages and TTLs at a glance. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  if (s < 60) return vscode.l10n.t('{0}s', s);
+  const m = Math.floor(s / 60);
+  if (m < 60) return vscode.l10n.t('{0}m {1}s', m, s % 60);
+  const h = Math.floor(m / 60);
+  if (h < 24) return vscode.l10n.t('{0}h {1}m', h, m % 60);
+  return vscode.l10n.t('{0}d {1}h', Math.floor(h / 24), h % 24);
+}
+
+/** An age that LockLens may have only found in place: "≥ 5m" then. */
+export function formatSince(since: Since, now = Date.now()): string {
+  const d = formatDuration(now - since.at);
+  return since.exact ? d : vscode.l10n.t('≥ {0}', d);
+}
+
+export function formatTtl(health: MemberHealth): string {
+  if (!health.member.lease) return vscode.l10n.t('no lease');
+  if (health.lease?.state === 'expired') return vscode.l10n.t('lease expired');
+  if (health.ttl === undefined) return vscode.l10n.t('TTL …');
+  return vscode.l10n.t('TTL {0}s', Math.ceil(health.ttl));
+}
+
+export function roleLabel(role: Role): string {
+  switch (role) {
+    case 'holder':
+      return vscode.l10n.t('holder');
+    case 'waiter':
+      return vscode.l10n.t('waiter');
+    case 'leader':
+      return vscode.l10n.t('leader');
+    case 'candidate':
+      return vscode.l10n.t('candidate');
+    case 'single':
+      return vscode.l10n.t('held (single key)');
+  }
+}
+
+export function ageLabel(health: MemberHealth, now = Date.now()): string {
+  const age = formatSince(health.since, now);
+  return health.position === 0 ? vscode.l10n.t('held {0}', age) : vscode.l10n.t('waiting {0}', age);
+}
+
+export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: number, now = Date.now()): string {
+  switch (trouble) {
+    case 'leaseExpired':
+      return vscode.l10n.t('Lease {0} has expired, but its key is still listed: etcd is deleting it, or the data is stale.', health.member.lease);
+    case 'stalled':
+      return vscode.l10n.t(
+        'Lease {0} is not being renewed: {1}s left of {2}s. Its owner may be stuck, paused or cut off; the lock frees itself when the TTL runs out.',
+        health.member.lease,
+        Math.ceil(health.ttl ?? 0),
+        health.lease?.grantedTtl ?? 0,
+      );
+    case 'noLease':
+      return vscode.l10n.t('This key has no lease: it never expires. If its owner crashed, the lock stays held until someone deletes the key.');
+    case 'longHold':
+      return vscode.l10n.t('Held for {0}, longer than {1} (setting locklens.longHoldSeconds).', formatSince(health.since, now), formatDuration(longHoldMs));
+  }
+}
+
+/**
+ * Markdown for text that came from etcd: escaped (no markdown, links or HTML take effect) and on one line, so a key
+ * cannot forge structure in a tooltip.
+ */
+export function appendUntrusted(md: vscode.MarkdownString, bytes: Uint8Array | string): vscode.MarkdownString {
+  const text = typeof bytes === 'string' ? bytes : displayKey(bytes);
+  return md.appendText(text.replace(/\r?\n/g, '⏎'));
+}
+
+/** A tooltip that renders codicons and nothing that could run: not trusted, no HTML. */
+export function tooltip(): vscode.MarkdownString {
+  const md = new vscode.MarkdownString('', true);
+  md.isTrusted = false;
+  md.supportHtml = false;
+  return md;
+}
+
+export function troubleIcon(trouble: Trouble | undefined, fallback: string): vscode.ThemeIcon {
+  if (!trouble) return new vscode.ThemeIcon(fallback);
+  const colour = trouble === 'leaseExpired' || trouble === 'stalled' ? 'list.errorForeground' : 'list.warningForeground';
+  return new vscode.ThemeIcon('warning', new vscode.ThemeColor(colour));
+}

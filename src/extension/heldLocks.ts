@@ -1,0 +1,110 @@
+import type * as vscode from 'vscode';
+import { Emitter } from '../core/emitter';
+import { errorMessage, type LockLensError } from '../core/errors';
+import { Mutex, type Hold, type QueuePosition } from '../core/mutex';
+import { Session } from '../core/session';
+import type { AuditLog } from './audit';
+import type { ClusterConnection, ConnectionRegistry } from './connections';
+
+/** A lock this VS Code window holds, on a lease of its own. */
+export interface HeldLock {
+  readonly connection: ClusterConnection;
+  readonly name: Buffer;
+  readonly hold: Hold;
+  readonly session: Session;
+}
+
+export interface AcquireRequest {
+  readonly connection: ClusterConnection;
+  readonly name: Buffer;
+  readonly ttl: number;
+  readonly signal?: AbortSignal;
+  readonly onQueue?: (position: QueuePosition) => void;
+}
+
+/**
+ * The locks held from VS Code. Each is taken with the Go-compatible mutex on a session (lease) of its own, so that
+ * releasing one is revoking its lease: the key goes at once, and nothing else of ours is touched. All of them are
+ * released before their connection closes, and when the extension deactivates.
+ */
+export class HeldLocks implements vscode.Disposable {
+  private readonly held = new Set<HeldLock>();
+  private readonly changeEmitter = new Emitter<void>();
+  private readonly lostEmitter = new Emitter<{ lock: HeldLock; reason: LockLensError }>();
+  readonly onDidChange = this.changeEmitter.event;
+  /** A held lock was lost (its key deleted by someone else, or its lease expired). */
+  readonly onDidLose = this.lostEmitter.event;
+
+  constructor(
+    registry: ConnectionRegistry,
+    private readonly audit: AuditLog,
+  ) {
+    registry.addCloseHook((connection) => this.releaseAll(connection));
+  }
+
+  all(): HeldLock[] {
+    return [...this.held];
+  }
+
+  /** Whether `key` (as the model shows it) is one of ours on `connection`. */
+  owns(connection: ClusterConnection, key: Uint8Array): boolean {
+    return this.all().some((h) => h.connection === connection && h.hold.key.equals(key));
+  }
+
+  /** Waits in the queue until held; cancelling (the signal) leaves the queue and revokes the lease. */
+  async acquire(request: AcquireRequest): Promise<HeldLock> {
+    const { connection, name, ttl } = request;
+    const session = await Session.create(await connection.open(), ttl);
+    const mutex = new Mutex(session, name);
+    try {
+      const hold = await mutex.acquire({ signal: request.signal, onQueue: request.onQueue });
+      if (hold.lost) throw hold.lost;
+      const lock: HeldLock = { connection, name, hold, session };
+      this.held.add(lock);
+      hold.onDidLose((reason) => this.lose(lock, reason));
+      this.audit.record({ action: 'acquire', outcome: 'ok', connection: connection.name, lock: name, lease: session.leaseId, fencingToken: hold.fencingToken, keys: [hold.key] });
+      this.changeEmitter.fire();
+      return lock;
+    } catch (e) {
+      const cancelled = request.signal?.aborted;
+      this.audit.record({ action: 'acquire', outcome: cancelled ? 'cancelled' : 'failed', connection: connection.name, lock: name, lease: session.leaseId, detail: cancelled ? undefined : errorMessage(e) });
+      await session.revoke().catch(() => session.dispose());
+      throw e;
+    }
+  }
+
+  /** Revokes the lock's lease: its key is deleted in the same revision, and the next waiter takes over. */
+  async release(lock: HeldLock): Promise<void> {
+    if (!this.held.delete(lock)) return;
+    this.changeEmitter.fire();
+    lock.hold.dispose();
+    try {
+      await lock.session.revoke();
+      this.audit.record({ action: 'release', outcome: 'ok', connection: lock.connection.name, lock: lock.name, lease: lock.session.leaseId, fencingToken: lock.hold.fencingToken, keys: [lock.hold.key] });
+    } catch (e) {
+      this.audit.record({ action: 'release', outcome: 'failed', connection: lock.connection.name, lock: lock.name, lease: lock.session.leaseId, detail: errorMessage(e) });
+      throw e;
+    }
+  }
+
+  async releaseAll(connection?: ClusterConnection): Promise<void> {
+    const mine = this.all().filter((h) => !connection || h.connection === connection);
+    await Promise.all(mine.map((h) => this.release(h).catch(() => undefined)));
+  }
+
+  dispose(): void {
+    for (const h of this.held) h.session.dispose();
+    this.held.clear();
+    this.changeEmitter.dispose();
+    this.lostEmitter.dispose();
+  }
+
+  private lose(lock: HeldLock, reason: LockLensError): void {
+    if (!this.held.delete(lock)) return;
+    // Revoke what may be left (a lease we stopped trusting can still exist), so the queue behind moves on.
+    void lock.session.revoke().catch(() => lock.session.dispose());
+    this.audit.record({ action: 'lost', outcome: 'ok', connection: lock.connection.name, lock: lock.name, lease: lock.session.leaseId, fencingToken: lock.hold.fencingToken, detail: reason.message });
+    this.changeEmitter.fire();
+    this.lostEmitter.fire({ lock, reason });
+  }
+}

@@ -1,0 +1,376 @@
+import * as vscode from 'vscode';
+import { displayKey, hasPrefix, keyId } from '../core/keys';
+import { lockHealth, worstTrouble, type MemberHealth } from '../core/lockHealth';
+import { members, type LockState } from '../core/lockModel';
+import type { ClusterConnection, ConnectionRegistry } from './connections';
+import { ageLabel, appendUntrusted, formatDuration, formatTtl, roleLabel, tooltip, troubleIcon, troubleText } from './format';
+import type { HeldLocks } from './heldLocks';
+import { longHoldMs } from './settings';
+
+export type LockTreeNode = ConnectionNode | PrefixNode | LockNode | MemberNode | HintNode;
+
+export interface ConnectionNode {
+  readonly kind: 'connection';
+  readonly id: string;
+  readonly connection: ClusterConnection;
+}
+
+export interface PrefixNode {
+  readonly kind: 'prefix';
+  readonly id: string;
+  readonly connection: ClusterConnection;
+  readonly prefix: string;
+}
+
+export interface LockNode {
+  readonly kind: 'lock';
+  readonly id: string;
+  readonly connection: ClusterConnection;
+  readonly prefix: string;
+  readonly lockId: string;
+}
+
+export interface MemberNode {
+  readonly kind: 'member';
+  readonly id: string;
+  readonly connection: ClusterConnection;
+  readonly prefix: string;
+  readonly lockId: string;
+  readonly keyId: string;
+}
+
+/** "Watch a prefix…" under a connection that watches none. */
+export interface HintNode {
+  readonly kind: 'hint';
+  readonly id: string;
+  readonly connection: ClusterConnection;
+}
+
+/** What a node shows now: the lock and the member's health, read from the live model when asked. */
+export interface MemberView {
+  readonly lock: LockState;
+  readonly health: MemberHealth;
+}
+
+/**
+ * The Locks tree: connection → watched prefix → lock → holder, then waiters in create-revision order. It renders
+ * from the live model when VS Code asks, and is told what changed by the connections' events (change sets and lease
+ * sweeps), never by polling. Nodes are kept by id, so a refresh keeps expansion and selection, and each burst of
+ * changes redraws only the locks it touched, once.
+ */
+export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, vscode.Disposable {
+  private readonly changeEmitter = new vscode.EventEmitter<LockTreeNode | LockTreeNode[] | undefined>();
+  readonly onDidChangeTreeData = this.changeEmitter.event;
+  private readonly nodes = new Map<string, LockTreeNode>();
+  private readonly pending = new Set<LockTreeNode>();
+  private pendingAll = false;
+  private flushTimer?: NodeJS.Timeout;
+  private readonly subscriptions: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly registry: ConnectionRegistry,
+    private readonly heldLocks: HeldLocks,
+  ) {
+    this.subscriptions.push(
+      this.changeEmitter,
+      asVscode(registry.onDidChange(() => this.refreshAll())),
+      asVscode(registry.onDidChangeState((c) => this.refreshConnection(c))),
+      asVscode(registry.onDidChangeLocks(({ connection, changes }) => this.locksChanged(connection, changes.changed.map((l) => l.id), changes.removed))),
+      asVscode(registry.onDidChangeLeases(({ connection, infos }) => this.leasesChanged(connection, new Set(infos.map((i) => i.id))))),
+      asVscode(heldLocks.onDidChange(() => this.refreshAll())),
+    );
+  }
+
+  getChildren(node?: LockTreeNode): LockTreeNode[] {
+    if (!node) {
+      const connections = this.registry.all();
+      // No prefix anywhere: stay empty so that the "watch a prefix" welcome shows.
+      if (!connections.some((c) => c.prefixes.length)) return [];
+      return connections.map((connection) => this.node({ kind: 'connection', id: `c:${connection.name}`, connection }));
+    }
+    switch (node.kind) {
+      case 'connection': {
+        const c = node.connection;
+        if (c.prefixes.length === 0) return [this.node({ kind: 'hint', id: `h:${c.name}`, connection: c })];
+        return c.prefixes.map((prefix) => this.node({ kind: 'prefix', id: `p:${c.name}:${prefix}`, connection: c, prefix }));
+      }
+      case 'prefix':
+        return this.locksUnder(node).map((lock) => this.lockNode(node.connection, node.prefix, lock.id));
+      case 'lock': {
+        const lock = this.lock(node);
+        if (!lock) return [];
+        return members(lock).map((m) => {
+          const kid = keyId(m.key);
+          return this.node({ kind: 'member', id: `m:${node.connection.name}:${node.prefix}:${lock.id}:${kid}`, connection: node.connection, prefix: node.prefix, lockId: lock.id, keyId: kid });
+        });
+      }
+      default:
+        return [];
+    }
+  }
+
+  getParent(node: LockTreeNode): LockTreeNode | undefined {
+    if (node.kind === 'connection') return undefined;
+    if (node.kind === 'prefix' || node.kind === 'hint') return this.nodes.get(`c:${node.connection.name}`);
+    if (node.kind === 'lock') return this.nodes.get(`p:${node.connection.name}:${node.prefix}`);
+    return this.nodes.get(`l:${node.connection.name}:${node.prefix}:${node.lockId}`);
+  }
+
+  getTreeItem(node: LockTreeNode): vscode.TreeItem {
+    switch (node.kind) {
+      case 'connection':
+        return connectionItem(node);
+      case 'prefix':
+        return this.prefixItem(node);
+      case 'lock':
+        return this.lockItem(node);
+      case 'member':
+        return this.memberItem(node);
+      case 'hint': {
+        const item = new vscode.TreeItem(vscode.l10n.t('Watch a prefix…'));
+        item.id = node.id;
+        item.iconPath = new vscode.ThemeIcon('add');
+        item.command = { command: 'locklens.addPrefix', title: vscode.l10n.t('Watch a prefix…'), arguments: [node] };
+        return item;
+      }
+    }
+  }
+
+  /** The lock and the member a node stands for, as the model has them now. */
+  memberView(node: MemberNode): MemberView | undefined {
+    const watch = node.connection.watch;
+    const lock = watch?.live.model.lock(node.lockId);
+    if (!watch || !lock) return undefined;
+    const health = this.health(node.connection, lock).find((h) => keyId(h.member.key) === node.keyId);
+    return health && { lock, health };
+  }
+
+  lock(node: LockNode | MemberNode): LockState | undefined {
+    return node.connection.watch?.live.model.lock(node.lockId);
+  }
+
+  health(connection: ClusterConnection, lock: LockState): MemberHealth[] {
+    return lockHealth(lock, connection.clock, (id) => connection.watch?.lease(id), { longHoldMs: longHoldMs() });
+  }
+
+  dispose(): void {
+    clearTimeout(this.flushTimer);
+    this.subscriptions.forEach((s) => s.dispose());
+  }
+
+  private locksUnder(node: PrefixNode): LockState[] {
+    const prefix = Buffer.from(node.prefix);
+    return (node.connection.watch?.locks() ?? []).filter((lock) => members(lock).some((m) => hasPrefix(m.key, prefix)));
+  }
+
+  private lockNode(connection: ClusterConnection, prefix: string, lockId: string): LockNode {
+    return this.node({ kind: 'lock', id: `l:${connection.name}:${prefix}:${lockId}`, connection, prefix, lockId });
+  }
+
+  private prefixItem(node: PrefixNode): vscode.TreeItem {
+    const c = node.connection;
+    const item = new vscode.TreeItem(node.prefix || vscode.l10n.t('(every key)'), vscode.TreeItemCollapsibleState.Expanded);
+    item.id = node.id;
+    item.contextValue = 'prefix';
+    item.iconPath = new vscode.ThemeIcon('symbol-namespace');
+    const count = c.watch ? this.locksUnder(node).length : undefined;
+    const parts = count === undefined ? [] : [count === 1 ? vscode.l10n.t('1 lock') : vscode.l10n.t('{0} locks', count)];
+    if (c.staleSince) parts.push(vscode.l10n.t('stale for {0}', formatDuration(Date.now() - c.staleSince)));
+    item.description = parts.join(' · ');
+    return item;
+  }
+
+  private lockItem(node: LockNode): vscode.TreeItem {
+    const lock = this.lock(node);
+    const item = new vscode.TreeItem(lock ? shortName(lock.name, node.prefix) : '', vscode.TreeItemCollapsibleState.Collapsed);
+    item.id = node.id;
+    if (!lock) return item;
+    const health = this.health(node.connection, lock);
+    const trouble = worstTrouble(health);
+    const holder = health[0];
+    item.contextValue = `lock.${lock.kind}`;
+    item.iconPath = troubleIcon(trouble, lock.kind === 'election' ? 'organization' : lock.kind === 'single' ? 'key' : 'lock');
+    const parts: string[] = [];
+    if (holder) parts.push(roleLabel(holder.role), formatTtl(holder), ageLabel(holder));
+    if (lock.waiters.length) {
+      parts.push(
+        lock.kind === 'election'
+          ? vscode.l10n.t('{0} candidates', lock.waiters.length)
+          : lock.waiters.length === 1
+            ? vscode.l10n.t('1 waiting')
+            : vscode.l10n.t('{0} waiting', lock.waiters.length),
+      );
+    }
+    if (node.connection.staleSince) parts.push(vscode.l10n.t('stale'));
+    item.description = parts.join(' · ');
+    const md = tooltip().appendMarkdown(`**${vscode.l10n.t('Lock')}** `);
+    appendUntrusted(md, lock.name).appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock.kind)}\n\n`);
+    for (const h of health) {
+      md.appendMarkdown(`- ${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}: `);
+      appendUntrusted(md, h.member.key).appendMarkdown(` · ${formatTtl(h)} · ${vscode.l10n.t('token {0}', h.member.createRevision)}\n`);
+    }
+    for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs()))}`);
+    item.tooltip = md;
+    return item;
+  }
+
+  private memberItem(node: MemberNode): vscode.TreeItem {
+    const view = this.memberView(node);
+    if (!view) return Object.assign(new vscode.TreeItem(''), { id: node.id });
+    const { lock, health } = view;
+    const { member } = health;
+    const own = this.heldLocks.owns(node.connection, member.key);
+    const label = lock.kind === 'single' ? displayKey(member.key) : lastSegment(member.key);
+    const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    const parts = [health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role)];
+    if (member.lease && label !== member.lease) parts.push(vscode.l10n.t('lease {0}', member.lease));
+    parts.push(formatTtl(health), vscode.l10n.t('token {0}', member.createRevision), ageLabel(health));
+    if (own) parts.push(vscode.l10n.t('held by you'));
+    if (node.connection.staleSince) parts.push(vscode.l10n.t('stale'));
+    item.description = parts.join(' · ');
+    const trouble = worstTrouble([health]);
+    item.iconPath = troubleIcon(trouble, own ? 'account' : health.position === 0 ? (lock.kind === 'election' ? 'star-full' : 'lock') : 'clock');
+    item.contextValue = ['member', member.lease ? 'leased' : 'unleased', own ? 'own' : 'other'].join('.');
+    item.tooltip = memberTooltip(lock, health, own, node.connection);
+    return item;
+  }
+
+  private node<T extends LockTreeNode>(fresh: T): T {
+    const known = this.nodes.get(fresh.id);
+    if (known) return known as T;
+    this.nodes.set(fresh.id, fresh);
+    return fresh;
+  }
+
+  private locksChanged(connection: ClusterConnection, changed: readonly string[], removed: readonly string[]): void {
+    const nodes = [...this.nodes.values()];
+    const lockNodes = (ids: readonly string[]) => nodes.filter((n) => n.kind === 'lock' && n.connection === connection && ids.includes(n.lockId));
+    const known = new Set(lockNodes(changed).map((n) => (n as LockNode).lockId));
+    if (removed.length || changed.some((id) => !known.has(id))) {
+      // Locks appeared or went: their prefixes' lists changed.
+      for (const n of nodes) if (n.kind === 'prefix' && n.connection === connection) this.pending.add(n);
+      this.forget((n) => (n.kind === 'lock' || n.kind === 'member') && n.connection === connection && removed.includes(n.lockId));
+    }
+    for (const n of lockNodes(changed)) this.pending.add(n);
+    this.schedule();
+  }
+
+  private leasesChanged(connection: ClusterConnection, leases: Set<string>): void {
+    for (const n of this.nodes.values()) {
+      if (n.kind !== 'lock' || n.connection !== connection) continue;
+      const lock = this.lock(n);
+      if (lock && members(lock).some((m) => leases.has(m.lease))) this.pending.add(n);
+    }
+    this.schedule();
+  }
+
+  private refreshConnection(connection: ClusterConnection): void {
+    const node = this.nodes.get(`c:${connection.name}`);
+    if (node) this.pending.add(node);
+    else this.pendingAll = true;
+    this.schedule();
+  }
+
+  private refreshAll(): void {
+    const names = new Set(this.registry.all());
+    this.forget((n) => !names.has(n.connection));
+    this.pendingAll = true;
+    this.schedule();
+  }
+
+  private forget(gone: (n: LockTreeNode) => boolean): void {
+    for (const [id, n] of this.nodes) if (gone(n)) this.nodes.delete(id);
+  }
+
+  /** One redraw per turn of the event loop, however many events arrived in it. */
+  private schedule(): void {
+    this.flushTimer ??= setTimeout(() => {
+      this.flushTimer = undefined;
+      if (this.pendingAll) this.changeEmitter.fire(undefined);
+      else if (this.pending.size) this.changeEmitter.fire([...this.pending]);
+      this.pending.clear();
+      this.pendingAll = false;
+    }, 0);
+  }
+}
+
+function connectionItem(node: ConnectionNode): vscode.TreeItem {
+  const c = node.connection;
+  const item = new vscode.TreeItem(c.name, vscode.TreeItemCollapsibleState.Expanded);
+  item.id = node.id;
+  item.contextValue = `connection.${c.state}`;
+  const reason = c.error?.message;
+  switch (c.state) {
+    case 'connected':
+      item.iconPath = new vscode.ThemeIcon('database', new vscode.ThemeColor('testing.iconPassed'));
+      item.description = vscode.l10n.t('connected');
+      break;
+    case 'connecting':
+      item.iconPath = new vscode.ThemeIcon('loading~spin');
+      item.description = vscode.l10n.t('connecting…');
+      break;
+    case 'reconnecting':
+      item.iconPath = new vscode.ThemeIcon('sync~spin', new vscode.ThemeColor('list.warningForeground'));
+      item.description = reason ? vscode.l10n.t('reconnecting: {0}', reason) : vscode.l10n.t('reconnecting');
+      break;
+    case 'error':
+      item.iconPath = new vscode.ThemeIcon('error', new vscode.ThemeColor('list.errorForeground'));
+      item.description = vscode.l10n.t('error: {0}', reason ?? '');
+      break;
+    case 'disconnected':
+      item.iconPath = new vscode.ThemeIcon('debug-disconnect');
+      item.description = vscode.l10n.t('disconnected');
+      break;
+  }
+  const md = tooltip().appendMarkdown(`**`);
+  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Endpoints')}: `);
+  appendUntrusted(md, c.settings.endpoints.join(', '));
+  if (c.settings.username) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('User')}: `), c.settings.username);
+  if (c.settings.namespace) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Namespace')}: `), c.settings.namespace);
+  if (c.settings.tls) md.appendMarkdown(`\n\n$(shield) ${vscode.l10n.t('TLS')}${c.settings.tls.insecureSkipVerify ? ` (${vscode.l10n.t('certificate not verified')})` : ''}`);
+  if (reason) appendUntrusted(md.appendMarkdown(`\n\n$(warning) `), reason);
+  item.tooltip = md;
+  return item;
+}
+
+function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: ClusterConnection): vscode.MarkdownString {
+  const md = tooltip().appendMarkdown(`**${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}**${own ? ` · ${vscode.l10n.t('held by you')}` : ''}\n\n`);
+  const row = (label: string, value: string) => appendUntrusted(md.appendMarkdown(`${label}: `), value).appendMarkdown('\n\n');
+  row(vscode.l10n.t('Key'), displayKey(h.member.key));
+  row(vscode.l10n.t('Lock'), displayKey(lock.name));
+  row(vscode.l10n.t('Lease'), h.member.lease || vscode.l10n.t('none'));
+  row(vscode.l10n.t('Remaining TTL'), formatTtl(h) + (h.lease ? ` / ${h.lease.grantedTtl}s` : ''));
+  row(vscode.l10n.t('Fencing token (create revision)'), String(h.member.createRevision));
+  row(vscode.l10n.t('Modified at revision'), String(h.member.modRevision));
+  row(vscode.l10n.t('Age'), ageLabel(h));
+  if (h.member.valueSize) row(vscode.l10n.t('Value ({0} bytes)', h.member.valueSize), displayKey(h.member.valuePreview.subarray(0, 200)));
+  if (h.lease?.refreshes.length) row(vscode.l10n.t('Last keepalive seen'), new Date(h.lease.refreshes[h.lease.refreshes.length - 1]).toLocaleTimeString());
+  for (const t of h.troubles) md.appendMarkdown(`$(warning) ${escapeOwn(troubleText(t, h, longHoldMs()))}\n\n`);
+  if (c.staleSince) md.appendMarkdown(`$(history) ${escapeOwn(vscode.l10n.t('Stale: LockLens lost the watch {0} ago; this may have changed.', formatDuration(Date.now() - c.staleSince)))}`);
+  return md;
+}
+
+function kindLabel(kind: LockState['kind']): string {
+  return kind === 'queue' ? vscode.l10n.t('queue (Go Mutex, etcdctl lock, jetcd)') : kind === 'election' ? vscode.l10n.t('election') : vscode.l10n.t('single key');
+}
+
+/** The lock name below its prefix ("jobs" under "/locks/"), whole when the prefix is the lock's own. */
+function shortName(name: Buffer, prefix: string): string {
+  const p = Buffer.from(prefix);
+  const rest = hasPrefix(name, p) && name.length > p.length ? name.subarray(p.length) : name;
+  return displayKey(rest);
+}
+
+function lastSegment(key: Buffer): string {
+  return displayKey(key.subarray(key.lastIndexOf(0x2f) + 1));
+}
+
+/** Our own sentences can hold a lease ID or a setting name: keep markdown from reading `_` or `*` in them. */
+function escapeOwn(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-!<>]/g, '\\$&');
+}
+
+function asVscode(d: { dispose(): void }): vscode.Disposable {
+  return new vscode.Disposable(() => d.dispose());
+}

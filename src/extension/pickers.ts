@@ -1,0 +1,41 @@
+import * as vscode from 'vscode';
+import { LockLensError } from '../core/errors';
+import type { ClusterConnection, ConnectionRegistry } from './connections';
+
+/** Thrown when the user closes a picker or input: commands end quietly on it. */
+export class Cancelled extends Error {
+  constructor() {
+    super('cancelled');
+  }
+}
+
+export function orCancel<T>(value: T | undefined): T {
+  if (value === undefined) throw new Cancelled();
+  return value;
+}
+
+/** The connection a command acts on: the only one, or the user's pick (connected ones first). */
+export async function pickConnection(registry: ConnectionRegistry, title: string): Promise<ClusterConnection> {
+  const all = registry.all();
+  if (all.length === 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No connection yet: add one with "LockLens: Add Connection".'));
+  if (all.length === 1) return all[0];
+  const items = [...all]
+    .sort((a, b) => Number(b.state === 'connected') - Number(a.state === 'connected'))
+    .map((c) => ({ label: c.name, description: c.settings.endpoints.join(', '), detail: stateText(c), connection: c }));
+  return orCancel(await vscode.window.showQuickPick(items, { title, placeHolder: vscode.l10n.t('Pick a connection') })).connection;
+}
+
+export function stateText(c: ClusterConnection): string {
+  switch (c.state) {
+    case 'connected':
+      return vscode.l10n.t('connected');
+    case 'connecting':
+      return vscode.l10n.t('connecting…');
+    case 'reconnecting':
+      return vscode.l10n.t('reconnecting');
+    case 'error':
+      return vscode.l10n.t('error: {0}', c.error?.message ?? '');
+    case 'disconnected':
+      return vscode.l10n.t('disconnected');
+  }
+}
