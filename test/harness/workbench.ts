@@ -1,0 +1,206 @@
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { format as formatArgs } from 'node:util';
+import { chromium, type BrowserContext, type ConsoleMessage, type Locator, type Page } from 'playwright-core';
+import { testOutput, type CodeServer } from './codeServer';
+
+/**
+ * Debian's Chromium driven by playwright-core, pointed at a code-server: open the workbench, wait for it, and the
+ * small actions UI tests need (command palette, views, tree rows, dialogs, status bar, notifications, screenshots).
+ */
+
+export const chromiumPath = process.env.LOCKLENS_CHROMIUM ?? '/usr/bin/chromium';
+/** What works as root on a headless machine with no network. */
+export const chromiumArgs = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-dev-shm-usage',
+];
+
+export interface Workbench {
+  readonly context: BrowserContext;
+  readonly page: Page;
+  /** Closes the browser and removes its profile. */
+  close(): Promise<void>;
+}
+
+export interface OpenOptions {
+  /** Absolute path of the folder to open; no folder when omitted. */
+  readonly folder?: string;
+  /** `[key, value]` pairs for the `payload` URL parameter (honoured in smoke-test-driver mode only). */
+  readonly payload?: readonly (readonly [string, string])[];
+  /** Functions exposed on `window` before the workbench loads (e.g. codeAutomationExit). */
+  readonly expose?: Readonly<Record<string, (...args: any[]) => unknown>>;
+  /** Called with each browser console line (format directives stripped). */
+  readonly onConsole?: (line: string, type: string) => void;
+  /** Wait for the workbench to be ready (default true). */
+  readonly waitReady?: boolean;
+  readonly viewport?: { width: number; height: number };
+}
+
+/** The workbench URL for a folder and payload. */
+export function workbenchUrl(server: CodeServer, options: Pick<OpenOptions, 'folder' | 'payload'> = {}): string {
+  const params: string[] = [];
+  if (options.folder) params.push(`folder=${encodeURIComponent(options.folder)}`);
+  else params.push('ew=true');
+  if (options.payload) params.push(`payload=${encodeURIComponent(JSON.stringify(options.payload))}`);
+  return `${server.url}/?${params.join('&')}`;
+}
+
+/** A console message as text: the `%c` styling directives and their CSS arguments dropped. */
+export async function consoleText(msg: ConsoleMessage): Promise<string> {
+  const text = msg.text();
+  if (!text.includes('%c')) return text;
+  try {
+    const values = await Promise.all(msg.args().map((a) => a.jsonValue().catch(() => undefined)));
+    const [format, ...rest] = values;
+    if (typeof format === 'string') {
+      let i = 0;
+      const out = format.replace(/%[csdifoO]/g, (d) => {
+        const v = rest[i++];
+        return d === '%c' ? '' : String(v);
+      });
+      // What is left is the logged call's own arguments (mocha's reporter logs format strings like '  ✔ %s').
+      const remaining = rest.slice(i);
+      return `${out} ${remaining.length ? formatArgs(...remaining) : ''}`.replace(/\s+$/, '').replace(/^\s+(?=[A-Z]+ )/, '');
+    }
+  } catch {
+    // fall back to the plain text
+  }
+  return text.replace(/%c/g, '').replace(/\s*(color|font-weight|background)[^;]*;?/g, '').trim();
+}
+
+export async function openWorkbench(server: CodeServer, options: OpenOptions = {}): Promise<Workbench> {
+  const profile = mkdtempSync(join(tmpdir(), 'locklens-chromium-'));
+  let context: BrowserContext | undefined;
+  const close = async () => {
+    await context?.close().catch(() => undefined);
+    rmSync(profile, { recursive: true, force: true, maxRetries: 3 });
+  };
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: chromiumPath,
+      headless: true,
+      args: chromiumArgs,
+      viewport: options.viewport ?? { width: 1400, height: 900 },
+    });
+    for (const [name, fn] of Object.entries(options.expose ?? {})) await context.exposeFunction(name, fn);
+    const page = context.pages()[0] ?? (await context.newPage());
+    if (options.onConsole) {
+      const onConsole = options.onConsole;
+      page.on('console', (msg) => void consoleText(msg).then((t) => onConsole(t, msg.type())));
+      page.on('pageerror', (e) => onConsole(`page error: ${e.message}`, 'error'));
+    }
+    await page.goto(workbenchUrl(server, options));
+    if (options.waitReady ?? true) await waitForWorkbench(page);
+    return { context, page, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/** Resolves once the workbench, its activity bar and status bar are on screen. */
+export async function waitForWorkbench(page: Page, timeoutMs = 90_000): Promise<void> {
+  await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: timeoutMs });
+  await page.locator('.part.activitybar, .activitybar').first().waitFor({ state: 'visible', timeout: timeoutMs });
+  await page.locator('.part.statusbar').waitFor({ state: 'visible', timeout: timeoutMs });
+}
+
+/** Resolves once the status bar no longer says "Activating Extensions..." (extensions that activate on startup are up). */
+export async function waitForExtensionsActivated(page: Page, timeoutMs = 60_000): Promise<void> {
+  await page.waitForFunction(
+    `![...document.querySelectorAll('.statusbar-item')].some((e) => /Activating Extensions/i.test(e.textContent || ''))`,
+    undefined,
+    { timeout: timeoutMs, polling: 200 },
+  );
+}
+
+/** Runs a command from the palette by its title (as shown, e.g. "LockLens: Connect"); picks the exact match. */
+export async function runCommand(page: Page, title: string, timeoutMs = 20_000): Promise<void> {
+  const input = page.locator('.quick-input-widget input');
+  if (!(await input.isVisible())) await page.keyboard.press('F1');
+  await input.waitFor({ state: 'visible', timeout: timeoutMs });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: timeoutMs });
+  await row.click();
+  await input.waitFor({ state: 'hidden', timeout: timeoutMs }).catch(() => undefined);
+}
+
+/** The command palette's rows (their labels) for a query, then closes the palette. */
+export async function paletteEntries(page: Page, query: string, settleMs = 1000): Promise<string[]> {
+  const input = page.locator('.quick-input-widget input');
+  await page.keyboard.press('F1');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(`>${query}`);
+  await page.waitForTimeout(settleMs);
+  const rows = await page.locator('.quick-input-list .monaco-list-row').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? e.textContent ?? ''));
+  await page.keyboard.press('Escape');
+  return rows;
+}
+
+/** Clicks a view container in the activity bar by its title (e.g. "LockLens") and waits for its sidebar. */
+export async function openViewContainer(page: Page, title: string, timeoutMs = 20_000): Promise<void> {
+  const item = page.locator(`.activitybar [aria-label^="${title}"]`).first();
+  await item.waitFor({ state: 'visible', timeout: timeoutMs });
+  const checked = await item.getAttribute('aria-checked').catch(() => null);
+  const expanded = await item.getAttribute('aria-expanded').catch(() => null);
+  if (checked !== 'true' && expanded !== 'true') await item.click();
+  await page.locator('.part.sidebar').waitFor({ state: 'visible', timeout: timeoutMs });
+}
+
+/** The aria-labels of the list/tree rows inside `within` (default: the sidebar). */
+export async function treeRows(page: Page, within: Locator | string = '.part.sidebar'): Promise<string[]> {
+  const root = typeof within === 'string' ? page.locator(within) : within;
+  return root.locator('.monaco-list-row').evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? e.textContent ?? ''));
+}
+
+/** The row whose aria-label contains `label`. */
+export function treeRow(page: Page, label: string, within = '.part.sidebar'): Locator {
+  return page.locator(`${within} .monaco-list-row[aria-label*="${label.replace(/"/g, '\\"')}"]`).first();
+}
+
+/** Waits for a modal dialog (code-server renders them in the DOM) and clicks its button labelled `label`. */
+export async function clickDialogButton(page: Page, label: string, timeoutMs = 20_000): Promise<string> {
+  const dialog = page.locator('.monaco-dialog-box');
+  await dialog.waitFor({ state: 'visible', timeout: timeoutMs });
+  const message = (await dialog.locator('.dialog-message-text, .dialog-message').first().textContent().catch(() => '')) ?? '';
+  await dialog.locator('.monaco-button', { hasText: label }).first().click();
+  await dialog.waitFor({ state: 'hidden', timeout: timeoutMs });
+  return message;
+}
+
+/** The texts of the status bar items (their aria-labels when they have one). */
+export async function statusBarItems(page: Page): Promise<string[]> {
+  return page.locator('.statusbar-item').evaluateAll((els) =>
+    els.map((e) => (e.getAttribute('aria-label') || e.textContent || '').trim()).filter((t) => t.length > 0),
+  );
+}
+
+/** Messages of the notification toasts on screen, or of the notification center when `center` (smoke-test mode shows no toasts). */
+export async function notifications(page: Page, options: { center?: boolean } = {}): Promise<string[]> {
+  if (options.center) {
+    const center = page.locator('.notifications-center');
+    if (!(await center.isVisible())) await runCommand(page, 'Notifications: Show Notifications');
+    await center.waitFor({ state: 'visible' });
+    return center.locator('.notification-list-item-message').allTextContents();
+  }
+  return page.locator('.notification-toast .notification-list-item-message').allTextContents();
+}
+
+/** Saves a full-page screenshot to test-output/screenshots/<name>.png and returns its path. */
+export async function screenshot(page: Page, name: string): Promise<string> {
+  const dir = join(testOutput, 'screenshots');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.png`);
+  await page.screenshot({ path });
+  return path;
+}
