@@ -5,7 +5,7 @@ import { spec } from 'node:test/reporters';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-const roots = process.argv.slice(2).length ? process.argv.slice(2) : ['out/test/unit', 'out/test/integration'];
+const roots = process.argv.slice(2).length ? process.argv.slice(2) : ['out/test/unit', 'out/test/integration', 'out/test/e2e', 'out/test/ui'];
 
 function testFiles(path) {
   if (statSync(path).isFile()) return [path];
