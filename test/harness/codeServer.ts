@@ -50,12 +50,24 @@ export interface CodeServerOptions {
   readonly logFile?: string;
 }
 
-/** Runs "$@" and waits for it; kills its own process group once the owner ($1) is gone. Exits with the command's code. */
-const watchdog = `owner=$1; shift
+/**
+ * Runs "$@" and waits for it, exiting with its code. Once the owner process ($1) is gone without stopping it, stops
+ * its own process group (SIGTERM to the others, then SIGKILL to all) and removes the server's temporary dir ($2).
+ */
+const watchdog = `owner=$1; dir=$2; shift 2
 "$@" &
 child=$!
-while kill -0 "$owner" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done
-if kill -0 "$child" 2>/dev/null; then kill -KILL 0; fi
+# The command keeps the owner's pipes; this shell writes nothing there (once the owner is gone, a job notice written
+# to its pipe would end this shell with SIGPIPE before it cleans up).
+exec >/dev/null 2>&1
+while kill -0 "$owner" && kill -0 "$child"; do sleep 1; done
+if kill -0 "$child"; then
+  trap '' TERM
+  kill -TERM 0
+  sleep 3
+  rm -rf "$dir"
+  kill -KILL 0
+fi
 wait "$child"`;
 
 const running = new Set<number>();
@@ -214,7 +226,7 @@ export async function startCodeServer(options: CodeServerOptions = {}): Promise<
       });
       // detached: its own process group (setsid), so stop() can kill the extension host and every other child too.
       // The group's leader is a small watchdog that kills the group when this process dies without stopping it.
-      const proc = spawn('bash', ['-c', watchdog, 'code-server-watchdog', String(process.pid), node24, ...args], {
+      const proc = spawn('bash', ['-c', watchdog, 'code-server-watchdog', String(process.pid), tmp, node24, ...args], {
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
         env,

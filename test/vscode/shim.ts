@@ -72,14 +72,14 @@ async function main(): Promise<number> {
   let server: CodeServer | undefined;
   let workbench: Workbench | undefined;
   let emptyFolder: string | undefined;
-  let stopping = false;
-  const cleanup = async () => {
-    if (stopping) return;
-    stopping = true;
-    await workbench?.close();
-    await server?.stop();
-    if (emptyFolder) rmSync(emptyFolder, { recursive: true, force: true });
-  };
+  let stopped: Promise<void> | undefined;
+  // Called from the signal handlers and at the end: both wait for the same cleanup.
+  const cleanup = () =>
+    (stopped ??= (async () => {
+      await workbench?.close();
+      await server?.stop();
+      if (emptyFolder) rmSync(emptyFolder, { recursive: true, force: true });
+    })());
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     process.once(signal, () => {
       log(`${signal}: stopping`);
