@@ -14,10 +14,13 @@ import { HeldLocksStatus } from './statusBar';
 /** What activate returns: the live parts, for tests and for extensions that build on LockLens. */
 export interface LockLensApi {
   readonly registry: ConnectionRegistry;
+  readonly secrets: ConnectionSecretStore;
   readonly tree: LockTreeProvider;
   readonly heldLocks: HeldLocks;
   readonly audit: AuditLog;
   readonly log: vscode.LogOutputChannel;
+  /** Where this extension's logs are written. */
+  readonly logUri: vscode.Uri;
 }
 
 let shutdown: (() => Promise<void>) | undefined;
@@ -72,7 +75,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   updateContext();
   log.info(`LockLens ${context.extension.packageJSON.version} activated with ${connections.length} connection(s)`);
   if (autoConnect()) for (const c of connections) void c.connect();
-  return { registry, tree, heldLocks, audit, log };
+  return { registry, secrets, tree, heldLocks, audit, log, logUri: context.logUri };
 }
 
 /** Releases every lock held from this window (revoking its lease) before the extension host goes. */

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
-import { displayKey, hasPrefix, keyId } from '../core/keys';
+import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth } from '../core/lockHealth';
-import { members, type LockState } from '../core/lockModel';
+import { members, type LockMember, type LockState } from '../core/lockModel';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
 import { ageLabel, appendUntrusted, formatDuration, formatTtl, roleLabel, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
@@ -95,14 +95,13 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
         return c.prefixes.map((prefix) => this.node({ kind: 'prefix', id: `p:${c.name}:${prefix}`, connection: c, prefix }));
       }
       case 'prefix':
-        return this.locksUnder(node).map((lock) => this.lockNode(node.connection, node.prefix, lock.id));
+        // A single-key lock is its one key: shown as that key's row, with no level in between.
+        return this.locksUnder(node).map((lock) =>
+          lock.kind === 'single' && lock.holder ? this.memberNode(node.connection, node.prefix, lock.id, lock.holder.key) : this.lockNode(node.connection, node.prefix, lock.id),
+        );
       case 'lock': {
         const lock = this.lock(node);
-        if (!lock) return [];
-        return members(lock).map((m) => {
-          const kid = keyId(m.key);
-          return this.node({ kind: 'member', id: `m:${node.connection.name}:${node.prefix}:${lock.id}:${kid}`, connection: node.connection, prefix: node.prefix, lockId: lock.id, keyId: kid });
-        });
+        return lock ? members(lock).map((m) => this.memberNode(node.connection, node.prefix, lock.id, m.key)) : [];
       }
       default:
         return [];
@@ -112,8 +111,9 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   getParent(node: LockTreeNode): LockTreeNode | undefined {
     if (node.kind === 'connection') return undefined;
     if (node.kind === 'prefix' || node.kind === 'hint') return this.nodes.get(`c:${node.connection.name}`);
-    if (node.kind === 'lock') return this.nodes.get(`p:${node.connection.name}:${node.prefix}`);
-    return this.nodes.get(`l:${node.connection.name}:${node.prefix}:${node.lockId}`);
+    const prefixNode = this.nodes.get(`p:${node.connection.name}:${node.prefix}`);
+    if (node.kind === 'lock') return prefixNode;
+    return this.nodes.get(`l:${node.connection.name}:${node.prefix}:${node.lockId}`) ?? prefixNode;
   }
 
   getTreeItem(node: LockTreeNode): vscode.TreeItem {
@@ -165,6 +165,11 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
 
   private lockNode(connection: ClusterConnection, prefix: string, lockId: string): LockNode {
     return this.node({ kind: 'lock', id: `l:${connection.name}:${prefix}:${lockId}`, connection, prefix, lockId });
+  }
+
+  private memberNode(connection: ClusterConnection, prefix: string, lockId: string, key: Buffer): MemberNode {
+    const kid = keyId(key);
+    return this.node({ kind: 'member', id: `m:${connection.name}:${prefix}:${lockId}:${kid}`, connection, prefix, lockId, keyId: kid });
   }
 
   private prefixItem(node: PrefixNode): vscode.TreeItem {
@@ -220,7 +225,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const { lock, health } = view;
     const { member } = health;
     const own = this.heldLocks.owns(node.connection, member.key);
-    const label = lock.kind === 'single' ? displayKey(member.key) : lastSegment(member.key);
+    const label = memberLabel(lock, member, node.prefix);
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const parts = [health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role)];
@@ -230,7 +235,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     if (node.connection.staleSince) parts.push(vscode.l10n.t('stale'));
     item.description = parts.join(' · ');
     const trouble = worstTrouble([health]);
-    item.iconPath = troubleIcon(trouble, own ? 'account' : health.position === 0 ? (lock.kind === 'election' ? 'star-full' : 'lock') : 'clock');
+    item.iconPath = troubleIcon(trouble, own ? 'account' : MEMBER_ICONS[health.role]);
     item.contextValue = ['member', member.lease ? 'leased' : 'unleased', own ? 'own' : 'other'].join('.');
     item.tooltip = memberTooltip(lock, health, own, node.connection);
     return item;
@@ -244,25 +249,34 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   private locksChanged(connection: ClusterConnection, changed: readonly string[], removed: readonly string[]): void {
-    const nodes = [...this.nodes.values()];
-    const lockNodes = (ids: readonly string[]) => nodes.filter((n) => n.kind === 'lock' && n.connection === connection && ids.includes(n.lockId));
-    const known = new Set(lockNodes(changed).map((n) => (n as LockNode).lockId));
-    if (removed.length || changed.some((id) => !known.has(id))) {
+    const changedIds = new Set(changed);
+    const removedIds = new Set(removed);
+    const rows = this.rowsOf(connection, (lockId) => changedIds.has(lockId));
+    const known = new Set(rows.map((n) => n.lockId));
+    if (removedIds.size || changed.some((id) => !known.has(id))) {
       // Locks appeared or went: their prefixes' lists changed.
-      for (const n of nodes) if (n.kind === 'prefix' && n.connection === connection) this.pending.add(n);
-      this.forget((n) => (n.kind === 'lock' || n.kind === 'member') && n.connection === connection && removed.includes(n.lockId));
+      for (const n of this.nodes.values()) if (n.kind === 'prefix' && n.connection === connection) this.pending.add(n);
+      this.forget((n) => (n.kind === 'lock' || n.kind === 'member') && n.connection === connection && removedIds.has(n.lockId));
     }
-    for (const n of lockNodes(changed)) this.pending.add(n);
+    for (const n of rows) this.pending.add(n);
     this.schedule();
   }
 
   private leasesChanged(connection: ClusterConnection, leases: Set<string>): void {
-    for (const n of this.nodes.values()) {
-      if (n.kind !== 'lock' || n.connection !== connection) continue;
-      const lock = this.lock(n);
-      if (lock && members(lock).some((m) => leases.has(m.lease))) this.pending.add(n);
-    }
+    const model = connection.watch?.live.model;
+    const rows = this.rowsOf(connection, (lockId) => {
+      const lock = model?.lock(lockId);
+      return !!lock && members(lock).some((m) => leases.has(m.lease));
+    });
+    for (const n of rows) this.pending.add(n);
     this.schedule();
+  }
+
+  /** The lock rows and member rows shown for the locks `wanted` picks. */
+  private rowsOf(connection: ClusterConnection, wanted: (lockId: string) => boolean): (LockNode | MemberNode)[] {
+    const rows: (LockNode | MemberNode)[] = [];
+    for (const n of this.nodes.values()) if ((n.kind === 'lock' || n.kind === 'member') && n.connection === connection && wanted(n.lockId)) rows.push(n);
+    return rows;
   }
 
   private refreshConnection(connection: ClusterConnection): void {
@@ -362,8 +376,22 @@ function shortName(name: Buffer, prefix: string): string {
   return displayKey(rest);
 }
 
-function lastSegment(key: Buffer): string {
-  return displayKey(key.subarray(key.lastIndexOf(0x2f) + 1));
+const MEMBER_ICONS: Record<MemberHealth['role'], string> = { holder: 'lock', waiter: 'clock', leader: 'star-full', candidate: 'person', single: 'key' };
+
+/** Longest proposal shown as an election member's label. */
+const MAX_PROPOSAL_LABEL = 40;
+
+/**
+ * A single key by its name under the prefix; an election member by its proposal (what `etcdctl elect` prints), when
+ * that is text; a queue member by the last segment of its key (the lease, for Go and etcdctl).
+ */
+function memberLabel(lock: LockState, member: LockMember, prefix: string): string {
+  if (lock.kind === 'single') return shortName(member.key, prefix);
+  if (lock.kind === 'election' && member.valueSize > 0 && isUtf8(member.valuePreview)) {
+    const proposal = member.valuePreview.toString('utf8').replace(/\s+/g, ' ');
+    return proposal.length > MAX_PROPOSAL_LABEL ? proposal.slice(0, MAX_PROPOSAL_LABEL - 1) + '…' : proposal;
+  }
+  return displayKey(member.key.subarray(member.key.lastIndexOf(0x2f) + 1));
 }
 
 /** Our own sentences can hold a lease ID or a setting name: keep markdown from reading `_` or `*` in them. */
