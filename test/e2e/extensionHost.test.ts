@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, repoRoot, testOutput } from '../harness/codeServer';
 import type { SuiteResult } from '../vscode/suite/result';
@@ -18,8 +19,10 @@ test('VS Code extension host (mocha suites in code-server)', { timeout: RUN_LIMI
   const logDir = join(testOutput, 'logs');
   mkdirSync(logDir, { recursive: true });
   const logFile = join(logDir, 'extension-host.log');
-  const resultFile = join(testOutput, 'extension-host-result.json');
-  rmSync(resultFile, { force: true });
+  // A result file of this run's own (another run in the same checkout must not hand us its result).
+  const tmp = mkdtempSync(join(tmpdir(), 'locklens-e2e-'));
+  t.after(() => rmSync(tmp, { recursive: true, force: true }));
+  const resultFile = join(tmp, 'result.json');
 
   const run = await runDetached(process.execPath, [join(repoRoot, 'out/test/vscode/runTests.js')], {
     env: cleanEnv({ LOCKLENS_TEST_RESULT: resultFile, LOCKLENS_VSCODE_RUN_TIMEOUT_MS: String(RUN_LIMIT_MS - 30_000) }),
