@@ -1,0 +1,203 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
+import * as vscode from 'vscode';
+import type { LockLensApi } from '../../../src/extension/extension';
+import type { LockTreeNode } from '../../../src/extension/lockTree';
+import { Procs } from '../../harness/cli';
+import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
+import { WindowStubs } from './windowStubs';
+
+/**
+ * Keys under a prefix as etcdctl sees them, in create-revision order. The lease is read from the key (Go and etcdctl
+ * name it `<lock>/<lease hex>`): etcdctl's JSON prints lease IDs as numbers beyond JSON's exact integers.
+ */
+async function keysOf(etcd: EtcdServer, prefix: string): Promise<{ key: string; lease: string; create: number }[]> {
+  const out = JSON.parse(await etcd.etcdctl(['get', '--prefix', prefix, '-w', 'json'])) as { kvs?: { key: string; create_revision: number }[] };
+  return (out.kvs ?? [])
+    .map((kv) => Buffer.from(kv.key, 'base64').toString())
+    .map((key, i) => ({ key, lease: key.slice(key.lastIndexOf('/') + 1), create: out.kvs![i].create_revision }))
+    .sort((a, b) => a.create - b.create);
+}
+
+describe('Locks tree and commands against a real etcd', function () {
+  let etcd: EtcdServer;
+  let api: LockLensApi;
+  let procs: Procs;
+  let stubs: WindowStubs;
+  const CONNECTION = 'e2e';
+
+  /** Walks the tree as VS Code would: root → connection → prefix → locks. */
+  function lockRows(): { node: LockTreeNode; item: vscode.TreeItem }[] {
+    const [connection] = api.tree.getChildren();
+    const [prefix] = api.tree.getChildren(connection);
+    return api.tree.getChildren(prefix).map((node) => ({ node, item: api.tree.getTreeItem(node) }));
+  }
+
+  function lockRow(label: string) {
+    const row = lockRows().find((r) => r.item.label === label);
+    assert.ok(row, `no lock row '${label}' in ${JSON.stringify(lockRows().map((r) => r.item.label))}`);
+    return row;
+  }
+
+  function memberRows(label: string) {
+    return api.tree.getChildren(lockRow(label).node).map((node) => ({ node, item: api.tree.getTreeItem(node) }));
+  }
+
+  const sync = () => api.registry.get(CONNECTION)!.watch!.live.sync();
+
+  before(async () => {
+    etcd = await startEtcd();
+    api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
+    await vscode.commands.executeCommand('locklens.addConnection', { name: CONNECTION, endpoints: [etcd.endpoint], prefixes: ['/locks/'] });
+    await eventually(() => api.registry.get(CONNECTION)?.state === 'connected', 20_000, 'connected');
+  });
+
+  after(async () => {
+    await vscode.workspace.getConfiguration('locklens').update('connections', undefined, vscode.ConfigurationTarget.Global);
+    await etcd?.dispose();
+  });
+
+  beforeEach(() => {
+    procs = new Procs(etcd.endpoint);
+    stubs = new WindowStubs().messages();
+  });
+
+  afterEach(async () => {
+    stubs.restore();
+    await procs.dispose();
+    await vscode.workspace.getConfiguration('locklens').update('readOnly', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  it('shows the etcdctl lock holder, then its waiters in create-revision order, with lease, TTL and token', async () => {
+    for (let i = 0; i < 3; i++) {
+      procs.etcdctl(['lock', '/locks/jobs', 'sleep', '120']);
+      await eventually(async () => (await keysOf(etcd, '/locks/jobs/')).length === i + 1, 10_000, `etcdctl lock #${i + 1} queued`);
+    }
+    const inEtcd = await keysOf(etcd, '/locks/jobs/');
+    await sync();
+    await api.registry.get(CONNECTION)!.watch!.sweep();
+    const rows = memberRows('jobs');
+    assert.deepEqual(
+      rows.map((r) => r.item.label),
+      inEtcd.map((k) => k.lease),
+      'holder first, then waiters by create revision',
+    );
+    const descriptions = rows.map((r) => String(r.item.description));
+    assert.match(descriptions[0], /^holder · TTL \d+s · token \d+ · held/);
+    assert.match(descriptions[1], /^waiter #1 · TTL \d+s/);
+    assert.match(descriptions[2], /^waiter #2 · /);
+    assert.ok(descriptions[0].includes(`token ${inEtcd[0].create}`), descriptions[0]);
+    assert.equal(rows[0].item.contextValue, 'member.leased.other');
+    assert.match(String(lockRow('jobs').item.description), /2 waiting/);
+  });
+
+  it('Acquire lock takes a Go-compatible key, shows it as yours, and Release deletes it', async () => {
+    await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/by-hand', ttl: 30 });
+    const [held] = api.heldLocks.all();
+    assert.ok(held, 'the lock is held from VS Code');
+    const keys = await keysOf(etcd, '/locks/by-hand/');
+    assert.deepEqual(keys.map((k) => k.key), [`/locks/by-hand/${held.session.leaseId}`]);
+    await sync();
+    const [row] = memberRows('by-hand');
+    assert.equal(row.item.contextValue, 'member.leased.own');
+    assert.match(String(row.item.description), /held by you/);
+
+    await vscode.commands.executeCommand('locklens.releaseLock', row.node);
+    assert.equal(api.heldLocks.all().length, 0);
+    assert.deepEqual(await keysOf(etcd, '/locks/by-hand/'), []);
+    assert.match(await etcd.etcdctl(['lease', 'timetolive', held.session.leaseId]), /already expired|not found/i, 'the lease was revoked');
+  });
+
+  it('Acquire lock queues behind an etcdctl holder and holds after it releases', async () => {
+    procs.etcdctl(['lock', '/locks/queue', 'sleep', '3']);
+    await eventually(async () => (await keysOf(etcd, '/locks/queue/')).length === 1, 10_000, 'etcdctl holds');
+    const [etcdctlKey] = await keysOf(etcd, '/locks/queue/');
+    await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/queue', ttl: 30 });
+    const [held] = api.heldLocks.all();
+    assert.ok(held && held.hold.fencingToken > etcdctlKey.create, 'LockLens queued after etcdctl');
+    assert.deepEqual((await keysOf(etcd, '/locks/queue/')).map((k) => k.key), [`/locks/queue/${held.session.leaseId}`], 'etcdctl had released');
+    await vscode.commands.executeCommand('locklens.releaseLock', held);
+  });
+
+  it('Revoke lease asks first, listing the keys and the lock it frees; the next waiter takes over', async () => {
+    for (let i = 0; i < 2; i++) {
+      procs.etcdctl(['lock', '/locks/stuck', 'sleep', '120']);
+      await eventually(async () => (await keysOf(etcd, '/locks/stuck/')).length === i + 1, 10_000, `etcdctl lock #${i + 1} queued`);
+    }
+    const [holder, waiter] = await keysOf(etcd, '/locks/stuck/');
+    await sync();
+    const holderRow = memberRows('stuck')[0];
+
+    stubs.warnings(() => undefined);
+    await vscode.commands.executeCommand('locklens.revokeLease', holderRow.node);
+    assert.equal((await keysOf(etcd, '/locks/stuck/')).length, 2, 'dismissing the confirmation revokes nothing');
+
+    stubs.warnings((_message, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.revokeLease', holderRow.node);
+    const confirmation = stubs.shown.filter((s) => s.kind === 'warning').at(-1)!;
+    assert.match(confirmation.message, new RegExp(`Revoke lease ${holder.lease}`));
+    assert.ok(confirmation.detail?.includes(holder.key), confirmation.detail);
+    assert.ok(confirmation.detail?.includes(`/locks/stuck → next holder ${waiter.key}`), confirmation.detail);
+    assert.deepEqual((await keysOf(etcd, '/locks/stuck/')).map((k) => k.key), [waiter.key]);
+    await sync();
+    assert.equal(memberRows('stuck')[0].item.label, waiter.lease, 'the waiter now holds');
+  });
+
+  it('read-only mode refuses acquire, release and revoke, and changes nothing in etcd', async () => {
+    procs.etcdctl(['lock', '/locks/ro', 'sleep', '120']);
+    await eventually(async () => (await keysOf(etcd, '/locks/ro/')).length === 1, 10_000, 'etcdctl holds');
+    const [key] = await keysOf(etcd, '/locks/ro/');
+    await vscode.workspace.getConfiguration('locklens').update('readOnly', true, vscode.ConfigurationTarget.Global);
+    stubs.warnings((_m, items) => items[0]);
+
+    await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/ro-new', ttl: 30 });
+    await vscode.commands.executeCommand('locklens.revokeLease', { connection: CONNECTION, lease: key.lease });
+    await vscode.commands.executeCommand('locklens.releaseLock');
+    const errors = stubs.shown.filter((s) => s.kind === 'error').map((s) => s.message);
+    assert.equal(errors.length, 3, JSON.stringify(errors));
+    for (const e of errors) assert.match(e, /read-only mode/);
+    assert.deepEqual(await keysOf(etcd, '/locks/ro-new/'), []);
+    assert.deepEqual((await keysOf(etcd, '/locks/ro/')).map((k) => k.key), [key.key]);
+    assert.equal(stubs.shown.filter((s) => s.kind === 'warning').length, 0, 'no confirmation was even asked');
+  });
+
+  it('every mutation is in the audit log, and a connection password is in SecretStorage only: never in settings or logs', async () => {
+    const password = `pw-${Date.now()}-never-logged`;
+    await vscode.commands.executeCommand('locklens.addConnection', { name: 'secretive', endpoints: [etcd.endpoint], username: 'alice', password, prefixes: [] });
+    assert.equal((await api.secrets.get('secretive')).password, password, 'kept in SecretStorage');
+    const stored = JSON.stringify(vscode.workspace.getConfiguration('locklens').inspect('connections'));
+    assert.ok(stored.includes('alice') && !stored.includes(password), 'settings hold the user, not the password');
+    await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/audited', ttl: 30 });
+    await vscode.commands.executeCommand('locklens.releaseLock');
+
+    // Log channels write files under <user data>/logs/<session>/exthost<n>/; settings.json is under <user data>/User.
+    const userData = dirname(dirname(dirname(dirname(api.logUri.fsPath))));
+    const files = () => walk(userData).filter((f) => !/\.vscdb(\.backup)?$/.test(f)); // the .vscdb files are SecretStorage's own store
+    const audit = () => files().filter((f) => f.includes('LockLens Audit')).map((f) => readFileSync(f, 'utf8')).join('');
+    await eventually(
+      () => /acquire ok connection="e2e" lock="\/locks\/audited" lease=[0-9a-f]+ token=\d+/.test(audit()) && /release ok connection="e2e" lock="\/locks\/audited"/.test(audit()),
+      10_000,
+      'acquire and release in the audit log file',
+    );
+    assert.ok(files().some((f) => f.endsWith('settings.json')), `settings.json is under ${userData}`);
+    for (const file of files()) assert.ok(!readFileSync(file, 'latin1').includes(password), `the password leaked into ${file}`);
+
+    stubs.warnings((_m, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.removeConnection', api.tree.getChildren().find((n) => n.connection.name === 'secretive'));
+    assert.equal((await api.secrets.get('secretive')).password, undefined, 'removing the connection deletes its secrets');
+  });
+});
+
+function walk(dir: string): string[] {
+  let files: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    const st = statSync(path, { throwIfNoEntry: false });
+    if (!st) continue;
+    if (st.isDirectory()) files = files.concat(walk(path));
+    else if (st.isFile() && st.size < 20_000_000) files.push(path);
+  }
+  return files;
+}
