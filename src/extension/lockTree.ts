@@ -200,7 +200,9 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     if (lock.waiters.length) {
       parts.push(
         lock.kind === 'election'
-          ? vscode.l10n.t('{0} candidates', lock.waiters.length)
+          ? lock.waiters.length === 1
+            ? vscode.l10n.t('1 candidate')
+            : vscode.l10n.t('{0} candidates', lock.waiters.length)
           : lock.waiters.length === 1
             ? vscode.l10n.t('1 waiting')
             : vscode.l10n.t('{0} waiting', lock.waiters.length),
