@@ -121,9 +121,7 @@ export class ClusterConnection implements vscode.Disposable {
   async update(settings: ConnectionSettings): Promise<void> {
     const before = this.settings;
     this.settings = settings;
-    const { prefixes: _a, name: _b, ...was } = before;
-    const { prefixes: _c, name: _d, ...now } = settings;
-    if (JSON.stringify(was) !== JSON.stringify(now)) {
+    if (connectionIdentity(before) !== connectionIdentity(settings)) {
       if (this.etcd || this.state === 'error') {
         await this.disconnect();
         await this.connect();
@@ -192,6 +190,12 @@ export class ClusterConnection implements vscode.Disposable {
   }
 }
 
+/** What decides the connection itself (not what it watches, nor its name): a change means reconnecting. */
+function connectionIdentity(settings: ConnectionSettings): string {
+  const { endpoints, username, namespace, tls, dialTimeoutMs } = settings;
+  return JSON.stringify({ endpoints, username, namespace, tls, dialTimeoutMs });
+}
+
 /** The configured connections, kept in step with the `locklens.connections` setting. */
 export class ConnectionRegistry implements vscode.Disposable {
   private readonly connections = new Map<string, ClusterConnection>();
@@ -205,6 +209,7 @@ export class ConnectionRegistry implements vscode.Disposable {
   readonly onDidChangeLocks = this.locksEmitter.event;
   readonly onDidChangeLeases = this.leasesEmitter.event;
   private readonly closeHooks: CloseHook[] = [];
+  private syncing: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly secrets: ConnectionSecretStore,
@@ -224,8 +229,14 @@ export class ConnectionRegistry implements vscode.Disposable {
     this.closeHooks.push(hook);
   }
 
-  /** Brings the connections in line with settings; returns the ones that are new. */
-  async sync(): Promise<ClusterConnection[]> {
+  /** Brings the connections in line with settings; returns the ones that are new. Calls run one after another. */
+  sync(): Promise<ClusterConnection[]> {
+    const run = this.syncing.then(() => this.syncNow());
+    this.syncing = run.catch(() => undefined);
+    return run;
+  }
+
+  private async syncNow(): Promise<ClusterConnection[]> {
     const wanted = readConnections();
     const added: ClusterConnection[] = [];
     for (const [name, c] of this.connections) {
