@@ -8,17 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-apt_packages=(chromium fonts-dejavu-core libkrb5-dev pkg-config build-essential python3)
-missing=()
-for p in "${apt_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  echo "setup-vscode: installing ${missing[*]} from Debian"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. scripts/apt.sh
+ensure_apt_packages setup-vscode chromium fonts-dejavu-core libkrb5-dev pkg-config build-essential python3
 
 # npm ci in a folder when its lockfile is newer than the marker left by the last complete install there.
 cs="$PWD/scripts/code-server"
