@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'mocha';
-import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
+import { activateWithConnection, removeConnectionSetting } from './fixture';
 import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
 
@@ -15,14 +15,11 @@ describe('Locks tree: live updates, coalescing, identity and staleness', functio
 
   before(async () => {
     etcd = await startEtcd();
-    api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
-    await vscode.commands.executeCommand('locklens.addConnection', { name: CONNECTION, endpoints: [etcd.endpoint], prefixes: ['/burst/'] });
-    await eventually(() => api.registry.get(CONNECTION)?.state === 'connected', 20_000, 'connected');
+    api = await activateWithConnection(CONNECTION, etcd.endpoint, ['/burst/']);
   });
 
   after(async () => {
-    const others = (vscode.workspace.getConfiguration('locklens').get<{ name: string }[]>('connections') ?? []).filter((c) => c.name !== CONNECTION);
-    await vscode.workspace.getConfiguration('locklens').update('connections', others, vscode.ConfigurationTarget.Global);
+    await removeConnectionSetting(CONNECTION);
     await etcd?.dispose();
   });
 

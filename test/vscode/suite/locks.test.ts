@@ -7,6 +7,7 @@ import type { LockLensApi } from '../../../src/extension/extension';
 import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { Procs } from '../../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
+import { activateWithConnection, removeConnectionSetting } from './fixture';
 import { WindowStubs } from './windowStubs';
 
 /**
@@ -30,7 +31,7 @@ describe('Locks tree and commands against a real etcd', function () {
 
   /** Walks the tree as VS Code would: root → connection → prefix → locks. */
   function lockRows(): { node: LockTreeNode; item: vscode.TreeItem }[] {
-    const [connection] = api.tree.getChildren();
+    const connection = api.tree.getChildren().find((n) => n.connection.name === CONNECTION)!;
     const [prefix] = api.tree.getChildren(connection);
     return api.tree.getChildren(prefix).map((node) => ({ node, item: api.tree.getTreeItem(node) }));
   }
@@ -49,13 +50,11 @@ describe('Locks tree and commands against a real etcd', function () {
 
   before(async () => {
     etcd = await startEtcd();
-    api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
-    await vscode.commands.executeCommand('locklens.addConnection', { name: CONNECTION, endpoints: [etcd.endpoint], prefixes: ['/locks/'] });
-    await eventually(() => api.registry.get(CONNECTION)?.state === 'connected', 20_000, 'connected');
+    api = await activateWithConnection(CONNECTION, etcd.endpoint, ['/locks/']);
   });
 
   after(async () => {
-    await vscode.workspace.getConfiguration('locklens').update('connections', undefined, vscode.ConfigurationTarget.Global);
+    await removeConnectionSetting(CONNECTION);
     await etcd?.dispose();
   });
 
