@@ -144,6 +144,42 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.equal(memberRows('stuck')[0].item.label, waiter.lease, 'the waiter now holds');
   });
 
+  it('tells at once when a held lock is lost, and Disconnect releases what is held', async () => {
+    await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/lost', ttl: 30 });
+    const [held] = api.heldLocks.all();
+    await etcd.etcdctl(['lease', 'revoke', held.session.leaseId]);
+    await eventually(() => stubs.shown.some((m) => m.kind === 'error' && /You lost the lock "\/locks\/lost"/.test(m.message)), 10_000, 'the lost-lock message');
+    assert.equal(api.heldLocks.all().length, 0);
+
+    await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/on-disconnect', ttl: 30 });
+    assert.equal((await keysOf(etcd, '/locks/on-disconnect/')).length, 1);
+    const connection = api.tree.getChildren().find((n) => n.connection.name === CONNECTION)!;
+    await vscode.commands.executeCommand('locklens.disconnect', connection);
+    assert.deepEqual(await keysOf(etcd, '/locks/on-disconnect/'), [], 'disconnecting revoked the lease of the held lock');
+    assert.equal(api.heldLocks.all().length, 0);
+    await vscode.commands.executeCommand('locklens.connect', connection);
+    await eventually(() => api.registry.get(CONNECTION)!.state === 'connected', 20_000, 'connected again');
+  });
+
+  it('Copy Key / Lease ID / Fencing Token and Show Lease Details give the member\'s values', async () => {
+    procs.etcdctl(['lock', '/locks/details', 'sleep', '120']);
+    await eventually(async () => (await keysOf(etcd, '/locks/details/')).length === 1, 10_000, 'etcdctl holds');
+    const [key] = await keysOf(etcd, '/locks/details/');
+    await sync();
+    const [row] = memberRows('details');
+    await vscode.commands.executeCommand('locklens.copyKey', row.node);
+    assert.equal(await vscode.env.clipboard.readText(), key.key);
+    await vscode.commands.executeCommand('locklens.copyLeaseId', row.node);
+    assert.equal(await vscode.env.clipboard.readText(), key.lease);
+    await vscode.commands.executeCommand('locklens.copyFencingToken', row.node);
+    assert.equal(await vscode.env.clipboard.readText(), String(key.create));
+    await vscode.commands.executeCommand('locklens.showLeaseDetails', row.node);
+    const details = stubs.shown.filter((m) => m.kind === 'info').at(-1)!;
+    assert.match(details.message, new RegExp(`Lease ${key.lease}`));
+    assert.match(details.detail ?? '', /Remaining TTL: \d+s of 10s granted/);
+    assert.ok(details.detail?.includes(key.key), details.detail);
+  });
+
   it('read-only mode refuses acquire, release and revoke, and changes nothing in etcd', async () => {
     procs.etcdctl(['lock', '/locks/ro', 'sleep', '120']);
     await eventually(async () => (await keysOf(etcd, '/locks/ro/')).length === 1, 10_000, 'etcdctl holds');
