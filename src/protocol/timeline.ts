@@ -1,0 +1,310 @@
+/**
+ * The one message protocol between the timeline panel's host (src/extension/timelinePanel.ts) and its webview
+ * (webview/timeline/). Both sides import this file, so a wrong message is a compile error; it imports nothing from
+ * vscode or Node, because the browser bundle includes it too.
+ *
+ * The host sends the whole picture once (`init`, when the webview says `ready`: on first load, after it was hidden,
+ * after a resume), then only what changed (`diff`, coalesced). Each side checks what it receives with the guards at the
+ * end of this file: a message is data, never trusted to have the shape its type claims.
+ */
+
+export type TimelineRole = 'holder' | 'waiter' | 'leader' | 'candidate' | 'single';
+export type TimelineLockKind = 'queue' | 'single' | 'election';
+
+/**
+ * How a bar ended. The key was deleted while its lease was still alive: `released` (Go's Unlock); the lease was gone:
+ * `revokedOrExpired` (etcd cannot tell a revoke from an expiry afterwards); `unknown` until the host has asked etcd.
+ */
+export type TimelineEnd = 'released' | 'revokedOrExpired' | 'unknown';
+
+/** One bar: one lock member (key) with its lease, as long as the key exists, and for a while after it is gone. */
+export interface TimelineRow {
+  /** Opaque, unique per connection, lock, key and lease. */
+  readonly id: string;
+  readonly connection: string;
+  /** The lock's identity; rows of one lock share it, and it sorts locks in etcd's byte order. Never shown. */
+  readonly lock: string;
+  /** The lock's name for people (text from etcd: draw it, never parse it as HTML). */
+  readonly lockName: string;
+  /** The member's key for people (text from etcd). */
+  readonly key: string;
+  readonly kind: TimelineLockKind;
+  readonly role: TimelineRole;
+  /** 0 for the holder, n for the n-th waiter (at the last update; unchanged once ended). */
+  readonly position: number;
+  /** Lease ID in lowercase hex; '' for a key without a lease. */
+  readonly lease: string;
+  /** The key's create revision: its place in the queue, and the fencing token while it holds. */
+  readonly createRevision: number;
+  /** When LockLens first saw the key (ms since the epoch); `firstSeenExact` false: it was already there. */
+  readonly firstSeenAt: number;
+  readonly firstSeenExact: boolean;
+  /** When it became the holder (position 0 only). */
+  readonly heldSince?: number;
+  /** The lease's state at the last sample; absent before the first sample or without a lease. */
+  readonly leaseState?: 'alive' | 'expired';
+  readonly grantedTtl?: number;
+  /** Seconds left at `observedAt`; the webview counts down from there. */
+  readonly ttl?: number;
+  readonly observedAt?: number;
+  /** When keepalives were detected (the TTL jumped back up), oldest first. */
+  readonly refreshes: readonly number[];
+  readonly stalled: boolean;
+  /** Held longer than the long-hold threshold at the last update (the webview also checks it as time passes). */
+  readonly longHold: boolean;
+  readonly endedAt?: number;
+  readonly end?: TimelineEnd;
+}
+
+/** A bar that ended (its key is gone), or a better answer on how it ended. */
+export interface TimelineRowEnd {
+  readonly id: string;
+  readonly endedAt: number;
+  readonly end: TimelineEnd;
+}
+
+export interface TimelineDiff {
+  /** New rows, and rows that changed (whole rows: a row is small). */
+  readonly upserts: readonly TimelineRow[];
+  readonly ended: readonly TimelineRowEnd[];
+  /** Rows to forget: past the kept time, or their connection went away. */
+  readonly removed: readonly string[];
+}
+
+export interface TimelineConfig {
+  /** Holders holding longer are flagged (setting locklens.longHoldSeconds). */
+  readonly longHoldMs: number;
+  /** Revoke is offered only when false (setting locklens.readOnly). */
+  readonly readOnly: boolean;
+  /** The time windows offered, in ms; ended bars are kept for the longest. */
+  readonly windowsMs: readonly number[];
+}
+
+/** Every text the webview shows that is not data, localised by the host. `{0}` marks an argument. */
+export interface TimelineStrings {
+  readonly filterPlaceholder: string;
+  readonly window: string;
+  readonly pause: string;
+  readonly resume: string;
+  readonly paused: string;
+  readonly summary: string; // Leases: {0} · locks: {1}
+  readonly empty: string;
+  readonly noMatch: string;
+  readonly rowsLabel: string;
+  readonly holder: string;
+  readonly waiter: string;
+  readonly leader: string;
+  readonly candidate: string;
+  readonly single: string;
+  readonly lease: string; // lease {0}
+  readonly noLease: string;
+  readonly token: string; // token {0}
+  readonly ttl: string; // TTL {0}s
+  readonly ttlOf: string; // TTL {0}s of {1}s
+  readonly ttlUnknown: string;
+  readonly stalled: string;
+  readonly longHold: string;
+  readonly expired: string;
+  readonly endedReleased: string;
+  readonly endedRevoked: string;
+  readonly endedUnknown: string;
+  readonly refreshes: string; // {0} keepalives seen
+  readonly firstSeen: string; // first seen {0} ago
+  readonly firstSeenInexact: string; // already there when LockLens looked, ≥ {0} ago
+  readonly waiting: string; // waiting #{0}
+  readonly reveal: string;
+  readonly copyLeaseId: string;
+  readonly revoke: string;
+  readonly selectHint: string;
+  readonly now: string;
+  readonly legend: string;
+  readonly lockQueue: string;
+  readonly lockElection: string;
+  readonly lockSingle: string;
+  readonly liveCount: string; // {0} live
+  readonly seconds: string; // {0}s
+  readonly minutes: string; // {0}m
+  readonly minutesSeconds: string; // {0}m {1}s
+  readonly hours: string; // {0}h
+  readonly actions: string;
+}
+
+export interface InitMessage {
+  readonly type: 'init';
+  /** The host's clock when sent: the webview corrects for a browser on another machine (code-server). */
+  readonly sentAt: number;
+  readonly rows: readonly TimelineRow[];
+  readonly config: TimelineConfig;
+  readonly strings: TimelineStrings;
+  /** Pre-fill the lock filter (opened from a lock in the tree). */
+  readonly filter?: string;
+}
+
+export interface DiffMessage extends TimelineDiff {
+  readonly type: 'diff';
+  readonly sentAt: number;
+}
+
+export interface ConfigMessage {
+  readonly type: 'config';
+  readonly config: TimelineConfig;
+}
+
+export interface FilterMessage {
+  readonly type: 'filter';
+  readonly filter: string;
+}
+
+export type HostMessage = InitMessage | DiffMessage | ConfigMessage | FilterMessage;
+
+/** Asks for an `init`: on load, and on resume after a pause. */
+export interface ReadyMessage {
+  readonly type: 'ready';
+}
+
+/** Per-row actions name the row; the host looks it up and acts only on what it knows. */
+export interface RowActionMessage {
+  readonly type: 'reveal' | 'copyLeaseId' | 'revoke';
+  readonly row: string;
+}
+
+export type WebviewMessage = ReadyMessage | RowActionMessage;
+
+/** What the webview keeps across hide/show (`vscode.setState`); the data itself comes back in `init`. */
+export interface TimelineViewState {
+  readonly filter: string;
+  readonly windowMs: number;
+  readonly paused: boolean;
+  readonly selected?: string;
+  readonly scrollTop: number;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Applying a diff: the webview keeps its rows with exactly this, and the unit tests check it against the reducer.
+
+/** Applies a diff to rows kept by id, in place. Ends and removals of unknown rows are ignored. */
+export function applyDiff(rows: Map<string, TimelineRow>, diff: TimelineDiff): void {
+  for (const row of diff.upserts) rows.set(row.id, row);
+  for (const e of diff.ended) {
+    const row = rows.get(e.id);
+    if (row) rows.set(e.id, { ...row, endedAt: e.endedAt, end: e.end });
+  }
+  for (const id of diff.removed) rows.delete(id);
+}
+
+export function isEmptyDiff(diff: TimelineDiff): boolean {
+  return diff.upserts.length === 0 && diff.ended.length === 0 && diff.removed.length === 0;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Guards. Cheap enough for 2,000 rows; they check every field either side reads.
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isStr = (v: unknown): v is string => typeof v === 'string';
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
+const optNum = (v: unknown) => v === undefined || isNum(v);
+const ROLES: readonly string[] = ['holder', 'waiter', 'leader', 'candidate', 'single'];
+const KINDS: readonly string[] = ['queue', 'single', 'election'];
+const ENDS: readonly string[] = ['released', 'revokedOrExpired', 'unknown'];
+
+export function isTimelineRow(v: unknown): v is TimelineRow {
+  return (
+    isObj(v) &&
+    isStr(v.id) &&
+    isStr(v.connection) &&
+    isStr(v.lock) &&
+    isStr(v.lockName) &&
+    isStr(v.key) &&
+    KINDS.includes(v.kind as string) &&
+    ROLES.includes(v.role as string) &&
+    isNum(v.position) &&
+    isStr(v.lease) &&
+    isNum(v.createRevision) &&
+    isNum(v.firstSeenAt) &&
+    isBool(v.firstSeenExact) &&
+    optNum(v.heldSince) &&
+    (v.leaseState === undefined || v.leaseState === 'alive' || v.leaseState === 'expired') &&
+    optNum(v.grantedTtl) &&
+    optNum(v.ttl) &&
+    optNum(v.observedAt) &&
+    Array.isArray(v.refreshes) &&
+    v.refreshes.every(isNum) &&
+    isBool(v.stalled) &&
+    isBool(v.longHold) &&
+    optNum(v.endedAt) &&
+    (v.end === undefined || ENDS.includes(v.end as string))
+  );
+}
+
+function isRowEnd(v: unknown): v is TimelineRowEnd {
+  return isObj(v) && isStr(v.id) && isNum(v.endedAt) && ENDS.includes(v.end as string);
+}
+
+function isConfig(v: unknown): v is TimelineConfig {
+  return isObj(v) && isNum(v.longHoldMs) && isBool(v.readOnly) && Array.isArray(v.windowsMs) && v.windowsMs.length > 0 && v.windowsMs.every((w) => isNum(w) && w > 0);
+}
+
+function isStrings(v: unknown): v is TimelineStrings {
+  return isObj(v) && Object.values(v).every(isStr) && isStr(v.filterPlaceholder) && isStr(v.summary);
+}
+
+/** The webview's check of what the host sent. */
+export function isHostMessage(v: unknown): v is HostMessage {
+  if (!isObj(v)) return false;
+  switch (v.type) {
+    case 'init':
+      return isNum(v.sentAt) && Array.isArray(v.rows) && v.rows.every(isTimelineRow) && isConfig(v.config) && isStrings(v.strings) && (v.filter === undefined || isStr(v.filter));
+    case 'diff':
+      return (
+        isNum(v.sentAt) &&
+        Array.isArray(v.upserts) &&
+        v.upserts.every(isTimelineRow) &&
+        Array.isArray(v.ended) &&
+        v.ended.every(isRowEnd) &&
+        Array.isArray(v.removed) &&
+        v.removed.every(isStr)
+      );
+    case 'config':
+      return isConfig(v.config);
+    case 'filter':
+      return isStr(v.filter);
+    default:
+      return false;
+  }
+}
+
+/** The host's check of what the webview sent. */
+export function isWebviewMessage(v: unknown): v is WebviewMessage {
+  if (!isObj(v)) return false;
+  switch (v.type) {
+    case 'ready':
+      return true;
+    case 'reveal':
+    case 'copyLeaseId':
+    case 'revoke':
+      return isStr(v.row) && v.row.length > 0 && v.row.length < 100_000;
+    default:
+      return false;
+  }
+}
+
+/** The saved view state, or undefined when it is not one (an older version's, or nothing). */
+export function isViewState(v: unknown): v is TimelineViewState {
+  return isObj(v) && isStr(v.filter) && isNum(v.windowMs) && isBool(v.paused) && isNum(v.scrollTop) && (v.selected === undefined || isStr(v.selected));
+}
+
+/** `{0}`, `{1}`… replaced by the arguments, as vscode.l10n.t does. */
+export function formatString(template: string, ...args: readonly (string | number)[]): string {
+  return template.replace(/\{(\d+)\}/g, (m, i: string) => (Number(i) < args.length ? String(args[Number(i)]) : m));
+}
+
+/** The order bars are shown in: by connection, then lock (etcd's byte order), then create revision (queue order). */
+export function compareRows(a: TimelineRow, b: TimelineRow): number {
+  return cmp(a.connection, b.connection) || cmp(a.lock, b.lock) || a.createRevision - b.createRevision || cmp(a.id, b.id);
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
