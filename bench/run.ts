@@ -4,6 +4,7 @@ import { EtcdConnection } from '../src/core/connection';
 import { startEtcd } from '../test/harness/etcd';
 import { ROOT } from './paths';
 import * as scenarios from './scenarios';
+import { timelineReduce, timelineWebview } from './timeline';
 
 /**
  * `npm run bench`: starts its own etcd on loopback, runs every scenario against it (LockLens and etcdctl in the same
@@ -28,6 +29,8 @@ async function main(): Promise<void> {
     await run('lease_sweep', () => scenarios.leaseSweep(b));
     await run('storm', () => scenarios.storm(b));
     await run('initial_load', () => scenarios.initialLoad(b));
+    await run('timeline_reduce', async () => timelineReduce());
+    await run('timeline_webview', () => timelineWebview());
   } finally {
     conn.close();
     load.close();
