@@ -1,4 +1,5 @@
-// Bundles the extension host (CommonJS, `vscode` left external), the `locklens` CLI, and the webview (browser IIFE).
+// Bundles the extension host (CommonJS, `vscode` left external), the `locklens` CLI, the demo, and the webview
+// (browser IIFE).
 // `node esbuild.mjs` builds for development (source maps, not minified); `--production` minifies;
 // `--watch` rebuilds on change.
 import * as esbuild from 'esbuild';
@@ -53,6 +54,17 @@ const builds = [
     target: 'node20',
     format: 'cjs',
     banner: { js: '#!/usr/bin/env node' },
+    plugins: [etcd3Protos],
+  },
+  {
+    // `npm run demo` (demo/): the core engine in one file like the CLI, with etcd3's protos beside it in dist/proto.
+    // Kept out of the .vsix by .vscodeignore.
+    ...common,
+    entryPoints: { demo: 'demo/main.ts' },
+    outdir: 'dist',
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
     plugins: [etcd3Protos],
   },
 ];

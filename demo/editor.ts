@@ -1,0 +1,113 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { baseSettings, checkInstalled, copyExtension, repoRoot, startCodeServer, type CodeServer } from './codeServer';
+import { Group, RUN_VAR } from './processes';
+import { LOCKS, PREFIXES } from './workload';
+
+/**
+ * VS Code with LockLens installed and connected to the demo's etcd: desktop VS Code when `code` is on PATH and there
+ * is a display, else code-server on 127.0.0.1 (the same one the UI tests use) in the browser. Either way it gets
+ * temporary user-data and extensions dirs (your own VS Code profile is not touched), the built extension copied in,
+ * and a settings.json with the `demo` connection.
+ */
+
+export interface Editor {
+  /** What to tell the user: the URL to open, or that a window opened. */
+  readonly description: string;
+  readonly url?: string;
+  stop(): Promise<void>;
+}
+
+export interface EditorOptions {
+  readonly endpoints: readonly string[];
+  /** The demo's temp dir: the workspace folder and the desktop profile go under it. */
+  readonly root: string;
+  readonly runId: string;
+  /** Use code-server even where desktop VS Code exists. */
+  readonly forceCodeServer: boolean;
+  readonly log: (message: string) => void;
+}
+
+/** The settings that connect LockLens to the demo. */
+export function demoSettings(endpoints: readonly string[]): Record<string, unknown> {
+  return {
+    'locklens.connections': [{ name: 'demo', endpoints: [...endpoints], prefixes: [...PREFIXES] }],
+    // The stuck holder is flagged after a minute, not the default five.
+    'locklens.longHoldSeconds': 60,
+    'locklens.leaseSampleSeconds': 1,
+    // The workspace's README.md (what the demo runs and what to try) opens at start.
+    'workbench.startupEditor': 'readme',
+  };
+}
+
+export function desktopCodeAvailable(): boolean {
+  const hasDisplay = process.platform === 'darwin' || !!process.env.DISPLAY || !!process.env.WAYLAND_DISPLAY;
+  return hasDisplay && spawnSync('sh', ['-c', 'command -v code'], { stdio: 'ignore' }).status === 0;
+}
+
+export async function openEditor(options: EditorOptions): Promise<Editor> {
+  const workspace = join(options.root, 'workspace');
+  mkdirSync(workspace, { recursive: true });
+  writeFileSync(join(workspace, 'README.md'), workspaceReadme(options.endpoints));
+  const settings = { ...baseSettings, ...demoSettings(options.endpoints) };
+
+  if (!options.forceCodeServer && desktopCodeAvailable()) {
+    const userData = join(options.root, 'vscode-user-data');
+    const extensions = join(options.root, 'vscode-extensions');
+    mkdirSync(join(userData, 'User'), { recursive: true });
+    mkdirSync(extensions, { recursive: true });
+    writeFileSync(join(userData, 'User', 'settings.json'), JSON.stringify(settings, null, 2));
+    copyExtension(repoRoot, extensions);
+    // --wait keeps the `code` launcher running while the window is open. The window's own processes leave this group
+    // (Electron starts detached), but they carry the demo's run id in their environment: the demo's straggler sweep
+    // closes them at the end.
+    const group = new Group('vscode', 'code', ['--new-window', '--wait', '--user-data-dir', userData, '--extensions-dir', extensions, '--disable-workspace-trust', workspace], options.runId);
+    void group.exited.then(() => options.log('the VS Code window was closed; the workload keeps running (Ctrl-C stops it)'));
+    return {
+      description: 'desktop VS Code (a new window with its own temporary profile)',
+      stop: () => group.stop(2000),
+    };
+  }
+
+  checkInstalled();
+  const server: CodeServer = await startCodeServer({
+    installExtensionFrom: repoRoot,
+    extraSettings: demoSettings(options.endpoints),
+    env: { [RUN_VAR]: options.runId },
+  });
+  const url = `${server.url}/?folder=${encodeURIComponent(workspace)}`;
+  return {
+    description: 'code-server (VS Code in the browser)',
+    url,
+    stop: () => server.stop(),
+  };
+}
+
+function workspaceReadme(endpoints: readonly string[]): string {
+  return `# LockLens demo
+
+A local etcd (\`${endpoints.join(',')}\`) with simulated services fighting over locks. Open the **LockLens** view in
+the activity bar (the padlock): the \`demo\` connection watches \`/locks/\` and \`/election/\`.
+
+| lock | who | what to look at |
+| --- | --- | --- |
+| \`${LOCKS.billing}\` | three services using LockLens's Go-compatible Mutex | a holder and a queue that moves every few seconds |
+| \`${LOCKS.report}\` | two \`etcdctl lock\` loops and a Mutex service | etcdctl and Go-style clients queue together |
+| \`${LOCKS.migration}\` | two long migrations | sometimes free, sometimes contended |
+| \`${LOCKS.payments}\` | **stuck**: its holder keeps its lease alive and never releases | the incident |
+| \`${LOCKS.cron}\` | two cron jobs using a single-key try-lock | one row: the key itself |
+| \`${LOCKS.election}\` | \`etcdctl elect\` node-a and node-b | the leader and the candidate |
+
+Things to try:
+
+1. **Fix the incident.** Expand \`payments-reconcile\`: the holder has held for minutes (flagged after 60 s) while
+   two waiters queue. Right-click the holder → **Revoke Lease…**: the confirmation lists the key it deletes and who
+   holds next. The stuck service queues again 30 s later, so you can do it again.
+2. **Take a lock yourself.** **LockLens: Acquire Lock…** on \`${LOCKS.billing}\`: you join the same queue as the Go
+   services, see your position, then hold it (status bar) until you click it to release.
+3. **Watch it live.** **LockLens: Open Timeline** shows every lease's hold and wait as bars over time.
+
+Ctrl-C in the terminal that runs \`npm run demo\` stops everything the demo started.
+`;
+}
