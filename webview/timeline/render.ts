@@ -33,7 +33,7 @@ export interface Frame {
 }
 
 export function labelWidth(width: number): number {
-  return Math.round(Math.min(380, Math.max(200, width * 0.32)));
+  return Math.round(Math.min(400, Math.max(220, width * 0.34)));
 }
 
 /** The line index under a y coordinate of the canvas, or -1 (the axis). */
@@ -236,18 +236,18 @@ export class Renderer {
     const roleText = row.position > 0 ? `${roleLabel(row.role, s)} #${row.position}` : row.role === 'single' ? s.holder : roleLabel(row.role, s);
     ctx.font = t.font;
     ctx.fillStyle = ended ? t.muted : colour;
-    ctx.fillText(this.fit(roleText, 104), 16, mid);
+    ctx.fillText(this.fit(roleText, 86), 16, mid);
     const ttlText = ended ? endLabel(row, s) : left === undefined ? (row.lease ? '…' : '—') : `${left < 10 ? left.toFixed(1) : Math.ceil(left)}s`;
-    const gaugeW = 36;
-    const ttlW = 52;
+    const gaugeW = 28;
+    const ttlW = 44;
     ctx.fillStyle = stalled ? t.error : ended ? t.muted : t.foreground;
-    // An ended bar has no gauge: its end ("revoked or expired") gets the room, and more.
-    const rightW = ended ? ttlW + gaugeW + 40 : ttlW + gaugeW + 4;
+    const idX = 108;
+    // An ended bar has no gauge: its end ("revoked or expired") takes the room it needs from the lease ID.
+    const rightW = ended ? Math.min(labelW - idX - 64, ctx.measureText(ttlText).width + 4) : ttlW + gaugeW + 4;
     const ttlFitted = this.fit(ttlText, ended ? rightW : ttlW);
     ctx.fillText(ttlFitted, labelW - 8 - ctx.measureText(ttlFitted).width, mid);
     ctx.font = t.monoFont;
     ctx.fillStyle = ended ? t.muted : t.foreground;
-    const idX = 124;
     const idW = labelW - idX - rightW - 16;
     ctx.fillText(this.fit(row.lease || lastSegment(row.key), idW), idX, mid);
     if (!ended && left !== undefined && row.grantedTtl) {
