@@ -145,6 +145,21 @@ describe('lease timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000
     await timeline.locator('#filter input').fill('');
   });
 
+  test('hidden and shown again, the timeline keeps its filter and selection (getState/setState) and its bars', async () => {
+    const { page } = workbench;
+    await timeline.locator('#filter input').fill('timeline-jobs');
+    await timeline.locator('#scroller').press('End');
+    await eventually(async () => ((await timeline.locator('#detail-info').textContent()) ?? '').includes(`lease ${leases[2]}`), 10_000, 'the last waiter selected');
+    // Another editor in the same group hides the panel: its webview is unloaded (no retainContextWhenHidden).
+    await runCommand(page, 'File: New Untitled Text File');
+    await page.locator('.tabs-container .tab.active', { hasText: 'Untitled' }).waitFor({ state: 'visible', timeout: 20_000 });
+    await page.locator('.tabs-container .tab', { hasText: 'Lease Timeline' }).click();
+    await bar(leases[2]).waitFor({ state: 'attached', timeout: 20_000 });
+    assert.equal(await timeline.locator('#filter input').inputValue(), 'timeline-jobs');
+    assert.ok(((await timeline.locator('#detail-info').textContent()) ?? '').includes(`lease ${leases[2]}`), 'the selection is back');
+    assert.equal(await bar(leases[0]).getAttribute('data-state'), 'ended-revokedOrExpired', 'the ended bar is still shown');
+  });
+
   test('Reveal in Locks View selects the member in the tree', async () => {
     const { page } = workbench;
     await timeline.locator('#filter input').fill('timeline-jobs');
