@@ -10,6 +10,7 @@ import { LockTreeProvider } from './lockTree';
 import { ConnectionSecretStore } from './secrets';
 import { autoConnect } from './settings';
 import { HeldLocksStatus } from './statusBar';
+import { registerTimeline } from './timelinePanel';
 
 /** What activate returns: the live parts, for tests and for extensions that build on LockLens. */
 export interface LockLensApi {
@@ -58,6 +59,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     new HeldLocksStatus(heldLocks),
     ...registerConnectionCommands(register, registry, secrets),
     ...registerLockCommands(register, registry, heldLocks, tree, audit),
+    ...registerTimeline(context, registry, tree, view),
     register('locklens.showAuditLog', () => audit.channel.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('locklens.connections')) void registry.sync();
