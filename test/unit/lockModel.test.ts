@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { LockModel, lockId, type LockState } from '../../src/core/lockModel';
 import { keyId } from '../../src/core/keys';
 import type { KeyRecord } from '../../src/core/records';
+import { mulberry32 } from '../harness/random';
 
 interface RecOptions {
   create: number;
@@ -400,17 +401,6 @@ describe('LockModel locks()', () => {
   });
 });
 
-/** mulberry32: a tiny seeded PRNG, so a failure reproduces. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function summary(locks: readonly LockState[]) {
   return locks.map((l) => ({ id: l.id, kind: l.kind, holder: holderKey(l), waiters: keys(l.waiters) }));

@@ -6,6 +6,7 @@ import { LockModel, lockId } from '../../src/core/lockModel';
 import type { KeyRecord } from '../../src/core/records';
 import { TimelineReducer, rowId, timelineRows, type TimelineSource } from '../../src/core/timeline';
 import { applyDiff, compareRows, isHostMessage, isTimelineRow, isWebviewMessage, type TimelineDiff, type TimelineRow } from '../../src/protocol/timeline';
+import { mulberry32 } from '../harness/random';
 
 const T0 = 1_700_000_000_000;
 const HOUR = 3_600_000;
@@ -251,17 +252,6 @@ describe('TimelineReducer', () => {
   });
 });
 
-/** mulberry32: a tiny seeded PRNG, so a failure reproduces. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** What a webview would hold: every diff applied, in order, to a copy that went through JSON like a postMessage. */
 function applied(view: Map<string, TimelineRow>, diff: TimelineDiff): void {
