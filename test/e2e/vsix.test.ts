@@ -1,0 +1,207 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { inflateRawSync } from 'node:zlib';
+import { cleanEnv, codeServerEntry, checkInstalled, node24, node24Dir, repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
+import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
+import { localizedManifest } from '../harness/manifest';
+import { openViewContainer, openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
+
+/**
+ * The .vsix a desktop user installs: packaged by vsce from the built bundles (what `npm run package` runs after its
+ * build; here vsce alone, since npm test has just built dist/ and other test files read it while this one runs), with
+ * only the allowed files and a bounded size, then installed into code-server with `--install-extension` (the same
+ * install path as desktop VS Code) and seen working from there: listed as installed, and its Locks view showing a
+ * lock from a real etcd (which needs the extension bundle and etcd3's .proto files from the package, nothing else).
+ */
+
+/** What may be in the package: the extension's files, under `extension/`, plus vsce's two manifest files. */
+const ALLOWED = [
+  /^extension\.vsixmanifest$/,
+  /^\[Content_Types\]\.xml$/,
+  /^extension\/(package\.json|package\.nls(\.[a-z-]+)?\.json|readme\.md|changelog\.md|LICENSE\.txt)$/,
+  /^extension\/dist\/extension\.js(\.LEGAL\.txt)?$/,
+  /^extension\/dist\/proto\/[a-z]+\.proto$/,
+  /^extension\/dist\/webview\/[^/]+\.(js|css|LEGAL\.txt)$/,
+  /^extension\/l10n\/bundle\.l10n(\.[a-z-]+)?\.json$/,
+  /^extension\/media\/[\w/-]+\.(svg|png|md)$/,
+];
+/** The package today is about 250 KB (the extension bundle is most of it): room to grow, not to double. */
+const MAX_VSIX_BYTES = 600 * 1024;
+const MAX_UNPACKED_BYTES = 2 * 1024 * 1024;
+
+interface Manifest {
+  publisher: string;
+  name: string;
+  version: string;
+  displayName: string;
+  main: string;
+  icon?: string;
+  contributes: {
+    viewsContainers: { activitybar: { icon: string }[] };
+    walkthroughs?: { steps: { media: { markdown?: string; image?: string } }[] }[];
+  };
+}
+
+describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 60_000 }, () => {
+  const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as Manifest;
+  let tmp: string;
+  let vsix: string;
+  let entries: ZipEntry[];
+  let etcd: EtcdServer | undefined;
+  let server: CodeServer | undefined;
+  let workbench: Workbench | undefined;
+
+  before(async () => {
+    checkInstalled();
+    tmp = mkdtempSync(join(tmpdir(), 'locklens-vsix-'));
+    vsix = join(tmp, `${manifest.name}-${manifest.version}.vsix`);
+    await run(process.execPath, [join(repoRoot, 'node_modules/@vscode/vsce/vsce'), 'package', '--no-dependencies', '--out', vsix], repoRoot, 120_000);
+    entries = readZip(readFileSync(vsix));
+  });
+
+  after(async () => {
+    await workbench?.close();
+    await server?.stop();
+    await etcd?.dispose();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  test('it holds only the bundles, protos, webview, media, l10n, manifest, README, CHANGELOG and LICENSE', () => {
+    const names = entries.map((e) => e.name);
+    const unexpected = names.filter((n) => !ALLOWED.some((re) => re.test(n)));
+    assert.deepEqual(unexpected, [], `files that must not be in the .vsix:\n${unexpected.join('\n')}`);
+    for (const forbidden of [/\.map$/, /\.ts$/, /dist\/(locklens|demo)\.js/, /node_modules\//, /^extension\/(src|test|demo|docs|scripts|out)\//]) {
+      assert.ok(!names.some((n) => forbidden.test(n)), `nothing matching ${forbidden}`);
+    }
+    // Everything the manifest points at is there.
+    const referenced = [
+      manifest.main,
+      manifest.icon,
+      ...manifest.contributes.viewsContainers.activitybar.map((c) => c.icon),
+      ...(manifest.contributes.walkthroughs ?? []).flatMap((w) => w.steps.map((s) => s.media.markdown ?? s.media.image)),
+      'dist/proto/rpc.proto',
+      'dist/proto/kv.proto',
+      'dist/proto/auth.proto',
+      'package.nls.json',
+      'package.nls.zh-cn.json',
+      'l10n/bundle.l10n.zh-cn.json',
+      'readme.md',
+      'changelog.md',
+      'LICENSE.txt',
+    ].filter((f): f is string => !!f);
+    const missing = referenced.map((f) => `extension/${f.replace(/^\.\//, '')}`).filter((f) => !names.includes(f));
+    assert.deepEqual(missing, [], 'files the manifest needs');
+  });
+
+  test(`its size is bounded (${MAX_VSIX_BYTES / 1024} KB packed, ${MAX_UNPACKED_BYTES / 1024} KB unpacked)`, () => {
+    const packed = statSync(vsix).size;
+    const unpacked = entries.reduce((n, e) => n + e.size, 0);
+    assert.ok(packed <= MAX_VSIX_BYTES, `${packed} bytes packed`);
+    assert.ok(unpacked <= MAX_UNPACKED_BYTES, `${unpacked} bytes unpacked`);
+  });
+
+  test('the packaged README links images by absolute https URLs (vsce rewrites relative ones from `repository`)', () => {
+    const readme = entries.find((e) => e.name === 'extension/readme.md')!.text();
+    const images = [...readme.matchAll(/!\[[^\]]*\]\(([^)\s]+)/g)].map((m) => m[1]);
+    const bad = images.filter((src) => !src.startsWith('https://'));
+    assert.deepEqual(bad, [], 'images a marketplace page could not show');
+  });
+
+  test('code-server --install-extension installs it; the extension is listed and its Locks view works from it', async () => {
+    const userData = join(tmp, 'user-data');
+    const extensions = join(tmp, 'extensions');
+    mkdirSync(userData, { recursive: true });
+    mkdirSync(extensions, { recursive: true });
+    await run(node24, [codeServerEntry, '--install-extension', vsix, '--extensions-dir', extensions, '--user-data-dir', userData], tmp, 120_000, {
+      PATH: `${join(node24Dir, 'bin')}:${process.env.PATH ?? ''}`,
+      XDG_CONFIG_HOME: join(tmp, 'config'),
+      XDG_DATA_HOME: join(tmp, 'data'),
+    });
+    // Installed from the package: exactly its files, unpacked.
+    const installed = join(extensions, `${manifest.publisher}.${manifest.name}-${manifest.version}`);
+    const files = listFiles(installed).sort();
+    const packaged = entries.filter((e) => e.name.startsWith('extension/')).map((e) => e.name.slice('extension/'.length)).sort();
+    assert.deepEqual(files.filter((f) => f !== '.vsixmanifest'), packaged);
+
+    etcd = await startEtcd();
+    await etcd.etcdctl(['put', '/locks/from-the-vsix', 'held']);
+    server = await startCodeServer({
+      userDataDir: userData,
+      extensionsDir: extensions,
+      extraSettings: { 'locklens.connections': [{ name: 'vsix', endpoints: [etcd.endpoint], prefixes: ['/locks/'] }] },
+    });
+    const folder = join(tmp, 'workspace');
+    mkdirSync(folder, { recursive: true });
+    workbench = await openWorkbench(server, { folder });
+    const { page } = workbench;
+
+    const displayName = (localizedManifest(repoRoot) as Manifest).displayName;
+    await runCommand(page, 'Extensions: Show Installed Extensions');
+    await page.locator(`.extensions-viewlet .monaco-list-row[aria-label*="${displayName}"]`).first().waitFor({ state: 'visible', timeout: 30_000 });
+
+    // The Locks view shows the lock: the bundle ran, connected over gRPC with the packaged protos, and read etcd.
+    await openViewContainer(page, 'LockLens');
+    const row = page.locator('.part.sidebar .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: /^from-the-vsix$/ }) }).first();
+    await row.waitFor({ state: 'visible', timeout: 60_000 }).catch(async (e) => {
+      await screenshot(page, 'vsix-failed');
+      throw e;
+    });
+    await eventually(async () => /held \(single key\)/.test((await row.locator('.label-description').first().textContent()) ?? ''), 20_000, 'the lock row describes its holder');
+    await screenshot(page, 'vsix-installed');
+  });
+});
+
+function run(command: string, args: readonly string[], cwd: string, timeout: number, env: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { cwd, timeout, env: cleanEnv(env), maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
+      if (err) reject(new Error(`${command} ${args.join(' ')}: ${err.message}\n${stdout}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+function listFiles(dir: string, root = dir): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? listFiles(join(dir, e.name), root) : [relative(root, join(dir, e.name))]));
+}
+
+interface ZipEntry {
+  readonly name: string;
+  /** Uncompressed size. */
+  readonly size: number;
+  text(): string;
+}
+
+/** The entries of a zip file (a .vsix), from its central directory; stored and deflated entries can be read. */
+function readZip(zip: Buffer): ZipEntry[] {
+  const end = zip.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  assert.ok(end >= 0, 'a zip file (end of central directory found)');
+  const count = zip.readUInt16LE(end + 10);
+  let at = zip.readUInt32LE(end + 16);
+  const entries: ZipEntry[] = [];
+  for (let i = 0; i < count; i++) {
+    assert.equal(zip.readUInt32LE(at), 0x02014b50, 'a central directory entry');
+    const method = zip.readUInt16LE(at + 10);
+    const compressed = zip.readUInt32LE(at + 20);
+    const size = zip.readUInt32LE(at + 24);
+    const nameLength = zip.readUInt16LE(at + 28);
+    const extraLength = zip.readUInt16LE(at + 30);
+    const commentLength = zip.readUInt16LE(at + 32);
+    const local = zip.readUInt32LE(at + 42);
+    const name = zip.subarray(at + 46, at + 46 + nameLength).toString('utf8');
+    entries.push({
+      name,
+      size,
+      text() {
+        const start = local + 30 + zip.readUInt16LE(local + 26) + zip.readUInt16LE(local + 28);
+        const data = zip.subarray(start, start + compressed);
+        return (method === 0 ? data : inflateRawSync(data)).toString('utf8');
+      },
+    });
+    at += 46 + nameLength + extraLength + commentLength;
+  }
+  return entries;
+}
