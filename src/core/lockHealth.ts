@@ -58,8 +58,9 @@ export class LockClock {
       const known = this.holderSince.get(lock.id);
       if (!holder) this.holderSince.delete(lock.id);
       else if (known?.key !== holder) {
-        // A waiter that moves up was seen queueing: its hold started now. A holder that was never seen waiting was not.
-        this.holderSince.set(lock.id, { key: holder, since: { at: now, exact: exact && known !== undefined } });
+        // Seen live (a waiter moving up, or a new key taking a free lock), the hold starts now; found by a (re)load, it
+        // started at some unknown earlier time.
+        this.holderSince.set(lock.id, { key: holder, since: { at: now, exact } });
       }
       this.forgetGone(lock, current);
     }

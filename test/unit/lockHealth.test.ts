@@ -89,6 +89,14 @@ describe('LockClock and lockHealth', () => {
     step(3000, (m) => m.put(mutexKey('/locks/a', 'b2', 14)));
     assert.deepEqual(clock.seen(model.locks()[0].holder!), { at: 3000, exact: true });
   });
+
+  test('a new key that takes a free lock while LockLens watches holds since then, exactly', () => {
+    const { model, clock, step } = harness();
+    step(0, (m) => m.reload(() => true, [], 1));
+    step(2000, (m) => m.put(mutexKey('/locks/new', 'a1', 10)));
+    const [holder] = lockHealth(model.locks()[0], clock, () => undefined, options, 2500);
+    assert.deepEqual(holder.since, { at: 2000, exact: true });
+  });
 });
 
 describe('revokeEffects', () => {
