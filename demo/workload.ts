@@ -89,9 +89,9 @@ export class Workload {
     this.run('report-c', () => this.mutexService('report-c', LOCKS.report, [3, 6], [1, 3]));
     for (const name of ['migrate-eu', 'migrate-us']) this.run(name, () => this.mutexService(name, LOCKS.migration, [8, 15], [6, 20]));
     for (const name of ['cron-a', 'cron-b']) this.run(name, () => this.tryLock(name, LOCKS.cron, [8, 15], [2, 4]));
-    this.run('node-a', () => this.elect('node-a', [30, 60]));
+    this.run('node-a', () => this.elect('node-a', [15, 25]));
     await sleep(500);
-    this.run('node-b', () => this.elect('node-b', [30, 60]));
+    this.run('node-b', () => this.elect('node-b', [15, 25]));
   }
 
   /** Stops every service: waiters leave their queues, holders release, sessions are revoked, processes end. */
@@ -201,42 +201,44 @@ export class Workload {
   }
 
   /**
-   * A single-key try-lock, the seed articles' recipe: put the key with a lease if `CreateRevision(key) == 0`, else try
-   * again later. The holder deletes the key only if it is still the one it created (owner-only), then revokes.
+   * A single-key try-lock, the seed articles' recipe: put the key with the contender's lease if
+   * `CreateRevision(key) == 0`, else try again later. The holder deletes the key only if it is still the one it
+   * created (owner-only). One lease, kept alive, for the contender's life (replaced if someone revokes it).
    */
   private async tryLock(who: string, key: string, hold: [number, number], retry: [number, number]): Promise<void> {
     const conn = await this.connect();
     const k = Buffer.from(key);
+    let session: Session | undefined;
     try {
       while (!this.stopping) {
-        const session = await Session.create(conn, 10);
-        try {
-          const res = await call(
+        if (!session || session.lost) {
+          session?.dispose();
+          session = await Session.create(conn, 10);
+        }
+        const res = await call(
+          conn.client.kv.txn({
+            compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
+            success: [{ request_put: { key: k, value: Buffer.from(`${who} pid ${process.pid}`), lease: leaseDecimal(session.leaseId) } }],
+            failure: [],
+          }),
+        );
+        if (res.succeeded) {
+          const created = Number(res.header.revision);
+          this.log(who, `holds ${key} (single key, lease ${session.leaseId})`, true);
+          await sleep(between(...hold), this.abort.signal);
+          await call(
             conn.client.kv.txn({
-              compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: 0 }],
-              success: [{ request_put: { key: k, value: Buffer.from(`${who} pid ${process.pid}`), lease: leaseDecimal(session.leaseId) } }],
+              compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: created }],
+              success: [{ request_delete_range: { key: k } }],
               failure: [],
             }),
-          );
-          if (res.succeeded) {
-            const created = Number(res.header.revision);
-            this.log(who, `holds ${key} (single key, lease ${session.leaseId})`, true);
-            await sleep(between(...hold), this.abort.signal);
-            await call(
-              conn.client.kv.txn({
-                compare: [{ key: k, target: 'Create', result: 'Equal', create_revision: created }],
-                success: [{ request_delete_range: { key: k } }],
-                failure: [],
-              }),
-            ).catch(() => undefined);
-            this.log(who, `released ${key}`, true);
-          }
-        } finally {
-          await session.revoke().catch(() => undefined);
+          ).catch(() => undefined);
+          this.log(who, `released ${key}`, true);
         }
         await sleep(between(...retry), this.abort.signal);
       }
     } finally {
+      await session?.revoke().catch(() => undefined);
       conn.close();
       this.connections.delete(conn);
     }
