@@ -1,12 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { resolve } from 'node:path';
-import { Procs, show, type Proc } from '../harness/cli';
+import { Procs, show } from '../harness/cli';
+import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually, sleep } from '../harness/etcd';
-import { processesWithEnv } from '../../demo/processes';
 
 /**
  * `npm run demo -- --no-editor` (dist/demo.js, built by npm test) as a user runs it: it starts its own etcd and the
@@ -18,9 +16,6 @@ import { processesWithEnv } from '../../demo/processes';
  * by looking at every process on the machine, not only the ones the demo says it started; and whatever happens, the
  * `after` hook SIGKILLs every process carrying it.
  */
-
-const DEMO = resolve(__dirname, '../../../dist/demo.js');
-const MARK = 'LOCKLENS_DEMO_TEST_MARK';
 
 interface EntryJson {
   key: string;
@@ -36,14 +31,11 @@ interface LockJson {
 }
 
 describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
-  const mark = randomUUID();
   const procs = new Procs('');
-  let demo: Proc;
+  let demo: RunningDemo;
   let endpoint = '';
   let tempDir = '';
   let stuckLease = '';
-
-  const marked = () => processesWithEnv(MARK, mark);
 
   async function list(): Promise<Map<string, LockJson>> {
     const r = await procs.run(['list', '--endpoints', endpoint, '--prefix', '/locks/', '--prefix', '/election/', '--json']);
@@ -53,31 +45,21 @@ describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
   }
 
   before(async () => {
-    assert.ok(existsSync(DEMO), `${DEMO} is missing: npm run build makes it`);
-    demo = procs.spawn(process.execPath, [DEMO, '--no-editor'], { env: { [MARK]: mark } });
-    const ready = await demo.until((p) => /ready: (\S+)/.exec(p.stdout) ?? undefined, 'the demo says ready', 60_000);
-    endpoint = ready[1];
-    tempDir = /data dir (\/\S+)\/etcd\)/.exec(demo.stdout)?.[1] ?? '';
-    stuckLease = /held with lease ([0-9a-f]+)/.exec(demo.stdout)?.[1] ?? '';
+    demo = await startDemo(['--no-editor']);
+    ({ endpoint, tempDir, stuckLease } = demo);
   });
 
   after(async () => {
     // Whatever happened: the demo's own group, then every process that carries this run's marker.
+    await demo?.dispose();
     await procs.dispose();
-    for (const pid of marked()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
   });
 
   test('it starts etcd on loopback with its data under a temp dir, and names the stuck lease', () => {
-    assert.match(endpoint, /^127\.0\.0\.1:\d+$/, demo.stdout);
-    assert.match(tempDir, /locklens-demo-/, demo.stdout);
+    assert.match(endpoint, /^127\.0\.0\.1:\d+$/, demo.proc.stdout);
+    assert.match(tempDir, /locklens-demo-/, demo.proc.stdout);
     assert.ok(existsSync(tempDir), `${tempDir} exists while the demo runs`);
-    assert.match(stuckLease, /^[0-9a-f]+$/, demo.stdout);
+    assert.match(stuckLease, /^[0-9a-f]+$/, demo.proc.stdout);
   });
 
   test('locklens list --json shows the queues, the stuck holder and its waiters, the try-lock and the election', async () => {
@@ -124,14 +106,14 @@ describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
   });
 
   test('Ctrl-C (SIGINT) stops etcd, the workload and every process it started, and removes its temp dir', async () => {
-    const before = marked();
+    const before = demo.marked();
     assert.ok(before.length >= 8, `the demo and its processes carry the marker (${before.length})`);
-    demo.signal('SIGINT');
-    const r = await demo.wait(30_000);
+    demo.proc.signal('SIGINT');
+    const r = await demo.proc.wait(30_000);
     assert.equal(r.code, 0, show(r));
     assert.match(r.stdout, /stopped .*temp dir removed/);
     // Its processes are gone (the demo waits for every group; allow a moment for the last exits to be reaped).
-    const left = await eventually(() => (marked().length === 0 ? [] : undefined), 5000, 'no process left').catch(() => marked());
+    const left = await eventually(() => (demo.marked().length === 0 ? [] : undefined), 5000, 'no process left').catch(() => demo.marked());
     assert.deepEqual(left.map(describePid), [], 'processes left behind');
     assert.ok(!existsSync(tempDir), `${tempDir} removed`);
     assert.equal(await listening(endpoint), false, `nothing listens on ${endpoint} any more`);

@@ -1,0 +1,60 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { processesWithEnv } from '../../demo/processes';
+import { Procs, type Proc } from './cli';
+
+/**
+ * The demo (dist/demo.js, built by npm run build) as a test runs it: started with a marker variable in its environment
+ * that every process it starts inherits, so that a test can check that nothing is left after it stops, and `dispose`
+ * can SIGKILL every one of them whatever happened.
+ */
+
+export const DEMO = resolve(__dirname, '../../../dist/demo.js');
+const MARK = 'LOCKLENS_DEMO_TEST_MARK';
+
+export interface RunningDemo {
+  readonly proc: Proc;
+  /** host:port of the demo's etcd. */
+  readonly endpoint: string;
+  /** The demo's temp dir (etcd's data is in it). */
+  readonly tempDir: string;
+  /** The stuck holder's lease (hex) when the demo became ready. */
+  readonly stuckLease: string;
+  /** Pids of every process carrying this run's marker (the demo included, while it runs). */
+  marked(): number[];
+  /** Kills the demo's group and every process carrying the marker. */
+  dispose(): Promise<void>;
+}
+
+export async function startDemo(args: readonly string[] = ['--no-editor']): Promise<RunningDemo> {
+  if (!existsSync(DEMO)) throw new Error(`${DEMO} is missing: npm run build makes it`);
+  const mark = randomUUID();
+  const procs = new Procs('');
+  const marked = () => processesWithEnv(MARK, mark);
+  const dispose = async () => {
+    await procs.dispose();
+    for (const pid of marked()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+  };
+  const proc = procs.spawn(process.execPath, [DEMO, ...args], { env: { [MARK]: mark } });
+  try {
+    const ready = await proc.until((p) => /ready: (\S+)/.exec(p.stdout) ?? undefined, 'the demo says ready', 90_000);
+    return {
+      proc,
+      endpoint: ready[1],
+      tempDir: /data dir (\/\S+)\/etcd\)/.exec(proc.stdout)?.[1] ?? '',
+      stuckLease: /held with lease ([0-9a-f]+)/.exec(proc.stdout)?.[1] ?? '',
+      marked,
+      dispose,
+    };
+  } catch (e) {
+    await dispose();
+    throw e;
+  }
+}
