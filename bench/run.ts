@@ -9,20 +9,23 @@ import { timelineReduce, timelineWebview } from './timeline';
 /**
  * `npm run bench`: starts its own etcd on loopback, runs every scenario against it (LockLens and etcdctl in the same
  * run), prints a table and writes bench/results/latest.json. Figures are only comparable within one run.
+ * `node --expose-gc out/bench/run.js NAME...` runs only the scenarios named (figures to bench/results/partial.json).
  */
 async function main(): Promise<void> {
+  const only = new Set(process.argv.slice(2));
   const etcd = await startEtcd({ extraArgs: ['--quota-backend-bytes=4294967296'] });
   const conn = await EtcdConnection.open({ endpoints: [etcd.endpoint] });
   const load = await EtcdConnection.open({ endpoints: [etcd.endpoint] });
   const b = { conn, load, endpoint: etcd.endpoint };
   const results: Record<string, Record<string, number>> = {};
   const run = async (name: string, f: () => Promise<Record<string, number>>) => {
+    if (only.size && !only.has(name)) return;
     process.stderr.write(`bench: ${name}…\n`);
     results[name] = await f();
     process.stderr.write(`bench: ${name} ${JSON.stringify(results[name])}\n`);
   };
   try {
-    await run('extension', () => scenarios.extension());
+    await run('extension', () => scenarios.extension(b));
     await run('handoff', () => scenarios.handoff(b));
     await run('cycle', () => scenarios.cycle(b));
     await run('watch_to_model', () => scenarios.watchToModel(b));
@@ -38,12 +41,14 @@ async function main(): Promise<void> {
   }
   const dir = join(ROOT, 'bench/results');
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'latest.json'), JSON.stringify({ at: new Date().toISOString(), ...results }, null, 2) + '\n');
+  // A run of some scenarios only does not replace the full run's figures.
+  const file = only.size ? 'partial.json' : 'latest.json';
+  writeFileSync(join(dir, file), JSON.stringify({ at: new Date().toISOString(), ...results }, null, 2) + '\n');
   console.log('\nscenario        figure                      value');
   for (const [name, figures] of Object.entries(results)) {
     for (const [k, v] of Object.entries(figures)) console.log(`${name.padEnd(15)} ${k.padEnd(27)} ${v}`);
   }
-  console.log(`\nwritten: bench/results/latest.json`);
+  console.log(`\nwritten: bench/results/${file}`);
 }
 
 main().catch((e) => {

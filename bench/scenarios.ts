@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
-import { statSync } from 'node:fs';
-import Module from 'node:module';
+import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { runTests } from '@vscode/test-electron';
 import type { EtcdConnection } from '../src/core/connection';
 import { readPrefixes } from '../src/core/keyspace';
 import { leaseHex } from '../src/core/keys';
@@ -9,9 +11,11 @@ import { LiveLocks } from '../src/core/liveLocks';
 import { LockModel } from '../src/core/lockModel';
 import { Mutex } from '../src/core/mutex';
 import { Session } from '../src/core/session';
+import { shimPath } from '../test/vscode/runTests';
 import { handoffRound, type Tool } from './handoff';
 import { ROOT } from './paths';
 import { percentile, round } from './stats';
+import type { ExtensionHostFigures } from './vscode/extensionHost';
 
 export interface Bench {
   readonly conn: EtcdConnection;
@@ -188,24 +192,75 @@ export async function leaseSweep(b: Bench, leases = 1000) {
 }
 
 /**
- * The production bundle's size, and the time to load it and run `activate` with a stand-in `vscode` module (the
- * real workbench's share is measured inside VS Code by the extension tests).
+ * LockLens in a real VS Code (code-server here, through @vscode/test-electron's runTests and the code-server shim of
+ * test/vscode; desktop VS Code with LOCKLENS_VSCODE=desktop): the production bundle's size, then `runs` cold
+ * extension hosts, each running bench/vscode/extensionHost.ts (activation, then the tree over `locks` Go-style lock
+ * keys and a burst of `burst` writes to them). Medians over the runs; each run's output goes to
+ * bench/results/extension-host.log.
  */
-export async function extension() {
+export async function extension(b: Bench, runs = 3, locks = 2000, burst = 5000, leases = 20) {
   const bundle = `${ROOT}/dist/extension.js`;
-  const stub = {
-    window: { createOutputChannel: () => ({ info() {}, dispose() {}, appendLine() {} }) },
-  };
-  const resolve = (Module as unknown as { _load: (r: string, ...a: unknown[]) => unknown });
-  const load = resolve._load;
-  resolve._load = (request: string, ...rest: unknown[]) => (request === 'vscode' ? stub : load(request, ...rest));
+  const prefix = '/bench/';
+  // `/bench/l<i>/<lease hex>` over `leases` leases (a Go session can hold many mutexes on one lease).
+  const granted = await Promise.all(Array.from({ length: leases }, () => b.load.client.leaseClient.leaseGrant({ TTL: 600 })));
+  const figures: ExtensionHostFigures[] = [];
   try {
-    const t0 = performance.now();
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const ext = require(bundle) as { activate(ctx: unknown): unknown };
-    await ext.activate({ subscriptions: [], extension: { packageJSON: { version: 'bench' } } });
-    return { bundle_bytes: statSync(bundle).size, activation_ms: round(performance.now() - t0, 1) };
+    const txns: Promise<unknown>[] = [];
+    for (let i = 0; i < locks; i += 125) {
+      const success = [];
+      for (let k = i; k < Math.min(locks, i + 125); k++) {
+        const lease = granted[k % leases].ID;
+        success.push({ request_put: { key: Buffer.from(`${prefix}l${k}/${leaseHex(lease)}`), value: Buffer.alloc(0), lease } });
+      }
+      txns.push(b.load.client.kv.txn({ success }));
+    }
+    await Promise.all(txns);
+    mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+    const log = createWriteStream(join(ROOT, 'bench/results/extension-host.log'));
+    try {
+      for (let r = 0; r < runs; r++) figures.push(await extensionHostRun({ LOCKLENS_BENCH_ENDPOINT: b.endpoint, LOCKLENS_BENCH_PREFIX: prefix, LOCKLENS_BENCH_LOCKS: String(locks), LOCKLENS_BENCH_BURST: String(burst) }, log));
+    } finally {
+      log.end();
+    }
   } finally {
-    resolve._load = load;
+    await Promise.all(granted.map((l) => b.load.client.leaseClient.leaseRevoke({ ID: l.ID })));
+  }
+  if (figures.some((f) => f.was_active)) throw new Error('extension: LockLens was active before the benchmark activated it');
+  const med = (k: keyof ExtensionHostFigures) => round(percentile(figures.map((f) => Number(f[k])), 50), 1);
+  return {
+    bundle_bytes: statSync(bundle).size,
+    runs,
+    activation_ms: med('activation_ms'),
+    locks,
+    load_ms: med('load_ms'),
+    render_first_ms: med('render_first_ms'),
+    render_ms: med('render_ms'),
+    burst_writes: burst,
+    burst_ms: med('burst_ms'),
+    burst_fires: med('burst_fires'),
+    render_after_burst_ms: med('render_after_burst_ms'),
+  };
+}
+
+/** One cold VS Code running bench/vscode/extensionHost.ts; its figures. */
+async function extensionHostRun(env: Record<string, string>, log: NodeJS.WritableStream): Promise<ExtensionHostFigures> {
+  const tmp = mkdtempSync(join(tmpdir(), 'locklens-bench-vscode-'));
+  const resultFile = join(tmp, 'result.json');
+  const desktop = process.env.LOCKLENS_VSCODE === 'desktop';
+  try {
+    mkdirSync(join(tmp, 'workspace'));
+    await runTests({
+      extensionDevelopmentPath: ROOT,
+      extensionTestsPath: join(ROOT, 'out/bench/vscode/extensionHost.js'),
+      vscodeExecutablePath: desktop ? undefined : shimPath,
+      launchArgs: [join(tmp, 'workspace'), `--user-data-dir=${join(tmp, 'user-data')}`, `--extensions-dir=${join(tmp, 'extensions')}`, ...(desktop ? ['--disable-extensions'] : [])],
+      extensionTestsEnv: { ...env, LOCKLENS_BENCH_RESULT: resultFile },
+      stdout: log,
+      stderr: log,
+    });
+    if (!existsSync(resultFile)) throw new Error('extension: the extension host wrote no figures (see bench/results/extension-host.log)');
+    return JSON.parse(readFileSync(resultFile, 'utf8')) as ExtensionHostFigures;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true, maxRetries: 3 });
   }
 }
