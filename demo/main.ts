@@ -74,6 +74,7 @@ const say = (line: string) => process.stdout.write(`${line}\n`);
 async function runDemo(options: DemoOptions): Promise<number> {
   const runId = randomUUID();
   const root = mkdtempSync(join(tmpdir(), 'locklens-demo-'));
+  say(`${time()} temp dir    ${root}   (removed when the demo stops)`);
   let etcd: DemoEtcd | undefined;
   let workload: Workload | undefined;
   let editor: Editor | undefined;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { processesWithEnv } from '../../demo/processes';
 import { Procs, type Proc } from './cli';
@@ -32,7 +32,14 @@ export async function startDemo(args: readonly string[] = ['--no-editor']): Prom
   const mark = randomUUID();
   const procs = new Procs('');
   const marked = () => processesWithEnv(MARK, mark);
+  let proc: Proc | undefined;
   const dispose = async () => {
+    // As a user would stop it first (it stops its processes and removes its temp dir), then by force: its group, every
+    // process carrying the marker, and its temp dir.
+    if (proc?.running) {
+      proc.signal('SIGTERM');
+      await proc.wait(30_000).catch(() => undefined);
+    }
     await procs.dispose();
     for (const pid of marked()) {
       try {
@@ -41,14 +48,16 @@ export async function startDemo(args: readonly string[] = ['--no-editor']): Prom
         // gone
       }
     }
+    const dir = proc && /temp dir +(\/\S+)/.exec(proc.stdout)?.[1];
+    if (dir && /locklens-demo-/.test(dir)) rmSync(dir, { recursive: true, force: true });
   };
-  const proc = procs.spawn(process.execPath, [DEMO, ...args], { env: { [MARK]: mark } });
+  proc = procs.spawn(process.execPath, [DEMO, ...args], { env: { [MARK]: mark } });
   try {
     const ready = await proc.until((p) => /ready: (\S+)/.exec(p.stdout) ?? undefined, 'the demo says ready', 90_000);
     return {
       proc,
       endpoint: ready[1],
-      tempDir: /data dir (\/\S+)\/etcd\)/.exec(proc.stdout)?.[1] ?? '',
+      tempDir: /temp dir +(\/\S+)/.exec(proc.stdout)?.[1] ?? '',
       stuckLease: /held with lease ([0-9a-f]+)/.exec(proc.stdout)?.[1] ?? '',
       marked,
       dispose,
