@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
-import { lockHealth, worstTrouble, type MemberHealth } from '../core/lockHealth';
+import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
 import { members, type LockMember, type LockState } from '../core/lockModel';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
 import { ageLabel, appendUntrusted, formatDuration, formatTtl, roleLabel, tooltip, troubleIcon, troubleText } from './format';
@@ -63,6 +63,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   readonly onDidChangeTreeData = this.changeEmitter.event;
   private readonly nodes = new Map<string, LockTreeNode>();
   private readonly pending = new Set<LockTreeNode>();
+  /** The trouble each lock row was last drawn with: a lease sweep redraws a lock row only when it changes. */
+  private readonly shownTrouble = new Map<string, Trouble | undefined>();
   private pendingAll = false;
   private flushTimer?: NodeJS.Timeout;
   private readonly subscriptions: vscode.Disposable[] = [];
@@ -195,8 +197,15 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const holder = health[0];
     item.contextValue = `lock.${lock.kind}`;
     item.iconPath = troubleIcon(trouble, lock.kind === 'election' ? 'organization' : lock.kind === 'single' ? 'key' : 'lock');
+    // Nothing here changes with the clock (no TTL, no age): a lock row is redrawn only when the lock changes or its
+    // worst trouble does. Redrawing it on every lease sweep would make VS Code re-fetch its member rows each time, and
+    // a context-menu command run in that gap would get no row.
+    this.shownTrouble.set(node.id, trouble);
     const parts: string[] = [];
-    if (holder) parts.push(roleLabel(holder.role), formatTtl(holder), ageLabel(holder));
+    if (holder) {
+      const who = memberLabel(lock, holder.member, node.prefix);
+      parts.push(lock.kind === 'election' ? vscode.l10n.t('leader {0}', who) : vscode.l10n.t('held by {0}', who));
+    }
     if (lock.waiters.length) {
       parts.push(
         lock.kind === 'election'
@@ -210,14 +219,18 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     }
     if (node.connection.staleSince) parts.push(vscode.l10n.t('stale'));
     item.description = parts.join(' · ');
-    const md = tooltip().appendMarkdown(`**${vscode.l10n.t('Lock')}** `);
-    appendUntrusted(md, lock.name).appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock.kind)}\n\n`);
-    for (const h of health) {
-      md.appendMarkdown(`- ${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}: `);
-      appendUntrusted(md, h.member.key).appendMarkdown(` · ${formatTtl(h)} · ${vscode.l10n.t('token {0}', h.member.createRevision)}\n`);
+    return item;
+  }
+
+  /** Tooltips are made when hovered, so the TTLs and ages in them are current. */
+  resolveTreeItem(item: vscode.TreeItem, node: LockTreeNode): vscode.TreeItem {
+    if (node.kind === 'lock') {
+      const lock = this.lock(node);
+      if (lock) item.tooltip = lockTooltip(lock, this.health(node.connection, lock));
+    } else if (node.kind === 'member') {
+      const view = this.memberView(node);
+      if (view) item.tooltip = memberTooltip(view.lock, view.health, this.heldLocks.owns(node.connection, view.health.member.key), node.connection);
     }
-    for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs()))}`);
-    item.tooltip = md;
     return item;
   }
 
@@ -239,7 +252,6 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const trouble = worstTrouble([health]);
     item.iconPath = troubleIcon(trouble, own ? 'account' : MEMBER_ICONS[health.role]);
     item.contextValue = ['member', member.lease ? 'leased' : 'unleased', own ? 'own' : 'other'].join('.');
-    item.tooltip = memberTooltip(lock, health, own, node.connection);
     return item;
   }
 
@@ -266,11 +278,16 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
 
   private leasesChanged(connection: ClusterConnection, leases: Set<string>): void {
     const model = connection.watch?.live.model;
-    const rows = this.rowsOf(connection, (lockId) => {
+    for (const n of this.rowsOf(connection, (lockId) => {
       const lock = model?.lock(lockId);
       return !!lock && members(lock).some((m) => leases.has(m.lease));
-    });
-    for (const n of rows) this.pending.add(n);
+    })) {
+      if (n.kind === 'member') this.pending.add(n);
+      else {
+        const lock = this.lock(n);
+        if (lock && worstTrouble(this.health(connection, lock)) !== this.shownTrouble.get(n.id)) this.pending.add(n);
+      }
+    }
     this.schedule();
   }
 
@@ -296,7 +313,11 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   private forget(gone: (n: LockTreeNode) => boolean): void {
-    for (const [id, n] of this.nodes) if (gone(n)) this.nodes.delete(id);
+    for (const [id, n] of this.nodes) {
+      if (!gone(n)) continue;
+      this.nodes.delete(id);
+      this.shownTrouble.delete(id);
+    }
   }
 
   /** One redraw per turn of the event loop, however many events arrived in it. */
@@ -348,6 +369,17 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   if (reason) appendUntrusted(md.appendMarkdown(`\n\n$(warning) `), reason);
   item.tooltip = md;
   return item;
+}
+
+function lockTooltip(lock: LockState, health: readonly MemberHealth[]): vscode.MarkdownString {
+  const md = tooltip().appendMarkdown(`**${vscode.l10n.t('Lock')}** `);
+  appendUntrusted(md, lock.name).appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock.kind)}\n\n`);
+  for (const h of health) {
+    md.appendMarkdown(`- ${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}: `);
+    appendUntrusted(md, h.member.key).appendMarkdown(` · ${formatTtl(h)} · ${vscode.l10n.t('token {0}', h.member.createRevision)}\n`);
+  }
+  for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs()))}`);
+  return md;
 }
 
 function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: ClusterConnection): vscode.MarkdownString {

@@ -132,7 +132,11 @@ export function registerLockCommands(
     try {
       const result = await revokeLease(conn, lease);
       audit.record({ action: 'revoke', outcome: 'ok', connection: connection.name, lease, keys: result.keys, detail: `revision ${result.revision}` });
-      void vscode.window.showInformationMessage(vscode.l10n.t('Revoked lease {0}: {1} key(s) deleted.', lease, result.keys.length));
+      void vscode.window.showInformationMessage(
+        result.keys.length === 1
+          ? vscode.l10n.t('Revoked lease {0}: 1 key deleted.', lease)
+          : vscode.l10n.t('Revoked lease {0}: {1} keys deleted.', lease, result.keys.length),
+      );
     } catch (e) {
       audit.record({ action: 'revoke', outcome: 'failed', connection: connection.name, lease, detail: errorMessage(e) });
       throw e;
