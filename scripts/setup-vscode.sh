@@ -20,7 +20,11 @@ install() {
   if [ ! -f "$marker" ] || [ "$dir/package-lock.json" -nt "$marker" ]; then
     echo "setup-vscode: npm ci in ${dir#"$PWD"/}"
     rm -f "$marker"
-    (cd "$dir" && env "$@" npm ci --no-audit --no-fund --loglevel=error)
+    # Without the npm_* variables of an outer `npm test`: npm reads them as its own config, and code-server's
+    # postinstall would then see the outer npm's user agent (node/v20) and refuse to install.
+    local outer=() v
+    for v in $(compgen -e | grep '^npm_' || true); do outer+=(-u "$v"); done
+    (cd "$dir" && env "${outer[@]}" "$@" npm ci --no-audit --no-fund --loglevel=error)
     touch "$marker"
   fi
 }
