@@ -1,10 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
-import { eventually } from '../harness/etcd';
+import { eventually, startEtcd } from '../harness/etcd';
 import { localizedManifest } from '../harness/manifest';
 import { openViewContainer, openWorkbench, runCommand, screenshot, waitForExtensionsActivated, type Workbench } from '../harness/workbench';
 
@@ -59,5 +59,43 @@ describe('workbench (code-server + Chromium)', { timeout: 5 * 60_000 }, () => {
     await page.locator('.part.sidebar .welcome-view-content, .part.sidebar .monaco-list-row').first().waitFor({ state: 'visible', timeout: 20_000 });
     await waitForExtensionsActivated(page);
     await screenshot(page, 'workbench');
+  });
+
+  test('Add Connection from the welcome view: endpoints, name, auth, TLS, namespace, prefix; then connected, no secret in settings', async () => {
+    const { page } = workbench;
+    const etcd = await startEtcd();
+    try {
+      // The previous test opened the view; clicking its activity bar item again would close it.
+      if (!(await page.locator('.part.sidebar').isVisible())) await openViewContainer(page, 'LockLens');
+      await page.locator('.part.sidebar .welcome-view-content a, .part.sidebar .welcome-view-content .monaco-button', { hasText: 'Add Connection' }).first().click();
+      const input = page.locator('.quick-input-widget input');
+      const title = page.locator('.quick-input-widget .quick-input-title');
+      // Each step: wait for its title, then answer it. Escape would cancel the whole flow.
+      const step = async (n: number, answer: (() => Promise<void>) | string) => {
+        await eventually(async () => new RegExp(`Add connection \\(${n}/6\\)`).test((await title.textContent()) ?? ''), 20_000, `step ${n}`);
+        if (typeof answer === 'string') await input.fill(answer);
+        else await answer();
+        await page.keyboard.press('Enter');
+      };
+      await step(1, etcd.endpoint);
+      await step(2, 'ui-added');
+      await step(3, async () => {
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: 'No authentication' }).first().waitFor({ state: 'visible' });
+        await input.fill('No authentication');
+      });
+      await step(4, async () => {
+        await page.locator('.quick-input-list .monaco-list-row', { hasText: 'No TLS' }).first().waitFor({ state: 'visible' });
+        await input.fill('No TLS');
+      });
+      await step(5, '');
+      await step(6, '/locks/');
+      const row = page.locator('.part.sidebar .monaco-list-row', { hasText: 'ui-added' }).first();
+      await eventually(async () => /connected/.test((await row.textContent()) ?? ''), 30_000, 'the new connection connected');
+      await screenshot(page, 'add-connection');
+      const settings = JSON.parse(readFileSync(join(server.userDataDir, 'User', 'settings.json'), 'utf8')) as Record<string, unknown>;
+      assert.deepEqual(settings['locklens.connections'], [{ name: 'ui-added', endpoints: [etcd.endpoint], prefixes: ['/locks/'] }]);
+    } finally {
+      await etcd.dispose();
+    }
   });
 });
