@@ -88,7 +88,7 @@ export class Workload {
     for (const name of ['report-a', 'report-b']) this.run(name, () => this.etcdctlLock(name, LOCKS.report, [3, 8], [1, 3]));
     this.run('report-c', () => this.mutexService('report-c', LOCKS.report, [3, 6], [1, 3]));
     for (const name of ['migrate-eu', 'migrate-us']) this.run(name, () => this.mutexService(name, LOCKS.migration, [8, 15], [6, 20]));
-    for (const name of ['cron-a', 'cron-b']) this.run(name, () => this.tryLock(name, LOCKS.cron, [8, 15], [2, 4]));
+    for (const name of ['cron-a', 'cron-b']) this.run(name, () => this.tryLock(name, LOCKS.cron, [8, 15], [0.5, 1.5]));
     this.run('node-a', () => this.elect('node-a', [15, 25]));
     await sleep(500);
     this.run('node-b', () => this.elect('node-b', [15, 25]));
