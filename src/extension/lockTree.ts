@@ -63,6 +63,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   readonly onDidChangeTreeData = this.changeEmitter.event;
   private readonly nodes = new Map<string, LockTreeNode>();
   private readonly pending = new Set<LockTreeNode>();
+  /** Member rows last drawn as held from this window: taking or releasing a lock redraws just the rows it changes. */
+  private readonly shownOwn = new Set<string>();
   /** The trouble each lock row was last drawn with: a lease sweep redraws a lock row only when it changes. */
   private readonly shownTrouble = new Map<string, Trouble | undefined>();
   private pendingAll = false;
@@ -79,7 +81,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       asVscode(registry.onDidChangeState((c) => this.refreshConnection(c))),
       asVscode(registry.onDidChangeLocks(({ connection, changes }) => this.locksChanged(connection, changes.changed.map((l) => l.id), changes.removed))),
       asVscode(registry.onDidChangeLeases(({ connection, infos }) => this.leasesChanged(connection, new Set(infos.map((i) => i.id))))),
-      asVscode(heldLocks.onDidChange(() => this.refreshAll())),
+      asVscode(heldLocks.onDidChange(() => this.ownershipChanged())),
     );
   }
 
@@ -240,6 +242,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const { lock, health } = view;
     const { member } = health;
     const own = this.heldLocks.owns(node.connection, member.key);
+    if (own) this.shownOwn.add(node.id);
+    else this.shownOwn.delete(node.id);
     const label = memberLabel(lock, member, node.prefix);
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
@@ -298,6 +302,16 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     return rows;
   }
 
+  /** Redraws only the member rows whose "held by you" changed; never a whole subtree (see lockItem). */
+  private ownershipChanged(): void {
+    for (const n of this.nodes.values()) {
+      if (n.kind !== 'member') continue;
+      const key = this.memberView(n)?.health.member.key;
+      if (this.shownOwn.has(n.id) !== (!!key && this.heldLocks.owns(n.connection, key))) this.pending.add(n);
+    }
+    this.schedule();
+  }
+
   private refreshConnection(connection: ClusterConnection): void {
     const node = this.nodes.get(`c:${connection.name}`);
     if (node) this.pending.add(node);
@@ -317,6 +331,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       if (!gone(n)) continue;
       this.nodes.delete(id);
       this.shownTrouble.delete(id);
+      this.shownOwn.delete(id);
     }
   }
 

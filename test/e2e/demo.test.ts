@@ -5,6 +5,7 @@ import { connect } from 'node:net';
 import { Procs, show } from '../harness/cli';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually, sleep } from '../harness/etcd';
+import type { LockJson } from '../../src/cli/lockJson';
 
 /**
  * `npm run demo -- --no-editor` (dist/demo.js, built by npm test) as a user runs it: it starts its own etcd and the
@@ -17,18 +18,6 @@ import { eventually, sleep } from '../harness/etcd';
  * `after` hook SIGKILLs every process carrying it.
  */
 
-interface EntryJson {
-  key: string;
-  lease: string;
-  createRevision: number;
-  ttl: number | null;
-}
-interface LockJson {
-  name: string;
-  kind: 'queue' | 'single' | 'election';
-  holder: EntryJson | null;
-  waiters: EntryJson[];
-}
 
 describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
   const procs = new Procs('');

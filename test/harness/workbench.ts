@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { format as formatArgs } from 'node:util';
 import { chromium, type BrowserContext, type ConsoleMessage, type Locator, type Page } from 'playwright-core';
 import { testOutput, type CodeServer } from './codeServer';
+import { eventually } from './etcd';
 
 /**
  * Debian's Chromium driven by playwright-core, pointed at a code-server: open the workbench, wait for it, and the
@@ -204,3 +205,36 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path });
   return path;
 }
+
+/**
+ * Runs a command from the palette once the palette lists it: the workbench lists an extension's commands only after
+ * it has read the manifest, so early tries close the palette and try again.
+ */
+export async function runCommandWhenListed(page: Page, title: string, timeoutMs = 60_000): Promise<void> {
+  await eventually(
+    () =>
+      runCommand(page, title, 5000).then(
+        () => true,
+        () => page.keyboard.press('Escape').then(() => false),
+      ),
+    timeoutMs,
+    `${title} in the command palette`,
+  );
+}
+
+/** Drags the sidebar's sash so the sidebar is about `width` px wide. */
+export async function widenSidebar(page: Page, width: number): Promise<void> {
+  const sidebar = await page.locator('.part.sidebar').boundingBox();
+  if (!sidebar || sidebar.width >= width) return;
+  const x = sidebar.x + sidebar.width;
+  const y = sidebar.y + sidebar.height / 2;
+  await page.mouse.move(x, y);
+  await page.mouse.down();
+  await page.mouse.move(sidebar.x + width, y, { steps: 5 });
+  await page.mouse.up();
+}
+
+export function escapeRegExp(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+

@@ -8,7 +8,7 @@ import { demoSettings } from '../../demo/editor';
 import { repoRoot, startCodeServer, testOutput, type CodeServer } from '../harness/codeServer';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually } from '../harness/etcd';
-import { clickDialogButton, openViewContainer, openWorkbench, runCommand, waitForExtensionsActivated, type Workbench } from '../harness/workbench';
+import { clickDialogButton, escapeRegExp, openViewContainer, openWorkbench, runCommand, runCommandWhenListed, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
 
 /**
  * The README's screenshots, taken from the demo as a user sees it: `demo.js --no-editor` (its etcd and workload), and
@@ -112,15 +112,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
 
   test('timeline: every lease of the demo as bars over time', async () => {
     await waitForExtensionsActivated(page);
-    await eventually(
-      () =>
-        runCommand(page, 'LockLens: Open Timeline', 5000).then(
-          () => true,
-          () => page.keyboard.press('Escape').then(() => false),
-        ),
-      60_000,
-      'LockLens: Open Timeline in the command palette',
-    );
+    await runCommandWhenListed(page, 'LockLens: Open Timeline');
     const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     await timeline.locator(`#rows li[data-lease="${demo.stuckLease}"]`).waitFor({ state: 'attached', timeout: 60_000 });
     // The last minute (the demo has run about that long): its handoffs spread over the width.
@@ -189,18 +181,3 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
   });
 });
 
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Drags the sidebar's sash so the sidebar is about `width` px wide. */
-async function widenSidebar(page: Page, width: number): Promise<void> {
-  const sidebar = await page.locator('.part.sidebar').boundingBox();
-  if (!sidebar || sidebar.width >= width) return;
-  const x = sidebar.x + sidebar.width;
-  const y = sidebar.y + sidebar.height / 2;
-  await page.mouse.move(x, y);
-  await page.mouse.down();
-  await page.mouse.move(sidebar.x + width, y, { steps: 5 });
-  await page.mouse.up();
-}

@@ -7,7 +7,7 @@ import type { Locator, Page } from 'playwright-core';
 import { Procs } from '../harness/cli';
 import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
 import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
-import { openViewContainer, openWorkbench, screenshot, treeRows, type Workbench } from '../harness/workbench';
+import { escapeRegExp, openViewContainer, openWorkbench, screenshot, treeRows, widenSidebar, type Workbench } from '../harness/workbench';
 
 /**
  * The Locks view as a user works it (issue 3): a real etcd with `etcdctl lock` holders and waiters, a single-key lock
@@ -265,18 +265,3 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
   });
 });
 
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-}
-
-/** Drags the sidebar's sash so the sidebar is about `width` px wide. */
-async function widenSidebar(page: Page, width: number): Promise<void> {
-  const sidebar = await page.locator('.part.sidebar').boundingBox();
-  if (!sidebar || sidebar.width >= width) return;
-  const x = sidebar.x + sidebar.width;
-  const y = sidebar.y + sidebar.height / 2;
-  await page.mouse.move(x, y);
-  await page.mouse.down();
-  await page.mouse.move(sidebar.x + width, y, { steps: 5 });
-  await page.mouse.up();
-}
