@@ -124,16 +124,32 @@ export async function waitForExtensionsActivated(page: Page, timeoutMs = 60_000)
   );
 }
 
-/** Runs a command from the palette by its title (as shown, e.g. "LockLens: Connect"); picks the exact match. */
-export async function runCommand(page: Page, title: string, timeoutMs = 20_000): Promise<void> {
+/**
+ * Runs a command from the palette by its title (as shown, e.g. "LockLens: Connect"), picking the exact match. The
+ * workbench lists an extension's commands only once it has read the manifest, so while the title is not listed it
+ * closes the palette and tries again. Returns once the palette has moved on: closed, or showing the command's own
+ * quick pick or input.
+ */
+export async function runCommand(page: Page, title: string, timeoutMs = 60_000): Promise<void> {
   const input = page.locator('.quick-input-widget input');
-  if (!(await input.isVisible())) await page.keyboard.press('F1');
-  await input.waitFor({ state: 'visible', timeout: timeoutMs });
-  await input.fill(`>${title}`);
   const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
-  await row.waitFor({ state: 'visible', timeout: timeoutMs });
+  await eventually(
+    async () => {
+      if (!(await input.isVisible())) await page.keyboard.press('F1');
+      await input.waitFor({ state: 'visible', timeout: 10_000 });
+      await input.fill(`>${title}`);
+      const listed = await row.waitFor({ state: 'visible', timeout: 5000 }).then(
+        () => true,
+        () => false,
+      );
+      if (!listed) await page.keyboard.press('Escape');
+      return listed;
+    },
+    timeoutMs,
+    `${title} in the command palette`,
+  );
   await row.click();
-  await input.waitFor({ state: 'hidden', timeout: timeoutMs }).catch(() => undefined);
+  await eventually(async () => !(await input.isVisible()) || (await input.inputValue()) !== `>${title}`, 20_000, `the palette to run ${title}`);
 }
 
 /** The command palette's rows (their labels) for a query, then closes the palette. */
@@ -204,22 +220,6 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const path = join(dir, `${name}.png`);
   await page.screenshot({ path });
   return path;
-}
-
-/**
- * Runs a command from the palette once the palette lists it: the workbench lists an extension's commands only after
- * it has read the manifest, so early tries close the palette and try again.
- */
-export async function runCommandWhenListed(page: Page, title: string, timeoutMs = 60_000): Promise<void> {
-  await eventually(
-    () =>
-      runCommand(page, title, 5000).then(
-        () => true,
-        () => page.keyboard.press('Escape').then(() => false),
-      ),
-    timeoutMs,
-    `${title} in the command palette`,
-  );
 }
 
 /** Drags the sidebar's sash so the sidebar is about `width` px wide. */

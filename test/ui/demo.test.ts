@@ -8,7 +8,7 @@ import { demoSettings } from '../../demo/editor';
 import { repoRoot, startCodeServer, testOutput, type CodeServer } from '../harness/codeServer';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually } from '../harness/etcd';
-import { clickDialogButton, escapeRegExp, openViewContainer, openWorkbench, runCommand, runCommandWhenListed, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
+import { clickDialogButton, escapeRegExp, openViewContainer, openWorkbench, runCommand, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
 
 /**
  * The README's screenshots, taken from the demo as a user sees it: `demo.js --no-editor` (its etcd and workload), and
@@ -112,7 +112,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
 
   test('timeline: every lease of the demo as bars over time', async () => {
     await waitForExtensionsActivated(page);
-    await runCommandWhenListed(page, 'LockLens: Open Timeline');
+    await runCommand(page, 'LockLens: Open Timeline');
     const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     await timeline.locator(`#rows li[data-lease="${demo.stuckLease}"]`).waitFor({ state: 'attached', timeout: 60_000 });
     // The last minute (the demo has run about that long): its handoffs spread over the width.

@@ -7,7 +7,7 @@ import type { Locator, Page } from 'playwright-core';
 import { Procs } from '../harness/cli';
 import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
 import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
-import { escapeRegExp, openViewContainer, openWorkbench, screenshot, treeRows, widenSidebar, type Workbench } from '../harness/workbench';
+import { escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, treeRows, widenSidebar, type Workbench } from '../harness/workbench';
 
 /**
  * The Locks view as a user works it (issue 3): a real etcd with `etcdctl lock` holders and waiters, a single-key lock
@@ -75,18 +75,11 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     await eventually(async () => (await row.getAttribute('aria-expanded')) === 'true', 10_000, 'row expanded');
   }
 
-  /**
-   * Runs "LockLens: Acquire Lock…" from the command palette and returns the input of the lock-name quick pick it opens
-   * (the harness's runCommand waits for the palette to close, which a command that opens a quick pick never lets it).
-   */
+  /** Runs "LockLens: Acquire Lock…" from the command palette and returns the input of the lock-name quick pick it opens. */
   async function acquireFromPalette(): Promise<Locator> {
-    const input = page.locator('.quick-input-widget input');
-    await page.keyboard.press('F1');
-    await input.waitFor({ state: 'visible', timeout: 20_000 });
-    await input.fill('>LockLens: Acquire Lock…');
-    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'LockLens: Acquire Lock…' }).first().click();
+    await runCommand(page, 'LockLens: Acquire Lock…');
     await quickInputTitled(new RegExp(`Acquire lock on ${CONNECTION}`));
-    return input;
+    return page.locator('.quick-input-widget input');
   }
 
   /** Waits for the quick input (pick or input box) whose title matches. */

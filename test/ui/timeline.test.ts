@@ -8,7 +8,7 @@ import { Procs, type Proc } from '../harness/cli';
 import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
 import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
 import { localizedManifest } from '../harness/manifest';
-import { clickDialogButton, openWorkbench, runCommand, runCommandWhenListed, screenshot, waitForExtensionsActivated, type Workbench } from '../harness/workbench';
+import { clickDialogButton, openWorkbench, runCommand, screenshot, waitForExtensionsActivated, type Workbench } from '../harness/workbench';
 
 /**
  * The lease timeline as a user sees it: a real etcd with `etcdctl lock` holders and waiters, the built extension in
@@ -84,7 +84,7 @@ describe('lease timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000
     const { page } = workbench;
     await waitForExtensionsActivated(page);
     // The palette lists an extension's commands once the workbench has read its manifest: try again until it has.
-    await runCommandWhenListed(page, 'LockLens: Open Timeline');
+    await runCommand(page, 'LockLens: Open Timeline');
     await bar(leases[2]).waitFor({ state: 'attached', timeout: 60_000 });
     const rows = await timeline.locator('#rows li').evaluateAll((lis) =>
       lis.map((li) => ({ role: li.getAttribute('data-role'), position: li.getAttribute('data-position'), lease: li.getAttribute('data-lease'), state: li.getAttribute('data-state') })),

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
 import { eventually, startEtcd } from '../harness/etcd';
 import { localizedManifest } from '../harness/manifest';
-import { openViewContainer, openWorkbench, runCommandWhenListed, screenshot, waitForExtensionsActivated, type Workbench } from '../harness/workbench';
+import { openViewContainer, openWorkbench, runCommand, screenshot, waitForExtensionsActivated, type Workbench } from '../harness/workbench';
 
 /**
  * The extension as a user gets it: built (dist/), copied into a code-server's extensions dir, and seen through the
@@ -38,7 +38,7 @@ describe('workbench (code-server + Chromium)', { timeout: 5 * 60_000 }, () => {
 
   test('the extension is installed: the Extensions view lists it', async () => {
     const { page } = workbench;
-    await runCommandWhenListed(page, 'Extensions: Show Installed Extensions');
+    await runCommand(page, 'Extensions: Show Installed Extensions');
     const row = page.locator(`.extensions-viewlet .monaco-list-row[aria-label*="${manifest.displayName}"]`).first();
     await row.waitFor({ state: 'visible', timeout: 30_000 });
     await screenshot(page, 'extensions-installed');
