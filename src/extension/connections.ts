@@ -25,6 +25,7 @@ export class ClusterConnection implements vscode.Disposable {
   private clusterWatch?: ClusterWatch;
   private watchSubscriptions: { dispose(): void }[] = [];
   private connecting?: Promise<void>;
+  private disconnecting?: Promise<void>;
   /** When the shown data stopped being current (the watch broke); undefined while live. */
   staleSince?: number;
   clock = new LockClock();
@@ -70,13 +71,15 @@ export class ClusterConnection implements vscode.Disposable {
 
   /** The open connection, connecting first if needed; throws the reason it could not. */
   async open(): Promise<EtcdConnection> {
+    await this.disconnecting;
     if (!this.etcd) await this.connect();
     if (!this.etcd) throw this.lastError ?? new LockLensError('CLOSED', vscode.l10n.t('{0} is not connected', this.name));
     return this.etcd;
   }
 
   connect(): Promise<void> {
-    this.connecting ??= this.doConnect().finally(() => (this.connecting = undefined));
+    // A connect asked for while closing waits for the close, so it never hands out the client being closed.
+    this.connecting ??= (this.disconnecting ?? Promise.resolve()).then(() => this.doConnect()).finally(() => (this.connecting = undefined));
     return this.connecting;
   }
 
@@ -98,13 +101,19 @@ export class ClusterConnection implements vscode.Disposable {
     }
   }
 
-  /** Releases what the close hooks release, then closes. */
-  async disconnect(): Promise<void> {
+  /** Releases what the close hooks release, then closes. Overlapping calls share one close. */
+  disconnect(): Promise<void> {
+    this.disconnecting ??= this.doDisconnect().finally(() => (this.disconnecting = undefined));
+    return this.disconnecting;
+  }
+
+  private async doDisconnect(): Promise<void> {
     await this.connecting;
-    if (!this.etcd) return this.setState('disconnected');
+    const etcd = this.etcd;
+    if (!etcd) return this.setState('disconnected');
     for (const hook of this.closeHooks) await hook(this).catch((e) => this.log.error(`${this.name}: ${errorMessage(e)}`));
     this.stopWatch();
-    this.etcd.close();
+    etcd.close();
     this.etcd = undefined;
     this.log.info(`${this.name}: disconnected`);
     this.setState('disconnected');
@@ -119,6 +128,8 @@ export class ClusterConnection implements vscode.Disposable {
 
   /** New settings: a new endpoint, user or TLS means a new connection; new prefixes only a new watch. */
   async update(settings: ConnectionSettings): Promise<void> {
+    // A connect in flight was built from the old settings: let it finish, then judge.
+    await this.connecting;
     const before = this.settings;
     this.settings = settings;
     if (connectionIdentity(before) !== connectionIdentity(settings)) {
@@ -244,6 +255,8 @@ export class ConnectionRegistry implements vscode.Disposable {
         this.connections.delete(name);
         await c.disconnect();
         c.dispose();
+        // Gone from settings (by the command or by hand): a later connection of the same name must not inherit them.
+        await this.secrets.delete(name);
       }
     }
     for (const settings of wanted) {

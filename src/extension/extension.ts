@@ -63,7 +63,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     register('locklens.showAuditLog', () => audit.channel.show(true)),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('locklens.connections')) void registry.sync();
-      if (e.affectsConfiguration('locklens.longHoldSeconds')) void vscode.commands.executeCommand('locklens.refresh');
+      if (e.affectsConfiguration('locklens.longHoldSeconds')) tree.redraw();
     }),
   );
 

@@ -46,6 +46,20 @@ export function ageLabel(health: MemberHealth, now = Date.now()): string {
   return health.position === 0 ? vscode.l10n.t('held {0}', age) : vscode.l10n.t('waiting {0}', age);
 }
 
+/** A few words for a trouble, where a sentence does not fit (pickers). */
+export function troubleLabel(trouble: Trouble): string {
+  switch (trouble) {
+    case 'leaseExpired':
+      return vscode.l10n.t('lease expired');
+    case 'stalled':
+      return vscode.l10n.t('not renewed');
+    case 'noLease':
+      return vscode.l10n.t('no lease');
+    case 'longHold':
+      return vscode.l10n.t('long hold');
+  }
+}
+
 export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: number, now = Date.now()): string {
   switch (trouble) {
     case 'leaseExpired':

@@ -1,6 +1,6 @@
 import type * as vscode from 'vscode';
 import { Emitter } from '../core/emitter';
-import { errorMessage, type LockLensError } from '../core/errors';
+import { LockLensError, errorMessage } from '../core/errors';
 import { Mutex, type Hold, type QueuePosition } from '../core/mutex';
 import { Session } from '../core/session';
 import type { AuditLog } from './audit';
@@ -29,6 +29,8 @@ export interface AcquireRequest {
  */
 export class HeldLocks implements vscode.Disposable {
   private readonly held = new Set<HeldLock>();
+  /** Acquires still waiting (or connecting), so that closing a connection can stop them first. */
+  private readonly attempts = new Set<{ readonly connection: ClusterConnection; abort(): void; done: Promise<void> }>();
   private readonly changeEmitter = new Emitter<void>();
   private readonly lostEmitter = new Emitter<{ lock: HeldLock; reason: LockLensError }>();
   readonly onDidChange = this.changeEmitter.event;
@@ -54,22 +56,40 @@ export class HeldLocks implements vscode.Disposable {
   /** Waits in the queue until held; cancelling (the signal) leaves the queue and revokes the lease. */
   async acquire(request: AcquireRequest): Promise<HeldLock> {
     const { connection, name, ttl } = request;
-    const session = await Session.create(await connection.open(), ttl);
-    const mutex = new Mutex(session, name);
+    // Closing the connection stops this attempt too (see releaseAll), while the client can still delete its key.
+    const closing = new AbortController();
+    const signal = request.signal ? AbortSignal.any([request.signal, closing.signal]) : closing.signal;
+    const attempt = { connection, abort: () => closing.abort(new LockLensError('CANCELLED', 'the connection is closing')), done: Promise.resolve() };
+    let session: Session | undefined;
+    const run = (async () => {
+      try {
+        const conn = await connection.open();
+        session = await Session.create(conn, ttl);
+        const hold = await new Mutex(session, name).acquire({ signal, onQueue: request.onQueue });
+        if (hold.lost) throw hold.lost;
+        if (signal.aborted) throw new LockLensError('CANCELLED', 'cancelled');
+        const lock: HeldLock = { connection, name, hold, session };
+        this.held.add(lock);
+        hold.onDidLose((reason) => this.lose(lock, reason));
+        this.audit.record({ action: 'acquire', outcome: 'ok', connection: connection.name, lock: name, lease: session.leaseId, fencingToken: hold.fencingToken, keys: [hold.key] });
+        this.changeEmitter.fire();
+        return lock;
+      } catch (e) {
+        const cancelled = signal.aborted;
+        this.audit.record({ action: 'acquire', outcome: cancelled ? 'cancelled' : 'failed', connection: connection.name, lock: name, lease: session?.leaseId, detail: cancelled ? undefined : errorMessage(e) });
+        await session?.revoke().catch(() => session?.dispose());
+        throw e;
+      }
+    })();
+    attempt.done = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.attempts.add(attempt);
     try {
-      const hold = await mutex.acquire({ signal: request.signal, onQueue: request.onQueue });
-      if (hold.lost) throw hold.lost;
-      const lock: HeldLock = { connection, name, hold, session };
-      this.held.add(lock);
-      hold.onDidLose((reason) => this.lose(lock, reason));
-      this.audit.record({ action: 'acquire', outcome: 'ok', connection: connection.name, lock: name, lease: session.leaseId, fencingToken: hold.fencingToken, keys: [hold.key] });
-      this.changeEmitter.fire();
-      return lock;
-    } catch (e) {
-      const cancelled = request.signal?.aborted;
-      this.audit.record({ action: 'acquire', outcome: cancelled ? 'cancelled' : 'failed', connection: connection.name, lock: name, lease: session.leaseId, detail: cancelled ? undefined : errorMessage(e) });
-      await session.revoke().catch(() => session.dispose());
-      throw e;
+      return await run;
+    } finally {
+      this.attempts.delete(attempt);
     }
   }
 
@@ -87,7 +107,11 @@ export class HeldLocks implements vscode.Disposable {
     }
   }
 
+  /** Stops the attempts still queueing, then releases what is held: before a connection closes, and at shutdown. */
   async releaseAll(connection?: ClusterConnection): Promise<void> {
+    const waiting = [...this.attempts].filter((a) => !connection || a.connection === connection);
+    waiting.forEach((a) => a.abort());
+    await Promise.all(waiting.map((a) => a.done));
     const mine = this.all().filter((h) => !connection || h.connection === connection);
     await Promise.all(mine.map((h) => this.release(h).catch(() => undefined)));
   }

@@ -63,6 +63,11 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   readonly onDidChangeTreeData = this.changeEmitter.event;
   private readonly nodes = new Map<string, LockTreeNode>();
   private readonly pending = new Set<LockTreeNode>();
+  private readonly healthCache = new WeakMap<LockState, { generation: number; health: MemberHealth[] }>();
+  /** Counts redraws: cached health is good for one (TTLs and ages move between them). */
+  private generation = 0;
+  /** The lease each member row was last drawn with: a revoke acts on what the user saw, or refuses. */
+  private readonly shownLeases = new Map<string, string>();
   /** Member rows last drawn as held from this window: taking or releasing a lock redraws just the rows it changes. */
   private readonly shownOwn = new Set<string>();
   /** The trouble each lock row was last drawn with: a lease sweep redraws a lock row only when it changes. */
@@ -77,7 +82,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   ) {
     this.subscriptions.push(
       this.changeEmitter,
-      asVscode(registry.onDidChange(() => this.refreshAll())),
+      asVscode(registry.onDidChange(() => this.redraw())),
       asVscode(registry.onDidChangeState((c) => this.refreshConnection(c))),
       asVscode(registry.onDidChangeLocks(({ connection, changes }) => this.locksChanged(connection, changes.changed.map((l) => l.id), changes.removed))),
       asVscode(registry.onDidChangeLeases(({ connection, infos }) => this.leasesChanged(connection, new Set(infos.map((i) => i.id))))),
@@ -90,13 +95,13 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       const connections = this.registry.all();
       // No prefix anywhere: stay empty so that the "watch a prefix" welcome shows.
       if (!connections.some((c) => c.prefixes.length)) return [];
-      return connections.map((connection) => this.node({ kind: 'connection', id: `c:${connection.name}`, connection }));
+      return connections.map((connection) => this.node({ kind: 'connection', id: nodeId('c', connection.name), connection }));
     }
     switch (node.kind) {
       case 'connection': {
         const c = node.connection;
-        if (c.prefixes.length === 0) return [this.node({ kind: 'hint', id: `h:${c.name}`, connection: c })];
-        return c.prefixes.map((prefix) => this.node({ kind: 'prefix', id: `p:${c.name}:${prefix}`, connection: c, prefix }));
+        if (c.prefixes.length === 0) return [this.node({ kind: 'hint', id: nodeId('h', c.name), connection: c })];
+        return c.prefixes.map((prefix) => this.node({ kind: 'prefix', id: nodeId('p', c.name, prefix), connection: c, prefix }));
       }
       case 'prefix':
         // A single-key lock is its one key: shown as that key's row, with no level in between.
@@ -114,10 +119,10 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
 
   getParent(node: LockTreeNode): LockTreeNode | undefined {
     if (node.kind === 'connection') return undefined;
-    if (node.kind === 'prefix' || node.kind === 'hint') return this.nodes.get(`c:${node.connection.name}`);
-    const prefixNode = this.nodes.get(`p:${node.connection.name}:${node.prefix}`);
+    if (node.kind === 'prefix' || node.kind === 'hint') return this.nodes.get(nodeId('c', node.connection.name));
+    const prefixNode = this.nodes.get(nodeId('p', node.connection.name, node.prefix));
     if (node.kind === 'lock') return prefixNode;
-    return this.nodes.get(`l:${node.connection.name}:${node.prefix}:${node.lockId}`) ?? prefixNode;
+    return this.nodes.get(nodeId('l', node.connection.name, node.prefix, node.lockId)) ?? prefixNode;
   }
 
   getTreeItem(node: LockTreeNode): vscode.TreeItem {
@@ -149,12 +154,25 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     return health && { lock, health };
   }
 
+  /** The lease a member row showed when last drawn. */
+  shownLease(node: MemberNode): string | undefined {
+    return this.shownLeases.get(node.id);
+  }
+
   lock(node: LockNode | MemberNode): LockState | undefined {
     return node.connection.watch?.live.model.lock(node.lockId);
   }
 
+  /**
+   * Each member's health, computed once per lock state per redraw: every member row of a lock asks for it, and
+   * computing it per row would be quadratic in the queue's length.
+   */
   health(connection: ClusterConnection, lock: LockState): MemberHealth[] {
-    return lockHealth(lock, connection.clock, (id) => connection.watch?.lease(id), { longHoldMs: longHoldMs() });
+    const cached = this.healthCache.get(lock);
+    if (cached && cached.generation === this.generation) return cached.health;
+    const health = freshHealth(connection, lock);
+    this.healthCache.set(lock, { generation: this.generation, health });
+    return health;
   }
 
   dispose(): void {
@@ -168,12 +186,12 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   private lockNode(connection: ClusterConnection, prefix: string, lockId: string): LockNode {
-    return this.node({ kind: 'lock', id: `l:${connection.name}:${prefix}:${lockId}`, connection, prefix, lockId });
+    return this.node({ kind: 'lock', id: nodeId('l', connection.name, prefix, lockId), connection, prefix, lockId });
   }
 
   private memberNode(connection: ClusterConnection, prefix: string, lockId: string, key: Buffer): MemberNode {
     const kid = keyId(key);
-    return this.node({ kind: 'member', id: `m:${connection.name}:${prefix}:${lockId}:${kid}`, connection, prefix, lockId, keyId: kid });
+    return this.node({ kind: 'member', id: nodeId('m', connection.name, prefix, lockId, kid), connection, prefix, lockId, keyId: kid });
   }
 
   private prefixItem(node: PrefixNode): vscode.TreeItem {
@@ -228,10 +246,11 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   resolveTreeItem(item: vscode.TreeItem, node: LockTreeNode): vscode.TreeItem {
     if (node.kind === 'lock') {
       const lock = this.lock(node);
-      if (lock) item.tooltip = lockTooltip(lock, this.health(node.connection, lock));
+      if (lock) item.tooltip = lockTooltip(lock, freshHealth(node.connection, lock));
     } else if (node.kind === 'member') {
-      const view = this.memberView(node);
-      if (view) item.tooltip = memberTooltip(view.lock, view.health, this.heldLocks.owns(node.connection, view.health.member.key), node.connection);
+      const lock = this.lock(node);
+      const health = lock && freshHealth(node.connection, lock).find((h) => keyId(h.member.key) === node.keyId);
+      if (lock && health) item.tooltip = memberTooltip(lock, health, this.heldLocks.owns(node.connection, health.member.key), node.connection);
     }
     return item;
   }
@@ -242,6 +261,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const { lock, health } = view;
     const { member } = health;
     const own = this.heldLocks.owns(node.connection, member.key);
+    this.shownLeases.set(node.id, member.lease);
     if (own) this.shownOwn.add(node.id);
     else this.shownOwn.delete(node.id);
     const label = memberLabel(lock, member, node.prefix);
@@ -276,7 +296,23 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       for (const n of this.nodes.values()) if (n.kind === 'prefix' && n.connection === connection) this.pending.add(n);
       this.forget((n) => (n.kind === 'lock' || n.kind === 'member') && n.connection === connection && removedIds.has(n.lockId));
     }
-    for (const n of rows) this.pending.add(n);
+    // Members that left a lock that is still there: their rows are gone for good.
+    const current = new Map<string, Set<string>>();
+    const membersOf = (lockId: string) => {
+      const lock = connection.watch?.live.model.lock(lockId);
+      return new Set(lock ? members(lock).map((m) => keyId(m.key)) : []);
+    };
+    for (const n of rows) {
+      if (n.kind === 'member') {
+        let keys = current.get(n.lockId);
+        if (!keys) current.set(n.lockId, (keys = membersOf(n.lockId)));
+        if (!keys.has(n.keyId)) {
+          this.forget((x) => x === n);
+          continue;
+        }
+      }
+      this.pending.add(n);
+    }
     this.schedule();
   }
 
@@ -313,15 +349,19 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   private refreshConnection(connection: ClusterConnection): void {
-    const node = this.nodes.get(`c:${connection.name}`);
+    // A new watch (refresh, reconnect, disconnect) reports only what exists: forget rows of locks that are gone.
+    const model = connection.watch?.live.model;
+    this.forget((n) => (n.kind === 'lock' || n.kind === 'member') && n.connection === connection && !model?.lock(n.lockId));
+    const node = this.nodes.get(nodeId('c', connection.name));
     if (node) this.pending.add(node);
     else this.pendingAll = true;
     this.schedule();
   }
 
-  private refreshAll(): void {
-    const names = new Set(this.registry.all());
-    this.forget((n) => !names.has(n.connection));
+  /** Redraws everything (connections added, removed or edited; a setting that changes every row). */
+  redraw(): void {
+    const connections = new Set(this.registry.all());
+    this.forget((n) => !connections.has(n.connection) || ('prefix' in n && !n.connection.prefixes.includes(n.prefix)));
     this.pendingAll = true;
     this.schedule();
   }
@@ -332,6 +372,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       this.nodes.delete(id);
       this.shownTrouble.delete(id);
       this.shownOwn.delete(id);
+      this.shownLeases.delete(id);
     }
   }
 
@@ -339,12 +380,22 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   private schedule(): void {
     this.flushTimer ??= setTimeout(() => {
       this.flushTimer = undefined;
+      this.generation++;
       if (this.pendingAll) this.changeEmitter.fire(undefined);
       else if (this.pending.size) this.changeEmitter.fire([...this.pending]);
       this.pending.clear();
       this.pendingAll = false;
     }, 0);
   }
+}
+
+function freshHealth(connection: ClusterConnection, lock: LockState): MemberHealth[] {
+  return lockHealth(lock, connection.clock, (id) => connection.watch?.lease(id), { longHoldMs: longHoldMs() });
+}
+
+/** Node ids as VS Code sees them: unambiguous whatever the names hold (a connection named `host:2379`, say). */
+export function nodeId(kind: 'c' | 'h' | 'p' | 'l' | 'm', ...parts: string[]): string {
+  return JSON.stringify([kind, ...parts]);
 }
 
 function connectionItem(node: ConnectionNode): vscode.TreeItem {

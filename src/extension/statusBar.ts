@@ -21,7 +21,9 @@ export class HeldLocksStatus implements vscode.Disposable {
     const md = new vscode.MarkdownString(`**${vscode.l10n.t('Locks held from this window')}**\n\n`, true);
     md.isTrusted = false;
     for (const h of held) {
-      md.appendMarkdown('- ').appendText(`${displayKey(h.name)} · ${h.connection.name} · token ${h.hold.fencingToken} · lease ${h.session.leaseId}`).appendMarkdown('\n');
+      md.appendMarkdown('- ')
+        .appendText(`${displayKey(h.name)} · ${h.connection.name} · ${vscode.l10n.t('token {0}', h.hold.fencingToken)} · ${vscode.l10n.t('lease {0}', h.session.leaseId)}`)
+        .appendMarkdown('\n');
     }
     md.appendMarkdown(`\n${vscode.l10n.t('Click to release.')}`);
     this.item.tooltip = md;

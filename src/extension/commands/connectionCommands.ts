@@ -3,7 +3,7 @@ import type { RegisterCommand } from '../commandRunner';
 import { LockLensError } from '../../core/errors';
 import { parseEndpoints, splitEndpoints } from '../../core/profile';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
-import type { LockTreeNode } from '../lockTree';
+import { nodeId, type LockTreeNode } from '../lockTree';
 import { orCancel, pickConnection } from '../pickers';
 import type { ConnectionSecretStore } from '../secrets';
 import { readConnections, writeConnections, type ConnectionSecrets, type ConnectionSettings } from '../settings';
@@ -98,7 +98,7 @@ export async function connectWithProgress(c: ClusterConnection): Promise<void> {
   if (c.state !== 'error') return;
   const edit = vscode.l10n.t('Edit Connection');
   const answer = await vscode.window.showErrorMessage(vscode.l10n.t('Cannot connect to {0}: {1}', c.name, c.error?.message ?? ''), edit);
-  if (answer === edit) await vscode.commands.executeCommand('locklens.editConnection', { kind: 'connection', id: `c:${c.name}`, connection: c });
+  if (answer === edit) await vscode.commands.executeCommand('locklens.editConnection', { kind: 'connection', id: nodeId('c', c.name), connection: c });
 }
 
 /**
@@ -141,6 +141,8 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
       password: true,
     });
     if (current && password === '') password = undefined;
+  } else if (current?.username) {
+    password = ''; // authentication turned off: delete the stored password rather than keep it for later
   }
 
   const wantsTls = endpoints.some((e) => e.startsWith('https://'));
@@ -155,7 +157,8 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     ),
   );
   let tls: ConnectionSettings['tls'];
-  let keyPassphrase: string | undefined;
+  // No client certificate (any more): delete a stored passphrase.
+  let keyPassphrase: string | undefined = current?.tls?.keyFile ? '' : undefined;
   if (tlsChoice.tls > 0) {
     const caFile = await pickFile(vscode.l10n.t('CA certificate (PEM); cancel to use the system roots'), current?.tls?.caFile);
     let certFile: string | undefined;
@@ -164,7 +167,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
       certFile = orCancel(await pickFile(vscode.l10n.t('Client certificate (PEM)'), current?.tls?.certFile));
       keyFile = orCancel(await pickFile(vscode.l10n.t('Client key (PEM)'), current?.tls?.keyFile));
       keyPassphrase = await input(4, { prompt: vscode.l10n.t('Passphrase of the key (leave empty if it has none)'), password: true });
-      if (current && keyPassphrase === '') keyPassphrase = undefined;
+      if (current?.tls?.keyFile && keyPassphrase === '') keyPassphrase = undefined;
     }
     const serverName = await input(4, {
       prompt: vscode.l10n.t('Server name to verify the certificate against (leave empty to use the endpoint host)'),

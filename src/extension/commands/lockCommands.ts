@@ -7,7 +7,7 @@ import type { LockState } from '../../core/lockModel';
 import { revokeEffects, revokeLease } from '../../core/revoke';
 import type { AuditLog } from '../audit';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
-import { formatTtl, roleLabel } from '../format';
+import { formatTtl, roleLabel, troubleLabel } from '../format';
 import type { HeldLock, HeldLocks } from '../heldLocks';
 import type { LockTreeNode, LockTreeProvider, MemberNode } from '../lockTree';
 import { orCancel, pickConnection } from '../pickers';
@@ -83,7 +83,7 @@ export function registerLockCommands(
     const release = vscode.l10n.t('Release');
     void vscode.window
       .showInformationMessage(vscode.l10n.t('You hold "{0}" (fencing token {1}, lease {2}).', label, held.hold.fencingToken, held.session.leaseId), release)
-      .then((answer) => (answer === release ? heldLocks.release(held) : undefined));
+      .then((answer) => (answer === release ? vscode.commands.executeCommand('locklens.releaseLock', held) : undefined));
     return held;
   };
 
@@ -106,10 +106,10 @@ export function registerLockCommands(
     let lease: string;
     if (arg && 'kind' in arg) {
       connection = arg.connection;
-      lease = orCancel(tree.memberView(arg)?.health.member.lease || undefined);
+      lease = leaseOfRow(arg);
     } else if (arg) {
       connection = connectionNamed(arg.connection);
-      lease = parseLeaseHex(arg.lease) ?? arg.lease;
+      lease = leaseArgument(arg.lease);
     } else {
       connection = await pickConnection(registry, vscode.l10n.t('Revoke lease'));
       lease = await pickLease(connection, tree);
@@ -120,9 +120,14 @@ export function registerLockCommands(
     const model = connection.watch?.live.model;
     const effects = model ? revokeEffects(sample.keys, (k) => model.lockOfKey(k)) : [];
     const confirm = vscode.l10n.t('Revoke Lease');
+    const ownHold = heldLocks.all().find((h) => h.connection === connection && h.session.leaseId === lease);
+    const detail = revokeDetail(sample.keys, effects, sample.ttl);
     const answer = await vscode.window.showWarningMessage(
       vscode.l10n.t('Revoke lease {0} on {1}?', lease, connection.name),
-      { modal: true, detail: revokeDetail(sample.keys, effects, sample.ttl) },
+      {
+        modal: true,
+        detail: ownHold ? `${vscode.l10n.t('This lease is one of your own: it holds "{0}" from this window (Release Lock does the same, quietly).', displayKey(ownHold.name))}\n\n${detail}` : detail,
+      },
       confirm,
     );
     if (answer !== confirm) {
@@ -141,6 +146,18 @@ export function registerLockCommands(
       audit.record({ action: 'revoke', outcome: 'failed', connection: connection.name, lease, detail: errorMessage(e) });
       throw e;
     }
+  };
+
+  /** The lease a row showed, if the row still stands for it: a revoke never acts on something the user did not see. */
+  const leaseOfRow = (node: MemberNode) => {
+    const shown = tree.shownLease(node);
+    const now = tree.memberView(node)?.health.member.lease;
+    if (now === undefined) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That key is gone from etcd since it was shown.'));
+    if (!now) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That key has no lease to revoke.'));
+    if (shown !== undefined && shown !== now) {
+      throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That key moved from lease {0} to lease {1} since it was shown: look again before revoking.', shown, now));
+    }
+    return now;
   };
 
   const memberOf = (node: MemberNode | undefined) => {
@@ -162,7 +179,7 @@ export function registerLockCommands(
     register('locklens.copyFencingToken', (node?: MemberNode) => copy(String(memberOf(node).createRevision), vscode.l10n.t('fencing token'))),
     register('locklens.showLeaseDetails', async (arg?: MemberNode | RevokeInput) => {
       const connection = arg && 'kind' in arg ? arg.connection : arg ? connectionNamed(arg.connection) : await pickConnection(registry, vscode.l10n.t('Show lease details'));
-      const lease = arg && 'kind' in arg ? memberOf(arg).lease : arg ? arg.lease : await pickLease(connection, tree);
+      const lease = arg && 'kind' in arg ? memberOf(arg).lease : arg ? leaseArgument(arg.lease) : await pickLease(connection, tree);
       const sample = await sampleLease(await connection.open(), lease);
       const detail =
         sample.ttl < 0
@@ -256,7 +273,7 @@ async function pickLease(connection: ClusterConnection, tree: LockTreeProvider):
       items.push({
         label: h.member.lease,
         description: `${roleLabel(h.role)} · ${displayKey(lock.name)}`,
-        detail: [formatTtl(h), ...h.troubles].join(' · '),
+        detail: [formatTtl(h), ...h.troubles.map(troubleLabel)].join(' · '),
         lease: h.member.lease,
         position: h.position,
       });
@@ -268,6 +285,12 @@ async function pickLease(connection: ClusterConnection, tree: LockTreeProvider):
   quickPick.placeholder = vscode.l10n.t('Pick a lease, or type a lease ID in hex');
   quickPick.items = items;
   quickPick.matchOnDescription = true;
+  // A typed lease ID is offered first as itself, so Enter never picks another lease that merely matches the text.
+  quickPick.onDidChangeValue((value) => {
+    const typed = parseLeaseHex(value);
+    const exact = typed !== undefined && items.some((i) => i.lease === typed);
+    quickPick.items = typed && !exact ? [{ label: typed, description: vscode.l10n.t('lease ID as typed'), lease: typed, position: -1 }, ...items] : items;
+  });
   try {
     const lease = await new Promise<string | undefined>((resolve) => {
       quickPick.onDidAccept(() => resolve(quickPick.selectedItems[0]?.lease ?? parseLeaseHex(quickPick.value)));
@@ -278,6 +301,13 @@ async function pickLease(connection: ClusterConnection, tree: LockTreeProvider):
   } finally {
     quickPick.dispose();
   }
+}
+
+/** A lease ID from a script or a typed value: hex as in lock keys (`0x` allowed), or a clear error. */
+function leaseArgument(text: string): string {
+  const lease = parseLeaseHex(text);
+  if (!lease) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('"{0}" is not a lease ID: write it in hex, as in lock keys (e.g. 694d7a2b3c01a2f5).', text));
+  return lease;
 }
 
 function listKeys(keys: readonly Uint8Array[]): string[] {

@@ -161,6 +161,36 @@ describe('Locks tree and commands against a real etcd', function () {
     await eventually(() => api.registry.get(CONNECTION)!.state === 'connected', 20_000, 'connected again');
   });
 
+  it('Disconnect stops an acquire still queueing: its key is deleted, nothing is held', async () => {
+    procs.etcdctl(['lock', '/locks/queued', 'sleep', '120']);
+    await eventually(async () => (await keysOf(etcd, '/locks/queued/')).length === 1, 10_000, 'etcdctl holds');
+    const acquiring = vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/queued', ttl: 30 });
+    await eventually(async () => (await keysOf(etcd, '/locks/queued/')).length === 2, 10_000, 'LockLens queued');
+    const connection = api.tree.getChildren().find((n) => n.connection.name === CONNECTION)!;
+    await vscode.commands.executeCommand('locklens.disconnect', connection);
+    await acquiring;
+    assert.equal(api.heldLocks.all().length, 0);
+    assert.equal((await keysOf(etcd, '/locks/queued/')).length, 1, 'the queued key was deleted before the client closed');
+    await vscode.commands.executeCommand('locklens.connect', connection);
+    await eventually(() => api.registry.get(CONNECTION)!.state === 'connected', 20_000, 'connected again');
+  });
+
+  it('Revoke from a row refuses when the key moved to another lease since the row was drawn', async () => {
+    // etcdctl prints lease IDs zero-padded to 16 digits; lock keys and LockLens do not pad.
+    const grant = async () => BigInt('0x' + (await etcd.etcdctl(['lease', 'grant', '60'])).match(/lease ([0-9a-f]+) granted/)![1]).toString(16);
+    const [first, second] = [await grant(), await grant()];
+    await etcd.etcdctl(['put', '--lease', first, '/locks/single-moved', 'x']);
+    await sync();
+    const row = lockRows().find((r) => r.item.label === 'single-moved')!;
+    assert.match(String(row.item.description), new RegExp(`lease ${first}`));
+    await etcd.etcdctl(['put', '--lease', second, '/locks/single-moved', 'x']);
+    await sync();
+    stubs.warnings((_m, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.revokeLease', row.node);
+    assert.ok(stubs.shown.some((m) => m.kind === 'error' && m.message.includes(`moved from lease ${first} to lease ${second}`)), JSON.stringify(stubs.shown));
+    assert.match(await etcd.etcdctl(['lease', 'timetolive', second]), /remaining\(\d+s\)/, 'the new lease was not revoked');
+  });
+
   it('Copy Key / Lease ID / Fencing Token and Show Lease Details give the member\'s values', async () => {
     procs.etcdctl(['lock', '/locks/details', 'sleep', '120']);
     await eventually(async () => (await keysOf(etcd, '/locks/details/')).length === 1, 10_000, 'etcdctl holds');
