@@ -32,8 +32,13 @@ function config(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration(SECTION);
 }
 
+/**
+ * Connections come from user settings only: a workspace's `.vscode/settings.json` must not be able to point a
+ * connection name (and so its stored password) at another host. (A `machine` scope would say the same, but remote
+ * windows, code-server's included, then ignore the user's own settings.)
+ */
 export function readConnections(): ConnectionSettings[] {
-  const raw = config().get<unknown>('connections');
+  const raw = config().inspect<unknown>('connections')?.globalValue;
   return Array.isArray(raw) ? raw.filter(isConnectionSettings) : [];
 }
 
@@ -52,8 +57,10 @@ function withoutEmpty(c: ConnectionSettings): ConnectionSettings {
   return JSON.parse(JSON.stringify(c, (_key, v: unknown) => (v === '' || v === false ? undefined : v))) as ConnectionSettings;
 }
 
+/** Read-only if any level says so: a workspace can turn it on for its folder, never off against the user's settings. */
 export function isReadOnly(): boolean {
-  return config().get<boolean>('readOnly', false);
+  const v = config().inspect<boolean>('readOnly');
+  return [v?.globalValue, v?.workspaceValue, v?.workspaceFolderValue].some((x) => x === true);
 }
 
 export function longHoldMs(): number {

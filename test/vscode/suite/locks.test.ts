@@ -228,6 +228,25 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.equal(stubs.shown.filter((s) => s.kind === 'warning').length, 0, 'no confirmation was even asked');
   });
 
+  it('a workspace can neither add a connection nor turn read-only off', async () => {
+    const config = () => vscode.workspace.getConfiguration('locklens');
+    assert.ok(vscode.workspace.workspaceFolders?.length, 'the test window has a folder open');
+    try {
+      await config().update('connections', [{ name: 'from-workspace', endpoints: ['198.51.100.1:2379'], username: 'root' }], vscode.ConfigurationTarget.Workspace);
+      await config().update('readOnly', true, vscode.ConfigurationTarget.Global);
+      await config().update('readOnly', false, vscode.ConfigurationTarget.Workspace);
+      await api.registry.sync();
+      assert.equal(api.registry.get('from-workspace'), undefined, 'connections come from user settings only');
+      assert.ok(api.registry.get(CONNECTION), 'the user\'s connections are still there');
+      await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/ws-ro', ttl: 30 });
+      assert.deepEqual(await keysOf(etcd, '/locks/ws-ro/'), [], 'still read-only');
+      assert.ok(stubs.shown.some((m) => m.kind === 'error' && /read-only mode/.test(m.message)));
+    } finally {
+      await config().update('connections', undefined, vscode.ConfigurationTarget.Workspace);
+      await config().update('readOnly', undefined, vscode.ConfigurationTarget.Workspace);
+    }
+  });
+
   it('every mutation is in the audit log, and a connection password is in SecretStorage only: never in settings or logs', async () => {
     const password = `pw-${Date.now()}-never-logged`;
     await vscode.commands.executeCommand('locklens.addConnection', { name: 'secretive', endpoints: [etcd.endpoint], username: 'alice', password, prefixes: [] });
