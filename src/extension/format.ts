@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { displayKey } from '../core/keys';
 import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
+import type { ClusterConnection } from './connections';
 
 /** 42s, 5m 3s, 2h 5m, 3d 4h: the two largest units, as people read ages and TTLs at a glance. */
 export function formatDuration(ms: number): string {
@@ -99,4 +100,21 @@ export function troubleIcon(trouble: Trouble | undefined, fallback: string): vsc
   if (!trouble) return new vscode.ThemeIcon(fallback);
   const colour = trouble === 'leaseExpired' || trouble === 'stalled' ? 'list.errorForeground' : 'list.warningForeground';
   return new vscode.ThemeIcon('warning', new vscode.ThemeColor(colour));
+}
+
+/** A connection's state in a few words, with the reason when it is not working. */
+export function stateText(c: ClusterConnection): string {
+  const reason = c.error?.message;
+  switch (c.state) {
+    case 'connected':
+      return vscode.l10n.t('connected');
+    case 'connecting':
+      return vscode.l10n.t('connecting…');
+    case 'reconnecting':
+      return reason ? vscode.l10n.t('reconnecting: {0}', reason) : vscode.l10n.t('reconnecting');
+    case 'error':
+      return vscode.l10n.t('error: {0}', reason ?? '');
+    case 'disconnected':
+      return vscode.l10n.t('disconnected');
+  }
 }

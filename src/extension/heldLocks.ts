@@ -30,7 +30,7 @@ export interface AcquireRequest {
 export class HeldLocks implements vscode.Disposable {
   private readonly held = new Set<HeldLock>();
   /** Acquires still waiting (or connecting), so that closing a connection can stop them first. */
-  private readonly attempts = new Set<{ readonly connection: ClusterConnection; abort(): void; done: Promise<void> }>();
+  private readonly attempts = new Set<{ readonly connection: ClusterConnection; abort(): void; readonly done: Promise<void> }>();
   private readonly changeEmitter = new Emitter<void>();
   private readonly lostEmitter = new Emitter<{ lock: HeldLock; reason: LockLensError }>();
   readonly onDidChange = this.changeEmitter.event;
@@ -59,7 +59,6 @@ export class HeldLocks implements vscode.Disposable {
     // Closing the connection stops this attempt too (see releaseAll), while the client can still delete its key.
     const closing = new AbortController();
     const signal = request.signal ? AbortSignal.any([request.signal, closing.signal]) : closing.signal;
-    const attempt = { connection, abort: () => closing.abort(new LockLensError('CANCELLED', 'the connection is closing')), done: Promise.resolve() };
     let session: Session | undefined;
     const run = (async () => {
       try {
@@ -81,10 +80,14 @@ export class HeldLocks implements vscode.Disposable {
         throw e;
       }
     })();
-    attempt.done = run.then(
-      () => undefined,
-      () => undefined,
-    );
+    const attempt = {
+      connection,
+      abort: () => closing.abort(new LockLensError('CANCELLED', 'the connection is closing')),
+      done: run.then(
+        () => undefined,
+        () => undefined,
+      ),
+    };
     this.attempts.add(attempt);
     try {
       return await run;

@@ -3,7 +3,7 @@ import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
 import { members, type LockMember, type LockState } from '../core/lockModel';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
-import { ageLabel, appendUntrusted, formatDuration, formatTtl, roleLabel, tooltip, troubleIcon, troubleText } from './format';
+import { ageLabel, appendUntrusted, formatDuration, formatTtl, roleLabel, stateText, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
 
@@ -398,41 +398,28 @@ export function nodeId(kind: 'c' | 'h' | 'p' | 'l' | 'm', ...parts: string[]): s
   return JSON.stringify([kind, ...parts]);
 }
 
+const CONNECTION_ICONS: Record<ClusterConnection['state'], vscode.ThemeIcon> = {
+  connected: new vscode.ThemeIcon('database', new vscode.ThemeColor('testing.iconPassed')),
+  connecting: new vscode.ThemeIcon('loading~spin'),
+  reconnecting: new vscode.ThemeIcon('sync~spin', new vscode.ThemeColor('list.warningForeground')),
+  error: new vscode.ThemeIcon('error', new vscode.ThemeColor('list.errorForeground')),
+  disconnected: new vscode.ThemeIcon('debug-disconnect'),
+};
+
 function connectionItem(node: ConnectionNode): vscode.TreeItem {
   const c = node.connection;
   const item = new vscode.TreeItem(c.name, vscode.TreeItemCollapsibleState.Expanded);
   item.id = node.id;
   item.contextValue = `connection.${c.state}`;
-  const reason = c.error?.message;
-  switch (c.state) {
-    case 'connected':
-      item.iconPath = new vscode.ThemeIcon('database', new vscode.ThemeColor('testing.iconPassed'));
-      item.description = vscode.l10n.t('connected');
-      break;
-    case 'connecting':
-      item.iconPath = new vscode.ThemeIcon('loading~spin');
-      item.description = vscode.l10n.t('connecting…');
-      break;
-    case 'reconnecting':
-      item.iconPath = new vscode.ThemeIcon('sync~spin', new vscode.ThemeColor('list.warningForeground'));
-      item.description = reason ? vscode.l10n.t('reconnecting: {0}', reason) : vscode.l10n.t('reconnecting');
-      break;
-    case 'error':
-      item.iconPath = new vscode.ThemeIcon('error', new vscode.ThemeColor('list.errorForeground'));
-      item.description = vscode.l10n.t('error: {0}', reason ?? '');
-      break;
-    case 'disconnected':
-      item.iconPath = new vscode.ThemeIcon('debug-disconnect');
-      item.description = vscode.l10n.t('disconnected');
-      break;
-  }
+  item.iconPath = CONNECTION_ICONS[c.state];
+  item.description = stateText(c);
   const md = tooltip().appendMarkdown(`**`);
   appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Endpoints')}: `);
   appendUntrusted(md, c.settings.endpoints.join(', '));
   if (c.settings.username) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('User')}: `), c.settings.username);
   if (c.settings.namespace) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Namespace')}: `), c.settings.namespace);
   if (c.settings.tls) md.appendMarkdown(`\n\n$(shield) ${vscode.l10n.t('TLS')}${c.settings.tls.insecureSkipVerify ? ` (${vscode.l10n.t('certificate not verified')})` : ''}`);
-  if (reason) appendUntrusted(md.appendMarkdown(`\n\n$(warning) `), reason);
+  if (c.error) appendUntrusted(md.appendMarkdown(`\n\n$(warning) `), c.error.message);
   item.tooltip = md;
   return item;
 }

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { LockLensError } from '../core/errors';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
+import { stateText } from './format';
 
 /** Thrown when the user closes a picker or input: commands end quietly on it. */
 export class Cancelled extends Error {
@@ -25,17 +26,16 @@ export async function pickConnection(registry: ConnectionRegistry, title: string
   return orCancel(await vscode.window.showQuickPick(items, { title, placeHolder: vscode.l10n.t('Pick a connection') })).connection;
 }
 
-export function stateText(c: ClusterConnection): string {
-  switch (c.state) {
-    case 'connected':
-      return vscode.l10n.t('connected');
-    case 'connecting':
-      return vscode.l10n.t('connecting…');
-    case 'reconnecting':
-      return vscode.l10n.t('reconnecting');
-    case 'error':
-      return vscode.l10n.t('error: {0}', c.error?.message ?? '');
-    case 'disconnected':
-      return vscode.l10n.t('disconnected');
+/** Shows a quick pick the caller has filled, and resolves with what `accepted` reads from it on Enter; closing cancels. */
+export async function acceptQuickPick<I extends vscode.QuickPickItem, T>(quickPick: vscode.QuickPick<I>, accepted: () => T | undefined): Promise<T> {
+  try {
+    const value = await new Promise<T | undefined>((resolve) => {
+      quickPick.onDidAccept(() => resolve(accepted()));
+      quickPick.onDidHide(() => resolve(undefined));
+      quickPick.show();
+    });
+    return orCancel(value);
+  } finally {
+    quickPick.dispose();
   }
 }

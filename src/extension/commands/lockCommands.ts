@@ -10,7 +10,7 @@ import type { ClusterConnection, ConnectionRegistry } from '../connections';
 import { formatTtl, roleLabel, troubleLabel } from '../format';
 import type { HeldLock, HeldLocks } from '../heldLocks';
 import type { LockTreeNode, LockTreeProvider, MemberNode } from '../lockTree';
-import { orCancel, pickConnection } from '../pickers';
+import { acceptQuickPick, orCancel, pickConnection } from '../pickers';
 import { defaultAcquireTtl, isReadOnly } from '../settings';
 
 /** What `locklens.acquireLock` accepts from scripts and tests instead of asking. */
@@ -212,16 +212,7 @@ async function askLockName(connection: ClusterConnection): Promise<Buffer> {
     const typed = value && !existing.some((e) => e.label === value) ? [{ label: value, description: vscode.l10n.t('new lock'), name: Buffer.from(value) }] : [];
     quickPick.items = [...typed, ...existing];
   });
-  try {
-    const picked = await new Promise<Buffer | undefined>((resolve) => {
-      quickPick.onDidAccept(() => resolve(quickPick.selectedItems[0]?.name ?? (quickPick.value ? Buffer.from(quickPick.value) : undefined)));
-      quickPick.onDidHide(() => resolve(undefined));
-      quickPick.show();
-    });
-    return orCancel(picked);
-  } finally {
-    quickPick.dispose();
-  }
+  return acceptQuickPick(quickPick, () => quickPick.selectedItems[0]?.name ?? (quickPick.value ? Buffer.from(quickPick.value) : undefined));
 }
 
 function lockSummary(lock: LockState): string {
@@ -291,16 +282,7 @@ async function pickLease(connection: ClusterConnection, tree: LockTreeProvider):
     const exact = typed !== undefined && items.some((i) => i.lease === typed);
     quickPick.items = typed && !exact ? [{ label: typed, description: vscode.l10n.t('lease ID as typed'), lease: typed, position: -1 }, ...items] : items;
   });
-  try {
-    const lease = await new Promise<string | undefined>((resolve) => {
-      quickPick.onDidAccept(() => resolve(quickPick.selectedItems[0]?.lease ?? parseLeaseHex(quickPick.value)));
-      quickPick.onDidHide(() => resolve(undefined));
-      quickPick.show();
-    });
-    return orCancel(lease);
-  } finally {
-    quickPick.dispose();
-  }
+  return acceptQuickPick(quickPick, () => quickPick.selectedItems[0]?.lease ?? parseLeaseHex(quickPick.value));
 }
 
 /** A lease ID from a script or a typed value: hex as in lock keys (`0x` allowed), or a clear error. */
