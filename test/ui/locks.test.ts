@@ -202,6 +202,8 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     await item.click();
     await eventually(async () => (await keysOf(`${BY_HAND}/`)).length === 0, 20_000, `${BY_HAND} key deleted`);
     await item.waitFor({ state: 'hidden', timeout: 20_000 });
+    // And the tree has redrawn without it (a lock gone changes its prefix's list: VS Code re-fetches those rows).
+    await rowLabelled('by-hand').waitFor({ state: 'detached', timeout: 20_000 });
   });
 
   test('revoking the holder\'s lease from the tree asks with the keys and the next holder, then waiter #1 holds', async () => {
