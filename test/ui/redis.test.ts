@@ -1,0 +1,278 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Locator, Page } from 'playwright-core';
+import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
+import { eventually } from '../harness/etcd';
+import { startRedis, type RedisServer } from '../harness/redis';
+import { RedisPyLock } from '../harness/redisPy';
+import { escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, widenSidebar, type Workbench } from '../harness/workbench';
+
+/**
+ * The Locks view on a Redis connection, as a user works it: a real redis-server (keyspace notifications on, `KEA`, as
+ * a self-hosted Redis a team would point LockLens at; polling is the unit/integration tests' business) with the locks
+ * real services leave there: redis-py's own `Lock` held by a python process, a Redisson RLock held twice (re-entrant),
+ * a Redisson fair lock with two waiters, and a token lock stuck with no expiry. The built extension in a normal
+ * code-server (toasts and modal dialogs show) in headless Chromium: the tree's rows, "Acquire Lock…" from the palette
+ * on a new name (SET NX PX with our token) released from the status bar, and "Force Release…" on the stuck lock from
+ * its context menu, through its confirmation, down to the audit line. Screenshots go to test-output/screenshots/.
+ */
+
+const CONNECTION = 'redis-local';
+const PREFIX = 'app:';
+const EXPORT = 'app:export';
+const BILLING = 'app:billing';
+const FAIR = 'app:fair';
+const STUCK = 'app:stuck';
+const BY_HAND = 'app:by-hand';
+/** What a crashed service left: a token lock with no PX. */
+const STUCK_TOKEN = 'deadbeef'.repeat(4);
+/** Redisson's `<client uuid>:<thread id>` fields: the billing holder (2 holds), the fair lock's holder and its two waiters. */
+const BILLING_FIELD = `${randomUUID()}:1`;
+const FAIR_HOLDER = `${randomUUID()}:41`;
+const FAIR_WAITERS = [`${randomUUID()}:57`, `${randomUUID()}:63`];
+/** Redisson's default lease (lockWatchdogTimeout) and the TTL we gave redis-py's Lock. */
+const LEASE_MS = 30_000;
+
+/** Renew the lease only while the owner still holds it: what redis-py's `extend` and Redisson's watchdog run. */
+const RENEW_TOKEN = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
+const RENEW_FIELD = "if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then return redis.call('pexpire', KEYS[1], ARGV[2]) end return 0";
+
+describe('Locks view on a Redis connection (code-server + Chromium + redis-server)', { timeout: 8 * 60_000 }, () => {
+  let redis: RedisServer;
+  let peer: RedisPyLock;
+  /** The redis-py Lock's token (uuid1().hex), as the peer printed it. */
+  let exportToken = '';
+  let server: CodeServer;
+  let workbench: Workbench;
+  let page: Page;
+  let folder: string;
+  let renewer: NodeJS.Timeout | undefined;
+
+  /** The row's description (the grey text after its label). */
+  const description = async (row: Locator) => ((await row.locator('.label-description').first().textContent()) ?? '').trim();
+
+  /** The sidebar row whose label is exactly `label`. */
+  function rowLabelled(label: string): Locator {
+    return page.locator('.part.sidebar .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(label)}$`) }) }).first();
+  }
+
+  /** Labels of the sidebar's rows, in order. */
+  const rowLabels = () => page.locator('.part.sidebar .monaco-list-row .label-name').allTextContents();
+
+  /** Expands a collapsed tree row with a click on its twistie. */
+  async function expand(row: Locator): Promise<void> {
+    await row.waitFor({ state: 'visible', timeout: 30_000 });
+    await eventually(async () => {
+      if ((await row.getAttribute('aria-expanded')) === 'true') return true;
+      await row.locator('.monaco-tl-twistie').click({ timeout: 2000 }).catch(() => undefined);
+      return false;
+    }, 20_000, 'row expanded');
+  }
+
+  /** Waits for the quick input (pick or input box) whose title matches. */
+  async function quickInputTitled(title: RegExp): Promise<void> {
+    const titleOf = page.locator('.quick-input-widget .quick-input-title');
+    await eventually(async () => (await page.locator('.quick-input-widget').isVisible()) && title.test((await titleOf.textContent()) ?? ''), 20_000, `quick input ${title}`);
+  }
+
+  /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */
+  const toast = (text: string | RegExp) => page.locator('.notification-toast.notification-fade-in-done').filter({ hasText: text }).first();
+
+  const exists = async (key: string) => (await redis.cli(['EXISTS', key])) === '1';
+
+  /** The owners' own renewals (redis-py `extend`, Redisson's watchdog), so the seeded leases outlive a slow run. */
+  async function renew(): Promise<void> {
+    await redis.cli(['EVAL', RENEW_TOKEN, '1', EXPORT, exportToken, String(LEASE_MS)]);
+    await redis.cli(['EVAL', RENEW_FIELD, '1', BILLING, BILLING_FIELD, String(LEASE_MS)]);
+    await redis.cli(['EVAL', RENEW_FIELD, '1', FAIR, FAIR_HOLDER, String(LEASE_MS)]);
+  }
+
+  before(async () => {
+    redis = await startRedis({ notify: 'KEA' });
+    // redis-py's own Lock, held by a python process until told to release.
+    peer = new RedisPyLock(redis.url, EXPORT, 'hold', LEASE_MS / 1000);
+    exportToken = (await peer.until(['acquired'])).split(' ')[1];
+    assert.match(exportToken, /^[0-9a-f]{32}$/, 'redis-py tokens are uuid1().hex');
+    // Redisson RLock, as its lock Lua leaves it after the same thread locked twice.
+    await redis.cli(['HSET', BILLING, BILLING_FIELD, '2']);
+    await redis.cli(['PEXPIRE', BILLING, String(LEASE_MS)]);
+    // Redisson RFairLock: held, two waiters queued (RPUSH order) with their give-up deadlines (epoch ms) in the ZSET.
+    const now = Date.now();
+    await redis.cli(['HSET', FAIR, FAIR_HOLDER, '1']);
+    await redis.cli(['PEXPIRE', FAIR, String(LEASE_MS)]);
+    await redis.cli(['RPUSH', `redisson_lock_queue:{${FAIR}}`, ...FAIR_WAITERS]);
+    await redis.cli(['ZADD', `redisson_lock_timeout:{${FAIR}}`, String(now + 300_000), FAIR_WAITERS[0], String(now + 305_000), FAIR_WAITERS[1]]);
+    // A token lock whose owner died before it could release, taken without PX: it never expires.
+    await redis.cli(['SET', STUCK, STUCK_TOKEN]);
+    renewer = setInterval(() => void renew().catch(() => undefined), 5000);
+
+    folder = mkdtempSync(join(tmpdir(), 'locklens-ui-redis-'));
+    writeFileSync(join(folder, 'README.md'), '# a workspace for the LockLens Redis UI tests\n');
+    server = await startCodeServer({
+      installExtensionFrom: repoRoot,
+      extraSettings: { 'locklens.connections': [{ name: CONNECTION, store: 'redis', endpoints: [redis.url], prefixes: [PREFIX] }] },
+    });
+    workbench = await openWorkbench(server, { folder, viewport: { width: 1600, height: 900 } });
+    page = workbench.page;
+  });
+
+  after(async () => {
+    clearInterval(renewer);
+    // Each step even when one before it failed: nothing may outlive the test.
+    const steps = [() => workbench?.close(), () => server?.stop(), () => peer?.dispose(), () => redis?.dispose()];
+    for (const step of steps) await Promise.resolve().then(step).catch((e: unknown) => console.error('cleanup:', e));
+    if (folder) rmSync(folder, { recursive: true, force: true });
+  });
+
+  test('the tree shows redis-py\'s token lock, the re-entrant Redisson lock and the stuck lock with no expiry', async () => {
+    await openViewContainer(page, 'LockLens');
+    // Room for the rows' descriptions (role, owner, holds, TTL, age).
+    await widenSidebar(page, 760);
+    await rowLabelled(CONNECTION).waitFor({ state: 'visible', timeout: 60_000 });
+    await eventually(async () => /^connected/.test(await description(rowLabelled(CONNECTION))), 30_000, 'connection row says connected');
+    for (const label of ['export', 'billing', 'stuck']) await rowLabelled(label).waitFor({ state: 'visible', timeout: 30_000 });
+
+    // A token lock is one key: one row, its owner the token (cut to fit; the tooltip has it whole), with its TTL.
+    const exportRow = await eventually(async () => {
+      const d = await description(rowLabelled('export'));
+      return /TTL \d+s/.test(d) && d;
+    }, 20_000, 'export row with its TTL');
+    assert.match(exportRow, new RegExp(`owner ${exportToken.slice(0, 20)}`), `export row: ${exportRow}`);
+    const exportTtl = Number(/TTL (\d+)s/.exec(exportRow)![1]);
+    assert.ok(exportTtl > 0 && exportTtl <= LEASE_MS / 1000, `TTL within the lease: ${exportRow}`);
+
+    // Redisson: a lock row naming the holder, whose member row counts the holds.
+    assert.match(await description(rowLabelled('billing')), new RegExp(`^held by ${escapeRegExp(BILLING_FIELD)}`));
+    await expand(rowLabelled('billing'));
+    await rowLabelled(BILLING_FIELD).waitFor({ state: 'visible', timeout: 20_000 });
+    const billingHolder = await description(rowLabelled(BILLING_FIELD));
+    assert.match(billingHolder, /^holder · .*2 holds \(re-entrant\) · TTL \d+s/, `billing holder row: ${billingHolder}`);
+
+    // The stuck lock: no expiry, and the row warns.
+    const stuckRow = rowLabelled('stuck');
+    const stuck = await description(stuckRow);
+    assert.match(stuck, new RegExp(`owner ${STUCK_TOKEN.slice(0, 20)}`), `stuck row: ${stuck}`);
+    assert.match(stuck, /no expiry/, `stuck row: ${stuck}`);
+    assert.ok(await stuckRow.locator('.codicon-warning').isVisible(), 'the stuck row has a warning icon');
+    await screenshot(page, 'redis-tree');
+  });
+
+  test('a Redisson fair lock shows its holder, then its two waiters in queue order', async () => {
+    const fair = rowLabelled('fair');
+    await fair.waitFor({ state: 'visible', timeout: 20_000 });
+    assert.match(await description(fair), new RegExp(`^held by ${escapeRegExp(FAIR_HOLDER)} · 2 waiting`));
+    await expand(fair);
+    await rowLabelled(FAIR_WAITERS[1]).waitFor({ state: 'visible', timeout: 20_000 });
+    const labels = await rowLabels();
+    const at = labels.indexOf('fair');
+    assert.deepEqual(labels.slice(at + 1, at + 4), [FAIR_HOLDER, ...FAIR_WAITERS], `rows after fair: ${JSON.stringify(labels)}`);
+    assert.match(await description(rowLabelled(FAIR_HOLDER)), /^holder · /);
+    assert.match(await description(rowLabelled(FAIR_WAITERS[0])), /^waiter #1 · /);
+    assert.match(await description(rowLabelled(FAIR_WAITERS[1])), /^waiter #2 · /);
+    await screenshot(page, 'redis-fair-lock');
+  });
+
+  test('"Acquire Lock…" on a new name sets our token with a PX, shows it in the status bar, and the status bar releases it', async () => {
+    await runCommand(page, 'LockLens: Acquire Lock…');
+    await quickInputTitled(new RegExp(`Acquire lock on ${escapeRegExp(CONNECTION)}`));
+    await page.locator('.quick-input-widget input').fill(BY_HAND);
+    // The typed name becomes a "new lock" item once the extension has seen the value.
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'new lock' }).first().waitFor({ state: 'visible', timeout: 20_000 });
+    await page.keyboard.press('Enter');
+    // The TTL input box, with the default filled in.
+    await quickInputTitled(/TTL/);
+    const ttl = Number(await page.locator('.quick-input-widget input').inputValue());
+    await page.keyboard.press('Enter');
+
+    const item = page.locator('.part.statusbar .statusbar-item', { hasText: BY_HAND });
+    await item.waitFor({ state: 'visible', timeout: 30_000 });
+    const token = await redis.cli(['GET', BY_HAND]);
+    assert.ok(token.length > 0, `${BY_HAND} is set`);
+    const pttl = Number(await redis.cli(['PTTL', BY_HAND]));
+    assert.ok(pttl > 0 && pttl <= ttl * 1000, `a PX of at most the TTL asked for (${ttl}s): PTTL ${pttl}`);
+    const held = toast(/You hold/);
+    await held.waitFor({ state: 'visible', timeout: 20_000 });
+    assert.ok(((await held.textContent()) ?? '').includes(token), `the toast names the token that redis-cli GET reads (${token})`);
+    await page.locator('.notification-toast', { hasText: `Acquiring "${BY_HAND}"` }).waitFor({ state: 'detached', timeout: 20_000 });
+    // The tree has it, as ours.
+    await eventually(async () => /held by you/.test(await description(rowLabelled('by-hand'))), 20_000, 'by-hand row held by you');
+    await screenshot(page, 'redis-acquire');
+
+    await item.click();
+    await eventually(async () => !(await exists(BY_HAND)), 20_000, `${BY_HAND} deleted`);
+    await item.waitFor({ state: 'hidden', timeout: 20_000 });
+    await rowLabelled('by-hand').waitFor({ state: 'detached', timeout: 20_000 });
+  });
+
+  test('"Force Release…" on the stuck lock asks with what it will do, then deletes the key and the row', async () => {
+    const stuck = rowLabelled('stuck');
+    const menuItem = page.locator('.monaco-menu .action-item', { hasText: 'Force Release…' }).first();
+    const dialog = page.locator('.monaco-dialog-box');
+    const quickInput = page.locator('.quick-input-widget');
+    // Right-click the row, then "Force Release…" in its context menu (hovered first: a click that lands on a menu item
+    // just shown is often ignored), until the confirmation shows. The command must get the row: a quick pick asking for
+    // a lock instead means it did not.
+    let askedForLock = false;
+    await eventually(async () => {
+      if (await dialog.isVisible()) return true;
+      if (await quickInput.isVisible()) return (askedForLock = true);
+      if (!(await menuItem.isVisible())) await stuck.click({ button: 'right', timeout: 5000 });
+      await menuItem.hover({ timeout: 2000 }).catch(() => undefined);
+      await menuItem.click({ timeout: 2000 }).catch(() => undefined);
+      return dialog.waitFor({ state: 'visible', timeout: 2000 }).then(
+        () => true,
+        () => false,
+      );
+    }, 30_000, 'the force-release confirmation');
+    assert.equal(askedForLock, false, 'Force Release… from the row\'s menu asked for a lock instead of using the row');
+    const text = (await dialog.textContent()) ?? '';
+    assert.match(text, new RegExp(`Force-release "${escapeRegExp(STUCK)}" from ${escapeRegExp(STUCK)} on ${escapeRegExp(CONNECTION)}\\?`));
+    // The backend's own description of what it will do (compare-and-delete of the token shown), and who is next.
+    const detail = ((await dialog.locator('.dialog-message-detail').textContent().catch(() => '')) ?? '').trim();
+    assert.ok(detail.length > 0, 'the confirmation says what force-release does');
+    assert.match(detail, /Nobody is waiting in the store/);
+    assert.ok(await exists(STUCK), 'nothing deleted before the confirmation');
+    await screenshot(page, 'redis-force-release-confirm');
+    await dialog.locator('.monaco-button', { hasText: 'Force Release' }).first().click();
+    await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
+
+    await eventually(async () => !(await exists(STUCK)), 20_000, `${STUCK} deleted`);
+    await stuck.waitFor({ state: 'detached', timeout: 20_000 });
+    await toast(/Released "app:stuck"/).waitFor({ state: 'visible', timeout: 20_000 });
+    // Only the stuck lock: the others are still held by their owners.
+    assert.equal(await redis.cli(['GET', EXPORT]), exportToken);
+    assert.equal(await redis.cli(['HGET', BILLING, BILLING_FIELD]), '2');
+    await screenshot(page, 'redis-after-force-release');
+  });
+
+  test('the audit log has the force-release, with the owner released', async () => {
+    const expected = new RegExp(`forceRelease ok connection="${escapeRegExp(CONNECTION)}" lock="${escapeRegExp(STUCK)}" owner="${STUCK_TOKEN}"`);
+    // The channel as the user opens it: "LockLens: Show Audit Log" shows it in the Output panel.
+    await runCommand(page, 'LockLens: Show Audit Log');
+    const output = page.locator('.part.panel .view-lines');
+    await eventually(async () => expected.test(((await output.first().textContent().catch(() => '')) ?? '').replace(/\u00a0/g, ' ')), 20_000, 'the forceRelease line in the Output panel');
+    await screenshot(page, 'redis-audit');
+    // And the channel's log file, under the user data dir (a log output channel writes one).
+    const file = await eventually(() => findFile(server.userDataDir, (name) => /LockLens Audit/.test(name)), 20_000, 'the audit log file');
+    const lines = readFileSync(file, 'utf8').split('\n').filter((l) => /forceRelease/.test(l));
+    assert.equal(lines.length, 1, `one forceRelease line: ${JSON.stringify(lines)}`);
+    assert.match(lines[0], expected);
+  });
+});
+
+/** The first file under `dir` (recursively) whose name `wanted` accepts. */
+function findFile(dir: string, wanted: (name: string) => boolean): string | undefined {
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, e.name);
+    if (e.isFile() && wanted(e.name)) return path;
+    if (e.isDirectory()) {
+      const found = findFile(path, wanted);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
