@@ -2,10 +2,10 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { EtcdConnection } from '../src/core/connection';
-import { readPrefix } from '../src/core/keyspace';
-import { Mutex } from '../src/core/mutex';
-import { Session } from '../src/core/session';
+import type { EtcdConnection } from '../src/core/etcd/connection';
+import { readPrefix } from '../src/core/etcd/keyspace';
+import { Mutex } from '../src/core/etcd/mutex';
+import { Session } from '../src/core/etcd/session';
 import { CLI } from './paths';
 
 export type Tool = 'locklens' | 'etcdctl';

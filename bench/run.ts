@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EtcdConnection } from '../src/core/connection';
+import { EtcdConnection } from '../src/core/etcd/connection';
 import { startEtcd } from '../test/harness/etcd';
 import { ROOT } from './paths';
 import * as scenarios from './scenarios';

@@ -3,9 +3,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { extname, join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { observeLease, type LeaseInfo } from '../src/core/leases';
+import { observeLease, type LeaseInfo } from '../src/core/leaseInfo';
 import { LockClock } from '../src/core/lockHealth';
-import { LockModel } from '../src/core/lockModel';
+import { LockModel } from '../src/core/etcd/lockModel';
 import { TimelineReducer } from '../src/core/timeline';
 import type { DiffMessage, InitMessage, TimelineRow, TimelineStrings } from '../src/protocol/timeline';
 import { chromiumArgs, chromiumPath } from '../test/harness/workbench';
@@ -118,6 +118,7 @@ export const ENGLISH: TimelineStrings = {
   single: 'held (single key)',
   lease: 'lease {0}',
   noLease: 'no lease',
+  owner: 'owner {0}',
   token: 'token {0}',
   ttl: 'TTL {0}s',
   ttlOf: 'TTL {0}s of {1}s',
@@ -141,6 +142,7 @@ export const ENGLISH: TimelineStrings = {
   lockQueue: 'queue',
   lockElection: 'election',
   lockSingle: 'single key',
+  lockReadWrite: 'read/write lock',
   liveCount: '{0} live',
   seconds: '{0}s',
   minutes: '{0}m',
@@ -169,7 +171,8 @@ export function sampleRows(leases: number, now: number): TimelineRow[] {
       role: position === 0 ? 'holder' : 'waiter',
       position,
       lease,
-      createRevision: 1000 + i,
+      owner: '',
+      token: 1000 + i,
       firstSeenAt,
       firstSeenExact: lock % 3 !== 0,
       ...(position === 0 ? { heldSince: firstSeenAt + 30_000 } : {}),
@@ -299,7 +302,7 @@ export function timelineReduce(leases = 2000, rounds = 20) {
     });
   sweep(() => true);
   const reducer = new TimelineReducer({ longHoldMs: 300_000, keepEndedMs: 3_600_000 });
-  const source = () => ({ connection: 'bench', locks: model.locks(), lease: (id: string) => infos.get(id), clock });
+  const source = () => ({ connection: 'bench', revocableLeases: true, locks: model.locks(), lease: (id: string) => infos.get(id), clock });
   const t0 = performance.now();
   const first = reducer.update([source()], now);
   const firstMs = performance.now() - t0;

@@ -2,6 +2,8 @@ import { writeFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../src/extension/extension';
 import type { LockTreeNode } from '../../src/extension/lockTree';
+import type { ClusterWatch } from '../../src/core/etcd/clusterWatch';
+import type { EtcdBackend } from '../../src/core/etcd/etcdBackend';
 
 /**
  * The `extension` benchmark's extensionTestsPath module (out/bench/vscode/extensionHost.js): VS Code's extension host
@@ -106,7 +108,7 @@ export async function run(): Promise<void> {
     const renders = Array.from({ length: 5 }, render);
 
     const connection = registry.get(CONNECTION)!;
-    const etcd = connection.connection!;
+    const etcd = (connection.backend as EtcdBackend).connection;
     const keys = connection.watch!.locks().map((l) => l.holder!.key);
     let fires = 0;
     const listener = tree.onDidChangeTreeData(() => fires++);
@@ -122,7 +124,7 @@ export async function run(): Promise<void> {
         txns.push(etcd.client.kv.txn({ success }));
       }
       await Promise.all(txns);
-      await connection.watch!.live.sync(60_000);
+      await (connection.watch as ClusterWatch).live.sync(60_000);
       burstMs = performance.now() - t0;
       // The tree redraws once per turn of the event loop: let the last one out.
       await sleep(50);

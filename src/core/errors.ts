@@ -11,10 +11,14 @@ export type ErrorCode =
   | 'TLS'
   | 'LOCKED'
   | 'LOCK_LOST'
+  /** A force-release found the lock no longer as the user was shown it (it changed hands): nothing was done. */
+  | 'LOCK_CHANGED'
   | 'LEASE_NOT_FOUND'
   | 'CANCELLED'
   | 'CLOSED'
-  | 'ETCD';
+  | 'ETCD'
+  /** Any other failure reported by a store (Redis, …), with its message. */
+  | 'STORE';
 
 export class LockLensError extends Error {
   constructor(

@@ -3,6 +3,8 @@
  * lossily (two different keys would merge), only escaped for display.
  */
 
+import { LockLensError } from './errors';
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** A lossless string identity for a key, for use as a Map key: one char per byte. */
@@ -92,4 +94,13 @@ export function parseLeaseHex(text: string): string | undefined {
   if (!m) return undefined;
   const id = BigInt('0x' + m[1]);
   return id === 0n || id > MAX_LEASE_ID ? undefined : id.toString(16);
+}
+
+/** Sorted, without duplicates, and without prefixes that a shorter one already covers (so no key is watched twice). */
+export function normalizePrefixes(prefixes: readonly Uint8Array[]): Buffer[] {
+  const sorted = prefixes.map((p) => Buffer.from(p)).sort(Buffer.compare);
+  const kept: Buffer[] = [];
+  for (const p of sorted) if (!kept.some((k) => hasPrefix(p, k))) kept.push(p);
+  if (kept.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no prefix to watch');
+  return kept;
 }

@@ -1,6 +1,6 @@
 import { keyId } from './keys';
-import { remainingTtl, type LeaseInfo } from './leases';
-import { members, type ChangeSet, type LockMember, type LockState } from './lockModel';
+import { remainingTtl, type LeaseInfo } from './leaseInfo';
+import { holderCount, members, type ChangeSet, type LockMember, type LockState } from './lockState';
 
 /** What can be wrong with one member of a lock, worst first. */
 export type Trouble = 'leaseExpired' | 'stalled' | 'noLease' | 'longHold';
@@ -99,10 +99,13 @@ export function lockHealth(
   options: HealthOptions,
   now = Date.now(),
 ): MemberHealth[] {
-  return members(lock).map((member, position) => {
+  const holders = holderCount(lock);
+  return members(lock).map((member, i) => {
+    // Every holder of a read lock is at position 0; waiters count from 1.
+    const position = i < holders ? 0 : i - holders + 1;
     const info = member.lease ? lease(member.lease) : undefined;
     const role = roleOf(lock, position);
-    const since = position === 0 ? (clock.heldSince(lock) ?? clock.seen(member)) : clock.seen(member);
+    const since = i === 0 && holders ? (clock.heldSince(lock) ?? clock.seen(member)) : clock.seen(member);
     const troubles: Trouble[] = [];
     if (info?.state === 'expired') troubles.push('leaseExpired');
     else if (info?.stalled) troubles.push('stalled');

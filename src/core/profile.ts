@@ -1,3 +1,4 @@
+import type { StoreKind } from './backend';
 import { LockLensError } from './errors';
 
 /** TLS settings of a connection. Paths are read when connecting; the passphrase is a secret (never in settings). */
@@ -16,7 +17,12 @@ export interface TlsOptions {
 }
 
 export interface ConnectionProfile {
-  /** `host:port`, `http://host:port` or `https://host:port` (https turns TLS on). */
+  /** Which store the endpoints are (default etcd). */
+  readonly store?: StoreKind;
+  /**
+   * etcd: `host:port`, `http://host:port` or `https://host:port` (https turns TLS on). Redis: `redis://host:port[/db]`
+   * or `rediss://…` (TLS); several are independent instances (redlock), not replicas.
+   */
   readonly endpoints: readonly string[];
   readonly username?: string;
   readonly password?: string;

@@ -1,8 +1,8 @@
 import { compareRows, type TimelineDiff, type TimelineEnd, type TimelineRow, type TimelineRowEnd } from '../protocol/timeline';
 import { displayKey, keyId } from './keys';
-import { remainingTtl, type LeaseInfo } from './leases';
+import { remainingTtl, type LeaseInfo } from './leaseInfo';
 import { lockHealth, type LockClock } from './lockHealth';
-import { members, type LockState } from './lockModel';
+import { members, type LockState } from './lockState';
 
 /**
  * The lease timeline's data: lock states, lease samples and observed ages turned into one row per lock member and
@@ -13,6 +13,12 @@ import { members, type LockState } from './lockModel';
 /** What one connection contributes: its live locks, its sampled leases and its clock of observed ages. */
 export interface TimelineSource {
   readonly connection: string;
+  /**
+   * Whether members are attached to leases that outlive their keys and can be revoked (etcd): then a row shows its
+   * lease, and a key deleted while its lease had time left may have been released or revoked (only the store can say).
+   * Otherwise the row shows its owner, and such a key was released.
+   */
+  readonly revocableLeases: boolean;
   readonly locks: readonly LockState[];
   readonly lease: (id: string) => LeaseInfo | undefined;
   readonly clock: LockClock;
@@ -80,22 +86,23 @@ export function timelineRows(source: TimelineSource, longHoldMs: number, now: nu
   const rows: TimelineRow[] = [];
   for (const lock of source.locks) {
     const texts = textsOf(source.connection, lock);
-    for (const h of lockHealth(lock, source.clock, source.lease, { longHoldMs }, now)) {
+    for (const [i, h] of lockHealth(lock, source.clock, source.lease, { longHoldMs }, now).entries()) {
       const m = h.member;
       // A waiter's `since` is when its key was first seen; the holder's is when it began to hold.
       const seen = h.position === 0 ? source.clock.seen(m) : h.since;
       const info = h.lease;
       const row: Mutable<TimelineRow> = {
-        id: texts.ids[h.position],
+        id: texts.ids[i],
         connection: source.connection,
         lock: lock.id,
         lockName: texts.lockName,
-        key: texts.keys[h.position],
+        key: texts.keys[i],
         kind: lock.kind,
         role: h.role,
         position: h.position,
-        lease: m.lease,
-        createRevision: m.createRevision,
+        lease: source.revocableLeases ? m.lease : '',
+        owner: source.revocableLeases ? '' : m.owner,
+        token: m.token,
         firstSeenAt: seen.at,
         firstSeenExact: seen.exact,
         refreshes: info?.refreshes ?? [],
@@ -216,13 +223,18 @@ export class TimelineReducer {
   }
 }
 
-/** How a row whose key just went ended, as far as the last lease sample tells. */
+/** How a row whose key just went ended, as far as the last TTL sample tells. */
 function endOf(row: TimelineRow, source: TimelineSource, now: number): TimelineEnd {
-  if (!row.lease) return 'released';
-  const info = source.lease(row.lease);
-  if (info && (info.state === 'expired' || remainingTtl(info, now) <= 0)) return 'revokedOrExpired';
-  // The key was deleted while the lease had time left: Go's Unlock, or a revoke. Only etcd can say which.
-  return 'unknown';
+  if (source.revocableLeases) {
+    if (!row.lease) return 'released';
+    const info = source.lease(row.lease);
+    if (info && (info.state === 'expired' || remainingTtl(info, now) <= 0)) return 'revokedOrExpired';
+    // The key was deleted while the lease had time left: Go's Unlock, or a revoke. Only etcd can say which.
+    return 'unknown';
+  }
+  // A key's own TTL ends with the key: gone with time left is released (or force-released), never expired.
+  const expired = row.leaseState === 'expired' || (row.ttl !== undefined && row.observedAt !== undefined && row.ttl - (now - row.observedAt) / 1000 <= 0);
+  return expired ? 'revokedOrExpired' : 'released';
 }
 
 /**
@@ -265,8 +277,9 @@ function sameRow(a: TimelineRow, b: TimelineRow): boolean {
     a.endedAt === b.endedAt &&
     a.end === b.end &&
     a.kind === b.kind &&
-    a.createRevision === b.createRevision &&
+    a.token === b.token &&
     a.lease === b.lease &&
+    a.owner === b.owner &&
     a.key === b.key &&
     a.lockName === b.lockName &&
     a.lock === b.lock &&

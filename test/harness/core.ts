@@ -1,6 +1,6 @@
-import { EtcdConnection } from '../../src/core/connection';
+import { EtcdConnection } from '../../src/core/etcd/connection';
 import type { ConnectionProfile } from '../../src/core/profile';
-import { Session } from '../../src/core/session';
+import { Session } from '../../src/core/etcd/session';
 
 /** Opens connections and sessions for a test and closes all of them in `dispose`, even after a failure. */
 export class Scope {

@@ -1,8 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterWatch } from '../../src/core/clusterWatch';
+import { ClusterWatch } from '../../src/core/etcd/clusterWatch';
 import { leaseHex } from '../../src/core/keys';
-import type { LeaseInfo } from '../../src/core/leases';
+import type { LeaseInfo } from '../../src/core/leaseInfo';
 import { eventually } from '../harness/etcd';
 import { etcdSuite } from '../harness/suite';
 

@@ -2,13 +2,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EtcdCluster, eventually, sleep, startCluster } from '../harness/etcd';
 import { etcdSuite } from '../harness/suite';
-import { Session } from '../../src/core/session';
+import { Session } from '../../src/core/etcd/session';
 import { Scope } from '../harness/core';
-import { LiveLocks } from '../../src/core/liveLocks';
-import { LockModel } from '../../src/core/lockModel';
-import { Mutex } from '../../src/core/mutex';
-import { readPrefixes } from '../../src/core/keyspace';
-import type { EtcdConnection } from '../../src/core/connection';
+import { LiveLocks } from '../../src/core/etcd/liveLocks';
+import { LockModel } from '../../src/core/etcd/lockModel';
+import { Mutex } from '../../src/core/etcd/mutex';
+import { readPrefixes } from '../../src/core/etcd/keyspace';
+import type { EtcdConnection } from '../../src/core/etcd/connection';
 
 async function sameAsRangeGet(live: LiveLocks, conn: EtcdConnection): Promise<boolean> {
   await live.sync();

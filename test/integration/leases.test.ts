@@ -2,8 +2,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sleep } from '../harness/etcd';
 import { etcdSuite } from '../harness/suite';
-import { LeaseTracker, sampleLease } from '../../src/core/leases';
-import { revokeLease } from '../../src/core/revoke';
+import { LeaseTracker, sampleLease } from '../../src/core/etcd/leases';
+import { revokeLease } from '../../src/core/etcd/revoke';
 import { isLockLensError } from '../../src/core/errors';
 import { leaseHex } from '../../src/core/keys';
 

@@ -2,15 +2,17 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { eventually } from '../harness/etcd';
 import { etcdSuite } from '../harness/suite';
-import { LiveLocks, type LiveState } from '../../src/core/liveLocks';
-import { LockModel, type ChangeSet, type LockState } from '../../src/core/lockModel';
-import { readPrefixes } from '../../src/core/keyspace';
+import type { LiveState } from '../../src/core/backend';
+import { LiveLocks } from '../../src/core/etcd/liveLocks';
+import { LockModel, type EtcdLockState } from '../../src/core/etcd/lockModel';
+import type { ChangeSet } from '../../src/core/lockState';
+import { readPrefixes } from '../../src/core/etcd/keyspace';
 import { leaseDecimal } from '../../src/core/keys';
-import type { EtcdConnection } from '../../src/core/connection';
+import type { EtcdConnection } from '../../src/core/etcd/connection';
 
 /** A comparable picture of the locks: name, kind, holder and waiters with their revisions and leases. */
-function picture(locks: readonly LockState[]) {
-  const entry = (m: LockState['holder']) => m && `${m.key.toString('hex')}@${m.createRevision}/${m.modRevision}/${m.lease}`;
+function picture(locks: readonly EtcdLockState[]) {
+  const entry = (m: EtcdLockState['holder']) => m && `${m.key.toString('hex')}@${m.createRevision}/${m.modRevision}/${m.lease}`;
   return locks.map((l) => ({ name: l.name.toString('hex'), kind: l.kind, holder: entry(l.holder), waiters: l.waiters.map(entry) }));
 }
 

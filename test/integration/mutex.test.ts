@@ -4,10 +4,10 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { eventually, sleep } from '../harness/etcd';
 import { etcdSuite } from '../harness/suite';
-import { Session } from '../../src/core/session';
-import { Mutex } from '../../src/core/mutex';
+import { Session } from '../../src/core/etcd/session';
+import { Mutex } from '../../src/core/etcd/mutex';
 import { isLockLensError } from '../../src/core/errors';
-import { readPrefix } from '../../src/core/keyspace';
+import { readPrefix } from '../../src/core/etcd/keyspace';
 
 describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   const t = etcdSuite();

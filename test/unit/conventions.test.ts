@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KIND_OF, kindOf, placeKey, type Convention } from '../../src/core/conventions';
+import { KIND_OF, kindOf, placeKey, type Convention } from '../../src/core/etcd/conventions';
 import { leaseDecimal } from '../../src/core/keys';
 
 const LEASE = '694d7a1b2c';

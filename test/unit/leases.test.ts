@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_REFRESH_MARKS, observeLease, remainingTtl, type LeaseInfo, type LeaseSample } from '../../src/core/leases';
+import { MAX_REFRESH_MARKS, observeLease, remainingTtl, type LeaseInfo, type LeaseSample } from '../../src/core/leaseInfo';
 
 const ID = '694d7a1b2c3d4e5f';
 const T0 = 1_700_000_000_000;

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { normalizePrefixes } from '../../src/core/liveLocks';
+import { normalizePrefixes } from '../../src/core/keys';
 import { LockLensError } from '../../src/core/errors';
 
 const bufs = (...texts: string[]) => texts.map((t) => Buffer.from(t));

@@ -1,10 +1,11 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockClock, lockHealth, worstTrouble } from '../../src/core/lockHealth';
-import type { LeaseInfo } from '../../src/core/leases';
-import { LockModel, type ChangeSet } from '../../src/core/lockModel';
-import type { KeyRecord } from '../../src/core/records';
-import { revokeEffects } from '../../src/core/revoke';
+import type { LeaseInfo } from '../../src/core/leaseInfo';
+import { LockModel } from '../../src/core/etcd/lockModel';
+import { type ChangeSet } from '../../src/core/lockState';
+import type { KeyRecord } from '../../src/core/etcd/records';
+import { revokeEffects } from '../../src/core/etcd/revoke';
 
 function mutexKey(name: string, lease: string, create: number, value = ''): KeyRecord {
   const v = Buffer.from(value);

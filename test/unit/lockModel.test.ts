@@ -1,8 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LockModel, lockId, type LockState } from '../../src/core/lockModel';
+import { LockModel, lockId } from '../../src/core/etcd/lockModel';
+import { type LockState } from '../../src/core/lockState';
 import { keyId } from '../../src/core/keys';
-import type { KeyRecord } from '../../src/core/records';
+import type { KeyRecord } from '../../src/core/etcd/records';
 import { mulberry32 } from '../harness/random';
 
 interface RecOptions {

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { toKeyRecord, VALUE_PREVIEW_BYTES, type RawKeyValue } from '../../src/core/records';
+import { toKeyRecord, VALUE_PREVIEW_BYTES, type RawKeyValue } from '../../src/core/etcd/records';
 
 function raw(over: Partial<RawKeyValue> = {}): RawKeyValue {
   return {

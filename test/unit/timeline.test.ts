@@ -1,9 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { observeLease, type LeaseInfo } from '../../src/core/leases';
+import { observeLease, type LeaseInfo } from '../../src/core/leaseInfo';
 import { LockClock } from '../../src/core/lockHealth';
-import { LockModel, lockId } from '../../src/core/lockModel';
-import type { KeyRecord } from '../../src/core/records';
+import { LockModel, lockId } from '../../src/core/etcd/lockModel';
+import type { KeyRecord } from '../../src/core/etcd/records';
 import { TimelineReducer, rowId, timelineRows, type TimelineSource } from '../../src/core/timeline';
 import { applyDiff, compareRows, isHostMessage, isTimelineRow, isWebviewMessage, type TimelineDiff, type TimelineRow } from '../../src/protocol/timeline';
 import { mulberry32 } from '../harness/random';
@@ -47,7 +47,7 @@ class Fixture {
   }
 
   source(): TimelineSource {
-    return { connection: this.connection, locks: this.model.locks(), lease: (id) => this.leases.get(id), clock: this.clock };
+    return { connection: this.connection, revocableLeases: true, locks: this.model.locks(), lease: (id) => this.leases.get(id), clock: this.clock };
   }
 
   rows(longHoldMs = LONG_HOLD): TimelineRow[] {
@@ -68,7 +68,7 @@ describe('timelineRows', () => {
     f.sample('a1', 55);
     const rows = f.rows();
     assert.deepEqual(
-      rows.map((r) => [r.lockName, r.key, r.role, r.position, r.createRevision]),
+      rows.map((r) => [r.lockName, r.key, r.role, r.position, r.token]),
       [
         ['/locks/a', '/locks/a/a1', 'holder', 0, 20],
         ['/locks/a', '/locks/a/a2', 'waiter', 1, 21],

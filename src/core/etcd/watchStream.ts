@@ -1,6 +1,6 @@
 import type { IEvent, IWatchResponse } from 'etcd3';
 import { asLockLensError, withDeadline, type EtcdConnection } from './connection';
-import { LockLensError } from './errors';
+import { LockLensError } from '../errors';
 
 /** Why a watch stopped. `compacted`: the start revision is gone, the caller must re-read and start again. */
 export type WatchEnd =

@@ -1,9 +1,9 @@
 import { createConnection, type Socket } from 'node:net';
 import { checkServerIdentity, connect as tlsConnect, type PeerCertificate } from 'node:tls';
 import { X509Certificate } from 'node:crypto';
-import { errorMessage } from './errors';
-import type { Endpoint } from './profile';
-import { oneLine, type TlsMaterial } from './tlsMaterial';
+import { errorMessage } from '../errors';
+import type { Endpoint } from '../profile';
+import { oneLine, type TlsMaterial } from '../tlsMaterial';
 
 /**
  * Why an endpoint did not answer, found by talking TCP and TLS to it directly. gRPC reports every such failure as

@@ -1,20 +1,14 @@
 import type { IEvent } from 'etcd3';
 import { call, type EtcdConnection } from './connection';
-import { Emitter, type Disposable } from './emitter';
-import { LockLensError, errorMessage } from './errors';
-import { hasPrefix, prefixRange } from './keys';
+import type { LiveStatus } from '../backend';
+import { Emitter, type Disposable } from '../emitter';
+import { LockLensError, errorMessage } from '../errors';
+import { hasPrefix, normalizePrefixes, prefixRange } from '../keys';
 import { readPrefix, readPrefixes, type PrefixRead } from './keyspace';
-import { LockModel, type ChangeSet } from './lockModel';
+import { LockModel } from './lockModel';
+import { type ChangeSet } from '../lockState';
 import { toKeyRecord, type RawKeyValue } from './records';
 import { WatchStream } from './watchStream';
-
-export type LiveState = 'loading' | 'live' | 'resyncing' | 'reconnecting' | 'closed';
-
-export interface LiveStatus {
-  readonly state: LiveState;
-  /** Why the view is not live, for the user. */
-  readonly error?: LockLensError;
-}
 
 export interface LiveLocksOptions {
   /** Views are told at most once per this interval; a quiet model tells them at once. */
@@ -244,15 +238,6 @@ export class LiveLocks implements Disposable {
     this.lastNotify = Date.now();
     this.changes.fire(this.model.takeChanges());
   }
-}
-
-/** Sorted, without duplicates, and without prefixes that a shorter one already covers (so no key is watched twice). */
-export function normalizePrefixes(prefixes: readonly Uint8Array[]): Buffer[] {
-  const sorted = prefixes.map((p) => Buffer.from(p)).sort(Buffer.compare);
-  const kept: Buffer[] = [];
-  for (const p of sorted) if (!kept.some((k) => hasPrefix(p, k))) kept.push(p);
-  if (kept.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no prefix to watch');
-  return kept;
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,8 +1,9 @@
 import type { IKeyValue } from 'etcd3';
+import type { QueuePosition } from '../backend';
 import { call } from './connection';
-import { Emitter, type Disposable } from './emitter';
-import { LockLensError, throwIfAborted } from './errors';
-import { displayKey, keyId, leaseDecimal, prefixRange } from './keys';
+import { Emitter, type Disposable } from '../emitter';
+import { LockLensError, throwIfAborted } from '../errors';
+import { displayKey, keyId, leaseDecimal, prefixRange } from '../keys';
 import { OwnKeyGuard } from './ownKeyGuard';
 import { QueueWatch } from './queueWatch';
 import type { Session } from './session';
@@ -14,15 +15,11 @@ export interface AcquireOptions {
    * Told the queue position at once (ahead = 0: held) and each time one of the two keys just ahead leaves. (A key
    * further ahead leaving is not seen until then: seeing it would mean waking every waiter on every handoff.)
    */
-  readonly onQueue?: (position: QueuePosition) => void;
+  readonly onQueue?: (position: MutexPosition) => void;
 }
 
-export interface QueuePosition {
-  /** Keys ahead in the queue, the holder included. */
-  readonly ahead: number;
-  /** The fencing token this waiter will hold the lock with: its key's create revision, fixed when it queued. */
-  readonly fencingToken: number;
-}
+/** Where a waiter stands; in etcd the fencing token is known as soon as it queues (its key's create revision). */
+export type MutexPosition = QueuePosition & { readonly fencingToken: number };
 
 /** A queued waiter: its key's create revision and the keys created before it that still exist. */
 interface Ticket {
@@ -71,7 +68,7 @@ export class Mutex {
   async acquire(options: AcquireOptions = {}): Promise<Hold> {
     throwIfAborted(options.signal);
     const ticket = await this.enqueue();
-    const position = (ahead: number) => options.onQueue?.({ ahead, fencingToken: ticket.createRevision });
+    const position = (ahead: number) => options.onQueue?.({ key: this.key, ahead, fencingToken: ticket.createRevision });
     try {
       position(ticket.ahead.length);
       if (ticket.ahead.length === 0) return this.hold(ticket, ticket.revision);

@@ -1,8 +1,8 @@
 import type { Lease } from 'etcd3';
 import { asLockLensError, call, type EtcdConnection } from './connection';
-import { Emitter, type Disposable, type Event } from './emitter';
-import { LockLensError } from './errors';
-import { leaseDecimal, leaseHex } from './keys';
+import { Emitter, type Disposable, type Event } from '../emitter';
+import { LockLensError } from '../errors';
+import { leaseDecimal, leaseHex } from '../keys';
 
 /** Go's `concurrency.DefaultSessionTTL`. */
 export const DEFAULT_SESSION_TTL = 60;

@@ -1,7 +1,7 @@
 import { call, type EtcdConnection } from './connection';
-import { LockLensError } from './errors';
-import { keyId, leaseDecimal } from './keys';
-import { members, type LockMember, type LockState } from './lockModel';
+import { LockLensError } from '../errors';
+import { keyId, leaseDecimal } from '../keys';
+import { members, type LockMember, type LockState } from '../lockState';
 import { sampleLease } from './leases';
 
 export interface RevokeResult {

@@ -1,5 +1,6 @@
-import { kindOf, placeKey, type Convention, type LockKind } from './conventions';
-import { keyId } from './keys';
+import { keyId } from '../keys';
+import type { ChangeSet, LockMember, LockState } from '../lockState';
+import { kindOf, placeKey, type Convention } from './conventions';
 import type { KeyRecord } from './records';
 
 /**
@@ -12,37 +13,22 @@ export function lockId(name: Uint8Array, convention: Convention): string {
 
 const SINGLE_MARK = '\u0100';
 
-export interface LockMember extends KeyRecord {
+/**
+ * An etcd key as a lock member: the record as etcd has it, plus the neutral fields every view reads. The owner is the
+ * lease (Go and etcdctl name keys by it), and the fencing token is the create revision.
+ */
+export interface EtcdMember extends KeyRecord, LockMember {
   readonly convention: Convention;
 }
 
-/** One lock as users see it: the holder (leader, for elections) and the waiters in create-revision order. */
-export interface LockState {
-  /** Lossless identity of the name (see keyId). */
-  readonly id: string;
-  readonly name: Buffer;
-  readonly kind: LockKind;
-  readonly holder: LockMember | null;
-  readonly waiters: readonly LockMember[];
-}
-
-/** The holder, then the waiters: the queue in create-revision order. */
-export function members(lock: LockState): LockMember[] {
-  return lock.holder ? [lock.holder, ...lock.waiters] : [...lock.waiters];
-}
-
-/** What changed since the last `takeChanges`: the current state of each touched lock, and the locks now gone. */
-export interface ChangeSet {
-  readonly revision: number;
-  readonly changed: readonly LockState[];
-  readonly removed: readonly string[];
-  /** True when the change came from a full reload (resync), not from watch events alone. */
-  readonly resynced: boolean;
+export interface EtcdLockState extends LockState {
+  readonly holder: EtcdMember | null;
+  readonly waiters: readonly EtcdMember[];
 }
 
 interface Group {
   readonly name: Buffer;
-  readonly members: Map<string, LockMember>;
+  readonly members: Map<string, EtcdMember>;
 }
 
 /**
@@ -53,7 +39,7 @@ interface Group {
 export class LockModel {
   private readonly groupOfKey = new Map<string, string>();
   private readonly groups = new Map<string, Group>();
-  private readonly stateCache = new Map<string, LockState>();
+  private readonly stateCache = new Map<string, EtcdLockState>();
   private readonly dirty = new Set<string>();
   private resyncedSinceTake = false;
   /** The revision of the last reload, or of the newest event applied since. */
@@ -74,7 +60,7 @@ export class LockModel {
       group = { name: placement.name, members: new Map() };
       this.groups.set(gid, group);
     }
-    group.members.set(kid, { ...record, convention: placement.convention });
+    group.members.set(kid, etcdMember(record, placement.convention));
     this.groupOfKey.set(kid, gid);
     this.touch(gid);
     this.revision = Math.max(this.revision, record.modRevision);
@@ -107,7 +93,7 @@ export class LockModel {
     this.resyncedSinceTake = true;
   }
 
-  lock(id: string): LockState | undefined {
+  lock(id: string): EtcdLockState | undefined {
     let state = this.stateCache.get(id);
     if (!state) {
       const group = this.groups.get(id);
@@ -119,13 +105,13 @@ export class LockModel {
   }
 
   /** The lock a key is a member of, if the model has the key. */
-  lockOfKey(key: Uint8Array): LockState | undefined {
+  lockOfKey(key: Uint8Array): EtcdLockState | undefined {
     const gid = this.groupOfKey.get(keyId(key));
     return gid === undefined ? undefined : this.lock(gid);
   }
 
   /** Every lock, sorted by name in etcd's byte order (a queue before a single key of the same name). */
-  locks(): LockState[] {
+  locks(): EtcdLockState[] {
     return [...this.groups.keys()]
       .map((id) => this.lock(id)!)
       .sort((a, b) => Buffer.compare(a.name, b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -164,6 +150,10 @@ export class LockModel {
   }
 }
 
+function etcdMember(record: KeyRecord, convention: Convention): EtcdMember {
+  return { ...record, convention, owner: record.lease, token: record.createRevision, holds: null, revision: record.modRevision };
+}
+
 /** Equal as far as the model shows: after a restored or wiped etcd, revisions repeat with other contents. */
 function sameRecord(a: KeyRecord, b: KeyRecord): boolean {
   return (
@@ -176,7 +166,7 @@ function sameRecord(a: KeyRecord, b: KeyRecord): boolean {
   );
 }
 
-function toState(id: string, group: Group): LockState {
+function toState(id: string, group: Group): EtcdLockState {
   // Keys written by one transaction share a create revision: order those by key bytes, as etcd lists them.
   const ordered = [...group.members.values()].sort((a, b) => a.createRevision - b.createRevision || Buffer.compare(a.key, b.key));
   return {

@@ -1,8 +1,10 @@
+import type { LiveStatus, LockWatch } from '../backend';
 import type { EtcdConnection } from './connection';
-import { Emitter, type Disposable } from './emitter';
-import { LeaseTracker, type LeaseInfo } from './leases';
-import { LiveLocks, type LiveStatus } from './liveLocks';
-import { members, type ChangeSet, type LockState } from './lockModel';
+import { Emitter, type Disposable } from '../emitter';
+import type { LeaseInfo } from '../leaseInfo';
+import { LeaseTracker } from './leases';
+import { LiveLocks } from './liveLocks';
+import { members, type ChangeSet, type LockState } from '../lockState';
 
 export interface ClusterWatchOptions {
   /** How often every shown lease's TTL is sampled (etcd never pushes TTLs). */
@@ -21,7 +23,7 @@ const NEW_LEASE_DELAY_MS = 50;
  * locks hold, sampled in sweeps. Both arrive as events, so a view never polls: the tree and the timeline render from
  * the same change sets.
  */
-export class ClusterWatch implements Disposable {
+export class ClusterWatch implements LockWatch {
   readonly live: LiveLocks;
   readonly leases: LeaseTracker;
   private readonly leaseChanges = new Emitter<readonly LeaseInfo[]>();
@@ -57,6 +59,14 @@ export class ClusterWatch implements Disposable {
 
   locks(): LockState[] {
     return this.live.model.locks();
+  }
+
+  lock(id: string): LockState | undefined {
+    return this.live.model.lock(id);
+  }
+
+  async sync(): Promise<void> {
+    await this.live.sync();
   }
 
   lease(id: string): LeaseInfo | undefined {

@@ -1,7 +1,7 @@
 import type { IEvent } from 'etcd3';
 import type { EtcdConnection } from './connection';
-import type { Disposable } from './emitter';
-import { LockLensError, abortError } from './errors';
+import type { Disposable } from '../emitter';
+import { LockLensError, abortError } from '../errors';
 import { WatchStream } from './watchStream';
 
 export type Wake = { readonly kind: 'deleted'; readonly revision: number } | { readonly kind: 'broken' };

@@ -11,9 +11,9 @@ import {
   type IOptions,
 } from 'etcd3';
 import { diagnoseEndpoint } from './diagnose';
-import { LockLensError, errorMessage } from './errors';
-import { DEFAULT_DIAL_TIMEOUT_MS, parseEndpoints, type ConnectionProfile, type Endpoint } from './profile';
-import { loadTlsMaterial, type TlsMaterial } from './tlsMaterial';
+import { LockLensError, errorMessage } from '../errors';
+import { DEFAULT_DIAL_TIMEOUT_MS, parseEndpoints, type ConnectionProfile, type Endpoint } from '../profile';
+import { loadTlsMaterial, type TlsMaterial } from '../tlsMaterial';
 
 /**
  * An open, verified connection to one etcd cluster: the etcd3 client plus the namespace that every key is read and

@@ -1,7 +1,7 @@
 import { call, type EtcdConnection } from './connection';
-import { Emitter, type Disposable } from './emitter';
-import { LockLensError } from './errors';
-import { displayKey } from './keys';
+import { Emitter, type Disposable } from '../emitter';
+import { LockLensError } from '../errors';
+import { displayKey } from '../keys';
 import { WatchStream } from './watchStream';
 
 /**

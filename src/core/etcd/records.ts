@@ -1,4 +1,4 @@
-import { leaseHex } from './keys';
+import { leaseHex } from '../keys';
 
 /** How much of a value the model keeps: enough to tell an election's proposal, bounded for 1.5 MB values. */
 export const VALUE_PREVIEW_BYTES = 1024;

@@ -1,3 +1,4 @@
+import type { LockKind } from '../lockState';
 import type { KeyRecord } from './records';
 
 /**
@@ -13,7 +14,6 @@ import type { KeyRecord } from './records';
  *   `/locks/<name>`, `CreateRevision == 0` recipes).
  */
 export type Convention = 'go-mutex' | 'go-election' | 'etcd3-election' | 'recipe-uuid' | 'single-key';
-export type LockKind = 'queue' | 'single' | 'election';
 
 export interface Placement {
   /** The lock's name: the key without its last path segment, or the whole key for a single-key lock. */

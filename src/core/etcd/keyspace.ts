@@ -1,5 +1,5 @@
 import { call, type EtcdConnection } from './connection';
-import { prefixRange } from './keys';
+import { prefixRange } from '../keys';
 import { toKeyRecord, type KeyRecord, type RawKeyValue } from './records';
 
 export interface PrefixRead {

@@ -1,0 +1,153 @@
+import type { Disposable, Event } from './emitter';
+import type { LockLensError } from './errors';
+import type { LeaseInfo } from './leaseInfo';
+import type { ChangeSet, LockMember, LockState } from './lockState';
+
+/**
+ * The one contract between LockLens and a store that keeps locks. Every store (etcd, Redis, …) implements it in its
+ * own folder under src/core/; the tree, the timeline, the commands and the CLI talk only to this. What a store cannot
+ * do it says in `capabilities`, and views adapt to what is declared instead of asking which store they show (the way
+ * Grafana data sources declare what they support).
+ */
+
+export type StoreKind = 'etcd' | 'redis';
+
+export const STORE_KINDS: readonly StoreKind[] = ['etcd', 'redis'];
+
+/** What a store has and can do. Views read these; they never test `kind`. */
+export interface Capabilities {
+  /** Waiters are visible in the store, in queue order (etcd queues, Redisson fair locks). */
+  readonly waiters: boolean;
+  /** Members carry a fencing token (etcd: the create revision). */
+  readonly fencingTokens: boolean;
+  /** Members carry a TTL that can be sampled (etcd leases, Redis PTTL). */
+  readonly ttl: boolean;
+  /** What `LockMember.owner` is, for labels: an etcd lease, a Redis token or client field. */
+  readonly owner: 'lease' | 'token';
+  /**
+   * Owners can be revoked as a whole (an etcd lease deletes every key attached to it): `leases` is then present.
+   */
+  readonly revokeOwner: boolean;
+  /** Acquire from LockLens queues fairly and reports its position (false: it retries until the lock is free). */
+  readonly queuedAcquire: boolean;
+}
+
+export type LiveState = 'loading' | 'live' | 'resyncing' | 'reconnecting' | 'closed';
+
+export interface LiveStatus {
+  readonly state: LiveState;
+  /** Why the view is not live, for the user. */
+  readonly error?: LockLensError;
+  /** How the view is kept current, when that is worth saying ("polling every 1 s: keyspace notifications are off"). */
+  readonly detail?: string;
+}
+
+/** The live locks under a connection's prefixes, and the TTLs of what they expire with. */
+export interface LockWatch extends Disposable {
+  /** Loads the prefixes, then follows them until disposed. */
+  start(): Promise<void>;
+  readonly status: LiveStatus;
+  readonly onDidChangeStatus: Event<LiveStatus>;
+  /** Coalesced: one change set per burst, each lock once. */
+  readonly onDidChangeLocks: Event<ChangeSet>;
+  /** TTL samples (counted down, refreshed, stalled, expired). */
+  readonly onDidChangeLeases: Event<readonly LeaseInfo[]>;
+  /** Every lock, in the store's order of names. */
+  locks(): LockState[];
+  lock(id: string): LockState | undefined;
+  /** The sampled TTL a member expires with (`LockMember.lease`). */
+  lease(id: string): LeaseInfo | undefined;
+  /** Samples every TTL now: after a command that changed something, say. */
+  sweep(): Promise<void>;
+  /** Resolves once the model has caught up with the store as of this call: for commands acting on what was shown. */
+  sync(): Promise<void>;
+}
+
+/** A listing at one point in time, for the CLI. */
+export interface Listing {
+  /** The store's revision where it has one. */
+  readonly revision: number | null;
+  readonly locks: readonly LockState[];
+  lease(id: string): LeaseInfo | undefined;
+}
+
+export interface QueuePosition {
+  /** The member we queue (and will hold) with: our key, or field. */
+  readonly key: Buffer;
+  /** Members ahead in the queue, the holder included; 0: held. */
+  readonly ahead: number;
+  /** The fencing token this waiter will hold the lock with, where the store has one. */
+  readonly fencingToken: number | null;
+}
+
+export interface AcquireOptions {
+  /** Seconds the lock outlives us if we die: a lease TTL, a PX. LockLens renews it while it holds. */
+  readonly ttlSeconds: number;
+  /** Abort to stop waiting: whatever was queued is removed. */
+  readonly signal?: AbortSignal;
+  /** Do not wait: throw LOCKED naming the holder if the lock is held. */
+  readonly tryOnly?: boolean;
+  /** Told the queue position at once and as it moves (stores without a queue: ahead 1 while held by another). */
+  readonly onQueue?: (position: QueuePosition) => void;
+}
+
+/** A lock held from LockLens. It says the moment it is lost: a holder is never silently assumed. */
+export interface LockHold extends Disposable {
+  readonly name: Buffer;
+  /** The member that holds: the key (or field) as the lock's members show it. */
+  readonly key: Buffer;
+  /** Our owner in the store's terms (lease hex, token, Redisson field). */
+  readonly owner: string;
+  readonly fencingToken: number | null;
+  /** The store revision at which we became the holder, where the store has revisions. */
+  readonly revision: number | null;
+  readonly lost: LockLensError | undefined;
+  readonly onDidLose: Event<LockLensError>;
+  /** Owner-only release, and the end of whatever kept it alive. Resolves false when it had already been lost. */
+  release(): Promise<boolean>;
+}
+
+export interface ForceReleaseResult {
+  /** What was deleted or changed, for the audit log and the user. */
+  readonly keys: readonly Buffer[];
+  /** What the store did, in a few words ("deleted the key", "deleted the hash and woke its waiters"). */
+  readonly action: string;
+}
+
+/** etcd's leases: owners that hold several keys and can be revoked as a whole. */
+export interface LeaseOperations {
+  /** Remaining and granted TTL and the keys attached; ttl < 0 when the lease does not exist. */
+  describe(id: string): Promise<{ readonly ttl: number; readonly grantedTtl: number; readonly keys: readonly Buffer[] }>;
+  revoke(id: string): Promise<{ readonly keys: readonly Buffer[]; readonly revision: number }>;
+}
+
+export interface LockBackend extends Disposable {
+  readonly kind: StoreKind;
+  readonly capabilities: Capabilities;
+  /** Present when `capabilities.revokeOwner`. */
+  readonly leases?: LeaseOperations;
+  /** Follows the locks under `prefixes` (bytes, as the store's keys are). */
+  watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch;
+  list(prefixes: readonly Uint8Array[]): Promise<Listing>;
+  /** Whether `acquire(lock.name)` joins this lock (etcd: queues, not single keys or elections). */
+  acquirable(lock: LockState): boolean;
+  /** Takes the lock `name` interoperably with the clients that use that name (the layout the lock already has). */
+  acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold>;
+  /**
+   * Releases someone else's hold, the store's safe way, and only if it is still what the user was shown (the same
+   * owner and token): never a lock that changed hands meanwhile (then it throws LOCK_CHANGED).
+   */
+  forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult>;
+  /** What `forceRelease` will do to this member, in one or two sentences, for the confirmation. */
+  describeForceRelease(lock: LockState, member: LockMember): string;
+  /** Closes the connection; holds taken through it are lost. */
+  close(): void;
+}
+
+export interface WatchOptions {
+  /** How often TTLs are sampled (stores never push them). */
+  readonly leaseSampleIntervalMs?: number;
+  /** How often a store without change notifications is read again. */
+  readonly pollIntervalMs?: number;
+  readonly log?: (message: string) => void;
+}

@@ -1,0 +1,52 @@
+import type { LockBackend, StoreKind } from './backend';
+import { LockLensError } from './errors';
+import { parseEndpoints, type ConnectionProfile } from './profile';
+
+/**
+ * Opens the backend a profile names. Each store's module (and its client library) is required only when a connection
+ * of that kind is first opened, so a user of one store never pays for initialising the others. (`require`, not
+ * `import()`: the extension and the CLI are CommonJS bundles, and esbuild keeps a required module's body lazy.)
+ */
+export async function openBackend(profile: ConnectionProfile): Promise<LockBackend> {
+  const store: StoreKind = profile.store ?? 'etcd';
+  switch (store) {
+    case 'etcd': {
+      const { EtcdBackend } = require('./etcd/etcdBackend') as typeof import('./etcd/etcdBackend');
+      return EtcdBackend.open(profile);
+    }
+    case 'redis': {
+      const { RedisBackend } = require('./redis/redisBackend') as typeof import('./redis/redisBackend');
+      return RedisBackend.open(profile);
+    }
+    default:
+      throw new LockLensError('INVALID_ARGUMENT', `unknown store '${String(store)}'`);
+  }
+}
+
+/** The store a connection URL names (`redis://`, `rediss://`), or undefined for etcd's plain endpoints. */
+export function storeOfUrl(url: string): StoreKind | undefined {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url.trim())?.[1]?.toLowerCase();
+  if (scheme === 'redis' || scheme === 'rediss') return 'redis';
+  if (scheme === 'etcd' || scheme === 'http' || scheme === 'https' || scheme === undefined) return scheme === undefined ? undefined : 'etcd';
+  throw new LockLensError('INVALID_ARGUMENT', `'${url}': unknown scheme '${scheme}://' (use redis://, rediss:// or an etcd endpoint)`);
+}
+
+/** Throws a clear INVALID_ARGUMENT unless every endpoint is one the store can connect to. */
+export function checkEndpoints(store: StoreKind, endpoints: readonly string[]): void {
+  if (store === 'etcd') {
+    parseEndpoints(endpoints);
+    return;
+  }
+  if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no Redis URL given');
+  for (const text of endpoints) {
+    let url: URL | undefined;
+    try {
+      url = new URL(text.trim());
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'redis:' && url.protocol !== 'rediss:') || !url.hostname) {
+      throw new LockLensError('INVALID_ARGUMENT', `'${text}' is not a Redis URL: write redis://host:port[/db] or rediss://host:port`);
+    }
+  }
+}

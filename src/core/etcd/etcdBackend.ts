@@ -1,0 +1,161 @@
+import type { AcquireOptions, Capabilities, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, WatchOptions } from '../backend';
+import { Emitter } from '../emitter';
+import { LockLensError } from '../errors';
+import { displayKey } from '../keys';
+import type { LockMember, LockState } from '../lockState';
+import type { ConnectionProfile } from '../profile';
+import { ClusterWatch } from './clusterWatch';
+import { call, EtcdConnection } from './connection';
+import { readPrefixes } from './keyspace';
+import { LeaseTracker, sampleLease } from './leases';
+import { normalizePrefixes } from '../keys';
+import { LockModel } from './lockModel';
+import { Mutex, type Hold } from './mutex';
+import { revokeLease } from './revoke';
+import { Session } from './session';
+
+const CAPABILITIES: Capabilities = {
+  waiters: true,
+  fencingTokens: true,
+  ttl: true,
+  owner: 'lease',
+  revokeOwner: true,
+  queuedAcquire: true,
+};
+
+/**
+ * etcd behind the backend contract: the live model is a watch per prefix (ClusterWatch), acquire is the Go-compatible
+ * Mutex on a session of its own (so releasing is revoking that lease), and a stuck holder is freed either by revoking
+ * its lease (every key it holds) or by deleting its one key.
+ */
+export class EtcdBackend implements LockBackend {
+  readonly kind = 'etcd';
+  readonly capabilities = CAPABILITIES;
+  readonly leases: LeaseOperations;
+
+  private constructor(readonly connection: EtcdConnection) {
+    this.leases = {
+      describe: (id) => sampleLease(connection, id),
+      revoke: (id) => revokeLease(connection, id),
+    };
+  }
+
+  static async open(profile: ConnectionProfile): Promise<EtcdBackend> {
+    return new EtcdBackend(await EtcdConnection.open(profile));
+  }
+
+  watch(prefixes: readonly Uint8Array[], options: WatchOptions = {}): ClusterWatch {
+    return new ClusterWatch(this.connection, prefixes, { leaseSampleIntervalMs: options.leaseSampleIntervalMs, log: options.log });
+  }
+
+  async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
+    const read = await readPrefixes(this.connection, normalizePrefixes(prefixes));
+    const model = new LockModel();
+    model.reload(() => true, read.records, read.revision);
+    const locks = model.locks();
+    const leases = new LeaseTracker(this.connection);
+    await leases.sweep(locks.flatMap((l) => [l.holder, ...l.waiters]).flatMap((m) => (m?.lease ? [m.lease] : [])));
+    return { revision: read.revision, locks, lease: (id) => leases.get(id) };
+  }
+
+  /** The Go Mutex layout is a queue: single keys and elections are other clients' locks, not ours to join. */
+  acquirable(lock: LockState): boolean {
+    return lock.kind === 'queue';
+  }
+
+  async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
+    const session = await Session.create(this.connection, options.ttlSeconds);
+    try {
+      const mutex = new Mutex(session, name);
+      const hold = options.tryOnly ? await mutex.tryAcquire() : await mutex.acquire({ signal: options.signal, onQueue: options.onQueue });
+      return new EtcdHold(Buffer.from(name), hold, session);
+    } catch (e) {
+      await session.revoke().catch(() => session.dispose());
+      throw e;
+    }
+  }
+
+  /** Deletes the member's key if it is still the one the user saw: created at the same revision. */
+  async forceRelease(_lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
+    const key = this.connection.toEtcd(member.key);
+    const res = await call(
+      this.connection.client.kv.txn({
+        compare: [{ key, target: 'Create', result: 'Equal', create_revision: String(member.token ?? 0) }],
+        success: [{ request_delete_range: { key } }],
+        failure: [],
+      }),
+    );
+    if (!res.succeeded) {
+      throw new LockLensError('LOCK_CHANGED', `${displayKey(member.key)} is no longer the key created at revision ${member.token}: nothing was deleted`);
+    }
+    return { keys: [member.key], action: `deleted the key at revision ${res.header.revision}` };
+  }
+
+  describeForceRelease(_lock: LockState, member: LockMember): string {
+    const key = displayKey(member.key);
+    const lease = member.lease
+      ? `Its lease ${member.lease} stays alive, with any other keys it holds: revoke the lease to end them all. `
+      : 'The key has no lease, so nothing else would ever have removed it. ';
+    return (
+      `Deletes the key ${key}, only if it is still the one created at revision ${member.token}. ${lease}` +
+      `The owner is not told and may still believe it holds the lock; resources should reject its fencing token ${member.token}.`
+    );
+  }
+
+  close(): void {
+    this.connection.close();
+  }
+
+  dispose(): void {
+    this.close();
+  }
+}
+
+/** A Mutex hold on a session of its own: releasing revokes the lease, which deletes the key in the same write. */
+class EtcdHold implements LockHold {
+  private readonly lostEmitter = new Emitter<LockLensError>();
+  readonly onDidLose = this.lostEmitter.event;
+
+  constructor(
+    readonly name: Buffer,
+    private readonly hold: Hold,
+    private readonly session: Session,
+  ) {
+    hold.onDidLose((e) => this.lostEmitter.fire(e));
+  }
+
+  get key(): Buffer {
+    return this.hold.key;
+  }
+  get owner(): string {
+    return this.session.leaseId;
+  }
+  get fencingToken(): number {
+    return this.hold.fencingToken;
+  }
+  get revision(): number {
+    return this.hold.revision;
+  }
+  get lost(): LockLensError | undefined {
+    return this.hold.lost;
+  }
+
+  /**
+   * One write deletes the lock key (the next waiter's signal) and ends the lease, where a delete and then a revoke
+   * would make the next holder's wake-up compete with a second write.
+   */
+  async release(): Promise<boolean> {
+    const wasHeld = !this.hold.lost;
+    this.hold.dispose();
+    this.lostEmitter.dispose();
+    await this.session.revoke();
+    return wasHeld;
+  }
+
+  /** Stops renewing without releasing: the key stays until the lease runs out (what a crashed process leaves). */
+  dispose(): void {
+    this.hold.dispose();
+    this.lostEmitter.dispose();
+    this.session.dispose();
+  }
+}

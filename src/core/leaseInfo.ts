@@ -1,0 +1,62 @@
+/**
+ * The life of whatever a lock member expires with (an etcd lease, a Redis key's PX), as LockLens samples it: stores
+ * never push TTLs (etcd watchers do not see keepalives; Redis has no event for PEXPIRE unless notifications are on), so
+ * refreshes and stalls are read off successive samples. Pure: no store, no timers.
+ */
+
+/** What LockLens knows of one lease (or key TTL). */
+export interface LeaseInfo {
+  /** The id members refer to it by (`LockMember.lease`): a lease in lowercase hex, a Redis key. */
+  readonly id: string;
+  readonly state: 'alive' | 'expired';
+  readonly grantedTtl: number;
+  /** Remaining seconds when sampled at `observedAt`; count down with `remainingTtl`. */
+  readonly ttl: number;
+  readonly observedAt: number;
+  readonly firstSeenAt: number;
+  /** When refreshes (keepalives) were detected, newest last, at most MAX_REFRESH_MARKS. */
+  readonly refreshes: readonly number[];
+  /** The holder is not renewing: the remaining TTL fell below `stallFraction` of the granted TTL. */
+  readonly stalled: boolean;
+  readonly keys: readonly Buffer[];
+}
+
+export interface LeaseSample {
+  readonly ttl: number;
+  readonly grantedTtl: number;
+  readonly keys: readonly Buffer[];
+  readonly at: number;
+}
+
+export const MAX_REFRESH_MARKS = 32;
+
+/**
+ * Folds a new sample into what was known. A refresh is a TTL higher than the previous sample counted down (one second
+ * of slack: etcd reports whole seconds). Stalled: Go, etcdctl and the etcd3 client renew every TTL/3, so a healthy
+ * lease never drops below 2/3 of its granted TTL; below `stallFraction` (default 1/2) nobody is renewing it.
+ */
+export function observeLease(previous: LeaseInfo | undefined, id: string, sample: LeaseSample, stallFraction = 0.5): LeaseInfo {
+  const expired = sample.ttl < 0;
+  let refreshes = previous?.refreshes ?? [];
+  if (previous && previous.state === 'alive' && !expired) {
+    const expected = previous.ttl - (sample.at - previous.observedAt) / 1000;
+    if (sample.ttl > expected + 1) refreshes = [...refreshes, sample.at].slice(-MAX_REFRESH_MARKS);
+  }
+  return {
+    id,
+    state: expired ? 'expired' : 'alive',
+    grantedTtl: sample.grantedTtl,
+    ttl: expired ? 0 : sample.ttl,
+    observedAt: sample.at,
+    firstSeenAt: previous?.firstSeenAt ?? sample.at,
+    refreshes,
+    stalled: !expired && sample.grantedTtl > 0 && sample.ttl < sample.grantedTtl * stallFraction,
+    keys: sample.keys,
+  };
+}
+
+/** Seconds left at `now`, counting down from the last sample. */
+export function remainingTtl(info: LeaseInfo, now = Date.now()): number {
+  if (info.state === 'expired') return 0;
+  return Math.max(0, info.ttl - (now - info.observedAt) / 1000);
+}

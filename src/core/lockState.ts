@@ -1,0 +1,69 @@
+/**
+ * Locks as every view shows them, whatever store holds them: a lock has a holder (or, for read locks, several), and
+ * waiters in queue order where the store keeps a queue. Each store's backend fills in what it has (an etcd member has
+ * a lease and a create revision; a Redisson holder has a hold count; a redis-py token lock has neither waiters nor a
+ * fencing token) and leaves the rest null, so a view shows what a store has and never invents the rest.
+ */
+
+/** How a lock behaves: one queue (holder, then waiters), one key (held while it exists), an election, or a read/write lock. */
+export type LockKind = 'queue' | 'single' | 'election' | 'readwrite';
+
+export interface LockMember {
+  /** The member's identity, unique within its lock: an etcd key, a Redis key, a Redisson `<uuid>:<thread>` field. */
+  readonly key: Buffer;
+  /** Which library's layout it follows (`go-mutex`, `redisson-lock`, `redis-token`, …): see each store's conventions. */
+  readonly convention: string;
+  /** Who owns it, in the store's own terms (see `Capabilities.owner`): a lease in hex, a Redisson field, a token. */
+  readonly owner: string;
+  /**
+   * What the member expires with: an id in its watch's table of sampled TTLs (`LockWatch.lease`): an etcd lease in
+   * hex, a Redis key. '' when nothing expires it: held forever if its owner died.
+   */
+  readonly lease: string;
+  /** The fencing token it holds (or will hold) the lock with, where the store has one (etcd: the create revision). */
+  readonly token: number | null;
+  /** How many times its owner holds it (re-entrant locks: Redisson), else null. */
+  readonly holds: number | null;
+  /** For read/write locks: which side it is on. */
+  readonly mode?: 'read' | 'write';
+  /** When a waiter gives up waiting (epoch ms), where the store says (Redisson fair locks). */
+  readonly deadline?: number;
+  /** The store revision of its last change, where the store has revisions (etcd's mod revision). */
+  readonly revision?: number;
+  /** The start of the stored value (an election's proposal, a ShedLock's `ADDED:…@host`), at most a few KB. */
+  readonly valuePreview: Buffer;
+  readonly valueSize: number;
+}
+
+export interface LockState {
+  /** Lossless identity of the lock within its connection (see keys.keyId). */
+  readonly id: string;
+  readonly name: Buffer;
+  readonly kind: LockKind;
+  readonly holder: LockMember | null;
+  /** Others holding at the same time as `holder`: the other readers of a read lock. Absent for exclusive locks. */
+  readonly sharedWith?: readonly LockMember[];
+  /** In queue order: the order in which they will hold it. */
+  readonly waiters: readonly LockMember[];
+}
+
+/** The holders, then the waiters: the queue in the order the store serves it. */
+export function members(lock: LockState): LockMember[] {
+  const holders = lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : [];
+  return [...holders, ...lock.waiters];
+}
+
+/** How many members hold the lock now (they come first in `members`). */
+export function holderCount(lock: LockState): number {
+  return lock.holder ? 1 + (lock.sharedWith?.length ?? 0) : 0;
+}
+
+/** What changed since the last change set: the current state of each touched lock, and the locks now gone. */
+export interface ChangeSet {
+  /** The store's revision where it has one (etcd), else a counter of reads. */
+  readonly revision: number;
+  readonly changed: readonly LockState[];
+  readonly removed: readonly string[];
+  /** True when the change came from a full reload (resync), not from watch events alone. */
+  readonly resynced: boolean;
+}
