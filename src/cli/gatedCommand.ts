@@ -11,7 +11,8 @@ import type { Writable } from 'node:stream';
  * The command can never run without the lock: if LockLens exits, fails or gives up, fd 3 closes and the gate exits
  * 125 without running anything.
  */
-const GATE = 'IFS=" " read -r word rev <&3 && [ "$word" = go ] || exit 125; exec 3<&-; ETCD_LOCK_REV=$rev; export ETCD_LOCK_REV; exec "$@"';
+const GATE =
+  'IFS=" " read -r word rev <&3 && [ "$word" = go ] || exit 125; exec 3<&-; if [ -n "$rev" ]; then ETCD_LOCK_REV=$rev; export ETCD_LOCK_REV; fi; exec "$@"';
 
 /** How long the command has to stop after SIGTERM before it is killed. */
 const GRACE_MS = 10_000;
@@ -31,9 +32,9 @@ export class GatedCommand {
     this.pipe.on('error', () => undefined);
   }
 
-  /** Lets the command run; `revision` is the revision the lock was taken at (etcdctl's ETCD_LOCK_REV). */
-  open(revision: number): void {
-    this.pipe.end(`go ${revision}\n`);
+  /** Lets the command run; `revision` is the revision the lock was taken at (etcdctl's ETCD_LOCK_REV), where the store has one. */
+  open(revision: number | null): void {
+    this.pipe.end(`go ${revision ?? ''}\n`);
   }
 
   /** Makes sure the command never runs (if it has not been let run yet) and waits for the gate to exit. */

@@ -1,14 +1,29 @@
+import type { Capabilities } from '../core/backend';
 import { displayKey, isUtf8 } from '../core/keys';
-import { remainingTtl, type LeaseInfo } from '../core/leases';
-import type { LockMember, LockState } from '../core/lockModel';
+import { remainingTtl, type LeaseInfo } from '../core/leaseInfo';
+import type { LockMember, LockState } from '../core/lockState';
 
-/** One member of a lock in `locklens list --json` (the documented shape; `keyBase64` only for non-UTF-8 keys). */
+/**
+ * One member of a lock in `locklens list --json`: the documented shape (`keyBase64` only for non-UTF-8 keys), the
+ * same for every store. What a store does not have is null, never made up: Redis has no leases or revisions.
+ */
 export interface EntryJson {
   key: string;
   keyBase64?: string;
-  lease: string;
-  createRevision: number;
+  /** etcd: the lease in hex ('' when the key has none); null for stores without leases. */
+  lease: string | null;
+  /** etcd: the key's create revision; null for stores without revisions. */
+  createRevision: number | null;
+  /** Remaining seconds of whatever it expires with; null when nothing expires it or it was not sampled. */
   ttl: number | null;
+  /** Who holds or waits: the lease (etcd), the token (redis-py, redlock), the `<uuid>:<thread>` field (Redisson). */
+  owner: string;
+  /** Re-entrant hold count (Redisson), else null. */
+  holds: number | null;
+  /** The fencing token, where the store has one (etcd: the create revision), else null. */
+  token: number | null;
+  /** Which library's layout: go-mutex, etcd3-election, redisson-lock, redis-token, shedlock, … */
+  convention: string;
 }
 
 export interface LockJson {
@@ -18,34 +33,48 @@ export interface LockJson {
   waiters: EntryJson[];
 }
 
-export function entryJson(m: LockMember, lease: (id: string) => LeaseInfo | undefined, now = Date.now()): EntryJson {
+export function entryJson(m: LockMember, lease: (id: string) => LeaseInfo | undefined, capabilities: Capabilities, now = Date.now()): EntryJson {
   const info = m.lease ? lease(m.lease) : undefined;
   return {
     key: displayKey(m.key),
     ...(isUtf8(m.key) ? {} : { keyBase64: m.key.toString('base64') }),
-    lease: m.lease,
-    createRevision: m.createRevision,
+    lease: capabilities.owner === 'lease' ? m.lease : null,
+    createRevision: 'createRevision' in m && typeof m.createRevision === 'number' ? m.createRevision : null,
     ttl: info ? Math.round(remainingTtl(info, now)) : null,
+    owner: m.owner,
+    holds: m.holds,
+    token: m.token,
+    convention: m.convention,
   };
 }
 
-export function lockJson(lock: LockState, lease: (id: string) => LeaseInfo | undefined): LockJson {
+/** A lock as JSON; a read lock's other readers, when there are any, are in `sharedWith`. */
+export function lockJson(lock: LockState, lease: (id: string) => LeaseInfo | undefined, capabilities: Capabilities): LockJson & { sharedWith?: EntryJson[] } {
   return {
     name: displayKey(lock.name),
     kind: lock.kind,
-    holder: lock.holder ? entryJson(lock.holder, lease) : null,
-    waiters: lock.waiters.map((w) => entryJson(w, lease)),
+    holder: lock.holder ? entryJson(lock.holder, lease, capabilities) : null,
+    ...(lock.sharedWith?.length ? { sharedWith: lock.sharedWith.map((m) => entryJson(m, lease, capabilities)) } : {}),
+    waiters: lock.waiters.map((w) => entryJson(w, lease, capabilities)),
   };
 }
 
-/** The human form of a lock: a heading and one line per member, holder first. */
-export function lockText(lock: LockJson): string {
+/** The human form of a lock: a heading and one line per member, holders first. */
+export function lockText(lock: ReturnType<typeof lockJson>): string {
   const roles = lock.kind === 'election' ? ['leader', 'candidate'] : ['holder', 'waiter'];
-  const line = (role: string, e: EntryJson) =>
-    `  ${role.padEnd(9)} ${e.key}  lease ${e.lease || '(none: never expires)'}  token ${e.createRevision}  ttl ${e.ttl === null ? '-' : `${e.ttl}s`}`;
+  const line = (role: string, e: EntryJson) => {
+    const parts = [`  ${role.padEnd(9)} ${e.key}`];
+    if (e.lease !== null) parts.push(`lease ${e.lease || '(none: never expires)'}`);
+    else parts.push(`owner ${e.owner}`);
+    if (e.holds !== null) parts.push(`holds ${e.holds}`);
+    if (e.token !== null) parts.push(`token ${e.token}`);
+    parts.push(`ttl ${e.ttl === null ? '-' : `${e.ttl}s`}`);
+    return parts.join('  ');
+  };
   return [
     `${lock.name}  (${lock.kind}, ${lock.waiters.length} waiting)`,
     ...(lock.holder ? [line(roles[0], lock.holder)] : []),
+    ...(lock.sharedWith ?? []).map((e) => line(roles[0], e)),
     ...lock.waiters.map((w) => line(roles[1], w)),
   ].join('\n');
 }

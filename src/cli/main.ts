@@ -1,17 +1,19 @@
-import { EtcdConnection } from '../core/connection';
+import { openBackend } from '../core/backends';
 import { LockLensError, errorMessage, type ErrorCode } from '../core/errors';
 import { acquire } from './commands/acquire';
 import type { Command, Output } from './commands/command';
 import { list } from './commands/list';
 import { revoke } from './commands/revoke';
+import { unlock } from './commands/unlock';
 import { watch } from './commands/watch';
 import { profileFrom } from './options';
 
-const commands: readonly Command[] = [list, acquire, revoke, watch];
+const commands: readonly Command[] = [list, acquire, unlock, revoke, watch];
 
 /** Exit codes, stable for scripts: one per kind of failure. */
 export const EXIT_CODES: Record<ErrorCode, number> = {
   ETCD: 1,
+  STORE: 1,
   CLOSED: 1,
   INVALID_ARGUMENT: 2,
   UNREACHABLE: 3,
@@ -22,6 +24,7 @@ export const EXIT_CODES: Record<ErrorCode, number> = {
   LOCKED: 6,
   LOCK_LOST: 7,
   LEASE_NOT_FOUND: 8,
+  LOCK_CHANGED: 9,
   CANCELLED: 130,
 };
 
@@ -31,7 +34,8 @@ Commands:
 ${commands.map((c) => `  ${c.name.padEnd(9)} ${c.summary}`).join('\n')}
 
 Exit codes: 0 ok, 2 bad arguments, 3 unreachable or timed out, 4 auth, 5 TLS, 6 lock held (--try),
-7 lock lost, 8 lease not found, 130 interrupted, 1 any other etcd error.`;
+7 lock lost, 8 lease not found, 9 lock changed hands (unlock --force did nothing), 130 interrupted,
+1 any other store error.`;
 
 const out: Output = {
   stdout: (t) => process.stdout.write(t + '\n'),
@@ -50,7 +54,7 @@ async function main(argv: string[]): Promise<number> {
     out.stdout(command.help);
     return 0;
   }
-  return command.run(rest, (values) => EtcdConnection.open(profileFrom(values)), out);
+  return command.run(rest, (values) => openBackend(profileFrom(values)), out);
 }
 
 main(process.argv.slice(2)).then(

@@ -1,9 +1,11 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { storeOfUrl } from '../core/backends';
 import { LockLensError } from '../core/errors';
 import { splitEndpoints, type ConnectionProfile } from '../core/profile';
 
 /** Connection flags every command takes. Names follow etcdctl's, so muscle memory carries over. */
 export const CONNECTION_OPTIONS = {
+  url: { type: 'string' },
   endpoints: { type: 'string' },
   user: { type: 'string' },
   cacert: { type: 'string' },
@@ -17,8 +19,11 @@ export const CONNECTION_OPTIONS = {
 } as const satisfies ParseArgsConfig['options'];
 
 export const CONNECTION_HELP = `Connection (etcdctl's names; ETCDCTL_* environment variables are read too):
+  --url URL[,URL]              another store: redis://[USER@]HOST:PORT[/DB] or rediss:// (TLS); several Redis URLs
+                               are independent instances (redlock: held on a majority). Default: etcd --endpoints
   --endpoints H:P[,H:P]        etcd client URLs (default $ETCDCTL_ENDPOINTS or 127.0.0.1:2379); https:// turns on TLS
-  --user NAME[:PASSWORD]       password auth; without ':PASSWORD' it is read from $LOCKLENS_PASSWORD
+  --user NAME[:PASSWORD]       password auth (Redis: an ACL user); without ':PASSWORD' it is read from
+                               $LOCKLENS_PASSWORD (Redis: also $REDISCLI_AUTH, which alone means the default user)
   --cacert FILE                CA bundle that signed the server certificate
   --cert FILE --key FILE       client certificate and key (PKCS#1, PKCS#8, SEC1); passphrase from $LOCKLENS_KEY_PASSPHRASE
   --server-name NAME           verify the server certificate against NAME instead of the endpoint's host
@@ -49,19 +54,28 @@ type ConnectionValues = { [K in keyof typeof CONNECTION_OPTIONS]?: string | bool
 
 export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = process.env): ConnectionProfile {
   const str = (v: string | boolean | undefined) => (typeof v === 'string' ? v : undefined);
-  const endpoints = splitEndpoints(str(values.endpoints) ?? env.ETCDCTL_ENDPOINTS ?? '127.0.0.1:2379');
-  const user = str(values.user) ?? env.ETCDCTL_USER;
+  const url = str(values.url);
+  if (url !== undefined && values.endpoints !== undefined) throw new LockLensError('INVALID_ARGUMENT', '--url and --endpoints name two stores: give one');
+  const urls = url === undefined ? undefined : splitEndpoints(url);
+  const stores = new Set(urls?.map((u) => storeOfUrl(u) ?? 'etcd'));
+  if (stores.size > 1) throw new LockLensError('INVALID_ARGUMENT', `--url ${url}: every URL must name the same store`);
+  const store = [...stores][0] ?? 'etcd';
+  // etcdctl's variables describe an etcd: they never leak into a Redis connection.
+  const etcdEnv = (name: string) => (store === 'etcd' ? env[name] : undefined);
+  const endpoints = urls ?? splitEndpoints(str(values.endpoints) ?? env.ETCDCTL_ENDPOINTS ?? '127.0.0.1:2379');
+  const user = str(values.user) ?? etcdEnv('ETCDCTL_USER');
   const [username, inlinePassword] = user ? splitOnce(user, ':') : [undefined, undefined];
-  const cacert = str(values.cacert) ?? env.ETCDCTL_CACERT;
-  const cert = str(values.cert) ?? env.ETCDCTL_CERT;
-  const key = str(values.key) ?? env.ETCDCTL_KEY;
+  const cacert = str(values.cacert) ?? etcdEnv('ETCDCTL_CACERT');
+  const cert = str(values.cert) ?? etcdEnv('ETCDCTL_CERT');
+  const key = str(values.key) ?? etcdEnv('ETCDCTL_KEY');
   const serverName = str(values['server-name']);
-  const insecure = values['insecure-skip-tls-verify'] === true || env.ETCDCTL_INSECURE_SKIP_TLS_VERIFY === 'true';
+  const insecure = values['insecure-skip-tls-verify'] === true || etcdEnv('ETCDCTL_INSECURE_SKIP_TLS_VERIFY') === 'true';
   const anyTls = cacert || cert || key || serverName || insecure;
   return {
+    store,
     endpoints,
     username,
-    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? env.ETCDCTL_PASSWORD,
+    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? (store === 'redis' ? env.REDISCLI_AUTH : env.ETCDCTL_PASSWORD),
     tls: anyTls
       ? { caFile: cacert, certFile: cert, keyFile: key, keyPassphrase: env.LOCKLENS_KEY_PASSPHRASE, serverName, insecureSkipVerify: insecure }
       : undefined,

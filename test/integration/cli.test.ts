@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { EtcdServer, eventually, startEtcd } from '../harness/etcd';
 import { freePort } from '../harness/ports';
 import { Proc, Procs, show, type Result } from '../harness/cli';
-import { EtcdConnection } from '../../src/core/connection';
+import { EtcdConnection } from '../../src/core/etcd/connection';
 
 /**
  * Black-box tests of the `locklens` command line (dist/locklens.js) against real etcd servers, side by side with
@@ -19,6 +19,10 @@ interface EntryJson {
   lease: string;
   createRevision: number;
   ttl: number | null;
+  owner: string;
+  holds: number | null;
+  token: number | null;
+  convention: string;
 }
 interface LockJson {
   name: string;
@@ -31,7 +35,7 @@ interface ListJson {
   locks: LockJson[];
 }
 
-const ENTRY_KEYS = ['createRevision', 'key', 'lease', 'ttl'];
+const ENTRY_KEYS = ['convention', 'createRevision', 'holds', 'key', 'lease', 'owner', 'token', 'ttl'];
 const LOCK_KEYS = ['holder', 'kind', 'name', 'waiters'];
 const sorted = (o: object) => Object.keys(o).sort();
 
@@ -119,6 +123,10 @@ function assertEntryShape(e: EntryJson, what: string): void {
   assert.equal(typeof e.key, 'string');
   assert.equal(typeof e.lease, 'string');
   assert.ok(Number.isInteger(e.createRevision) && e.createRevision > 0, `${what}: createRevision ${e.createRevision}`);
+  // The fields every store shares: in etcd the owner is the lease and the fencing token the create revision.
+  assert.equal(e.owner, e.lease, `${what}: owner is the lease`);
+  assert.equal(e.token, e.createRevision, `${what}: token is the create revision`);
+  assert.equal(e.holds, null, `${what}: etcd locks are not re-entrant counts`);
 }
 
 /** A shell script that waits for the file $1 to exist, then appends $3 to the file $2. */
@@ -153,6 +161,7 @@ describe('locklens list: the acceptance case (three etcdctl lock processes on on
     const entries = [lock.holder, ...lock.waiters];
     for (const [i, e] of entries.entries()) {
       assertEntryShape(e, `entry ${i}`);
+      assert.equal(e.convention, 'go-mutex', `entry ${i}: etcdctl lock writes the Go Mutex layout`);
       assert.equal(e.lease, HEX_KEY('jobs').exec(e.key)?.[1], `entry ${i}: lease is the key's hex suffix`);
       assert.equal(e.createRevision, await f.createRevision(e.key), `entry ${i}: createRevision is etcd's`);
       assert.equal(typeof e.ttl, 'number');
@@ -266,7 +275,7 @@ describe('locklens list', () => {
     assert.equal(lock.kind, 'single');
     assert.equal(lock.name, 'bin/é\\xffz\\xfe');
     const holder = lock.holder!;
-    assert.deepEqual(sorted(holder), ['createRevision', 'key', 'keyBase64', 'lease', 'ttl']);
+    assert.deepEqual(sorted(holder), [...ENTRY_KEYS, 'keyBase64'].sort());
     assert.equal(holder.key, 'bin/é\\xffz\\xfe');
     assert.equal(holder.keyBase64, bytes.toString('base64'));
     assert.ok(Buffer.from(holder.keyBase64!, 'base64').equals(bytes), 'keyBase64 decodes to the exact bytes');
@@ -588,6 +597,43 @@ describe('locklens revoke', () => {
     assert.match(r.stderr, /pass --yes/, show(r));
     assert.deepEqual(await f.keys('rv-noyes/'), [holder.key]);
     assert.equal(holder.proc.running, true);
+  });
+});
+
+describe('locklens unlock --force (etcd): deletes the stuck holder\'s key, only if it is still the one read', () => {
+  const f = fixture();
+
+  test('frees an etcdctl holder: its key goes, its lease lives on, and the next etcdctl waiter holds', async () => {
+    const holder = await f.etcdctlLock('ul-jobs');
+    const waiter = await f.etcdctlLock('ul-jobs');
+    const lease = HEX_KEY('ul-jobs').exec(holder.key)![1];
+    const r = await f.procs.run(['unlock', 'ul-jobs', '--force', '--yes', '--endpoints', f.ep]);
+    assert.equal(r.code, 0, show(r));
+    assert.match(r.stdout, new RegExp(`^released 'ul-jobs' from ${holder.key} \\(owner ${lease}\\): deleted the key`), show(r));
+    await waiter.proc.until((p) => p.lines[0], 'the waiting etcdctl holds and prints its key');
+    assert.deepEqual(await f.keys('ul-jobs/'), [waiter.key]);
+    assert.match(await f.etcd.etcdctl(['lease', 'timetolive', lease]), /remaining\(\d+s\)/, 'the holder\'s lease is not revoked');
+  });
+
+  test('a single key without a lease (held forever) is deleted too', async () => {
+    await f.etcd.etcdctl(['put', 'ul-single', 'stuck']);
+    const r = await f.procs.run(['unlock', 'ul-single', '--force', '--yes', '--endpoints', f.ep]);
+    assert.equal(r.code, 0, show(r));
+    assert.deepEqual(await f.keys('ul-single'), []);
+  });
+
+  test('without --force it refuses (exit 2); a free or unknown name exits 2; no terminal without --yes refuses', async () => {
+    const holder = await f.etcdctlLock('ul-guard');
+    for (const [args, message] of [
+      [['unlock', 'ul-guard', '--yes'], /pass --force/],
+      [['unlock', 'ul-nothing', '--force', '--yes'], /no lock named 'ul-nothing'/],
+      [['unlock', 'ul-guard', '--force'], /pass --yes/],
+    ] as const) {
+      const r = await f.procs.run([...args, '--endpoints', f.ep], { input: 'y\n' });
+      assert.equal(r.code, 2, `${args.join(' ')}: ${show(r)}`);
+      assert.match(r.stderr, message, show(r));
+    }
+    assert.deepEqual(await f.keys('ul-guard/'), [holder.key], 'nothing was deleted');
   });
 });
 

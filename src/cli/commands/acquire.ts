@@ -1,7 +1,6 @@
+import type { LockHold } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
-import { Mutex, type Hold } from '../../core/mutex';
-import { Session } from '../../core/session';
 import { GatedCommand } from '../gatedCommand';
 import { CONNECTION_HELP, parseDuration, parse, parsePositiveInt } from '../options';
 import type { Command, Output } from './command';
@@ -11,11 +10,14 @@ const DEFAULT_TTL = 10;
 
 export const acquire: Command = {
   name: 'acquire',
-  summary: "take a lock the way Go's concurrency.Mutex and etcdctl lock do; run a command while holding it",
+  summary: "take a lock the way its store's clients do (etcd: Go's Mutex and etcdctl lock); run a command while holding it",
   help: `Usage: locklens acquire NAME [--ttl S] [--try] [--timeout D] [-- COMMAND ARGS...]
 
-Queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock and
-jetcd on the same name). Once held it prints the key and the fencing token (the key's create revision), then:
+etcd: queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock
+and jetcd on the same name). Redis (--url redis://…): takes NAME with Redisson's own script and field when a
+Redisson lock holds that name, else with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe),
+renewed while held and released only if still ours; several --url instances: held on a majority (redlock).
+Once held it prints the key and the fencing token (etcd: the key's create revision; Redis has none), then:
   - with a COMMAND: runs it with ETCD_LOCK_KEY and ETCD_LOCK_REV (the key, and the revision the lock was taken
     at, as etcdctl lock sets them) and LOCKLENS_FENCING_TOKEN (the key's create revision) in its environment,
     releases when it exits, and exits with its code. The command's process is started while waiting and held at a
@@ -38,47 +40,42 @@ ${CONNECTION_HELP}`,
     const ttl = parsePositiveInt(values.ttl as string | undefined, '--ttl', DEFAULT_TTL);
     const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout as string, '--timeout');
 
-    const conn = await connect(values);
-    const session = await Session.create(conn, ttl).catch((e) => {
-      conn.close();
-      throw e;
-    });
+    const backend = await connect(values);
     const stop = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => stop.abort(new LockLensError('CANCELLED', `interrupted by ${signal}`));
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
     signals.forEach((s) => process.on(s, onSignal));
-    const mutex = new Mutex(session, positionals[0]);
-    const key = displayKey(mutex.key);
     let gate: GatedCommand | undefined;
-    let hold: Hold | undefined;
+    let hold: LockHold | undefined;
     try {
       const signal = timeoutMs === undefined ? stop.signal : AbortSignal.any([stop.signal, timeoutSignal(timeoutMs)]);
-      hold = values.try
-        ? await mutex.tryAcquire()
-        : await mutex.acquire({
-            signal,
-            onQueue: ({ ahead, fencingToken }) => {
-              if (command.length && !gate) gate = new GatedCommand(command, lockEnv(key, fencingToken));
-              if (ahead > 0 && process.stderr.isTTY) out.stderr(`waiting: ${ahead} ahead in the queue`);
-            },
-          });
-      if (command.length) gate ??= new GatedCommand(command, lockEnv(key, hold.fencingToken));
+      hold = await backend.acquire(Buffer.from(positionals[0]), {
+        ttlSeconds: ttl,
+        signal,
+        tryOnly: values.try === true,
+        onQueue: ({ key, ahead, fencingToken }) => {
+          if (command.length && !gate) gate = new GatedCommand(command, lockEnv(displayKey(key), fencingToken));
+          if (ahead > 0 && process.stderr.isTTY) out.stderr(`waiting: ${ahead} ahead in the queue`);
+        },
+      });
+      if (command.length) gate ??= new GatedCommand(command, lockEnv(displayKey(hold.key), hold.fencingToken));
       return await holdWhile(hold, gate, stop.signal, out);
     } finally {
       signals.forEach((s) => process.off(s, onSignal));
       await gate?.close();
-      // Releasing is revoking the session's lease: one write deletes the lock key (the next waiter's signal) and ends
-      // the lease, where a delete and then a revoke would make the next holder's wake-up compete with a second write.
-      hold?.dispose();
-      await session.revoke().catch(() => undefined);
-      conn.close();
+      await hold?.release().catch(() => undefined);
+      backend.close();
     }
   },
 };
 
 /** The environment known when the command is started; ETCD_LOCK_REV comes through the gate once the lock is held. */
-function lockEnv(key: string, fencingToken: number): NodeJS.ProcessEnv {
-  return { ...process.env, ETCD_LOCK_KEY: key, LOCKLENS_FENCING_TOKEN: String(fencingToken) };
+function lockEnv(key: string, fencingToken: number | null): NodeJS.ProcessEnv {
+  return { ...process.env, ETCD_LOCK_KEY: key, ...(fencingToken === null ? {} : { LOCKLENS_FENCING_TOKEN: String(fencingToken) }) };
+}
+
+function tokenText(hold: LockHold): string {
+  return hold.fencingToken === null ? 'no fencing token (this store has none)' : `fencing token ${hold.fencingToken}`;
 }
 
 function timeoutSignal(ms: number): AbortSignal {
@@ -88,15 +85,15 @@ function timeoutSignal(ms: number): AbortSignal {
 }
 
 /** Holds the lock while the command runs, or until interrupted or lost. Resolves to the exit code. */
-async function holdWhile(hold: Hold, gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output): Promise<number> {
+async function holdWhile(hold: LockHold, gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output): Promise<number> {
   const key = displayKey(hold.key);
   if (interrupted.aborted) return 130; // interrupted while the lock was being taken: the command never starts
   if (gate) {
     gate.open(hold.revision);
-    out.stderr(`locklens: holding ${key} (fencing token ${hold.fencingToken})`);
+    out.stderr(`locklens: holding ${key} (${tokenText(hold)})`);
   } else {
     out.stdout(key);
-    out.stdout(`fencing token ${hold.fencingToken}`);
+    out.stdout(tokenText(hold));
   }
   const outcome = await new Promise<{ kind: 'exit'; code: number } | { kind: 'lost'; error: LockLensError } | { kind: 'interrupted' }>((resolve) => {
     hold.onDidLose((error) => resolve({ kind: 'lost', error }));

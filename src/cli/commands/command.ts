@@ -1,13 +1,13 @@
 import type { ParseArgsConfig } from 'node:util';
-import type { EtcdConnection } from '../../core/connection';
+import type { LockBackend } from '../../core/backend';
 
 export interface Output {
   stdout(text: string): void;
   stderr(text: string): void;
 }
 
-/** Opens the connection described by the parsed connection flags. */
-export type Connect = (values: Record<string, unknown>) => Promise<EtcdConnection>;
+/** Opens the store the parsed connection flags describe (`--url`, else etcd's `--endpoints`). */
+export type Connect = (values: Record<string, unknown>) => Promise<LockBackend>;
 
 export interface Command {
   readonly name: string;

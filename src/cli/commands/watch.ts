@@ -1,5 +1,4 @@
-import { displayKey } from '../../core/keys';
-import { LiveLocks, normalizePrefixes } from '../../core/liveLocks';
+import { displayKey, normalizePrefixes } from '../../core/keys';
 import { lockJson, type LockJson } from '../lockJson';
 import { CONNECTION_HELP, parse } from '../options';
 import type { Command } from './command';
@@ -10,9 +9,10 @@ export const watch: Command = {
   help: `Usage: locklens watch --prefix P [--prefix P2 ...] [--json]
 
 Prints every lock under the prefixes once, then one line for every lock that changes (holder, queue), until
-interrupted. Reconnects and resyncs by itself; connection trouble goes to stderr.
+interrupted. Reconnects and resyncs by itself; connection trouble goes to stderr. etcd is watched; Redis is followed
+by keyspace notifications when the server has them on, else by reading again every second.
 
-  --prefix P    a key prefix to follow (repeatable; '' follows the whole keyspace)
+  --prefix P    a key prefix to follow (repeatable; '' follows everything)
   --json        one JSON object per line: {"revision", "lock": <as in list --json>} or {"revision", "removed": name}
 
 ${CONNECTION_HELP}`,
@@ -20,29 +20,36 @@ ${CONNECTION_HELP}`,
   async run(args, connect, out) {
     const { values } = parse(args, this.options);
     const prefixes = normalizePrefixes((values.prefix as string[] | undefined ?? ['']).map((p) => Buffer.from(p)));
-    const conn = await connect(values);
-    const live = new LiveLocks(conn, prefixes);
+    const backend = await connect(values);
+    const live = backend.watch(prefixes);
     const names = new Map<string, string>();
     const print = (revision: number, lock: LockJson | undefined, removedId?: string) => {
       if (values.json) out.stdout(JSON.stringify(lock ? { revision, lock } : { revision, removed: names.get(removedId!) }));
-      else if (lock) out.stdout(`${revision}  ${lock.name}  ${lock.kind}  holder ${lock.holder?.key ?? '-'}${lock.holder ? ` (lease ${lock.holder.lease || '-'}, token ${lock.holder.createRevision})` : ''}  waiting ${lock.waiters.length}`);
+      else if (lock) out.stdout(`${revision}  ${lock.name}  ${lock.kind}  holder ${lock.holder?.key ?? '-'}${lock.holder ? ` (${ownerText(lock)})` : ''}  waiting ${lock.waiters.length}`);
       else out.stdout(`${revision}  ${names.get(removedId!)}  free (no keys left)`);
     };
-    live.onDidChange((changes) => {
+    live.onDidChangeLocks((changes) => {
       for (const lock of changes.changed) {
         names.set(lock.id, displayKey(lock.name));
-        print(changes.revision, lockJson(lock, () => undefined));
+        print(changes.revision, lockJson(lock, () => undefined, backend.capabilities));
       }
       for (const id of changes.removed) {
         print(changes.revision, undefined, id);
         names.delete(id);
       }
     });
-    live.onDidChangeStatus((s) => out.stderr(`locklens: ${s.state}${s.error ? `: ${s.error.message}` : ''}`));
+    live.onDidChangeStatus((s) => out.stderr(`locklens: ${s.state}${s.error ? `: ${s.error.message}` : ''}${s.detail ? ` (${s.detail})` : ''}`));
     await live.start();
     await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
     live.dispose();
-    conn.close();
+    backend.close();
     return 0;
   },
 };
+
+/** `lease 1a2b, token 9` for etcd; `owner <token>` where the store has no leases. */
+function ownerText(lock: LockJson): string {
+  const h = lock.holder!;
+  const who = h.lease !== null ? `lease ${h.lease || '-'}` : `owner ${h.owner}`;
+  return h.token === null ? who : `${who}, token ${h.token}`;
+}

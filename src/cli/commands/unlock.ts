@@ -1,0 +1,66 @@
+import { createInterface } from 'node:readline/promises';
+import { LockLensError } from '../../core/errors';
+import { displayKey } from '../../core/keys';
+import type { LockState } from '../../core/lockState';
+import { entryJson } from '../lockJson';
+import { CONNECTION_HELP, parse } from '../options';
+import type { Command } from './command';
+
+export const unlock: Command = {
+  name: 'unlock',
+  summary: "force-release someone else's hold on a lock (a stuck holder), the store's safe way",
+  help: `Usage: locklens unlock NAME --force [--yes]
+
+Frees the lock NAME from its current holder, only if it is still the holder this command read (the same key, owner
+and token): a lock that changed hands meanwhile is left alone (exit 9). etcd: deletes the holder's key (its lease
+lives on; 'locklens revoke' ends the lease and all its keys). Redis: compare-and-delete on the token shown; a
+Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake.
+The holder's process is not told: it may still believe it holds the lock. Resources that check fencing tokens
+reject it. Without --yes it shows the holder and asks; with no terminal to ask on, it refuses.
+
+  --force       required: this releases a lock that is not yours
+  --yes         do not ask
+
+${CONNECTION_HELP}`,
+  options: { force: { type: 'boolean' }, yes: { type: 'boolean', short: 'y' } },
+  async run(args, connect, out) {
+    const { values, positionals } = parse(args, this.options, 1);
+    if (!values.force) throw new LockLensError('INVALID_ARGUMENT', `unlock releases another process's hold: pass --force (a lock you hold with 'locklens acquire' is released when it exits)`);
+    const name = Buffer.from(positionals[0]);
+    const backend = await connect(values);
+    try {
+      const listing = await backend.list([name]);
+      const lock = heldLockNamed(listing.locks, name);
+      const holder = lock.holder!;
+      const shown = entryJson(holder, (id) => listing.lease(id), backend.capabilities);
+      const what = backend.describeForceRelease(lock, holder);
+      if (!values.yes) {
+        if (!process.stdin.isTTY) throw new LockLensError('INVALID_ARGUMENT', `refusing to force-release '${displayKey(name)}' without confirmation: pass --yes`);
+        out.stderr(`'${displayKey(name)}' is held by ${shown.key} (owner ${shown.owner}${shown.token === null ? '' : `, token ${shown.token}`}${shown.ttl === null ? '' : `, ttl ${shown.ttl}s`}), ${lock.waiters.length} waiting.`);
+        out.stderr(what);
+        const rl = createInterface({ input: process.stdin, output: process.stderr });
+        const answer = await rl.question('Force-release it? [y/N] ');
+        rl.close();
+        if (!/^y(es)?$/i.test(answer.trim())) {
+          out.stderr('not released');
+          return 1;
+        }
+      }
+      const result = await backend.forceRelease(lock, holder);
+      out.stdout(`released '${displayKey(name)}' from ${shown.key} (owner ${shown.owner}): ${result.action}`);
+      for (const k of result.keys) out.stdout(`  ${displayKey(k)}`);
+      return 0;
+    } finally {
+      backend.close();
+    }
+  },
+};
+
+/** The held lock with exactly this name; a queue and a single key of the same name both held is ambiguous. */
+function heldLockNamed(locks: readonly LockState[], name: Buffer): LockState {
+  const named = locks.filter((l) => l.name.equals(name));
+  const held = named.filter((l) => l.holder);
+  if (held.length === 1) return held[0];
+  if (held.length > 1) throw new LockLensError('INVALID_ARGUMENT', `'${displayKey(name)}' names ${held.length} held locks (${held.map((l) => l.kind).join(', ')}): free them with the store's own tools`);
+  throw new LockLensError('INVALID_ARGUMENT', named.length ? `'${displayKey(name)}' is not held by anyone: nothing to release` : `no lock named '${displayKey(name)}'`);
+}
