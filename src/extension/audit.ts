@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { displayKey } from '../core/keys';
 
-export type AuditAction = 'acquire' | 'release' | 'revoke' | 'lost';
+export type AuditAction = 'acquire' | 'release' | 'revoke' | 'forceRelease' | 'lost';
 export type AuditOutcome = 'ok' | 'cancelled' | 'refused' | 'failed';
 
 export interface AuditEntry {
@@ -9,14 +9,22 @@ export interface AuditEntry {
   readonly outcome: AuditOutcome;
   readonly connection: string;
   readonly lock?: Uint8Array;
+  /** etcd's owner: a lease in hex. */
   readonly lease?: string;
+  /** Another store's owner: a token, a Redisson field. */
+  readonly owner?: string;
   readonly keys?: readonly Uint8Array[];
   readonly fencingToken?: number;
   readonly detail?: string;
 }
 
+/** The audit's field for an owner: `lease=` where the store's owners are leases (etcd), else `owner=`. */
+export function ownerField(ownerKind: 'lease' | 'token' | undefined, owner: string | undefined): Pick<AuditEntry, 'lease' | 'owner'> {
+  return ownerKind === 'token' ? { owner } : { lease: owner };
+}
+
 /**
- * Every mutation LockLens makes to etcd (and every lock it loses), one line each in the "LockLens Audit" log channel,
+ * Every mutation LockLens makes to a store (and every lock it loses), one line each in the "LockLens Audit" log channel,
  * which stamps the time. Keys are quoted, so a key with a newline or spaces cannot forge a second entry. Never holds
  * a secret: nothing here takes one.
  */
@@ -29,6 +37,7 @@ export class AuditLog implements vscode.Disposable {
       `connection=${JSON.stringify(entry.connection)}`,
       entry.lock && `lock=${JSON.stringify(displayKey(entry.lock))}`,
       entry.lease && `lease=${entry.lease}`,
+      entry.owner && `owner=${JSON.stringify(entry.owner)}`,
       entry.fencingToken !== undefined && `token=${entry.fencingToken}`,
       entry.keys && `keys=${JSON.stringify(entry.keys.map((k) => displayKey(k)))}`,
       entry.detail && `detail=${JSON.stringify(entry.detail)}`,

@@ -1,28 +1,29 @@
 import * as vscode from 'vscode';
-import { ClusterWatch } from '../core/clusterWatch';
-import { EtcdConnection } from '../core/connection';
+import type { LockBackend, LockWatch } from '../core/backend';
+import { openBackend } from '../core/backends';
 import { Emitter } from '../core/emitter';
 import { LockLensError, errorMessage } from '../core/errors';
 import { LockClock } from '../core/lockHealth';
-import type { ChangeSet } from '../core/lockModel';
-import type { LeaseInfo } from '../core/leases';
+import type { ChangeSet } from '../core/lockState';
+import type { LeaseInfo } from '../core/leaseInfo';
 import type { ConnectionSecretStore } from './secrets';
-import { leaseSampleIntervalMs, readConnections, toProfile, type ConnectionSettings } from './settings';
+import { leaseSampleIntervalMs, pollIntervalMs, readConnections, toProfile, type ConnectionSettings } from './settings';
 
 export type ConnectionState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'error';
 
-/** Runs before a connection closes: held locks are released while etcd can still be told. */
+/** Runs before a connection closes: held locks are released while the store can still be told. */
 export type CloseHook = (connection: ClusterConnection) => Promise<void>;
 
 /**
- * One configured etcd cluster as the extension sees it: its settings, its connection state (with the reason when it
- * is not connected), and while connected the live watch of its prefixes. Views listen to its events; nothing polls.
+ * One configured store (an etcd cluster, a Redis instance or a redlock set) as the extension sees it: its settings,
+ * its connection state (with the reason when it is not connected), and while connected its backend and the live watch
+ * of its prefixes. Views listen to its events and read the backend's capabilities; none of them asks which store it is.
  */
 export class ClusterConnection implements vscode.Disposable {
   private currentState: ConnectionState = 'disconnected';
   private lastError?: LockLensError;
-  private etcd?: EtcdConnection;
-  private clusterWatch?: ClusterWatch;
+  private openBackend?: LockBackend;
+  private lockWatch?: LockWatch;
   private watchSubscriptions: { dispose(): void }[] = [];
   private connecting?: Promise<void>;
   private disconnecting?: Promise<void>;
@@ -60,21 +61,21 @@ export class ClusterConnection implements vscode.Disposable {
     return this.settings.prefixes ?? [];
   }
 
-  /** The open etcd connection, or undefined while not connected. */
-  get connection(): EtcdConnection | undefined {
-    return this.etcd;
+  /** The open backend, or undefined while not connected. */
+  get backend(): LockBackend | undefined {
+    return this.openBackend;
   }
 
-  get watch(): ClusterWatch | undefined {
-    return this.clusterWatch;
+  get watch(): LockWatch | undefined {
+    return this.lockWatch;
   }
 
-  /** The open connection, connecting first if needed; throws the reason it could not. */
-  async open(): Promise<EtcdConnection> {
+  /** The open backend, connecting first if needed; throws the reason it could not. */
+  async open(): Promise<LockBackend> {
     await this.disconnecting;
-    if (!this.etcd) await this.connect();
-    if (!this.etcd) throw this.lastError ?? new LockLensError('CLOSED', vscode.l10n.t('{0} is not connected', this.name));
-    return this.etcd;
+    if (!this.openBackend) await this.connect();
+    if (!this.openBackend) throw this.lastError ?? new LockLensError('CLOSED', vscode.l10n.t('{0} is not connected', this.name));
+    return this.openBackend;
   }
 
   connect(): Promise<void> {
@@ -84,18 +85,18 @@ export class ClusterConnection implements vscode.Disposable {
   }
 
   private async doConnect(): Promise<void> {
-    if (this.etcd) return;
+    if (this.openBackend) return;
     this.setState('connecting');
     try {
       const profile = toProfile(this.settings, await this.secrets.get(this.name));
-      this.etcd = await EtcdConnection.open(profile);
+      this.openBackend = await openBackend(profile);
       this.log.info(`${this.name}: connected to ${this.settings.endpoints.join(', ')}`);
       this.lastError = undefined;
       await this.startWatch();
     } catch (e) {
-      this.etcd?.close();
-      this.etcd = undefined;
-      this.lastError = e instanceof LockLensError ? e : new LockLensError('ETCD', errorMessage(e), { cause: e });
+      this.openBackend?.close();
+      this.openBackend = undefined;
+      this.lastError = e instanceof LockLensError ? e : new LockLensError('STORE', errorMessage(e), { cause: e });
       this.log.error(`${this.name}: ${this.lastError.message}`);
       this.setState('error');
     }
@@ -109,19 +110,19 @@ export class ClusterConnection implements vscode.Disposable {
 
   private async doDisconnect(): Promise<void> {
     await this.connecting;
-    const etcd = this.etcd;
-    if (!etcd) return this.setState('disconnected');
+    const backend = this.openBackend;
+    if (!backend) return this.setState('disconnected');
     for (const hook of this.closeHooks) await hook(this).catch((e) => this.log.error(`${this.name}: ${errorMessage(e)}`));
     this.stopWatch();
-    etcd.close();
-    this.etcd = undefined;
+    backend.close();
+    this.openBackend = undefined;
     this.log.info(`${this.name}: disconnected`);
     this.setState('disconnected');
   }
 
   /** Re-reads every prefix from scratch (a new watch), as after a reconnect. */
   async refresh(): Promise<void> {
-    if (!this.etcd) return this.connect();
+    if (!this.openBackend) return this.connect();
     this.stopWatch();
     await this.startWatch();
   }
@@ -133,35 +134,34 @@ export class ClusterConnection implements vscode.Disposable {
     const before = this.settings;
     this.settings = settings;
     if (connectionIdentity(before) !== connectionIdentity(settings)) {
-      if (this.etcd || this.state === 'error') {
+      if (this.openBackend || this.state === 'error') {
         await this.disconnect();
         await this.connect();
       }
     } else if (JSON.stringify(before.prefixes ?? []) !== JSON.stringify(settings.prefixes ?? [])) {
-      if (this.etcd) await this.refresh();
+      if (this.openBackend) await this.refresh();
       else this.stateEmitter.fire(this);
     }
   }
 
   dispose(): void {
     this.stopWatch();
-    this.etcd?.close();
-    this.etcd = undefined;
+    this.openBackend?.close();
+    this.openBackend = undefined;
     this.stateEmitter.dispose();
     this.locksEmitter.dispose();
     this.leasesEmitter.dispose();
   }
 
   private async startWatch(): Promise<void> {
-    const conn = this.etcd!;
+    const backend = this.openBackend!;
     this.clock = new LockClock();
     if (this.prefixes.length === 0) return this.setState('connected');
-    const watch = new ClusterWatch(
-      conn,
+    const watch = backend.watch(
       this.prefixes.map((p) => Buffer.from(p)),
-      { leaseSampleIntervalMs: leaseSampleIntervalMs(), log: (m) => this.log.warn(`${this.name}: ${m}`) },
+      { leaseSampleIntervalMs: leaseSampleIntervalMs(), pollIntervalMs: pollIntervalMs(), log: (m) => this.log.warn(`${this.name}: ${m}`) },
     );
-    this.clusterWatch = watch;
+    this.lockWatch = watch;
     this.watchSubscriptions = [
       watch.onDidChangeLocks((changes) => {
         this.clock.observe(changes);
@@ -169,6 +169,7 @@ export class ClusterConnection implements vscode.Disposable {
       }),
       watch.onDidChangeLeases((infos) => this.leasesEmitter.fire(infos)),
       watch.onDidChangeStatus((status) => {
+        if (status.detail) this.log.info(`${this.name}: ${status.detail}`);
         if (status.state === 'live') this.setState('connected');
         else if (status.state === 'reconnecting' || status.state === 'resyncing') {
           this.lastError = status.error;
@@ -188,8 +189,8 @@ export class ClusterConnection implements vscode.Disposable {
   private stopWatch(): void {
     this.watchSubscriptions.forEach((s) => s.dispose());
     this.watchSubscriptions = [];
-    this.clusterWatch?.dispose();
-    this.clusterWatch = undefined;
+    this.lockWatch?.dispose();
+    this.lockWatch = undefined;
   }
 
   private setState(state: ConnectionState): void {
@@ -203,8 +204,8 @@ export class ClusterConnection implements vscode.Disposable {
 
 /** What decides the connection itself (not what it watches, nor its name): a change means reconnecting. */
 function connectionIdentity(settings: ConnectionSettings): string {
-  const { endpoints, username, namespace, tls, dialTimeoutMs } = settings;
-  return JSON.stringify({ endpoints, username, namespace, tls, dialTimeoutMs });
+  const { store, endpoints, username, namespace, tls, dialTimeoutMs } = settings;
+  return JSON.stringify({ store, endpoints, username, namespace, tls, dialTimeoutMs });
 }
 
 /** The configured connections, kept in step with the `locklens.connections` setting. */

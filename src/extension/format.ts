@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { Capabilities } from '../core/backend';
 import { displayKey } from '../core/keys';
 import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
 import type { ClusterConnection } from './connections';
@@ -20,9 +21,12 @@ export function formatSince(since: Since, now = Date.now()): string {
   return since.exact ? d : vscode.l10n.t('≥ {0}', d);
 }
 
-export function formatTtl(health: MemberHealth): string {
-  if (!health.member.lease) return vscode.l10n.t('no lease');
-  if (health.lease?.state === 'expired') return vscode.l10n.t('lease expired');
+/** What a member's owner is called where the store has leases (etcd), and where it has not. */
+type OwnerKind = Capabilities['owner'];
+
+export function formatTtl(health: MemberHealth, owner: OwnerKind): string {
+  if (!health.member.lease) return owner === 'lease' ? vscode.l10n.t('no lease') : vscode.l10n.t('no expiry');
+  if (health.lease?.state === 'expired') return owner === 'lease' ? vscode.l10n.t('lease expired') : vscode.l10n.t('expired');
   if (health.ttl === undefined) return vscode.l10n.t('TTL …');
   return vscode.l10n.t('TTL {0}s', Math.ceil(health.ttl));
 }
@@ -48,32 +52,42 @@ export function ageLabel(health: MemberHealth, now = Date.now()): string {
 }
 
 /** A few words for a trouble, where a sentence does not fit (pickers). */
-export function troubleLabel(trouble: Trouble): string {
+export function troubleLabel(trouble: Trouble, owner: OwnerKind): string {
   switch (trouble) {
     case 'leaseExpired':
-      return vscode.l10n.t('lease expired');
+      return owner === 'lease' ? vscode.l10n.t('lease expired') : vscode.l10n.t('expired');
     case 'stalled':
       return vscode.l10n.t('not renewed');
     case 'noLease':
-      return vscode.l10n.t('no lease');
+      return owner === 'lease' ? vscode.l10n.t('no lease') : vscode.l10n.t('no expiry');
     case 'longHold':
       return vscode.l10n.t('long hold');
   }
 }
 
-export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: number, now = Date.now()): string {
+export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: number, owner: OwnerKind, now = Date.now()): string {
   switch (trouble) {
     case 'leaseExpired':
-      return vscode.l10n.t('Lease {0} has expired, but its key is still listed: etcd is deleting it, or the data is stale.', health.member.lease);
+      return owner === 'lease'
+        ? vscode.l10n.t('Lease {0} has expired, but its key is still listed: etcd is deleting it, or the data is stale.', health.member.lease)
+        : vscode.l10n.t('Its TTL has run out, but it is still listed: the store is removing it, or the data is stale.');
     case 'stalled':
-      return vscode.l10n.t(
-        'Lease {0} is not being renewed: {1}s left of {2}s. Its owner may be stuck, paused or cut off; the lock frees itself when the TTL runs out.',
-        health.member.lease,
-        Math.ceil(health.ttl ?? 0),
-        health.lease?.grantedTtl ?? 0,
-      );
+      return owner === 'lease'
+        ? vscode.l10n.t(
+            'Lease {0} is not being renewed: {1}s left of {2}s. Its owner may be stuck, paused or cut off; the lock frees itself when the TTL runs out.',
+            health.member.lease,
+            Math.ceil(health.ttl ?? 0),
+            health.lease?.grantedTtl ?? 0,
+          )
+        : vscode.l10n.t(
+            'Its TTL is not being renewed: {0}s left of the {1}s last seen. Its owner may be stuck, paused or cut off (or never renews); the lock frees itself when the TTL runs out.',
+            Math.ceil(health.ttl ?? 0),
+            health.lease?.grantedTtl ?? 0,
+          );
     case 'noLease':
-      return vscode.l10n.t('This key has no lease: it never expires. If its owner crashed, the lock stays held until someone deletes the key.');
+      return owner === 'lease'
+        ? vscode.l10n.t('This key has no lease: it never expires. If its owner crashed, the lock stays held until someone deletes the key.')
+        : vscode.l10n.t('This key has no expiry (PTTL -1): if its owner crashed, the lock stays held until someone deletes the key.');
     case 'longHold':
       return vscode.l10n.t('Held for {0}, longer than {1} (setting locklens.longHoldSeconds).', formatSince(health.since, now), formatDuration(longHoldMs));
   }
@@ -117,4 +131,22 @@ export function stateText(c: ClusterConnection): string {
     case 'disconnected':
       return vscode.l10n.t('disconnected');
   }
+}
+
+/** Library names (not translated) for each layout LockLens recognises; see each store's conventions. */
+const CONVENTION_NAMES: Readonly<Record<string, string>> = {
+  'go-mutex': 'Go concurrency.Mutex, etcdctl lock, jetcd',
+  'go-election': 'Go Election, etcdctl elect',
+  'etcd3-election': 'npm etcd3 Election',
+  'recipe-uuid': 'revision-ordered recipe with UUID keys',
+  'single-key': 'single-key try-lock: npm etcd3 Lock, python-etcd3',
+  'redisson-lock': 'Redisson RLock',
+  'redisson-fair-lock': 'Redisson RFairLock',
+  'redisson-rwlock': 'Redisson RReadWriteLock',
+  shedlock: 'ShedLock',
+  'redis-token': 'token lock: redis-py Lock, redlock, Spring, SET NX PX',
+};
+
+export function conventionLabel(convention: string): string {
+  return CONVENTION_NAMES[convention] ?? convention;
 }

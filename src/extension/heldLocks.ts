@@ -1,17 +1,15 @@
 import type * as vscode from 'vscode';
+import type { LockHold, QueuePosition } from '../core/backend';
 import { Emitter } from '../core/emitter';
 import { LockLensError, errorMessage } from '../core/errors';
-import { Mutex, type Hold, type QueuePosition } from '../core/mutex';
-import { Session } from '../core/session';
-import type { AuditLog } from './audit';
+import { ownerField, type AuditLog } from './audit';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
 
-/** A lock this VS Code window holds, on a lease of its own. */
+/** A lock this VS Code window holds, on a lease (or token) of its own. */
 export interface HeldLock {
   readonly connection: ClusterConnection;
   readonly name: Buffer;
-  readonly hold: Hold;
-  readonly session: Session;
+  readonly hold: LockHold;
 }
 
 export interface AcquireRequest {
@@ -23,9 +21,10 @@ export interface AcquireRequest {
 }
 
 /**
- * The locks held from VS Code. Each is taken with the Go-compatible mutex on a session (lease) of its own, so that
- * releasing one is revoking its lease: the key goes at once, and nothing else of ours is touched. All of them are
- * released before their connection closes, and when the extension deactivates.
+ * The locks held from VS Code. Each is taken through its connection's backend, interoperably with the clients that use
+ * that name (etcd: the Go-compatible mutex on a lease of its own, so that releasing one is revoking its lease: the key
+ * goes at once, and nothing else of ours is touched). All of them are released before their connection closes, and
+ * when the extension deactivates.
  */
 export class HeldLocks implements vscode.Disposable {
   private readonly held = new Set<HeldLock>();
@@ -53,30 +52,29 @@ export class HeldLocks implements vscode.Disposable {
     return this.all().some((h) => h.connection === connection && h.hold.key.equals(key));
   }
 
-  /** Waits in the queue until held; cancelling (the signal) leaves the queue and revokes the lease. */
+  /** Waits in the queue until held; cancelling (the signal) leaves the queue and removes what was queued. */
   async acquire(request: AcquireRequest): Promise<HeldLock> {
     const { connection, name, ttl } = request;
     // Closing the connection stops this attempt too (see releaseAll), while the client can still delete its key.
     const closing = new AbortController();
     const signal = request.signal ? AbortSignal.any([request.signal, closing.signal]) : closing.signal;
-    let session: Session | undefined;
+    let hold: LockHold | undefined;
     const run = (async () => {
       try {
-        const conn = await connection.open();
-        session = await Session.create(conn, ttl);
-        const hold = await new Mutex(session, name).acquire({ signal, onQueue: request.onQueue });
+        const backend = await connection.open();
+        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue });
         if (hold.lost) throw hold.lost;
         if (signal.aborted) throw new LockLensError('CANCELLED', 'cancelled');
-        const lock: HeldLock = { connection, name, hold, session };
+        const lock: HeldLock = { connection, name, hold };
         this.held.add(lock);
         hold.onDidLose((reason) => this.lose(lock, reason));
-        this.audit.record({ action: 'acquire', outcome: 'ok', connection: connection.name, lock: name, lease: session.leaseId, fencingToken: hold.fencingToken, keys: [hold.key] });
+        this.audit.record({ action: 'acquire', outcome: 'ok', connection: connection.name, lock: name, ...ownerOf(connection, hold.owner), fencingToken: hold.fencingToken ?? undefined, keys: [hold.key] });
         this.changeEmitter.fire();
         return lock;
       } catch (e) {
         const cancelled = signal.aborted;
-        this.audit.record({ action: 'acquire', outcome: cancelled ? 'cancelled' : 'failed', connection: connection.name, lock: name, lease: session?.leaseId, detail: cancelled ? undefined : errorMessage(e) });
-        await session?.revoke().catch(() => session?.dispose());
+        this.audit.record({ action: 'acquire', outcome: cancelled ? 'cancelled' : 'failed', connection: connection.name, lock: name, ...ownerOf(connection, hold?.owner), detail: cancelled ? undefined : errorMessage(e) });
+        await hold?.release().catch(() => hold?.dispose());
         throw e;
       }
     })();
@@ -96,16 +94,16 @@ export class HeldLocks implements vscode.Disposable {
     }
   }
 
-  /** Revokes the lock's lease: its key is deleted in the same revision, and the next waiter takes over. */
+  /** Releases the hold (etcd: revokes its lease, deleting the key in the same revision); the next waiter takes over. */
   async release(lock: HeldLock): Promise<void> {
     if (!this.held.delete(lock)) return;
     this.changeEmitter.fire();
-    lock.hold.dispose();
+    const { hold } = lock;
     try {
-      await lock.session.revoke();
-      this.audit.record({ action: 'release', outcome: 'ok', connection: lock.connection.name, lock: lock.name, lease: lock.session.leaseId, fencingToken: lock.hold.fencingToken, keys: [lock.hold.key] });
+      await hold.release();
+      this.audit.record({ action: 'release', outcome: 'ok', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock.connection, hold.owner), fencingToken: hold.fencingToken ?? undefined, keys: [hold.key] });
     } catch (e) {
-      this.audit.record({ action: 'release', outcome: 'failed', connection: lock.connection.name, lock: lock.name, lease: lock.session.leaseId, detail: errorMessage(e) });
+      this.audit.record({ action: 'release', outcome: 'failed', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock.connection, hold.owner), detail: errorMessage(e) });
       throw e;
     }
   }
@@ -120,7 +118,7 @@ export class HeldLocks implements vscode.Disposable {
   }
 
   dispose(): void {
-    for (const h of this.held) h.session.dispose();
+    for (const h of this.held) h.hold.dispose();
     this.held.clear();
     this.changeEmitter.dispose();
     this.lostEmitter.dispose();
@@ -128,10 +126,15 @@ export class HeldLocks implements vscode.Disposable {
 
   private lose(lock: HeldLock, reason: LockLensError): void {
     if (!this.held.delete(lock)) return;
-    // Revoke what may be left (a lease we stopped trusting can still exist), so the queue behind moves on.
-    void lock.session.revoke().catch(() => lock.session.dispose());
-    this.audit.record({ action: 'lost', outcome: 'ok', connection: lock.connection.name, lock: lock.name, lease: lock.session.leaseId, fencingToken: lock.hold.fencingToken, detail: reason.message });
+    // Release what may be left (a lease we stopped trusting can still exist), so the queue behind moves on.
+    void lock.hold.release().catch(() => lock.hold.dispose());
+    this.audit.record({ action: 'lost', outcome: 'ok', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock.connection, lock.hold.owner), fencingToken: lock.hold.fencingToken ?? undefined, detail: reason.message });
     this.changeEmitter.fire();
     this.lostEmitter.fire({ lock, reason });
   }
+}
+
+/** The audit's owner field for a hold on this connection (`lease=` on etcd). */
+function ownerOf(connection: ClusterConnection, owner: string | undefined): ReturnType<typeof ownerField> {
+  return ownerField(connection.backend?.capabilities.owner, owner);
 }

@@ -1,9 +1,10 @@
 import * as vscode from 'vscode';
+import type { Capabilities } from '../core/backend';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
-import { members, type LockMember, type LockState } from '../core/lockModel';
+import { members, type LockMember, type LockState } from '../core/lockState';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
-import { ageLabel, appendUntrusted, formatDuration, formatTtl, roleLabel, stateText, tooltip, troubleIcon, troubleText } from './format';
+import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatTtl, roleLabel, stateText, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
 
@@ -53,7 +54,8 @@ export interface MemberView {
 }
 
 /**
- * The Locks tree: connection → watched prefix → lock → holder, then waiters in create-revision order. It renders
+ * The Locks tree: connection → watched prefix → lock → holders, then waiters in queue order (etcd: create revision).
+ * Rows show what the connection's backend says it has (owners, TTLs, fencing tokens, hold counts) and nothing else. It renders
  * from the live model when VS Code asks, and is told what changed by the connections' events (change sets and lease
  * sweeps), never by polling. Nodes are kept by id, so a refresh keeps expansion and selection, and each burst of
  * changes redraws only the locks it touched, once.
@@ -148,7 +150,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   /** The lock and the member a node stands for, as the model has them now. */
   memberView(node: MemberNode): MemberView | undefined {
     const watch = node.connection.watch;
-    const lock = watch?.live.model.lock(node.lockId);
+    const lock = watch?.lock(node.lockId);
     if (!watch || !lock) return undefined;
     const health = this.health(node.connection, lock).find((h) => keyId(h.member.key) === node.keyId);
     return health && { lock, health };
@@ -160,7 +162,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   lock(node: LockNode | MemberNode): LockState | undefined {
-    return node.connection.watch?.live.model.lock(node.lockId);
+    return node.connection.watch?.lock(node.lockId);
   }
 
   /**
@@ -214,9 +216,9 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     if (!lock) return item;
     const health = this.health(node.connection, lock);
     const trouble = worstTrouble(health);
-    const holder = health[0];
+    const holder = lock.holder && health[0];
     item.contextValue = `lock.${lock.kind}`;
-    item.iconPath = troubleIcon(trouble, lock.kind === 'election' ? 'organization' : lock.kind === 'single' ? 'key' : 'lock');
+    item.iconPath = troubleIcon(trouble, LOCK_ICONS[lock.kind]);
     // Nothing here changes with the clock (no TTL, no age): a lock row is redrawn only when the lock changes or its
     // worst trouble does. Redrawing it on every lease sweep would make VS Code re-fetch its member rows each time, and
     // a context-menu command run in that gap would get no row.
@@ -225,7 +227,9 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     if (holder) {
       const who = memberLabel(lock, holder.member, node.prefix);
       parts.push(lock.kind === 'election' ? vscode.l10n.t('leader {0}', who) : vscode.l10n.t('held by {0}', who));
-    }
+      const others = lock.sharedWith?.length ?? 0;
+      if (others) parts.push(others === 1 ? vscode.l10n.t('and 1 other reader') : vscode.l10n.t('and {0} other readers', others));
+    } else parts.push(vscode.l10n.t('free'));
     if (lock.waiters.length) {
       parts.push(
         lock.kind === 'election'
@@ -246,7 +250,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   resolveTreeItem(item: vscode.TreeItem, node: LockTreeNode): vscode.TreeItem {
     if (node.kind === 'lock') {
       const lock = this.lock(node);
-      if (lock) item.tooltip = lockTooltip(lock, freshHealth(node.connection, lock));
+      if (lock) item.tooltip = lockTooltip(lock, freshHealth(node.connection, lock), ownerKind(node.connection));
     } else if (node.kind === 'member') {
       const lock = this.lock(node);
       const health = lock && freshHealth(node.connection, lock).find((h) => keyId(h.member.key) === node.keyId);
@@ -261,6 +265,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const { lock, health } = view;
     const { member } = health;
     const own = this.heldLocks.owns(node.connection, member.key);
+    const caps = capabilities(node.connection);
     this.shownLeases.set(node.id, member.lease);
     if (own) this.shownOwn.add(node.id);
     else this.shownOwn.delete(node.id);
@@ -268,14 +273,21 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const parts = [health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role)];
-    if (member.lease && label !== member.lease) parts.push(vscode.l10n.t('lease {0}', member.lease));
-    parts.push(formatTtl(health), vscode.l10n.t('token {0}', member.createRevision), ageLabel(health));
+    if (caps.owner === 'lease') {
+      if (member.lease && label !== member.lease) parts.push(vscode.l10n.t('lease {0}', member.lease));
+    } else if (member.owner && label !== member.owner) parts.push(vscode.l10n.t('owner {0}', shorten(member.owner)));
+    if (member.holds !== null) parts.push(member.holds === 1 ? vscode.l10n.t('1 hold') : vscode.l10n.t('{0} holds (re-entrant)', member.holds));
+    if (member.mode) parts.push(member.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
+    parts.push(formatTtl(health, caps.owner));
+    if (member.token !== null) parts.push(vscode.l10n.t('token {0}', member.token));
+    parts.push(ageLabel(health));
     if (own) parts.push(vscode.l10n.t('held by you'));
     if (node.connection.staleSince) parts.push(vscode.l10n.t('stale'));
     item.description = parts.join(' · ');
     const trouble = worstTrouble([health]);
     item.iconPath = troubleIcon(trouble, own ? 'account' : MEMBER_ICONS[health.role]);
-    item.contextValue = ['member', member.lease ? 'leased' : 'unleased', own ? 'own' : 'other'].join('.');
+    // `leased`: a lease that can be revoked (etcd); every member that is not ours can be force-released.
+    item.contextValue = ['member', caps.revokeOwner && member.lease ? 'leased' : 'unleased', own ? 'own' : 'other'].join('.');
     return item;
   }
 
@@ -299,7 +311,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     // Members that left a lock that is still there: their rows are gone for good.
     const current = new Map<string, Set<string>>();
     const membersOf = (lockId: string) => {
-      const lock = connection.watch?.live.model.lock(lockId);
+      const lock = connection.watch?.lock(lockId);
       return new Set(lock ? members(lock).map((m) => keyId(m.key)) : []);
     };
     for (const n of rows) {
@@ -317,9 +329,9 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   private leasesChanged(connection: ClusterConnection, leases: Set<string>): void {
-    const model = connection.watch?.live.model;
+    const watch = connection.watch;
     for (const n of this.rowsOf(connection, (lockId) => {
-      const lock = model?.lock(lockId);
+      const lock = watch?.lock(lockId);
       return !!lock && members(lock).some((m) => leases.has(m.lease));
     })) {
       if (n.kind === 'member') this.pending.add(n);
@@ -350,8 +362,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
 
   private refreshConnection(connection: ClusterConnection): void {
     // A new watch (refresh, reconnect, disconnect) reports only what exists: forget rows of locks that are gone.
-    const model = connection.watch?.live.model;
-    this.forget((n) => (n.kind === 'lock' || n.kind === 'member') && n.connection === connection && !model?.lock(n.lockId));
+    const watch = connection.watch;
+    this.forget((n) => (n.kind === 'lock' || n.kind === 'member') && n.connection === connection && !watch?.lock(n.lockId));
     const node = this.nodes.get(nodeId('c', connection.name));
     if (node) this.pending.add(node);
     else this.pendingAll = true;
@@ -414,7 +426,7 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   item.iconPath = CONNECTION_ICONS[c.state];
   item.description = stateText(c);
   const md = tooltip().appendMarkdown(`**`);
-  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Endpoints')}: `);
+  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${c.settings.store === 'redis' ? 'Redis' : 'etcd'}\n\n${vscode.l10n.t('Endpoints')}: `);
   appendUntrusted(md, c.settings.endpoints.join(', '));
   if (c.settings.username) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('User')}: `), c.settings.username);
   if (c.settings.namespace) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Namespace')}: `), c.settings.namespace);
@@ -424,36 +436,73 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   return item;
 }
 
-function lockTooltip(lock: LockState, health: readonly MemberHealth[]): vscode.MarkdownString {
+function lockTooltip(lock: LockState, health: readonly MemberHealth[], owner: Capabilities['owner']): vscode.MarkdownString {
   const md = tooltip().appendMarkdown(`**${vscode.l10n.t('Lock')}** `);
-  appendUntrusted(md, lock.name).appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock.kind)}\n\n`);
+  appendUntrusted(md, lock.name).appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock)}\n\n`);
   for (const h of health) {
     md.appendMarkdown(`- ${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}: `);
-    appendUntrusted(md, h.member.key).appendMarkdown(` · ${formatTtl(h)} · ${vscode.l10n.t('token {0}', h.member.createRevision)}\n`);
+    appendUntrusted(md, h.member.key).appendMarkdown(` · ${formatTtl(h, owner)}`);
+    if (h.member.token !== null) md.appendMarkdown(` · ${vscode.l10n.t('token {0}', h.member.token)}`);
+    md.appendMarkdown('\n');
   }
-  for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs()))}`);
+  for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs(), owner))}`);
   return md;
 }
 
 function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: ClusterConnection): vscode.MarkdownString {
+  const { owner } = capabilities(c);
+  const m = h.member;
   const md = tooltip().appendMarkdown(`**${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}**${own ? ` · ${vscode.l10n.t('held by you')}` : ''}\n\n`);
   const row = (label: string, value: string) => appendUntrusted(md.appendMarkdown(`${label}: `), value).appendMarkdown('\n\n');
-  row(vscode.l10n.t('Key'), displayKey(h.member.key));
+  row(vscode.l10n.t('Key'), displayKey(m.key));
   row(vscode.l10n.t('Lock'), displayKey(lock.name));
-  row(vscode.l10n.t('Lease'), h.member.lease || vscode.l10n.t('none'));
-  row(vscode.l10n.t('Remaining TTL'), formatTtl(h) + (h.lease ? ` / ${h.lease.grantedTtl}s` : ''));
-  row(vscode.l10n.t('Fencing token (create revision)'), String(h.member.createRevision));
-  row(vscode.l10n.t('Modified at revision'), String(h.member.modRevision));
+  if (owner === 'lease') row(vscode.l10n.t('Lease'), m.lease || vscode.l10n.t('none'));
+  else row(vscode.l10n.t('Owner'), m.owner || vscode.l10n.t('unknown'));
+  if (m.holds !== null) row(vscode.l10n.t('Holds (re-entrant)'), String(m.holds));
+  if (m.mode) row(vscode.l10n.t('Mode'), m.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
+  row(vscode.l10n.t('Remaining TTL'), formatTtl(h, owner) + (h.lease ? ` / ${h.lease.grantedTtl}s` : ''));
+  if (m.deadline !== undefined) row(vscode.l10n.t('Gives up waiting at'), new Date(m.deadline).toLocaleTimeString());
+  if (m.token !== null) row(vscode.l10n.t('Fencing token'), String(m.token));
+  if (m.revision !== undefined) row(vscode.l10n.t('Modified at revision'), String(m.revision));
+  row(vscode.l10n.t('Layout'), conventionLabel(m.convention));
   row(vscode.l10n.t('Age'), ageLabel(h));
-  if (h.member.valueSize) row(vscode.l10n.t('Value ({0} bytes)', h.member.valueSize), displayKey(h.member.valuePreview.subarray(0, 200)));
-  if (h.lease?.refreshes.length) row(vscode.l10n.t('Last keepalive seen'), new Date(h.lease.refreshes[h.lease.refreshes.length - 1]).toLocaleTimeString());
-  for (const t of h.troubles) md.appendMarkdown(`$(warning) ${escapeOwn(troubleText(t, h, longHoldMs()))}\n\n`);
+  if (m.valueSize) row(vscode.l10n.t('Value ({0} bytes)', m.valueSize), displayKey(m.valuePreview.subarray(0, 200)));
+  if (h.lease?.refreshes.length) row(vscode.l10n.t('Last renewal seen'), new Date(h.lease.refreshes[h.lease.refreshes.length - 1]).toLocaleTimeString());
+  for (const t of h.troubles) md.appendMarkdown(`$(warning) ${escapeOwn(troubleText(t, h, longHoldMs(), owner))}\n\n`);
   if (c.staleSince) md.appendMarkdown(`$(history) ${escapeOwn(vscode.l10n.t('Stale: LockLens lost the watch {0} ago; this may have changed.', formatDuration(Date.now() - c.staleSince)))}`);
   return md;
 }
 
-function kindLabel(kind: LockState['kind']): string {
-  return kind === 'queue' ? vscode.l10n.t('queue (Go Mutex, etcdctl lock, jetcd)') : kind === 'election' ? vscode.l10n.t('election') : vscode.l10n.t('single key');
+/** "queue (Go concurrency.Mutex, etcdctl lock, jetcd)": how the lock behaves, and whose layout its members follow. */
+function kindLabel(lock: LockState): string {
+  const kind =
+    lock.kind === 'queue'
+      ? vscode.l10n.t('queue')
+      : lock.kind === 'election'
+        ? vscode.l10n.t('election')
+        : lock.kind === 'readwrite'
+          ? vscode.l10n.t('read/write lock')
+          : vscode.l10n.t('single key');
+  const layouts = [...new Set(members(lock).map((m) => conventionLabel(m.convention)))];
+  return layouts.length ? `${kind} (${layouts.join('; ')})` : kind;
+}
+
+/** What the connection's store has; while it is not connected, nothing. */
+function capabilities(connection: ClusterConnection): Capabilities {
+  return connection.backend?.capabilities ?? NOTHING;
+}
+
+function ownerKind(connection: ClusterConnection): Capabilities['owner'] {
+  return capabilities(connection).owner;
+}
+
+const NOTHING: Capabilities = { waiters: false, fencingTokens: false, ttl: false, owner: 'token', revokeOwner: false, queuedAcquire: false };
+
+const LOCK_ICONS: Record<LockState['kind'], string> = { queue: 'lock', single: 'key', election: 'organization', readwrite: 'book' };
+
+/** Long owners (a Redisson `<uuid>:<thread>`, a 32-hex token) cut to fit a row; the tooltip has them whole. */
+function shorten(text: string, max = 24): string {
+  return text.length > max ? text.slice(0, max - 1) + '…' : text;
 }
 
 /** The lock name below its prefix ("jobs" under "/locks/"), whole when the prefix is the lock's own. */

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { StoreKind } from '../core/backend';
 import type { ConnectionProfile } from '../core/profile';
 
 /**
@@ -7,6 +8,9 @@ import type { ConnectionProfile } from '../core/profile';
  */
 export interface ConnectionSettings {
   readonly name: string;
+  /** Which store; etcd when absent (connections written before there were others). */
+  readonly store?: StoreKind;
+  /** etcd: host:port or http(s)://host:port; Redis: redis:// or rediss:// URLs (several: independent redlock instances). */
   readonly endpoints: readonly string[];
   readonly username?: string;
   readonly namespace?: string;
@@ -75,12 +79,18 @@ export function defaultAcquireTtl(): number {
   return config().get<number>('acquireTtlSeconds', 60);
 }
 
+/** How often a store without change notifications (Redis with keyspace notifications off) is read again. */
+export function pollIntervalMs(): number {
+  return Math.max(0.2, config().get<number>('pollSeconds', 1)) * 1000;
+}
+
 export function autoConnect(): boolean {
   return config().get<boolean>('autoConnect', true);
 }
 
 export function toProfile(c: ConnectionSettings, secrets: ConnectionSecrets): ConnectionProfile {
   return {
+    store: c.store,
     endpoints: c.endpoints,
     username: c.username || undefined,
     password: secrets.password,

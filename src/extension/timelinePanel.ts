@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { errorMessage } from '../core/errors';
 import { displayKey } from '../core/keys';
-import { sampleLease } from '../core/leases';
 import { parseRowId, TimelineReducer, type TimelineSource } from '../core/timeline';
 import {
   isEmptyDiff,
@@ -200,7 +199,7 @@ export class TimelinePanel implements vscode.Disposable {
     const sources: TimelineSource[] = [];
     for (const c of this.deps.registry.all()) {
       const watch = c.watch;
-      if (watch) sources.push({ connection: c.name, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock });
+      if (watch) sources.push({ connection: c.name, revocableLeases: c.backend?.capabilities.revokeOwner ?? false, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock });
     }
     return sources;
   }
@@ -213,10 +212,11 @@ export class TimelinePanel implements vscode.Disposable {
     for (const row of this.reducer.unsettled()) {
       const probe = `${row.connection}\0${row.lease}`;
       if (this.probing.has(probe) || this.probing.size >= MAX_PROBES) continue;
-      const conn = this.deps.registry.get(row.connection)?.connection;
-      if (!conn) continue;
+      const leases = this.deps.registry.get(row.connection)?.backend?.leases;
+      if (!leases) continue;
       this.probing.add(probe);
-      sampleLease(conn, row.lease)
+      leases
+        .describe(row.lease)
         .then((sample) => {
           const end = sample.ttl < 0 ? 'revokedOrExpired' : 'released';
           for (const r of this.reducer.unsettled()) if (r.connection === row.connection && r.lease === row.lease) this.reducer.settle(r.id, end);
@@ -308,6 +308,7 @@ function strings(): TimelineStrings {
     single: vscode.l10n.t('held (single key)'),
     lease: vscode.l10n.t('lease {0}'),
     noLease: vscode.l10n.t('no lease'),
+    owner: vscode.l10n.t('owner {0}'),
     token: vscode.l10n.t('token {0}'),
     ttl: vscode.l10n.t('TTL {0}s'),
     ttlOf: vscode.l10n.t('TTL {0}s of {1}s'),
@@ -331,6 +332,7 @@ function strings(): TimelineStrings {
     lockQueue: vscode.l10n.t('queue'),
     lockElection: vscode.l10n.t('election'),
     lockSingle: vscode.l10n.t('single key'),
+    lockReadWrite: vscode.l10n.t('read/write lock'),
     liveCount: vscode.l10n.t('{0} live'),
     seconds: vscode.l10n.t('{0}s'),
     minutes: vscode.l10n.t('{0}m'),

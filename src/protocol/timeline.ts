@@ -9,7 +9,7 @@
  */
 
 export type TimelineRole = 'holder' | 'waiter' | 'leader' | 'candidate' | 'single';
-export type TimelineLockKind = 'queue' | 'single' | 'election';
+export type TimelineLockKind = 'queue' | 'single' | 'election' | 'readwrite';
 
 /**
  * How a bar ended. The key was deleted while its lease was still alive: `released` (Go's Unlock); the lease was gone:
@@ -32,10 +32,12 @@ export interface TimelineRow {
   readonly role: TimelineRole;
   /** 0 for the holder, n for the n-th waiter (at the last update; unchanged once ended). */
   readonly position: number;
-  /** Lease ID in lowercase hex; '' for a key without a lease. */
+  /** The revocable lease it is attached to (etcd), in lowercase hex; '' without one (every Redis member). */
   readonly lease: string;
-  /** The key's create revision: its place in the queue, and the fencing token while it holds. */
-  readonly createRevision: number;
+  /** Who holds or waits, in the store's terms, when that is not the lease (a Redis token or Redisson field); ''. */
+  readonly owner: string;
+  /** The fencing token it holds or will hold the lock with (etcd: the create revision); null where the store has none. */
+  readonly token: number | null;
   /** When LockLens first saw the key (ms since the epoch); `firstSeenExact` false: it was already there. */
   readonly firstSeenAt: number;
   readonly firstSeenExact: boolean;
@@ -98,6 +100,7 @@ export interface TimelineStrings {
   readonly single: string;
   readonly lease: string; // lease {0}
   readonly noLease: string;
+  readonly owner: string; // owner {0}
   readonly token: string; // token {0}
   readonly ttl: string; // TTL {0}s
   readonly ttlOf: string; // TTL {0}s of {1}s
@@ -121,6 +124,7 @@ export interface TimelineStrings {
   readonly lockQueue: string;
   readonly lockElection: string;
   readonly lockSingle: string;
+  readonly lockReadWrite: string;
   readonly liveCount: string; // {0} live
   readonly seconds: string; // {0}s
   readonly minutes: string; // {0}m
@@ -206,7 +210,7 @@ const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFin
 const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
 const optNum = (v: unknown) => v === undefined || isNum(v);
 const ROLES: readonly string[] = ['holder', 'waiter', 'leader', 'candidate', 'single'];
-const KINDS: readonly string[] = ['queue', 'single', 'election'];
+const KINDS: readonly string[] = ['queue', 'single', 'election', 'readwrite'];
 const ENDS: readonly string[] = ['released', 'revokedOrExpired', 'unknown'];
 
 export function isTimelineRow(v: unknown): v is TimelineRow {
@@ -221,7 +225,8 @@ export function isTimelineRow(v: unknown): v is TimelineRow {
     ROLES.includes(v.role as string) &&
     isNum(v.position) &&
     isStr(v.lease) &&
-    isNum(v.createRevision) &&
+    isStr(v.owner) &&
+    (v.token === null || isNum(v.token)) &&
     isNum(v.firstSeenAt) &&
     isBool(v.firstSeenExact) &&
     optNum(v.heldSince) &&
@@ -300,9 +305,16 @@ export function formatString(template: string, ...args: readonly (string | numbe
   return template.replace(/\{(\d+)\}/g, (m, i: string) => (Number(i) < args.length ? String(args[Number(i)]) : m));
 }
 
-/** The order bars are shown in: by connection, then lock (etcd's byte order), then create revision (queue order). */
+/**
+ * The order bars are shown in: by connection, then lock (etcd's byte order), then queue order: the fencing token where
+ * the store has one (it stays put after a bar ends), else the position.
+ */
 export function compareRows(a: TimelineRow, b: TimelineRow): number {
-  return cmp(a.connection, b.connection) || cmp(a.lock, b.lock) || a.createRevision - b.createRevision || cmp(a.id, b.id);
+  return cmp(a.connection, b.connection) || cmp(a.lock, b.lock) || queueOrder(a) - queueOrder(b) || cmp(a.id, b.id);
+}
+
+function queueOrder(row: TimelineRow): number {
+  return row.token ?? row.position;
 }
 
 function cmp(a: string, b: string): number {

@@ -61,7 +61,7 @@ describe('workbench (code-server + Chromium)', { timeout: 5 * 60_000 }, () => {
     await screenshot(page, 'workbench');
   });
 
-  test('Add Connection from the welcome view: endpoints, name, auth, TLS, namespace, prefix; then connected, no secret in settings', async () => {
+  test('Add Connection from the welcome view: store, endpoints, name, auth, TLS, namespace, prefix; then connected, no secret in settings', async () => {
     const { page } = workbench;
     const etcd = await startEtcd();
     try {
@@ -77,6 +77,11 @@ describe('workbench (code-server + Chromium)', { timeout: 5 * 60_000 }, () => {
         else await answer();
         await page.keyboard.press('Enter');
       };
+      // The store comes first, before the numbered steps.
+      await eventually(async () => /which store/.test((await title.textContent()) ?? ''), 20_000, 'the store step');
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'etcd' }).first().waitFor({ state: 'visible' });
+      await input.fill('etcd');
+      await page.keyboard.press('Enter');
       await step(1, etcd.endpoint);
       await step(2, 'ui-added');
       await step(3, async () => {

@@ -20,7 +20,7 @@ import {
 } from '../../src/protocol/timeline';
 import { RowMirror } from './mirror';
 import { TimelineStore, isLongHold, ttlLeft, type Layout } from './model';
-import { AXIS_H, LINE_H, Renderer, endLabel, lineAt, roleLabel } from './render';
+import { AXIS_H, LINE_H, Renderer, endLabel, lineAt, ownerParts, roleLabel } from './render';
 import { onThemeChange, readTheme, type Theme } from './theme';
 import './timeline.css';
 
@@ -430,8 +430,7 @@ function updateDetail(): void {
   const left = ttlLeft(row, now);
   const parts = [
     row.key,
-    row.lease ? formatString(s.lease, row.lease) : s.noLease,
-    formatString(s.token, row.createRevision),
+    ...ownerParts(row, s),
     row.endedAt !== undefined
       ? endLabel(row, s)
       : left === undefined

@@ -1,6 +1,6 @@
-import { formatString, type TimelineRow, type TimelineStrings } from '../../src/protocol/timeline';
+import type { TimelineRow, TimelineStrings } from '../../src/protocol/timeline';
 import type { Layout } from './model';
-import { endLabel, roleLabel } from './render';
+import { endLabel, ownerParts, roleLabel } from './render';
 
 /**
  * The bars in words, for screen readers (the canvas is aria-hidden): a visually hidden list of options owned by the
@@ -86,7 +86,7 @@ function describe(li: HTMLLIElement, row: TimelineRow, s: TimelineStrings): void
     row.endedAt !== undefined ? `ended-${row.end ?? 'unknown'}` : row.leaseState === 'expired' ? 'expired' : row.stalled ? 'stalled' : row.longHold ? 'long-hold' : 'alive';
   const role = row.position > 0 ? `${roleLabel(row.role, s)} #${row.position}` : roleLabel(row.role, s);
   const status = row.endedAt !== undefined ? endLabel(row, s) : row.leaseState === 'expired' ? s.expired : row.stalled ? s.stalled : row.longHold ? s.longHold : '';
-  const text = [role, row.lockName, row.key, row.lease ? formatString(s.lease, row.lease) : s.noLease, formatString(s.token, row.createRevision), status]
+  const text = [role, row.lockName, row.key, ...ownerParts(row, s), status]
     .filter((x) => x)
     .join(' · ');
   set(li, 'role', row.role);

@@ -185,7 +185,7 @@ export class Renderer {
     ctx.fillStyle = t.headerBackground;
     ctx.fillRect(0, y, width, LINE_H);
     const s = f.strings;
-    const kind = line.kind === 'queue' ? s.lockQueue : line.kind === 'election' ? s.lockElection : s.lockSingle;
+    const kind = line.kind === 'queue' ? s.lockQueue : line.kind === 'election' ? s.lockElection : line.kind === 'readwrite' ? s.lockReadWrite : s.lockSingle;
     const right = [kind, formatString(s.liveCount, line.live), ...(f.layout.manyConnections ? [line.connection] : [])].join(' · ');
     ctx.font = t.font;
     const rightText = this.fit(right, Math.max(40, width - labelW));
@@ -384,6 +384,12 @@ export function roleLabel(role: TimelineRow['role'], s: TimelineStrings): string
 
 export function endLabel(row: TimelineRow, s: TimelineStrings): string {
   return row.end === 'released' ? s.endedReleased : row.end === 'revokedOrExpired' ? s.endedRevoked : s.endedUnknown;
+}
+
+/** Who the bar is, and its fencing token: `lease 1a2b · token 9` (etcd), `owner 5f3e…` (a Redis token lock). */
+export function ownerParts(row: TimelineRow, s: TimelineStrings): string[] {
+  const who = row.lease ? formatString(s.lease, row.lease) : row.owner ? formatString(s.owner, row.owner) : s.noLease;
+  return row.token === null ? [who] : [who, formatString(s.token, row.token)];
 }
 
 function lastSegment(key: string): string {

@@ -1,7 +1,9 @@
 import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
 import { LockLensError } from '../../core/errors';
-import { parseEndpoints, splitEndpoints } from '../../core/profile';
+import type { StoreKind } from '../../core/backend';
+import { checkEndpoints } from '../../core/backends';
+import { splitEndpoints } from '../../core/profile';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
 import { nodeId, type LockTreeNode } from '../lockTree';
 import { orCancel, pickConnection } from '../pickers';
@@ -102,19 +104,24 @@ export async function connectWithProgress(c: ClusterConnection): Promise<void> {
 }
 
 /**
- * The add/edit flow: endpoints, name, authentication, TLS, namespace, and (when adding) a first prefix. Escape at
- * any step cancels the whole flow; `current` fills in every default when editing.
+ * The add/edit flow: the store (when adding), endpoints, name, authentication, TLS, namespace (etcd), and (when adding)
+ * a first prefix. Escape at any step cancels the whole flow; `current` fills in every default when editing.
  */
 async function askConnection(current: ConnectionSettings | undefined, takenNames: readonly string[]): Promise<ConnectionInput> {
-  const steps = current ? 5 : 6;
+  // Which store comes before the numbered steps: it decides how many there are (etcd alone has namespaces).
+  const store = current ? (current.store ?? 'etcd') : await askStore();
+  const etcd = store === 'etcd';
+  const steps = (etcd ? 5 : 4) + (current ? 0 : 1);
   const title = (n: number) => (current ? vscode.l10n.t('Edit connection ({0}/{1})', n, steps) : vscode.l10n.t('Add connection ({0}/{1})', n, steps));
   const input = async (n: number, options: vscode.InputBoxOptions) => orCancel(await vscode.window.showInputBox({ ...options, title: title(n), ignoreFocusOut: true }));
 
   const endpoints = splitEndpoints(
     await input(1, {
-      prompt: vscode.l10n.t('etcd endpoints, comma separated (https:// turns TLS on)'),
-      value: current?.endpoints.join(',') ?? '127.0.0.1:2379',
-      validateInput: (v) => validate(() => parseEndpoints(splitEndpoints(v))),
+      prompt: etcd
+        ? vscode.l10n.t('etcd endpoints, comma separated (https:// turns TLS on)')
+        : vscode.l10n.t('Redis URLs, comma separated: redis://host:port/db, or rediss:// for TLS (several: independent redlock instances)'),
+      value: current?.endpoints.join(',') ?? (etcd ? '127.0.0.1:2379' : 'redis://127.0.0.1:6379'),
+      validateInput: (v) => validate(() => checkEndpoints(store, splitEndpoints(v))),
     }),
   );
   const name = await input(2, {
@@ -135,7 +142,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
   let username: string | undefined;
   let password: string | undefined;
   if (auth.user) {
-    username = await input(3, { prompt: vscode.l10n.t('User name'), value: current?.username ?? '' });
+    username = await input(3, { prompt: etcd ? vscode.l10n.t('User name') : vscode.l10n.t('ACL user name (leave empty for the default user)'), value: current?.username ?? '' });
     password = await input(3, {
       prompt: current ? vscode.l10n.t('Password (leave empty to keep the stored one)') : vscode.l10n.t('Password'),
       password: true,
@@ -145,13 +152,13 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     password = ''; // authentication turned off: delete the stored password rather than keep it for later
   }
 
-  const wantsTls = endpoints.some((e) => e.startsWith('https://'));
+  const wantsTls = endpoints.some((e) => e.startsWith('https://') || e.startsWith('rediss://'));
   const tlsChoice = orCancel(
     await vscode.window.showQuickPick(
       [
         { label: vscode.l10n.t('No TLS'), tls: 0, picked: !wantsTls && !current?.tls },
         { label: vscode.l10n.t('TLS'), description: vscode.l10n.t('verify the server with a CA file or the system roots'), tls: 1, picked: wantsTls && !current?.tls?.certFile },
-        { label: vscode.l10n.t('TLS with a client certificate'), description: vscode.l10n.t('for etcd --client-cert-auth'), tls: 2, picked: !!current?.tls?.certFile },
+        { label: vscode.l10n.t('TLS with a client certificate'), description: vscode.l10n.t('when the server requires client certificates'), tls: 2, picked: !!current?.tls?.certFile },
       ],
       { title: title(4), ignoreFocusOut: true },
     ),
@@ -176,21 +183,26 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     tls = { caFile, certFile, keyFile, serverName: serverName || undefined, insecureSkipVerify: current?.tls?.insecureSkipVerify };
   }
 
-  const namespace = await input(5, {
-    prompt: vscode.l10n.t('Namespace: a key prefix every key is read and written under, like etcdctl --namespace (usually empty)'),
-    value: current?.namespace ?? '',
-  });
+  const namespace = etcd
+    ? await input(5, {
+        prompt: vscode.l10n.t('Namespace: a key prefix every key is read and written under, like etcdctl --namespace (usually empty)'),
+        value: current?.namespace ?? '',
+      })
+    : undefined;
   const prefixes = current
     ? current.prefixes
     : [
-        await input(6, {
-          prompt: vscode.l10n.t('A prefix to watch for locks, e.g. /locks/ (leave empty to add one later)'),
-          placeHolder: '/locks/',
+        await input(steps, {
+          prompt: etcd
+            ? vscode.l10n.t('A prefix to watch for locks, e.g. /locks/ (leave empty to add one later)')
+            : vscode.l10n.t('A key prefix to watch for locks, e.g. lock: (every string under it is a token lock; Redisson hashes are recognised by shape)'),
+          placeHolder: etcd ? '/locks/' : 'lock:',
         }),
       ].filter(Boolean);
 
   return {
     name: name.trim(),
+    ...(etcd ? {} : { store }),
     endpoints,
     username: username || undefined,
     namespace: namespace || undefined,
@@ -200,6 +212,19 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     password,
     keyPassphrase,
   };
+}
+
+async function askStore(): Promise<StoreKind> {
+  const picked = orCancel(
+    await vscode.window.showQuickPick(
+      [
+        { label: 'etcd', description: vscode.l10n.t('Go concurrency.Mutex, etcdctl lock, jetcd, elections, single-key locks'), store: 'etcd' as const },
+        { label: 'Redis', description: vscode.l10n.t('Redisson, redis-py, redlock, ShedLock, SET NX PX token locks'), store: 'redis' as const },
+      ],
+      { title: vscode.l10n.t('Add connection: which store keeps the locks?'), ignoreFocusOut: true },
+    ),
+  );
+  return picked.store;
 }
 
 async function pickFile(title: string, current: string | undefined): Promise<string | undefined> {

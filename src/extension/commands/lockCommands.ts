@@ -1,11 +1,11 @@
 import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
+import type { LeaseOperations, LockBackend } from '../../core/backend';
 import { LockLensError, errorMessage } from '../../core/errors';
-import { displayKey, parseLeaseHex } from '../../core/keys';
-import { sampleLease } from '../../core/leases';
-import type { LockState } from '../../core/lockModel';
-import { revokeEffects, revokeLease } from '../../core/revoke';
-import type { AuditLog } from '../audit';
+import { revokeEffects } from '../../core/etcd/revoke';
+import { displayKey, keyId, parseLeaseHex } from '../../core/keys';
+import { members, type LockState } from '../../core/lockState';
+import { ownerField, type AuditLog } from '../audit';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
 import { formatTtl, roleLabel, troubleLabel } from '../format';
 import type { HeldLock, HeldLocks } from '../heldLocks';
@@ -24,6 +24,12 @@ export interface AcquireInput {
 export interface RevokeInput {
   readonly connection: string;
   readonly lease: string;
+}
+
+/** What `locklens.forceRelease` accepts from scripts and tests instead of a tree node: the lock's holder is released. */
+export interface ForceReleaseInput {
+  readonly connection: string;
+  readonly lock: string;
 }
 
 /** Most keys a confirmation lists; the rest are counted. */
@@ -45,7 +51,7 @@ export function registerLockCommands(
   /** Mutations refuse in read-only mode even when called directly (menus already hide them). */
   const writable = () => {
     if (isReadOnly()) {
-      throw new LockLensError('PERMISSION', vscode.l10n.t('LockLens is in read-only mode (setting locklens.readOnly): acquire, release and revoke are turned off.'));
+      throw new LockLensError('PERMISSION', vscode.l10n.t('LockLens is in read-only mode (setting locklens.readOnly): acquire, release, revoke and force-release are turned off.'));
     }
   };
 
@@ -55,9 +61,10 @@ export function registerLockCommands(
     const node = arg && 'kind' in arg ? arg : undefined;
     const connection = input ? connectionNamed(input.connection) : (node?.connection ?? (await pickConnection(registry, vscode.l10n.t('Acquire lock'))));
     const lockOfNode = node?.kind === 'lock' ? tree.lock(node) : undefined;
-    const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection)));
+    const backend = await connection.open();
+    const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
     const ttl = input?.ttl ?? (await askTtl());
-    if (!input && !(await confirmJoin(connection, name))) return;
+    if (!input && !(await confirmJoin(connection, backend, name))) return;
     const controller = new AbortController();
     const label = displayKey(name);
     const held = await vscode.window.withProgress(
@@ -69,20 +76,21 @@ export function registerLockCommands(
           name,
           ttl,
           signal: controller.signal,
-          onQueue: ({ ahead, fencingToken }) =>
-            progress.report({
-              message:
-                ahead === 0
-                  ? vscode.l10n.t('held (fencing token {0})', fencingToken)
-                  : vscode.l10n.t('{0} ahead in the queue; you will hold it with fencing token {1}', ahead, fencingToken),
-            }),
+          onQueue: ({ ahead, fencingToken }) => progress.report({ message: queueMessage(ahead, fencingToken, backend.capabilities.queuedAcquire) }),
         });
       },
     );
     await connection.watch?.sweep();
     const release = vscode.l10n.t('Release');
+    const { fencingToken, owner } = held.hold;
+    const heldText =
+      backend.capabilities.owner === 'lease'
+        ? vscode.l10n.t('You hold "{0}" (fencing token {1}, lease {2}).', label, fencingToken ?? '-', owner)
+        : fencingToken === null
+          ? vscode.l10n.t('You hold "{0}" (token {1}; this store has no fencing tokens).', label, owner)
+          : vscode.l10n.t('You hold "{0}" (fencing token {1}, owner {2}).', label, fencingToken, owner);
     void vscode.window
-      .showInformationMessage(vscode.l10n.t('You hold "{0}" (fencing token {1}, lease {2}).', label, held.hold.fencingToken, held.session.leaseId), release)
+      .showInformationMessage(heldText, release)
       .then((answer) => (answer === release ? vscode.commands.executeCommand('locklens.releaseLock', held) : undefined));
     return held;
   };
@@ -95,7 +103,7 @@ export function registerLockCommands(
         : arg?.kind === 'member'
           ? heldLocks.all().find((h) => h.connection === arg.connection && tree.memberView(arg)?.health.member.key.equals(h.hold.key))
           : await pickHeld(heldLocks);
-    if (!held) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That lock is not held from this window: to free someone else\'s lock, revoke its lease.'));
+    if (!held) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That lock is not held from this window: to free someone else\'s lock, use Force Release.'));
     await heldLocks.release(held);
     await held.connection.watch?.sweep();
   };
@@ -114,13 +122,12 @@ export function registerLockCommands(
       connection = await pickConnection(registry, vscode.l10n.t('Revoke lease'));
       lease = await pickLease(connection, tree);
     }
-    const conn = await connection.open();
-    const sample = await sampleLease(conn, lease);
+    const leases = leaseOperations(await connection.open());
+    const sample = await leases.describe(lease);
     if (sample.ttl < 0) throw new LockLensError('LEASE_NOT_FOUND', vscode.l10n.t('Lease {0} does not exist: it expired or was revoked already.', lease));
-    const model = connection.watch?.live.model;
-    const effects = model ? revokeEffects(sample.keys, (k) => model.lockOfKey(k)) : [];
+    const effects = revokeEffects(sample.keys, lockOfKey(connection));
     const confirm = vscode.l10n.t('Revoke Lease');
-    const ownHold = heldLocks.all().find((h) => h.connection === connection && h.session.leaseId === lease);
+    const ownHold = heldLocks.all().find((h) => h.connection === connection && h.hold.owner === lease);
     const detail = revokeDetail(sample.keys, effects, sample.ttl);
     const answer = await vscode.window.showWarningMessage(
       vscode.l10n.t('Revoke lease {0} on {1}?', lease, connection.name),
@@ -135,7 +142,7 @@ export function registerLockCommands(
       return;
     }
     try {
-      const result = await revokeLease(conn, lease);
+      const result = await leases.revoke(lease);
       audit.record({ action: 'revoke', outcome: 'ok', connection: connection.name, lease, keys: result.keys, detail: `revision ${result.revision}` });
       void vscode.window.showInformationMessage(
         result.keys.length === 1
@@ -146,6 +153,65 @@ export function registerLockCommands(
       audit.record({ action: 'revoke', outcome: 'failed', connection: connection.name, lease, detail: errorMessage(e) });
       throw e;
     }
+  };
+
+  /**
+   * Frees a lock from a member that is not ours (a stuck holder, usually), the store's safe way, guarded by what the
+   * row showed: the backend refuses if the member changed since (another owner, another token).
+   */
+  const forceRelease = async (arg?: MemberNode | ForceReleaseInput) => {
+    writable();
+    const { connection, lock, member } = arg && 'kind' in arg ? shownMember(arg) : await holderOf(arg);
+    const backend = await connection.open();
+    if (heldLocks.owns(connection, member.key)) {
+      throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('You hold this lock from this window: use Release Lock.'));
+    }
+    const all = members(lock);
+    const next = all.find((m) => !m.key.equals(member.key));
+    const frees = all[0]?.key.equals(member.key);
+    const detail = [
+      backend.describeForceRelease(lock, member),
+      '',
+      frees
+        ? next
+          ? vscode.l10n.t('Next holder: {0}', displayKey(next.key))
+          : vscode.l10n.t('Nobody is waiting in the store; waiters that poll or retry will take it.')
+        : vscode.l10n.t('It is waiting, not holding: it leaves the queue.'),
+    ].join('\n');
+    const confirm = vscode.l10n.t('Force Release');
+    const answer = await vscode.window.showWarningMessage(
+      vscode.l10n.t('Force-release "{0}" from {1} on {2}?', displayKey(lock.name), displayKey(member.key), connection.name),
+      { modal: true, detail },
+      confirm,
+    );
+    const audited = { connection: connection.name, lock: lock.name, ...ownerField(backend.capabilities.owner, member.owner), fencingToken: member.token ?? undefined, keys: [member.key] };
+    if (answer !== confirm) {
+      audit.record({ action: 'forceRelease', outcome: 'cancelled', ...audited });
+      return;
+    }
+    try {
+      const result = await backend.forceRelease(lock, member);
+      audit.record({ action: 'forceRelease', outcome: 'ok', ...audited, detail: result.action });
+      void vscode.window.showInformationMessage(vscode.l10n.t('Released "{0}": {1}.', displayKey(lock.name), result.action));
+      await connection.watch?.sync().catch(() => undefined);
+    } catch (e) {
+      audit.record({ action: 'forceRelease', outcome: 'failed', ...audited, detail: errorMessage(e) });
+      throw e;
+    }
+  };
+
+  const shownMember = (node: MemberNode) => {
+    const view = tree.memberView(node);
+    if (!view) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That member is gone since it was shown.'));
+    return { connection: node.connection, lock: view.lock, member: view.health.member };
+  };
+
+  const holderOf = async (input?: ForceReleaseInput) => {
+    const connection = input ? connectionNamed(input.connection) : await pickConnection(registry, vscode.l10n.t('Force release'));
+    await connection.open();
+    const lock = input ? connection.watch?.locks().find((l) => displayKey(l.name) === input.lock && l.holder) : await pickHeldLock(connection);
+    if (!lock?.holder) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No held lock named "{0}" on {1}.', input?.lock ?? '', connection.name));
+    return { connection, lock, member: lock.holder };
   };
 
   /** The lease a row showed, if the row still stands for it: a revoke never acts on something the user did not see. */
@@ -175,12 +241,18 @@ export function registerLockCommands(
     register('locklens.releaseLock', release),
     register('locklens.revokeLease', revoke),
     register('locklens.copyKey', (node?: MemberNode) => copy(displayKey(memberOf(node).key), vscode.l10n.t('key'))),
+    register('locklens.forceRelease', forceRelease),
     register('locklens.copyLeaseId', (node?: MemberNode) => copy(memberOf(node).lease, vscode.l10n.t('lease ID'))),
-    register('locklens.copyFencingToken', (node?: MemberNode) => copy(String(memberOf(node).createRevision), vscode.l10n.t('fencing token'))),
+    register('locklens.copyOwner', (node?: MemberNode) => copy(memberOf(node).owner, vscode.l10n.t('owner'))),
+    register('locklens.copyFencingToken', (node?: MemberNode) => {
+      const { token } = memberOf(node);
+      if (token === null) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('This store gives locks no fencing token.'));
+      return copy(String(token), vscode.l10n.t('fencing token'));
+    }),
     register('locklens.showLeaseDetails', async (arg?: MemberNode | RevokeInput) => {
       const connection = arg && 'kind' in arg ? arg.connection : arg ? connectionNamed(arg.connection) : await pickConnection(registry, vscode.l10n.t('Show lease details'));
       const lease = arg && 'kind' in arg ? memberOf(arg).lease : arg ? leaseArgument(arg.lease) : await pickLease(connection, tree);
-      const sample = await sampleLease(await connection.open(), lease);
+      const sample = await leaseOperations(await connection.open()).describe(lease);
       const detail =
         sample.ttl < 0
           ? vscode.l10n.t('This lease does not exist any more: it expired or was revoked.')
@@ -200,9 +272,41 @@ export function registerLockCommands(
   ];
 }
 
-/** Existing queue locks to pick from, or a new name typed in. */
-async function askLockName(connection: ClusterConnection): Promise<Buffer> {
-  const locks = (connection.watch?.locks() ?? []).filter((l) => l.kind === 'queue');
+/** The lease operations of a store that has them (etcd), or a clear error. */
+function leaseOperations(backend: LockBackend): LeaseOperations {
+  if (!backend.leases) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('This store has no leases: free a stuck lock with Force Release.'));
+  return backend.leases;
+}
+
+/** Finds the lock a key belongs to among the connection's live locks. */
+function lockOfKey(connection: ClusterConnection): (key: Uint8Array) => LockState | undefined {
+  const byKey = new Map<string, LockState>();
+  for (const lock of connection.watch?.locks() ?? []) for (const m of members(lock)) byKey.set(keyId(m.key), lock);
+  return (key) => byKey.get(keyId(key));
+}
+
+function queueMessage(ahead: number, fencingToken: number | null, queued: boolean): string {
+  if (ahead === 0) return fencingToken === null ? vscode.l10n.t('held') : vscode.l10n.t('held (fencing token {0})', fencingToken);
+  if (!queued) return vscode.l10n.t('held by someone else: trying again until it is free');
+  return fencingToken === null
+    ? vscode.l10n.t('{0} ahead in the queue', ahead)
+    : vscode.l10n.t('{0} ahead in the queue; you will hold it with fencing token {1}', ahead, fencingToken);
+}
+
+/** The connection's held locks to pick from, for Force Release from the palette. */
+async function pickHeldLock(connection: ClusterConnection): Promise<LockState> {
+  const held = (connection.watch?.locks() ?? []).filter((l) => l.holder);
+  if (held.length === 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('Nothing is held on {0}.', connection.name));
+  const picked = await vscode.window.showQuickPick(
+    held.map((l) => ({ label: displayKey(l.name), description: displayKey(l.holder!.key), detail: lockSummary(l), lock: l })),
+    { title: vscode.l10n.t('Force release on {0}', connection.name), matchOnDescription: true },
+  );
+  return orCancel(picked).lock;
+}
+
+/** Existing locks to join, or a new name typed in. */
+async function askLockName(connection: ClusterConnection, backend: LockBackend): Promise<Buffer> {
+  const locks = (connection.watch?.locks() ?? []).filter((l) => backend.acquirable(l));
   const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem & { name?: Buffer }>();
   quickPick.title = vscode.l10n.t('Acquire lock on {0}', connection.name);
   quickPick.placeholder = vscode.l10n.t('A lock name, e.g. /locks/jobs (the Go Mutex / etcdctl lock name)');
@@ -231,14 +335,22 @@ async function askTtl(): Promise<number> {
   return Number(text);
 }
 
-/** Joining a queue others use makes them wait while you hold: say who, and ask. */
-async function confirmJoin(connection: ClusterConnection, name: Buffer): Promise<boolean> {
-  const lock = connection.watch?.locks().find((l) => l.kind === 'queue' && l.name.equals(name));
+/** Joining a lock others use makes them wait while you hold: say who, and ask. */
+async function confirmJoin(connection: ClusterConnection, backend: LockBackend, name: Buffer): Promise<boolean> {
+  const lock = connection.watch?.locks().find((l) => backend.acquirable(l) && l.name.equals(name));
   if (!lock?.holder) return true;
   const join = vscode.l10n.t('Join Queue');
+  const queued = backend.capabilities.queuedAcquire;
   const answer = await vscode.window.showWarningMessage(
-    vscode.l10n.t('"{0}" is held by {1}, with {2} waiting. Join the queue?', displayKey(name), displayKey(lock.holder.key), lock.waiters.length),
-    { modal: true, detail: vscode.l10n.t('You get the lock after everyone ahead of you; while you hold it, everyone behind you waits.') },
+    queued
+      ? vscode.l10n.t('"{0}" is held by {1}, with {2} waiting. Join the queue?', displayKey(name), displayKey(lock.holder.key), lock.waiters.length)
+      : vscode.l10n.t('"{0}" is held by {1}. Wait for it?', displayKey(name), displayKey(lock.holder.key)),
+    {
+      modal: true,
+      detail: queued
+        ? vscode.l10n.t('You get the lock after everyone ahead of you; while you hold it, everyone behind you waits.')
+        : vscode.l10n.t('This store keeps no queue: LockLens tries again until the lock is free, and may get it before other waiters. While you hold it, they wait.'),
+    },
     join,
   );
   return answer === join;
@@ -249,7 +361,7 @@ async function pickHeld(heldLocks: HeldLocks): Promise<HeldLock> {
   if (all.length === 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('You hold no lock from this window.'));
   if (all.length === 1) return all[0];
   const picked = await vscode.window.showQuickPick(
-    all.map((h) => ({ label: displayKey(h.name), description: `${h.connection.name} · ${vscode.l10n.t('token {0}', h.hold.fencingToken)}`, held: h })),
+    all.map((h) => ({ label: displayKey(h.name), description: `${h.connection.name} · ${vscode.l10n.t('token {0}', h.hold.fencingToken ?? h.hold.owner)}`, held: h })),
     { title: vscode.l10n.t('Release lock') },
   );
   return orCancel(picked).held;
@@ -264,7 +376,7 @@ async function pickLease(connection: ClusterConnection, tree: LockTreeProvider):
       items.push({
         label: h.member.lease,
         description: `${roleLabel(h.role)} · ${displayKey(lock.name)}`,
-        detail: [formatTtl(h), ...h.troubles.map(troubleLabel)].join(' · '),
+        detail: [formatTtl(h, 'lease'), ...h.troubles.map((t) => troubleLabel(t, 'lease'))].join(' · '),
         lease: h.member.lease,
         position: h.position,
       });

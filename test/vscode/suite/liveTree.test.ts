@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'mocha';
 import type { LockLensApi } from '../../../src/extension/extension';
+import type { EtcdBackend } from '../../../src/core/etcd/etcdBackend';
 import { activateWithConnection, removeConnectionSetting } from './fixture';
 import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
@@ -26,7 +27,7 @@ describe('Locks tree: live updates, coalescing, identity and staleness', functio
   it('a burst of 3,000 writes redraws the tree a few times, not 3,000 times, and ends equal to etcd', async () => {
     const fires: number[] = [];
     const listener = api.tree.onDidChangeTreeData(() => fires.push(Date.now()));
-    const conn = api.registry.get(CONNECTION)!.connection!;
+    const conn = (api.registry.get(CONNECTION)!.backend as EtcdBackend).connection;
     const start = Date.now();
     try {
       // 3,000 single-key locks in transactions of 100 puts, all sent at once.
@@ -38,7 +39,7 @@ describe('Locks tree: live updates, coalescing, identity and staleness', functio
         ),
       );
       const elapsed = Date.now() - start;
-      await api.registry.get(CONNECTION)!.watch!.live.sync();
+      await api.registry.get(CONNECTION)!.watch!.sync();
       await eventually(() => api.tree.getChildren(prefixNode()).length === 3000, 10_000, '3,000 rows');
       const duringBurst = fires.filter((t) => t <= start + elapsed).length;
       // The model tells views at most once per 100 ms; the tree adds at most one redraw per event-loop turn.
@@ -52,7 +53,7 @@ describe('Locks tree: live updates, coalescing, identity and staleness', functio
   it('nodes keep their identity and ids across refreshes, so expansion and selection survive', async () => {
     const first = api.tree.getChildren(prefixNode()).slice(0, 5);
     await etcd.etcdctl(['put', '/burst/k1', 'changed']);
-    await api.registry.get(CONNECTION)!.watch!.live.sync();
+    await api.registry.get(CONNECTION)!.watch!.sync();
     const again = api.tree.getChildren(prefixNode()).slice(0, 5);
     assert.deepEqual(again, first);
     for (let i = 0; i < first.length; i++) assert.equal(again[i], first[i], 'the same node object');

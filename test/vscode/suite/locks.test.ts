@@ -46,7 +46,7 @@ describe('Locks tree and commands against a real etcd', function () {
     return api.tree.getChildren(lockRow(label).node).map((node) => ({ node, item: api.tree.getTreeItem(node) }));
   }
 
-  const sync = () => api.registry.get(CONNECTION)!.watch!.live.sync();
+  const sync = () => api.registry.get(CONNECTION)!.watch!.sync();
 
   before(async () => {
     etcd = await startEtcd();
@@ -97,7 +97,7 @@ describe('Locks tree and commands against a real etcd', function () {
     const [held] = api.heldLocks.all();
     assert.ok(held, 'the lock is held from VS Code');
     const keys = await keysOf(etcd, '/locks/by-hand/');
-    assert.deepEqual(keys.map((k) => k.key), [`/locks/by-hand/${held.session.leaseId}`]);
+    assert.deepEqual(keys.map((k) => k.key), [`/locks/by-hand/${held.hold.owner}`]);
     await sync();
     const [row] = memberRows('by-hand');
     assert.equal(row.item.contextValue, 'member.leased.own');
@@ -106,7 +106,7 @@ describe('Locks tree and commands against a real etcd', function () {
     await vscode.commands.executeCommand('locklens.releaseLock', row.node);
     assert.equal(api.heldLocks.all().length, 0);
     assert.deepEqual(await keysOf(etcd, '/locks/by-hand/'), []);
-    assert.match(await etcd.etcdctl(['lease', 'timetolive', held.session.leaseId]), /already expired|not found/i, 'the lease was revoked');
+    assert.match(await etcd.etcdctl(['lease', 'timetolive', held.hold.owner]), /already expired|not found/i, 'the lease was revoked');
   });
 
   it('Acquire lock queues behind an etcdctl holder and holds after it releases', async () => {
@@ -115,8 +115,8 @@ describe('Locks tree and commands against a real etcd', function () {
     const [etcdctlKey] = await keysOf(etcd, '/locks/queue/');
     await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/queue', ttl: 30 });
     const [held] = api.heldLocks.all();
-    assert.ok(held && held.hold.fencingToken > etcdctlKey.create, 'LockLens queued after etcdctl');
-    assert.deepEqual((await keysOf(etcd, '/locks/queue/')).map((k) => k.key), [`/locks/queue/${held.session.leaseId}`], 'etcdctl had released');
+    assert.ok(held && held.hold.fencingToken! > etcdctlKey.create, 'LockLens queued after etcdctl');
+    assert.deepEqual((await keysOf(etcd, '/locks/queue/')).map((k) => k.key), [`/locks/queue/${held.hold.owner}`], 'etcdctl had released');
     await vscode.commands.executeCommand('locklens.releaseLock', held);
   });
 
@@ -147,7 +147,7 @@ describe('Locks tree and commands against a real etcd', function () {
   it('tells at once when a held lock is lost, and Disconnect releases what is held', async () => {
     await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/lost', ttl: 30 });
     const [held] = api.heldLocks.all();
-    await etcd.etcdctl(['lease', 'revoke', held.session.leaseId]);
+    await etcd.etcdctl(['lease', 'revoke', held.hold.owner]);
     await eventually(() => stubs.shown.some((m) => m.kind === 'error' && /You lost the lock "\/locks\/lost"/.test(m.message)), 10_000, 'the lost-lock message');
     assert.equal(api.heldLocks.all().length, 0);
 
