@@ -1,6 +1,6 @@
-import { createInterface } from 'node:readline/promises';
 import { LockLensError } from '../../core/errors';
 import { displayKey, parseLeaseHex } from '../../core/keys';
+import { confirmOnTerminal } from '../confirm';
 import { CONNECTION_HELP, parse } from '../options';
 import type { Command } from './command';
 
@@ -30,10 +30,7 @@ ${CONNECTION_HELP}`,
         if (!process.stdin.isTTY) throw new LockLensError('INVALID_ARGUMENT', `refusing to revoke lease ${id} without confirmation: pass --yes`);
         out.stderr(`Lease ${id} (ttl ${sample.ttl}s of ${sample.grantedTtl}s) holds ${sample.keys.length} key(s):`);
         for (const k of sample.keys) out.stderr(`  ${displayKey(k)}`);
-        const rl = createInterface({ input: process.stdin, output: process.stderr });
-        const answer = await rl.question('Revoke it and delete these keys? [y/N] ');
-        rl.close();
-        if (!/^y(es)?$/i.test(answer.trim())) {
+        if (!(await confirmOnTerminal('Revoke it and delete these keys?', `refusing to revoke lease ${id}`))) {
           out.stderr('not revoked');
           return 1;
         }

@@ -1,8 +1,8 @@
-import { createInterface } from 'node:readline/promises';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import type { LockState } from '../../core/lockState';
 import { entryJson } from '../lockJson';
+import { confirmOnTerminal } from '../confirm';
 import { CONNECTION_HELP, parse } from '../options';
 import type { Command } from './command';
 
@@ -35,13 +35,11 @@ ${CONNECTION_HELP}`,
       const shown = entryJson(holder, (id) => listing.lease(id), backend.capabilities);
       const what = backend.describeForceRelease(lock, holder);
       if (!values.yes) {
-        if (!process.stdin.isTTY) throw new LockLensError('INVALID_ARGUMENT', `refusing to force-release '${displayKey(name)}' without confirmation: pass --yes`);
+        const refusal = `refusing to force-release '${displayKey(name)}'`;
+        if (!process.stdin.isTTY) throw new LockLensError('INVALID_ARGUMENT', `${refusal} without confirmation: pass --yes`);
         out.stderr(`'${displayKey(name)}' is held by ${shown.key} (owner ${shown.owner}${shown.token === null ? '' : `, token ${shown.token}`}${shown.ttl === null ? '' : `, ttl ${shown.ttl}s`}), ${lock.waiters.length} waiting.`);
         out.stderr(what);
-        const rl = createInterface({ input: process.stdin, output: process.stderr });
-        const answer = await rl.question('Force-release it? [y/N] ');
-        rl.close();
-        if (!/^y(es)?$/i.test(answer.trim())) {
+        if (!(await confirmOnTerminal('Force-release it?', refusal))) {
           out.stderr('not released');
           return 1;
         }
