@@ -3,13 +3,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { baseSettings, checkInstalled, copyExtension, repoRoot, startCodeServer, type CodeServer } from './codeServer';
 import { Group, RUN_VAR } from './processes';
+import { REDIS_LOCKS, REDIS_PREFIX, REDISSON_KEYS } from './redisWorkload';
 import { LOCKS, PREFIXES } from './workload';
 
 /**
- * VS Code with LockLens installed and connected to the demo's etcd: desktop VS Code when `code` is on PATH and there
+ * VS Code with LockLens installed and connected to the demo's etcd (and its Redis): desktop VS Code when `code` is on PATH and there
  * is a display, else code-server on 127.0.0.1 (the same one the UI tests use) in the browser. Either way it gets
  * temporary user-data and extensions dirs (your own VS Code profile is not touched), the built extension copied in,
- * and a settings.json with the `demo` connection.
+ * and a settings.json with the `demo` connection (and `demo-redis`).
  */
 
 export interface Editor {
@@ -21,6 +22,8 @@ export interface Editor {
 
 export interface EditorOptions {
   readonly endpoints: readonly string[];
+  /** redis://127.0.0.1:PORT of the demo's Redis, when it runs one. */
+  readonly redisUrl?: string;
   /** The demo's temp dir: the workspace folder and the desktop profile go under it. */
   readonly root: string;
   readonly runId: string;
@@ -29,10 +32,12 @@ export interface EditorOptions {
   readonly log: (message: string) => void;
 }
 
-/** The settings that connect LockLens to the demo. */
-export function demoSettings(endpoints: readonly string[]): Record<string, unknown> {
+/** The settings that connect LockLens to the demo: `demo` (etcd) and, when it runs Redis, `demo-redis`. */
+export function demoSettings(endpoints: readonly string[], redisUrl?: string): Record<string, unknown> {
+  const connections: Record<string, unknown>[] = [{ name: 'demo', endpoints: [...endpoints], prefixes: [...PREFIXES] }];
+  if (redisUrl) connections.push({ name: 'demo-redis', store: 'redis', endpoints: [redisUrl], prefixes: [REDIS_PREFIX] });
   return {
-    'locklens.connections': [{ name: 'demo', endpoints: [...endpoints], prefixes: [...PREFIXES] }],
+    'locklens.connections': connections,
     // The stuck holder is flagged after a minute, not the default five.
     'locklens.longHoldSeconds': 60,
     'locklens.leaseSampleSeconds': 1,
@@ -49,8 +54,8 @@ export function desktopCodeAvailable(): boolean {
 export async function openEditor(options: EditorOptions): Promise<Editor> {
   const workspace = join(options.root, 'workspace');
   mkdirSync(workspace, { recursive: true });
-  writeFileSync(join(workspace, 'README.md'), workspaceReadme(options.endpoints));
-  const settings = { ...baseSettings, ...demoSettings(options.endpoints) };
+  writeFileSync(join(workspace, 'README.md'), workspaceReadme(options.endpoints, options.redisUrl));
+  const settings = { ...baseSettings, ...demoSettings(options.endpoints, options.redisUrl) };
 
   if (!options.forceCodeServer && desktopCodeAvailable()) {
     const userData = join(options.root, 'vscode-user-data');
@@ -73,7 +78,7 @@ export async function openEditor(options: EditorOptions): Promise<Editor> {
   checkInstalled();
   const server: CodeServer = await startCodeServer({
     installExtensionFrom: repoRoot,
-    extraSettings: demoSettings(options.endpoints),
+    extraSettings: demoSettings(options.endpoints, options.redisUrl),
     env: { [RUN_VAR]: options.runId },
   });
   const url = `${server.url}/?folder=${encodeURIComponent(workspace)}`;
@@ -84,7 +89,7 @@ export async function openEditor(options: EditorOptions): Promise<Editor> {
   };
 }
 
-function workspaceReadme(endpoints: readonly string[]): string {
+function workspaceReadme(endpoints: readonly string[], redisUrl?: string): string {
   return `# LockLens demo
 
 A local etcd (\`${endpoints.join(',')}\`) with simulated services fighting over locks. Open the **LockLens** view in
@@ -108,6 +113,27 @@ Things to try:
    services, see your position, then hold it (status bar) until you click it to release.
 3. **Watch it live.** **LockLens: Open Timeline** shows every lease's hold and wait as bars over time.
 
+${redisUrl ? redisReadme(redisUrl) : ''}
 Ctrl-C in the terminal that runs \`npm run demo\` stops everything the demo started.
+`;
+}
+
+function redisReadme(url: string): string {
+  return `
+## Redis
+
+A local Redis (\`${url}\`, keyspace notifications on) with real clients' lock layouts: the \`demo-redis\` connection
+watches \`${REDIS_PREFIX}\`.
+
+| lock | who | what to look at |
+| --- | --- | --- |
+| \`${REDIS_LOCKS.billing}\` | two services using a Redisson \`RLock\` (its own Lua), re-entrant | a holder field \`<uuid>:<thread>\` holding it twice, its TTL renewed every 10 s; it changes hands every 10-25 s |
+| \`${REDIS_LOCKS.report}\` | a Redisson \`RFairLock\` | a holder and two waiters in \`${REDISSON_KEYS.queue}\`, deadlines in \`${REDISSON_KEYS.timeout}\` |
+| \`${REDIS_LOCKS.export}\` | three redis-py \`Lock(timeout=8)\` processes | a token that changes every few seconds |
+| \`${REDIS_LOCKS.stuck}\` | **stuck**: a redis-py token with no expiry, its process gone | held forever: nothing will ever release it |
+
+4. **Force-release the stuck token.** Right-click the holder of \`${REDIS_LOCKS.stuck}\` → **Force Release…**: it
+   deletes the key only if it still holds the token you saw. The job crashes holding it again 30 s later.
+5. **Force-release the fair lock.** The head of its queue takes it and a new waiter joins the tail.
 `;
 }

@@ -1,5 +1,5 @@
-// `npm run demo`: a local etcd, simulated services contending for locks (one of them stuck), and VS Code with LockLens
-// connected to it. Ctrl-C stops everything it started.
+// `npm run demo`: a local etcd and a local Redis, simulated services contending for locks in each (one stuck in each),
+// and VS Code with LockLens connected to both. Ctrl-C stops everything it started.
 //
 // Bundled by esbuild.mjs into dist/demo.js (not compiled with tsc into out/): it runs the core engine (src/core) the
 // same way the `locklens` CLI does, from one self-contained file with etcd3's .proto files next to it in dist/proto,
@@ -14,6 +14,8 @@ import { splitEndpoints } from '../src/core/profile';
 import { openEditor, type Editor } from './editor';
 import { startEtcd, type DemoEtcd } from './etcd';
 import { killStragglers, processesWithEnv, RUN_VAR, sleep } from './processes';
+import { startRedis, type DemoRedis } from './redis';
+import { PYTHON, REDIS_LOCKS, REDIS_PREFIX, RedisWorkload } from './redisWorkload';
 import { runStuckHolder } from './stuckHolder';
 import { LOCKS, PREFIXES, Workload } from './workload';
 
@@ -21,13 +23,17 @@ const HELP = `Usage: npm run demo [-- OPTIONS]      (or: node dist/demo.js [OPTI
 
 Starts a local etcd (Debian's etcd, on a free loopback port, data in a temp dir), simulated services contending for
 locks under /locks/ and /election/ (Go-compatible Mutex services, etcdctl lock loops, a single-key try-lock, an
-etcdctl election, and one stuck holder to revoke), and VS Code with LockLens connected to it: desktop VS Code when
-\`code\` is on PATH, otherwise code-server on 127.0.0.1 (open the URL it prints). Ctrl-C stops everything.
+etcdctl election, and one stuck holder to revoke); a local Redis (Debian's redis-server, on a free loopback port,
+nothing persisted, keyspace notifications on) with locks under ${REDIS_PREFIX} (a Redisson re-entrant lock, a Redisson
+fair lock with two waiters, contending redis-py locks, and one stuck redis-py token with no expiry to force-release);
+and VS Code with LockLens connected to both: desktop VS Code when \`code\` is on PATH, otherwise code-server on
+127.0.0.1 (open the URL it prints). Ctrl-C stops everything.
 
 Options:
   --endpoints E     use this etcd (host:port, comma separated) instead of starting one. The workload writes keys
                     under ${PREFIXES.join(' and ')}; they go when it stops (etcdctl's within their 10-60 s lease TTLs).
-  --no-editor       run only etcd and the workload (connect with your own VS Code or \`locklens list\`)
+  --no-redis        leave Redis out: etcd and its workload only
+  --no-editor       run only the stores and the workload (connect with your own VS Code or \`locklens list\`)
   --code-server     use code-server even where desktop VS Code is available
   --verbose         log every acquire and release, not only the stuck holder, lost locks and errors
   -h, --help        this text`;
@@ -38,6 +44,7 @@ async function main(argv: string[]): Promise<number> {
     options: {
       endpoints: { type: 'string' },
       'no-editor': { type: 'boolean' },
+      'no-redis': { type: 'boolean' },
       'code-server': { type: 'boolean' },
       verbose: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -56,6 +63,7 @@ async function main(argv: string[]): Promise<number> {
   return runDemo({
     endpoints: values.endpoints === undefined ? undefined : splitEndpoints(values.endpoints),
     editor: !values['no-editor'],
+    redis: !values['no-redis'],
     forceCodeServer: !!values['code-server'],
     verbose: !!values.verbose,
   });
@@ -64,6 +72,7 @@ async function main(argv: string[]): Promise<number> {
 interface DemoOptions {
   readonly endpoints?: string[];
   readonly editor: boolean;
+  readonly redis: boolean;
   readonly forceCodeServer: boolean;
   readonly verbose: boolean;
 }
@@ -77,6 +86,8 @@ async function runDemo(options: DemoOptions): Promise<number> {
   say(`${time()} temp dir    ${root}   (removed when the demo stops)`);
   let etcd: DemoEtcd | undefined;
   let workload: Workload | undefined;
+  let redis: DemoRedis | undefined;
+  let redisWorkload: RedisWorkload | undefined;
   let editor: Editor | undefined;
   /** Steps under way (starting etcd, VS Code): a stop waits for them, so that what they start is stopped too. */
   const starting: Promise<unknown>[] = [];
@@ -87,17 +98,18 @@ async function runDemo(options: DemoOptions): Promise<number> {
     (stopped ??= (async () => {
       say(`\n${time()} stopping (${why})…`);
       const workloadStopped = workload?.stop().catch((e) => say(`  workload: ${String(e)}`));
+      const redisWorkloadStopped = redisWorkload?.stop().catch((e) => say(`  Redis workload: ${String(e)}`));
       await Promise.all(starting.map((p) => p.catch(() => undefined)));
       await editor?.stop().catch((e) => say(`  VS Code: ${String(e)}`));
-      await workloadStopped;
-      await etcd?.group.stop(5000);
+      await Promise.all([workloadStopped, redisWorkloadStopped]);
+      await Promise.all([etcd?.group.stop(5000), redis?.group.stop(5000)]);
       // Anything still carrying this run's id (a window that left its group, a grandchild): ask, then kill.
       const left = processesWithEnv(RUN_VAR, runId);
       left.forEach((pid) => signalPid(pid, 'SIGTERM'));
       for (let i = 0; i < 30 && processesWithEnv(RUN_VAR, runId).length; i++) await sleep(100);
       const killed = killStragglers(runId);
       rmSync(root, { recursive: true, force: true, maxRetries: 3 });
-      const what = [etcd && 'etcd', workload && 'the workload', editor && 'VS Code', left.length && `${left.length} other process(es)${killed ? ` (${killed} killed)` : ''}`];
+      const what = [etcd && 'etcd', redis && 'Redis', (workload || redisWorkload) && 'the workload', editor && 'VS Code', left.length && `${left.length} other process(es)${killed ? ` (${killed} killed)` : ''}`];
       say(`${time()} stopped ${what.filter(Boolean).join(', ') || 'everything'}; temp dir removed`);
     })());
 
@@ -140,6 +152,13 @@ async function runDemo(options: DemoOptions): Promise<number> {
     } else {
       say(`${time()} etcd        ${endpoints.join(',')}   (yours: --endpoints)`);
     }
+    if (options.redis) {
+      if (spawnSync('sh', ['-c', 'command -v redis-server'], { stdio: 'ignore' }).status !== 0 || spawnSync(PYTHON, ['-c', 'import redis'], { stdio: 'ignore' }).status !== 0) {
+        throw new Error(`redis-server or python3-redis (for ${PYTHON}) is not installed: run \`bash scripts/setup.sh\`, or leave Redis out with --no-redis`);
+      }
+      const r = await step(startRedis(root, runId).then((started) => (redis = started)));
+      say(`${time()} redis       ${r.url}   (dir ${r.dir}, nothing persisted)`);
+    }
 
     workload = new Workload({
       endpoints,
@@ -151,16 +170,28 @@ async function runDemo(options: DemoOptions): Promise<number> {
     await step(workload.start());
     say(`${time()} workload    ${Object.values(LOCKS).join(', ')}`);
     say(`${time()} stuck       ${LOCKS.payments} held with lease ${workload.stuck?.lease} by pid ${workload.stuck?.pid}, never released`);
+    if (redis) {
+      redisWorkload = new RedisWorkload({
+        url: redis.url,
+        root,
+        runId,
+        verbose: options.verbose,
+        log: (who, message) => say(`${time()} ${who.padEnd(20)} ${message}`),
+      });
+      await step(redisWorkload.start());
+      say(`${time()} redis locks ${Object.values(REDIS_LOCKS).join(', ')}`);
+      say(`${time()} stuck       ${REDIS_LOCKS.stuck} held by token ${redisWorkload.stuckToken} with no expiry (its process has exited)`);
+    }
 
     if (options.editor) {
       say(`${time()} VS Code     starting…`);
       const ed = await step(
-        openEditor({ endpoints, root, runId, forceCodeServer: options.forceCodeServer, log: (m) => say(`${time()} ${m}`) }).then((opened) => (editor = opened)),
+        openEditor({ endpoints, redisUrl: redis?.url, root, runId, forceCodeServer: options.forceCodeServer, log: (m) => say(`${time()} ${m}`) }).then((opened) => (editor = opened)),
       );
       say(`${time()} VS Code     ${ed.description}${ed.url ? `\n\n    Open ${ed.url}\n` : ''}`);
       say(`${time()}             click the LockLens icon (the padlock) in the activity bar; the demo connection is set up`);
     }
-    say(`${time()} ready: ${endpoints.join(',')}  (Ctrl-C stops everything)`);
+    say(`${time()} ready: ${endpoints.join(',')}${redis ? ` ${redis.url}` : ''}  (Ctrl-C stops everything)`);
     await stopping;
     return 0;
   } catch (e) {

@@ -1,0 +1,335 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Group, sleep } from './processes';
+
+/**
+ * The demo's Redis services: real clients (redis-py, Debian's python3-redis for /usr/bin/python3) writing the layouts
+ * that real libraries write, under the key prefix `app:` (see docs: lock-backends.md):
+ *
+ * - `app:billing-lock`: a Redisson `RLock`, re-entrant: two services (`billing-worker-1`, `billing-worker-2`) run
+ *   Redisson's own lock Lua twice (hold count 2) with a field `<client uuid>:<thread id>`, renew it every 10 s with
+ *   `PEXPIRE 30000` like Redisson's watchdog, and release it (decrement twice; at 0 `DEL` and `PUBLISH 0` on
+ *   `redisson_lock__channel:{app:billing-lock}`) after 10-25 s. The other waits on that channel (Redisson keeps no
+ *   waiters in the store) and takes it next;
+ * - `app:report-fair-lock`: a Redisson `RFairLock` held by one field, with two waiters in
+ *   `redisson_lock_queue:{app:report-fair-lock}` (the LIST, FIFO) and their deadlines (epoch ms, now + 5 min and on,
+ *   refreshed) in `redisson_lock_timeout:{app:report-fair-lock}` (the ZSET). Force-released, the head of the queue
+ *   takes it and a new waiter joins the tail;
+ * - `app:export-job`: three redis-py `redis.lock.Lock(r, 'app:export-job', timeout=8)` processes (`export-a/b/c`),
+ *   blocking acquire, hold 1-3 s, release (a STRING = `uuid1().hex` set with `SET NX PX 8000`);
+ * - `app:stuck-migration`: the incident: a redis-py token (`uuid1().hex`) set with `SET NX` and no expiry by a
+ *   process that then exits, so it is held forever. Once someone force-releases it, it comes back 30 s later.
+ */
+
+export const REDIS_PREFIX = 'app:';
+export const REDIS_LOCKS = {
+  billing: 'app:billing-lock',
+  report: 'app:report-fair-lock',
+  export: 'app:export-job',
+  stuck: 'app:stuck-migration',
+} as const;
+/** The Redisson fair lock's waiter queue and deadlines (they are outside the prefix's lock names but under `redisson_lock_`). */
+export const REDISSON_KEYS = {
+  channel: `redisson_lock__channel:{${REDIS_LOCKS.billing}}`,
+  queue: `redisson_lock_queue:{${REDIS_LOCKS.report}}`,
+  timeout: `redisson_lock_timeout:{${REDIS_LOCKS.report}}`,
+} as const;
+
+/** Debian's python3 with python3-redis (the `python3` on PATH may be another one, without redis). */
+export const PYTHON = '/usr/bin/python3';
+
+/**
+ * One script for every Redis peer: `redis-peers.py MODE URL ARGS…`. Each line it prints is `LEVEL message`: `ready`
+ * (its lock is in place), `info`, `debug` (only with --verbose) or `error`.
+ */
+const PEERS = String.raw`
+import random, signal, sys, time, uuid
+import redis
+from redis.exceptions import LockError
+
+def _stop(*_):
+    raise SystemExit(0)
+signal.signal(signal.SIGTERM, _stop)
+signal.signal(signal.SIGINT, _stop)
+
+mode, url, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+r = redis.Redis.from_url(url, decode_responses=True)
+
+def say(level, message):
+    print(level, message, flush=True)
+
+def redisson_field():
+    # Redisson's lock entry: <the client's UUID>:<the Java thread id>.
+    return '%s:%d' % (uuid.uuid4(), random.randint(30, 200))
+
+# Redisson 3.x RedissonLock / RedissonBaseLock, verbatim.
+LOCK = "if (redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('hincrby', KEYS[1], ARGV[2], 1); redis.call('pexpire', KEYS[1], ARGV[1]); return nil; end; return redis.call('pttl', KEYS[1]);"
+RENEW = "if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then redis.call('pexpire', KEYS[1], ARGV[1]); return 1; end; return 0;"
+UNLOCK = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;"
+LEASE_MS = 30000
+WATCHDOG_S = 10
+
+def redisson(name, who):
+    field = redisson_field()
+    channel = 'redisson_lock__channel:{%s}' % name
+    sub = r.pubsub(ignore_subscribe_messages=True)
+    sub.subscribe(channel)
+
+    def lock():
+        while True:
+            ttl = r.eval(LOCK, 1, name, LEASE_MS, field)
+            if ttl is None:
+                return
+            # Held by another: wait for its unlock message (or its expiry), then try again.
+            deadline = time.time() + max(ttl, 100) / 1000.0
+            while time.time() < deadline:
+                if sub.get_message(timeout=min(1.0, max(0.01, deadline - time.time()))):
+                    break
+
+    while True:
+        lock()
+        lock()  # re-entrant: the same thread takes it again (an outer and an inner call): hold count 2
+        say('debug', 'holds %s twice as %s' % (name, field))
+        end = time.time() + random.uniform(10, 25)
+        renew = time.time() + WATCHDOG_S
+        lost = False
+        while time.time() < end and not lost:
+            time.sleep(0.2)
+            if time.time() >= renew:
+                renew += WATCHDOG_S
+                lost = r.eval(RENEW, 1, name, LEASE_MS, field) == 0
+            elif not r.hexists(name, field):
+                lost = True
+        if lost:
+            say('info', 'lost %s while holding it (force-released?); takes it again when it can' % name)
+        else:
+            r.eval(UNLOCK, 2, name, channel, 0, LEASE_MS, field)
+            r.eval(UNLOCK, 2, name, channel, 0, LEASE_MS, field)
+            say('debug', 'released %s' % name)
+        time.sleep(random.uniform(2, 5))
+
+WAIT_MS = 5 * 60 * 1000
+
+def fair(name):
+    queue = 'redisson_lock_queue:{%s}' % name
+    timeouts = 'redisson_lock_timeout:{%s}' % name
+    holder = redisson_field()
+    waiters = [redisson_field(), redisson_field()]
+    p = r.pipeline()
+    p.delete(name, queue, timeouts)
+    p.hset(name, holder, 1)
+    p.pexpire(name, LEASE_MS)
+    p.rpush(queue, *waiters)
+    p.execute()
+
+    def refresh():
+        # As RedissonFairLock computes them: the first waiter's deadline is the holder's ttl + 5 min from now, each
+        # next one 5 min after the one ahead.
+        now = int(time.time() * 1000)
+        ttl = max(r.pttl(name), 0)
+        deadline = now + ttl + WAIT_MS
+        p = r.pipeline()
+        if r.hexists(name, holder):
+            p.pexpire(name, LEASE_MS)
+        for w in r.lrange(queue, 0, -1):
+            p.zadd(timeouts, {w: deadline})
+            deadline += WAIT_MS
+        p.execute()
+
+    refresh()
+    say('ready', '%s held by %s, waiting: %s' % (name, holder, ', '.join(waiters)))
+    renew = time.time() + WATCHDOG_S
+    while True:
+        time.sleep(0.5)
+        if not r.hexists(name, holder):
+            # Force-released (or expired): the head of the queue takes it, and a new waiter joins the tail.
+            head = r.lpop(queue) or redisson_field()
+            holder = head
+            newcomer = redisson_field()
+            p = r.pipeline()
+            p.zrem(timeouts, head)
+            p.hset(name, holder, 1)
+            p.pexpire(name, LEASE_MS)
+            p.rpush(queue, newcomer)
+            p.execute()
+            refresh()
+            say('info', '%s: %s took it from the head of the queue; %s queued behind' % (name, holder, newcomer))
+            renew = time.time() + WATCHDOG_S
+        elif time.time() >= renew:
+            renew += WATCHDOG_S
+            refresh()
+
+def token(name, who):
+    lock = redis.Redis.from_url(url).lock(name, timeout=8, sleep=0.1)
+    while True:
+        lock.acquire(blocking=True)
+        say('debug', 'holds %s with token %s' % (name, lock.local.token.decode()))
+        time.sleep(random.uniform(1, 3))
+        try:
+            lock.release()
+            say('debug', 'released %s' % name)
+        except LockError as e:
+            say('info', 'lost %s while holding it: %s' % (name, e))
+        time.sleep(random.uniform(0.2, 1.0))
+
+def stuck(name):
+    # What a crashed redis-py job leaves: Lock(r, name) with no timeout, acquired, never released.
+    value = uuid.uuid1().hex
+    if r.set(name, value, nx=True):
+        say('ready', 'set %s' % value)
+    else:
+        say('ready', 'kept %s' % r.get(name))
+
+def wait_gone(name, value):
+    while r.get(name) == value:
+        time.sleep(1)
+
+try:
+    if mode == 'redisson':
+        redisson(args[0], args[1])
+    elif mode == 'fair':
+        fair(args[0])
+    elif mode == 'token':
+        token(args[0], args[1])
+    elif mode == 'stuck':
+        stuck(args[0])
+    elif mode == 'wait-gone':
+        wait_gone(args[0], args[1])
+    else:
+        raise ValueError('unknown mode ' + mode)
+except SystemExit:
+    raise
+except Exception as e:
+    say('error', '%s: %s' % (type(e).__name__, e))
+    sys.exit(1)
+`;
+
+export interface RedisWorkloadOptions {
+  /** redis://127.0.0.1:PORT */
+  readonly url: string;
+  /** The demo's temp dir: the peers' script is written there. */
+  readonly root: string;
+  readonly runId: string;
+  readonly log: (who: string, message: string) => void;
+  readonly verbose: boolean;
+}
+
+export class RedisWorkload {
+  private readonly abort = new AbortController();
+  private readonly tasks: Promise<void>[] = [];
+  private readonly groups = new Set<Group>();
+  private readonly script: string;
+  /** The stuck token of `app:stuck-migration` while it is there. */
+  stuckToken?: string;
+  /** The fair lock's holder and waiters as first written. */
+  fairReady?: string;
+  private readyChanged?: () => void;
+
+  constructor(private readonly options: RedisWorkloadOptions) {
+    this.script = join(options.root, 'redis-peers.py');
+  }
+
+  private get stopping(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  /** Starts every service; resolves once the stuck token and the fair lock's queue are in place. */
+  async start(): Promise<void> {
+    writeFileSync(this.script, PEERS);
+    const ready = new Promise<void>((resolve) => (this.readyChanged = () => this.stuckToken && this.fairReady && resolve()));
+    this.run('migration-job', () => this.stuck());
+    this.run('report-fair', () => this.peer('report-fair', ['fair', REDIS_LOCKS.report]));
+    for (const who of ['billing-worker-1', 'billing-worker-2']) this.run(who, () => this.peer(who, ['redisson', REDIS_LOCKS.billing, who]));
+    for (const who of ['export-a', 'export-b', 'export-c']) this.run(who, () => this.peer(who, ['token', REDIS_LOCKS.export, who]));
+    await Promise.race([ready, sleep(20_000, this.abort.signal)]);
+    if (!this.stopping && !(this.stuckToken && this.fairReady)) {
+      throw new Error(`the Redis workload did not set up ${!this.stuckToken ? REDIS_LOCKS.stuck : REDIS_LOCKS.report} within 20 s`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await Promise.all([...this.groups].map((g) => g.stop(2000)));
+    await Promise.race([Promise.all(this.tasks), sleep(5000)]);
+  }
+
+  private log(who: string, message: string, verbose = false): void {
+    if (!verbose || this.options.verbose) this.options.log(who, message);
+  }
+
+  private run(who: string, service: () => Promise<void>): void {
+    const loop = async () => {
+      while (!this.stopping) {
+        try {
+          await service();
+        } catch (e) {
+          if (this.stopping) break;
+          this.log(who, `failed: ${e instanceof Error ? e.message : String(e)}; restarting in 3 s`);
+          await sleep(3000, this.abort.signal);
+        }
+      }
+    };
+    this.tasks.push(loop());
+  }
+
+  /** A long-running peer; if it exits it is started again after 3 s. */
+  private async peer(who: string, args: string[]): Promise<void> {
+    const exit = await this.runPeer(who, args, (level, message) => {
+      if (level === 'ready' && who === 'report-fair') {
+        this.fairReady = message;
+        this.log(who, message, true);
+        this.readyChanged?.();
+      } else {
+        this.log(who, message, level === 'debug' || level === 'ready');
+      }
+    });
+    if (!this.stopping) {
+      this.log(who, `exited (${exit}); starting it again in 3 s`);
+      await sleep(3000, this.abort.signal);
+    }
+  }
+
+  /** The incident: a token set with no expiry by a process that exits; once it is force-released, back in 30 s. */
+  private async stuck(): Promise<void> {
+    const who = 'migration-job';
+    let value: string | undefined;
+    await this.runPeer(who, ['stuck', REDIS_LOCKS.stuck], (level, message) => {
+      const m = /^(?:set|kept) ([0-9a-f]+)$/.exec(message);
+      if (level === 'ready' && m) value = m[1];
+      else this.log(who, message);
+    });
+    if (this.stopping) return;
+    if (!value) throw new Error(`could not take ${REDIS_LOCKS.stuck}`);
+    this.stuckToken = value;
+    this.log(who, `holds ${REDIS_LOCKS.stuck} with token ${value}, no expiry, and has exited: force-release it`);
+    this.readyChanged?.();
+    // Waits (a small poller, not the holder: that one is gone) until someone removes it.
+    await this.runPeer(`${who}-watch`, ['wait-gone', REDIS_LOCKS.stuck, value], (_, message) => this.log(who, message));
+    if (this.stopping) return;
+    this.stuckToken = undefined;
+    this.log(who, `${REDIS_LOCKS.stuck} was released; the job crashes holding it again in 30 s`);
+    await sleep(30_000, this.abort.signal);
+  }
+
+  /** Runs `python3 redis-peers.py ARGS…` to its end (or the workload's), passing on each line it prints. */
+  private async runPeer(who: string, args: string[], onReport: (level: string, message: string) => void): Promise<string> {
+    if (this.stopping) return 'not started';
+    const onLine = (line: string) => {
+      const m = /^(ready|info|debug|error) (.*)$/.exec(line);
+      if (m) onReport(m[1], m[2]);
+      else if (line.trim()) this.log(who, line, true);
+    };
+    const group = new Group(who, PYTHON, ['-u', this.script, args[0], this.options.url, ...args.slice(1)], this.options.runId, { onLine });
+    this.groups.add(group);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        group.proc.once('error', reject);
+        group.proc.once('exit', () => resolve());
+      });
+      return group.proc.exitCode !== null ? `exit ${group.proc.exitCode}` : `${group.proc.signalCode}`;
+    } finally {
+      this.groups.delete(group);
+      if (group.alive) await group.stop(1000);
+    }
+  }
+}
