@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { Procs, show } from '../harness/cli';
 import { startDemo, type RunningDemo } from '../harness/demo';
@@ -8,10 +9,11 @@ import { eventually, sleep } from '../harness/etcd';
 import type { LockJson } from '../../src/cli/lockJson';
 
 /**
- * `npm run demo -- --no-editor` (dist/demo.js, built by npm test) as a user runs it: it starts its own etcd and the
- * workload, the locks it promises are there as `locklens list --json` sees them (queues with holders and waiters, the
- * stuck holder that never lets go, the single-key try-lock, the election), and Ctrl-C (SIGINT) stops every process it
- * started and removes its temp dir.
+ * `npm run demo -- --no-editor` (dist/demo.js, built by npm test) as a user runs it: it starts its own etcd, its own
+ * Redis and the workload, the locks it promises are there as `locklens list --json` sees them (etcd: queues with
+ * holders and waiters, the stuck holder that never lets go, the single-key try-lock, the election; Redis: a Redisson
+ * re-entrant lock held twice, a Redisson fair lock's queue, contending redis-py locks, the stuck token with no
+ * expiry), and Ctrl-C (SIGINT) stops every process it started and removes its temp dir.
  *
  * Every process the demo starts inherits a marker variable from this test's environment, so "nothing left" is checked
  * by looking at every process on the machine, not only the ones the demo says it started; and whatever happens, the
@@ -19,12 +21,14 @@ import type { LockJson } from '../../src/cli/lockJson';
  */
 
 
-describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
+describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
   const procs = new Procs('');
   let demo: RunningDemo;
   let endpoint = '';
   let tempDir = '';
   let stuckLease = '';
+  let redisUrl = '';
+  let stuckToken = '';
 
   async function list(): Promise<Map<string, LockJson>> {
     const r = await procs.run(['list', '--endpoints', endpoint, '--prefix', '/locks/', '--prefix', '/election/', '--json']);
@@ -33,9 +37,19 @@ describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
     return new Map(locks.map((l) => [l.name, l]));
   }
 
+  async function listRedis(): Promise<Map<string, LockJson>> {
+    const r = await procs.run(['list', '--url', redisUrl, '--prefix', 'app:', '--json']);
+    assert.equal(r.code, 0, show(r));
+    const { locks } = JSON.parse(r.stdout) as { locks: LockJson[] };
+    return new Map(locks.map((l) => [l.name, l]));
+  }
+
+  /** What the demo's Redis holds, read with redis-cli (not through LockLens). */
+  const redisCli = (...args: string[]) => execFileSync('redis-cli', ['-u', redisUrl, ...args], { encoding: 'utf8', timeout: 10_000 }).trim();
+
   before(async () => {
     demo = await startDemo(['--no-editor']);
-    ({ endpoint, tempDir, stuckLease } = demo);
+    ({ endpoint, tempDir, stuckLease, redisUrl, stuckToken } = demo);
   });
 
   after(async () => {
@@ -49,6 +63,13 @@ describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
     assert.match(tempDir, /locklens-demo-/, demo.proc.stdout);
     assert.ok(existsSync(tempDir), `${tempDir} exists while the demo runs`);
     assert.match(stuckLease, /^[0-9a-f]+$/, demo.proc.stdout);
+  });
+
+  test('it starts Redis on loopback, with keyspace notifications on, and names the stuck token', () => {
+    assert.match(redisUrl, /^redis:\/\/127\.0\.0\.1:\d+$/, demo.proc.stdout);
+    assert.match(stuckToken, /^[0-9a-f]{32}$/, demo.proc.stdout);
+    assert.equal(redisCli('ping'), 'PONG');
+    assert.match(redisCli('config', 'get', 'notify-keyspace-events').split('\n')[1] ?? '', /^(?=.*K)(?=.*E)(?=.*A)/);
   });
 
   test('locklens list --json shows the queues, the stuck holder and its waiters, the try-lock and the election', async () => {
@@ -94,6 +115,61 @@ describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
     assert.ok((later.holder?.ttl ?? 0) > 0, `its lease lives: ${JSON.stringify(later.holder)}`);
   });
 
+  test('locklens list --url redis://… shows the Redisson lock held twice, the fair lock\'s queue, the redis-py locks, the stuck token', async () => {
+    const queue = 'redisson_lock_queue:{app:report-fair-lock}';
+    const checks: Record<string, (locks: Map<string, LockJson>) => boolean> = {
+      'app:billing-lock: a Redisson holder holding it twice': (m) => {
+        const h = m.get('app:billing-lock')?.holder;
+        return h?.convention === 'redisson-lock' && h.holds === 2 && /^[0-9a-f-]{36}:\d+$/.test(h.owner) && h.lease === null && h.createRevision === null && h.token === null;
+      },
+      'app:report-fair-lock: a holder and two waiters in queue order': (m) => {
+        const l = m.get('app:report-fair-lock');
+        if (!l?.holder || l.waiters.length !== 2) return false;
+        const inStore = redisCli('lrange', queue, '0', '-1').split('\n');
+        return l.waiters.map((w) => w.owner).join(' ') === inStore.join(' ') && !inStore.includes(l.holder.owner);
+      },
+      'app:export-job: held by a redis-py token': (m) => {
+        const h = m.get('app:export-job')?.holder;
+        return !!h && /^[0-9a-f]{32}$/.test(h.owner) && h.lease === null;
+      },
+      'app:stuck-migration: the stuck token, no expiry': (m) => {
+        const h = m.get('app:stuck-migration')?.holder;
+        return !!h && h.owner === stuckToken && h.ttl === null;
+      },
+    };
+    const seen = new Set<string>();
+    let last = new Map<string, LockJson>();
+    try {
+      await eventually(async () => {
+        last = await listRedis();
+        for (const [name, check] of Object.entries(checks)) if (check(last)) seen.add(name);
+        return seen.size === Object.keys(checks).length;
+      }, 60_000, 'every promised Redis lock');
+    } catch (e) {
+      const missing = Object.keys(checks).filter((c) => !seen.has(c));
+      assert.fail(`${(e as Error).message}; never seen: ${missing.join('; ')}\nlast list: ${JSON.stringify([...last.values()], null, 1)}`);
+    }
+  });
+
+  test('app:export-job changes hands between the redis-py contenders', async () => {
+    const owners = new Set<string>();
+    await eventually(async () => {
+      const h = (await listRedis()).get('app:export-job')?.holder;
+      if (h && /^[0-9a-f]{32}$/.test(h.owner)) owners.add(h.owner);
+      return owners.size >= 2;
+    }, 30_000, 'two different app:export-job tokens');
+  });
+
+  test('the stuck token never goes: the same owner, no expiry, 6 s later', async () => {
+    const first = (await listRedis()).get('app:stuck-migration')?.holder;
+    assert.equal(first?.owner, stuckToken, JSON.stringify(first));
+    await sleep(6000);
+    const later = (await listRedis()).get('app:stuck-migration')?.holder;
+    assert.equal(later?.owner, stuckToken, JSON.stringify(later));
+    assert.equal(later?.ttl, null, `no expiry: ${JSON.stringify(later)}`);
+    assert.equal(redisCli('pttl', 'app:stuck-migration'), '-1');
+  });
+
   test('Ctrl-C (SIGINT) stops etcd, the workload and every process it started, and removes its temp dir', async () => {
     const before = demo.marked();
     assert.ok(before.length >= 8, `the demo and its processes carry the marker (${before.length})`);
@@ -106,11 +182,29 @@ describe('npm run demo -- --no-editor', { timeout: 3 * 60_000 }, () => {
     assert.deepEqual(left.map(describePid), [], 'processes left behind');
     assert.ok(!existsSync(tempDir), `${tempDir} removed`);
     assert.equal(await listening(endpoint), false, `nothing listens on ${endpoint} any more`);
+    const redisEndpoint = new URL(redisUrl).host;
+    assert.equal(await listening(redisEndpoint), false, `nothing listens on ${redisEndpoint} any more`);
+    assert.deepEqual(redisServers(new URL(redisUrl).port), [], 'no redis-server of the demo left');
   });
 });
 
 function isQueue(lock: LockJson | undefined, waiters: number): boolean {
   return lock?.kind === 'queue' && !!lock.holder && lock.waiters.length >= waiters;
+}
+
+/** redis-server processes on `port` (redis-server shows `redis-server 127.0.0.1:PORT` as its command line). */
+function redisServers(port: string): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
+      if (/redis-server/.test(cmdline) && cmdline.includes(`:${port}`)) found.push(`${entry} ${cmdline}`);
+    } catch {
+      // gone
+    }
+  }
+  return found;
 }
 
 function describePid(pid: number): string {

@@ -17,10 +17,14 @@ export interface RunningDemo {
   readonly proc: Proc;
   /** host:port of the demo's etcd. */
   readonly endpoint: string;
+  /** redis://127.0.0.1:PORT of the demo's Redis ('' when started with --no-redis). */
+  readonly redisUrl: string;
   /** The demo's temp dir (etcd's data is in it). */
   readonly tempDir: string;
   /** The stuck holder's lease (hex) when the demo became ready. */
   readonly stuckLease: string;
+  /** The stuck Redis token (32 hex digits, no expiry) when the demo became ready ('' without Redis). */
+  readonly stuckToken: string;
   /** Pids of every process carrying this run's marker (the demo included, while it runs). */
   marked(): number[];
   /** Kills the demo's group and every process carrying the marker. */
@@ -57,8 +61,10 @@ export async function startDemo(args: readonly string[] = ['--no-editor']): Prom
     return {
       proc,
       endpoint: ready[1],
+      redisUrl: /^\S+ redis +(redis:\/\/\S+)/m.exec(proc.stdout)?.[1] ?? '',
       tempDir: /temp dir +(\/\S+)/.exec(proc.stdout)?.[1] ?? '',
       stuckLease: /held with lease ([0-9a-f]+)/.exec(proc.stdout)?.[1] ?? '',
+      stuckToken: /held by token ([0-9a-f]+)/.exec(proc.stdout)?.[1] ?? '',
       marked,
       dispose,
     };
