@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/apt.sh
-ensure_apt_packages setup etcd-server etcd-client openssl
+ensure_apt_packages setup etcd-server etcd-client openssl redis-server redis-tools python3-redis
 
 # npm ci only when the lockfile changed since the last install (node_modules/.package-lock.json mirrors it).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

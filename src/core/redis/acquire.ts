@@ -1,0 +1,345 @@
+/**
+ * Taking a lock from LockLens so that it excludes the services that use the same name: a name that is a Redisson lock
+ * now is taken with Redisson's own scripts and field format (its waiters wake when we release); any other name with
+ * the token recipe redis-py, redlock, Spring and the classic article share (SET NX PX, compare-and-delete), on a
+ * majority of the instances when several are configured (redlock). A hold renews itself every TTL/3 and says at once
+ * when a renewal finds it gone: a holder is never silently assumed.
+ */
+import { randomBytes } from 'node:crypto';
+import type Redis from 'ioredis';
+import type { AcquireOptions, LockHold, QueuePosition } from '../backend';
+import { Emitter, type Disposable, type Event } from '../emitter';
+import { LockLensError, abortError, errorMessage, throwIfAborted } from '../errors';
+import { displayKey } from '../keys';
+import { storeError } from './keyspaceReader';
+import { redissonLockField, redissonRwShape } from './recognize';
+import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey } from './redissonNames';
+import {
+  FAIR_LEAVE,
+  FAIR_LOCK,
+  FAIR_THREAD_WAIT_MS,
+  FAIR_UNLOCK,
+  REDISSON_LOCK,
+  REDISSON_RENEW,
+  REDISSON_UNLOCK,
+  TOKEN_RELEASE,
+  TOKEN_RENEW,
+  UNLOCK_MESSAGE,
+} from './scripts';
+import type { Subscriber } from './subscriber';
+
+export interface AcquireContext {
+  /** One client per independent instance; the first is the one Redisson locks live on. */
+  readonly clients: readonly Redis[];
+  readonly subscriber: () => Promise<Subscriber>;
+  /** A fresh Redisson-style field `<uuid>:<n>` for this hold. */
+  readonly newField: () => string;
+}
+
+/** How often a waiter tries again when nothing wakes it sooner (redis-py polls every 0.1 s). */
+const RETRY_MS = 100;
+/** The longest a Redisson waiter sleeps between tries when no unlock message comes (a holder that died). */
+const REDISSON_RETRY_MAX_MS = 1000;
+
+type Layout = 'redisson' | 'redisson-fair' | 'token';
+
+async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
+  const [type, queueLen] = await Promise.all([client.type(name), client.llen(lockQueueKey(name))]);
+  if (queueLen > 0 && (type === 'hash' || type === 'none')) return 'redisson-fair';
+  if (type === 'none' || type === 'string') return 'token';
+  if (type === 'hash') {
+    const size = await client.hlen(name);
+    if (size <= 16) {
+      const flat = (await client.callBuffer('HGETALL', name)) as Buffer[];
+      const fields: [Buffer, Buffer][] = [];
+      for (let i = 0; i + 1 < flat.length; i += 2) fields.push([flat[i], flat[i + 1]]);
+      if (fields.length === 0) return 'token';
+      if (redissonLockField(fields)) return 'redisson';
+      if (redissonRwShape(fields)) {
+        throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a Redisson read/write lock: LockLens does not take those (take it from the service's own RReadWriteLock)`);
+      }
+    }
+  }
+  throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} holds a Redis ${type} that is not a lock layout LockLens knows: it will not overwrite it`);
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined, wake?: Promise<void>): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+    void wake?.then(done);
+  });
+}
+
+export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<LockHold> {
+  const name = Buffer.from(nameBytes);
+  if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL must be positive');
+  throwIfAborted(options.signal);
+  const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000));
+  try {
+    const layout = ctx.clients.length > 1 ? 'token' : await layoutOf(ctx.clients[0], name);
+    if (layout === 'token') return await acquireToken(ctx, name, ttlMs, options);
+    return await acquireRedisson(ctx, name, ttlMs, options, layout === 'redisson-fair');
+  } catch (e) {
+    throw e instanceof LockLensError ? e : storeError(e);
+  }
+}
+
+// --- the token recipe (redis-py, redlock, Spring, the classic article) ---
+
+function quorumOf(n: number): number {
+  return Math.floor(n / 2) + 1;
+}
+
+async function settleAll<T>(promises: Promise<T>[]): Promise<(T | Error)[]> {
+  return Promise.all(promises.map((p) => p.catch((e: unknown) => (e instanceof Error ? e : new Error(String(e))))));
+}
+
+async function releaseToken(clients: readonly Redis[], name: Buffer, token: string): Promise<number> {
+  const results = await settleAll(clients.map((c) => c.eval(TOKEN_RELEASE, 1, name, token) as Promise<number>));
+  return results.filter((r) => r === 1).length;
+}
+
+async function acquireToken(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions): Promise<LockHold> {
+  const token = randomBytes(16).toString('hex');
+  const clients = ctx.clients;
+  const quorum = quorumOf(clients.length);
+  let announced: number | undefined;
+  const announce = (p: QueuePosition) => {
+    if (announced === p.ahead) return;
+    announced = p.ahead;
+    options.onQueue?.(p);
+  };
+  for (;;) {
+    throwIfAborted(options.signal);
+    const started = Date.now();
+    const results = await settleAll(clients.map((c) => c.set(name, token, 'PX', ttlMs, 'NX')));
+    const agree = results.filter((r) => r === 'OK').length;
+    // Redlock: held only with a majority, within what is left of the TTL after the round trip and clock drift.
+    const validity = ttlMs - (Date.now() - started) - Math.round(ttlMs * 0.01 + 2);
+    if (agree >= quorum && validity > 0) {
+      if (options.signal?.aborted) {
+        await releaseToken(clients, name, token);
+        throw abortError(options.signal);
+      }
+      announce({ key: name, ahead: 0, fencingToken: null });
+      return new TokenHold(clients, name, token, ttlMs);
+    }
+    if (agree > 0) await releaseToken(clients, name, token);
+    const failures = results.filter((r): r is Error => r instanceof Error);
+    if (failures.length > clients.length - quorum) throw storeError(failures[0]);
+    if (options.tryOnly) {
+      const holder = await clients[0].getBuffer(name).catch(() => null);
+      throw new LockLensError('LOCKED', `${displayKey(name)} is held by ${holder ? displayKey(holder) : 'another client'}`);
+    }
+    announce({ key: name, ahead: 1, fencingToken: null });
+    await sleep(RETRY_MS, options.signal);
+  }
+}
+
+abstract class RenewingHold implements LockHold {
+  readonly fencingToken = null;
+  readonly revision = null;
+  private readonly lostEmitter = new Emitter<LockLensError>();
+  readonly onDidLose: Event<LockLensError> = this.lostEmitter.event;
+  private lostError: LockLensError | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private lastRenewed = Date.now();
+  private ended = false;
+
+  constructor(
+    readonly name: Buffer,
+    readonly key: Buffer,
+    readonly owner: string,
+    protected readonly ttlMs: number,
+  ) {
+    this.schedule();
+  }
+
+  get lost(): LockLensError | undefined {
+    return this.lostError;
+  }
+
+  /** true: still ours and renewed; false: gone or changed. Throws when the store could not be asked. */
+  protected abstract renew(): Promise<boolean>;
+  /** true: released by us; false: it was not ours any more. */
+  protected abstract unlock(): Promise<boolean>;
+
+  private schedule(): void {
+    this.timer = setTimeout(() => void this.tick(), Math.max(50, Math.floor(this.ttlMs / 3)));
+    this.timer.unref?.();
+  }
+
+  private async tick(): Promise<void> {
+    if (this.ended) return;
+    try {
+      if (await this.renew()) this.lastRenewed = Date.now();
+      else return this.lose(new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: the key was deleted or taken by someone else`));
+    } catch (e) {
+      if (Date.now() - this.lastRenewed >= this.ttlMs) {
+        return this.lose(new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: could not renew it for a whole TTL (${errorMessage(e)})`, { cause: e }));
+      }
+    }
+    if (!this.ended) this.schedule();
+  }
+
+  protected lose(error: LockLensError): void {
+    if (this.ended) return;
+    this.ended = true;
+    clearTimeout(this.timer);
+    this.lostError = error;
+    this.lostEmitter.fire(error);
+  }
+
+  async release(): Promise<boolean> {
+    if (this.ended) return false;
+    this.ended = true;
+    clearTimeout(this.timer);
+    try {
+      return await this.unlock();
+    } catch (e) {
+      throw storeError(e);
+    } finally {
+      this.lostEmitter.dispose();
+    }
+  }
+
+  dispose(): void {
+    void this.release().catch(() => undefined);
+  }
+}
+
+class TokenHold extends RenewingHold {
+  constructor(
+    private readonly clients: readonly Redis[],
+    name: Buffer,
+    private readonly token: string,
+    ttlMs: number,
+  ) {
+    super(name, name, token, ttlMs);
+  }
+
+  protected async renew(): Promise<boolean> {
+    const results = await settleAll(this.clients.map((c) => c.eval(TOKEN_RENEW, 1, this.name, this.token, this.ttlMs) as Promise<number>));
+    const renewed = results.filter((r) => r === 1).length;
+    const refused = results.filter((r) => r === 0).length;
+    const quorum = quorumOf(this.clients.length);
+    if (renewed >= quorum) return true;
+    // Gone on enough instances that a majority can no longer be ours: lost now, not after a TTL.
+    if (refused > this.clients.length - quorum) return false;
+    throw results.find((r) => r instanceof Error) ?? new Error('no majority renewed');
+  }
+
+  protected async unlock(): Promise<boolean> {
+    return (await releaseToken(this.clients, this.name, this.token)) >= quorumOf(this.clients.length);
+  }
+}
+
+// --- Redisson RLock / RFairLock ---
+
+async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, fair: boolean): Promise<LockHold> {
+  const client = ctx.clients[0];
+  const field = ctx.newField();
+  const queue = lockQueueKey(name);
+  const timeouts = lockTimeoutKey(name);
+  const tryLock = async (): Promise<number | null> =>
+    fair
+      ? ((await client.eval(FAIR_LOCK, 3, name, queue, timeouts, ttlMs, field, FAIR_THREAD_WAIT_MS, Date.now())) as number | null)
+      : ((await client.eval(REDISSON_LOCK, 1, name, ttlMs, field)) as number | null);
+  const leave = async () => {
+    if (fair) await client.eval(FAIR_LEAVE, 2, queue, timeouts, field, FAIR_THREAD_WAIT_MS).catch(() => undefined);
+  };
+
+  let wake: { promise: Promise<void>; resolve: () => void } | undefined;
+  const renewWake = () => {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    wake = { promise, resolve };
+  };
+  renewWake();
+  let subscription: Disposable | undefined;
+  let announced: number | undefined;
+  try {
+    for (;;) {
+      throwIfAborted(options.signal);
+      if (options.tryOnly && fair) {
+        // Redisson's tryLock() without waiting never joins the queue: only a free lock with nobody waiting is taken.
+        const [exists, waiting] = await Promise.all([client.exists(name), client.llen(queue)]);
+        if (exists === 0 && waiting === 0) {
+          const ttl = await tryLock();
+          if (ttl === null) return new RedissonHold(client, name, field, ttlMs, fair);
+          await leave();
+        }
+        throw await lockedError(client, name);
+      }
+      const ttl = await tryLock();
+      if (ttl === null) {
+        if (options.signal?.aborted) {
+          await new RedissonHold(client, name, field, ttlMs, fair).release();
+          throw abortError(options.signal);
+        }
+        if (announced !== 0) options.onQueue?.({ key: Buffer.from(field), ahead: 0, fencingToken: null });
+        return new RedissonHold(client, name, field, ttlMs, fair);
+      }
+      if (options.tryOnly) throw await lockedError(client, name);
+      const ahead = fair ? await positionOf(client, queue, field) : 1;
+      if (announced !== ahead) {
+        announced = ahead;
+        options.onQueue?.({ key: Buffer.from(field), ahead, fencingToken: null });
+      }
+      if (!subscription) {
+        // Redisson wakes RLock waiters on the lock's channel and each fair waiter on its own.
+        const sub = await ctx.subscriber();
+        subscription = await sub.subscribe(fair ? fairLockChannel(name, Buffer.from(field)) : lockChannel(name), () => wake?.resolve());
+        continue; // a release between our try and the subscription would otherwise be missed
+      }
+      await sleep(Math.max(RETRY_MS, Math.min(ttl > 0 ? ttl : RETRY_MS, REDISSON_RETRY_MAX_MS)), options.signal, wake?.promise);
+      renewWake();
+    }
+  } catch (e) {
+    await leave();
+    throw e;
+  } finally {
+    subscription?.dispose();
+  }
+}
+
+async function positionOf(client: Redis, queue: Buffer, field: string): Promise<number> {
+  const list = (await client.lrange(queue, 0, -1)) as string[];
+  const i = list.indexOf(field);
+  return i < 0 ? 1 : i + 1;
+}
+
+async function lockedError(client: Redis, name: Buffer): Promise<LockLensError> {
+  const flat = ((await client.callBuffer('HKEYS', name).catch(() => [])) as Buffer[]) ?? [];
+  const owner = flat.length ? flat.map((f) => displayKey(f)).join(', ') : 'another client';
+  return new LockLensError('LOCKED', `${displayKey(name)} is held by ${owner}`);
+}
+
+class RedissonHold extends RenewingHold {
+  constructor(
+    private readonly client: Redis,
+    name: Buffer,
+    private readonly field: string,
+    ttlMs: number,
+    private readonly fair: boolean,
+  ) {
+    super(name, Buffer.from(field), field, ttlMs);
+  }
+
+  protected async renew(): Promise<boolean> {
+    return (await this.client.eval(REDISSON_RENEW, 1, this.name, this.ttlMs, this.field)) === 1;
+  }
+
+  protected async unlock(): Promise<boolean> {
+    const result = this.fair
+      ? await this.client.eval(FAIR_UNLOCK, 4, this.name, lockQueueKey(this.name), lockTimeoutKey(this.name), lockChannel(this.name), UNLOCK_MESSAGE, this.ttlMs, this.field, Date.now())
+      : await this.client.eval(REDISSON_UNLOCK, 2, this.name, lockChannel(this.name), UNLOCK_MESSAGE, this.ttlMs, this.field);
+    return result === 1;
+  }
+}

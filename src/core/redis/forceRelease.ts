@@ -1,0 +1,78 @@
+/**
+ * Releasing someone else's lock, only if it is still what the user was shown: every path is one Lua script that
+ * compares first (the token, the Redisson field and mode) and deletes only on a match, then wakes waiters the way the
+ * lock's library expects (Redisson's forceUnlock publishes, or its waiters sleep until their own timeout).
+ */
+import type Redis from 'ioredis';
+import type { ForceReleaseResult } from '../backend';
+import { LockLensError } from '../errors';
+import { displayKey } from '../keys';
+import type { LockMember, LockState } from '../lockState';
+import { storeError } from './keyspaceReader';
+import { CONVENTIONS } from './recognize';
+import { lockChannel, lockQueueKey, rwLockChannel } from './redissonNames';
+import { FAIR_FORCE_UNLOCK, REDISSON_FORCE_UNLOCK, TOKEN_RELEASE, UNLOCK_MESSAGE } from './scripts';
+
+function isHolder(lock: LockState, member: LockMember): boolean {
+  return [lock.holder, ...(lock.sharedWith ?? [])].some((m) => m && m.key.equals(member.key) && m.owner === member.owner);
+}
+
+function shortValue(member: LockMember): string {
+  const text = displayKey(member.valuePreview);
+  return text.length > 80 ? `${text.slice(0, 77)}…` : text;
+}
+
+export function describeForceRelease(lock: LockState, member: LockMember): string {
+  const name = displayKey(lock.name);
+  const tail = "The holder's process is not told and may still believe it holds the lock.";
+  switch (member.convention) {
+    case CONVENTIONS.shedlock:
+    case CONVENTIONS.token:
+      return `Deletes ${name} only if it still holds ${member.convention === CONVENTIONS.shedlock ? 'the value' : 'token'} ${shortValue(member)}. ${tail}`;
+    case CONVENTIONS.redissonRwLock:
+      return `Deletes the read/write lock hash ${name} only if ${member.owner} still holds it in ${member.mode ?? 'its'} mode, then publishes Redisson's unlock message so its waiters retry at once. Every ${lock.sharedWith?.length ? 'reader' : 'holder'} loses it. ${tail}`;
+    case CONVENTIONS.redissonFairLock:
+      return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then wakes the first waiter in its queue as Redisson's forceUnlock does. ${tail}`;
+    default:
+      return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then publishes Redisson's unlock message so its waiters retry at once. ${tail}`;
+  }
+}
+
+export async function forceRelease(clients: readonly Redis[], lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
+  if (!isHolder(lock, member)) {
+    throw new LockLensError('INVALID_ARGUMENT', `${member.owner} does not hold ${displayKey(lock.name)}: only a holder can be released (a waiter gives up by itself)`);
+  }
+  const client = clients[0];
+  const changed = () => new LockLensError('LOCK_CHANGED', `${displayKey(lock.name)} is no longer held by ${member.owner}: nothing was released`);
+  try {
+    switch (member.convention) {
+      case CONVENTIONS.shedlock:
+      case CONVENTIONS.token: {
+        if (member.valueSize !== member.valuePreview.length) throw new LockLensError('INVALID_ARGUMENT', 'the value shown was cut short: read it again');
+        // Under redlock the same token is on every instance that agreed: deleted wherever it still is.
+        const results = await Promise.all(clients.map((c) => c.eval(TOKEN_RELEASE, 1, lock.name, member.valuePreview)));
+        if (!results.includes(1)) throw changed();
+        return { keys: [lock.name], action: 'deleted the key' };
+      }
+      case CONVENTIONS.redissonRwLock: {
+        const n = await client.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, rwLockChannel(lock.name), member.key, UNLOCK_MESSAGE, member.mode ?? '');
+        if (n !== 1) throw changed();
+        return { keys: [lock.name], action: 'deleted the read/write lock hash and woke its waiters' };
+      }
+      case CONVENTIONS.redissonFairLock: {
+        const n = await client.eval(FAIR_FORCE_UNLOCK, 3, lock.name, lockQueueKey(lock.name), lockChannel(lock.name), member.key, UNLOCK_MESSAGE);
+        if (n !== 1) throw changed();
+        return { keys: [lock.name], action: 'deleted the lock hash and woke the first waiter, if any' };
+      }
+      case CONVENTIONS.redissonLock: {
+        const n = await client.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, lockChannel(lock.name), member.key, UNLOCK_MESSAGE, '');
+        if (n !== 1) throw changed();
+        return { keys: [lock.name], action: 'deleted the lock hash and woke its waiters' };
+      }
+      default:
+        throw new LockLensError('INVALID_ARGUMENT', `LockLens does not know how to release a '${member.convention}' member safely`);
+    }
+  } catch (e) {
+    throw storeError(e);
+  }
+}

@@ -1,0 +1,318 @@
+/**
+ * Keeps the locks under some prefixes current. Redis pushes nothing by default: keyspace notifications are off unless
+ * configured (and managed Redis often forbids CONFIG), so the watch reads everything again every poll interval and
+ * uses notifications when the server has them on, re-reading only the keys they name. Redisson publishes on every
+ * unlock without any configuration, so those messages trigger a read at once in either mode. Reads go through a
+ * SnapshotModel, so only locks that really changed are emitted, and bursts are coalesced.
+ */
+import type Redis from 'ioredis';
+import type { LiveStatus, LockWatch, WatchOptions } from '../backend';
+import { Emitter, type Disposable } from '../emitter';
+import { LockLensError, errorMessage } from '../errors';
+import { hasPrefix, keyId } from '../keys';
+import type { LeaseInfo } from '../leaseInfo';
+import type { ChangeSet, LockState } from '../lockState';
+import { members } from '../lockState';
+import { SnapshotModel, mergeChangeSets } from '../snapshotModel';
+import { globPrefix, readLocks, readPttls, readSnapshot, recognizeSnapshot, storeError, type ReadOptions } from './keyspaceReader';
+import { queueOwnerName, type TtlSource } from './recognize';
+import { RW_TIMEOUT_SUFFIX, redissonNameFromPrefixed } from './redissonNames';
+import type { Subscriber } from './subscriber';
+import { TtlTable } from './ttlTable';
+
+const COALESCE_MS = 100;
+/** Notifications can be missed (a reconnect, a buffer limit): with them on, a full read still runs this often. */
+const SAFETY_RESYNC_MS = 30_000;
+/** Touched keys are gathered this long before they are read, so a burst is one read. */
+const TOUCH_DELAY_MS = 20;
+
+/** Whether `notify-keyspace-events` sends keyspace events for generic, string, hash and expired events. */
+export function keyspaceNotificationsOn(flags: string): boolean {
+  if (!flags.includes('K')) return false;
+  const all = flags.includes('A');
+  return ['g', '$', 'h', 'x'].every((c) => all || flags.includes(c));
+}
+
+export interface WatchDeps {
+  readonly client: Redis;
+  readonly db: number;
+  readonly endpointLabel: string;
+  readonly openSubscriber: () => Promise<Subscriber>;
+  readonly readOptions?: ReadOptions;
+}
+
+export class RedisLockWatch implements LockWatch {
+  private readonly model = new SnapshotModel();
+  private readonly ttls = new TtlTable();
+  private sources = new Map<string, TtlSource>();
+  private readonly statusEmitter = new Emitter<LiveStatus>();
+  private readonly locksEmitter = new Emitter<ChangeSet>();
+  private readonly leasesEmitter = new Emitter<readonly LeaseInfo[]>();
+  readonly onDidChangeStatus = this.statusEmitter.event;
+  readonly onDidChangeLocks = this.locksEmitter.event;
+  readonly onDidChangeLeases = this.leasesEmitter.event;
+  private current: LiveStatus = { state: 'loading' };
+  private readonly pollMs: number;
+  private readonly sampleMs: number;
+  private notifications = false;
+  private subscriber: Subscriber | undefined;
+  private subscriptions: Disposable[] = [];
+  private pollTimer: NodeJS.Timeout | undefined;
+  private sampleTimer: NodeJS.Timeout | undefined;
+  private touchTimer: NodeJS.Timeout | undefined;
+  private readonly touched = new Map<string, Buffer>();
+  private queue: Promise<void> = Promise.resolve();
+  private fullPending: Promise<void> | undefined;
+  private pendingSets: ChangeSet[] = [];
+  private lastEmit = 0;
+  private emitTimer: NodeJS.Timeout | undefined;
+  private disposed = false;
+  private readonly clientListeners: [string, (...a: unknown[]) => void][] = [];
+
+  constructor(
+    private readonly deps: WatchDeps,
+    private readonly prefixes: readonly Buffer[],
+    private readonly options: WatchOptions = {},
+  ) {
+    this.pollMs = Math.max(50, options.pollIntervalMs ?? 1000);
+    this.sampleMs = Math.max(50, options.leaseSampleIntervalMs ?? 2000);
+  }
+
+  get status(): LiveStatus {
+    return this.current;
+  }
+
+  private setStatus(status: LiveStatus): void {
+    if (this.disposed) return;
+    const same = status.state === this.current.state && status.detail === this.current.detail && status.error?.message === this.current.error?.message;
+    this.current = status;
+    if (!same) this.statusEmitter.fire(status);
+  }
+
+  private get detail(): string {
+    const every = this.pollMs % 1000 === 0 ? `${this.pollMs / 1000} s` : `${this.pollMs} ms`;
+    return this.notifications ? 'keyspace notifications' : `polling every ${every}: keyspace notifications are off`;
+  }
+
+  async start(): Promise<void> {
+    this.setStatus({ state: 'loading' });
+    const onClose = () => {
+      if (this.disposed || this.current.state === 'reconnecting') return;
+      this.setStatus({ state: 'reconnecting', error: new LockLensError('UNREACHABLE', `lost the connection to Redis at ${this.deps.endpointLabel}; reconnecting`), detail: this.detail });
+    };
+    const onReady = () => {
+      if (this.disposed || this.current.state !== 'reconnecting') return;
+      void this.detectMode().then(() => this.fullRead(true));
+    };
+    this.listen('close', onClose);
+    this.listen('ready', onReady);
+    await this.fullRead(true, true);
+    await this.detectMode();
+    this.setStatus({ state: 'live', detail: this.detail });
+    this.schedulePoll();
+    this.scheduleSample();
+  }
+
+  private listen(event: string, listener: (...a: unknown[]) => void): void {
+    this.deps.client.on(event, listener);
+    this.clientListeners.push([event, listener]);
+  }
+
+  /** Notifications on or off (CONFIG may be forbidden: then polling, quietly), and the subscriptions that go with it. */
+  private async detectMode(): Promise<void> {
+    let on = false;
+    try {
+      const reply = (await this.deps.client.config('GET', 'notify-keyspace-events')) as string[];
+      on = keyspaceNotificationsOn(reply?.[1] ?? '');
+    } catch (e) {
+      this.options.log?.(`Redis CONFIG GET refused (${errorMessage(e)}): polling`);
+    }
+    try {
+      if (!this.subscriber) {
+        this.subscriber = await this.deps.openSubscriber();
+        const redisson = () => this.requestFull();
+        this.subscriptions.push(await this.subscriber.psubscribe(Buffer.from('redisson_lock__channel:*'), redisson));
+        this.subscriptions.push(await this.subscriber.psubscribe(Buffer.from('redisson_rwlock:*'), redisson));
+      }
+      if (on && !this.notifications) {
+        const base = Buffer.from(`__keyspace@${this.deps.db}__:`);
+        const onKey = (channel: Buffer) => this.touch(channel.subarray(base.length));
+        for (const p of [...this.prefixes.map(globPrefix), Buffer.from('redisson_lock_queue:*')]) {
+          this.subscriptions.push(await this.subscriber.psubscribe(Buffer.concat([base, p]), onKey));
+        }
+      }
+      this.notifications = on;
+    } catch (e) {
+      this.notifications = false;
+      this.options.log?.(`Redis subscribe failed (${errorMessage(e)}): polling`);
+    }
+    if (this.current.state === 'live') this.setStatus({ state: 'live', detail: this.detail });
+  }
+
+  /** A key changed: re-read the lock it belongs to. */
+  private touch(key: Buffer): void {
+    if (this.disposed) return;
+    let name: Buffer | undefined = key;
+    const queueName = queueOwnerName(key) ?? redissonNameFromPrefixed('redisson_lock_timeout', key);
+    if (queueName) name = queueName;
+    else if (RW_TIMEOUT_SUFFIX.test(key.toString('latin1'))) name = undefined; // its hash changes too
+    if (!name || !this.prefixes.some((p) => hasPrefix(name!, p))) return;
+    this.touched.set(keyId(name), name);
+    if (!this.touchTimer) {
+      this.touchTimer = setTimeout(() => {
+        this.touchTimer = undefined;
+        const names = [...this.touched.values()];
+        this.touched.clear();
+        this.enqueue(() => this.partialRead(names)).catch(() => undefined);
+      }, TOUCH_DELAY_MS);
+    }
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.queue.then(task, task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** A full read soon; calls made while one is waiting share it. */
+  private requestFull(): Promise<void> {
+    if (this.disposed) return Promise.resolve();
+    if (!this.fullPending) {
+      this.fullPending = this.enqueue(async () => {
+        this.fullPending = undefined;
+        await this.fullRead(false);
+      });
+      this.fullPending.catch(() => undefined);
+    }
+    return this.fullPending;
+  }
+
+  private async fullRead(resynced: boolean, throwOnError = false): Promise<void> {
+    if (this.disposed) return;
+    try {
+      const raw = await readSnapshot(this.deps.client, this.prefixes, this.deps.readOptions);
+      const now = Date.now();
+      const { locks, ttls } = recognizeSnapshot(raw, this.prefixes, now);
+      const wasReconnecting = this.current.state === 'reconnecting';
+      this.sources = ttls;
+      this.emit(this.model.replaceAll(locks, resynced || wasReconnecting));
+      this.observeTtls([...ttls.values()], now);
+      if (wasReconnecting) this.setStatus({ state: 'live', detail: this.detail });
+    } catch (e) {
+      const error = storeError(e);
+      if (throwOnError) throw error;
+      if (error.code === 'UNREACHABLE' || error.code === 'TIMEOUT') this.setStatus({ state: 'reconnecting', error, detail: this.detail });
+      else this.options.log?.(`Redis read failed: ${error.message}`);
+    }
+  }
+
+  private async partialRead(names: Buffer[]): Promise<void> {
+    if (this.disposed || names.length === 0) return;
+    try {
+      const raw = await readLocks(this.deps.client, names);
+      const now = Date.now();
+      const { locks, ttls } = recognizeSnapshot(raw, this.prefixes, now);
+      const ids = names.map((n) => keyId(n));
+      this.emit(this.model.replaceSome(ids, locks));
+      for (const [id, s] of ttls) this.sources.set(id, s);
+      this.observeTtls([...ttls.values()], now);
+    } catch (e) {
+      this.options.log?.(`Redis read failed: ${errorMessage(e)}`);
+      void this.requestFull();
+    }
+  }
+
+  /** Folds TTL samples in and forgets the ones no member refers to any more. */
+  private observeTtls(samples: readonly TtlSource[], now: number): void {
+    const live = new Set<string>();
+    for (const lock of this.model.locks()) for (const m of members(lock)) if (m.lease) live.add(m.lease);
+    for (const id of [...this.sources.keys()]) if (!live.has(id)) this.sources.delete(id);
+    const changed = this.ttls.observe(samples.filter((s) => live.has(s.id)), now);
+    const gone = this.ttls.retain(live, now);
+    if (changed.length || gone.length) this.leasesEmitter.fire([...changed, ...gone]);
+  }
+
+  private emit(set: ChangeSet | undefined): void {
+    if (!set || this.disposed) return;
+    this.pendingSets.push(set);
+    const wait = this.lastEmit + COALESCE_MS - Date.now();
+    if (wait <= 0) return this.flush();
+    if (!this.emitTimer) this.emitTimer = setTimeout(() => this.flush(), wait);
+  }
+
+  private flush(): void {
+    clearTimeout(this.emitTimer);
+    this.emitTimer = undefined;
+    const merged = mergeChangeSets(this.pendingSets.splice(0));
+    if (!merged || this.disposed) return;
+    this.lastEmit = Date.now();
+    this.locksEmitter.fire(merged);
+  }
+
+  private schedulePoll(): void {
+    if (this.disposed) return;
+    const ms = this.notifications && this.current.state === 'live' ? SAFETY_RESYNC_MS : this.pollMs;
+    this.pollTimer = setTimeout(() => void this.requestFull().finally(() => this.schedulePoll()), ms);
+  }
+
+  private scheduleSample(): void {
+    if (this.disposed) return;
+    this.sampleTimer = setTimeout(() => void this.sweep().catch(() => undefined).finally(() => this.scheduleSample()), this.sampleMs);
+  }
+
+  locks(): LockState[] {
+    return this.model.locks();
+  }
+
+  lock(id: string): LockState | undefined {
+    return this.model.lock(id);
+  }
+
+  lease(id: string): LeaseInfo | undefined {
+    return this.ttls.get(id);
+  }
+
+  async sweep(): Promise<void> {
+    if (this.disposed) return;
+    const now = Date.now();
+    const keyed = [...this.sources.values()].filter((s) => s.deadline === undefined);
+    const waiting = [...this.sources.values()].filter((s) => s.deadline !== undefined);
+    let pttls: number[];
+    try {
+      pttls = await readPttls(this.deps.client, keyed.map((s) => s.keys[0]));
+    } catch {
+      return; // the next poll reports the connection
+    }
+    const samples: TtlSource[] = [
+      ...keyed.map((s, i) => ({ ...s, ms: pttls[i] === -1 ? s.ms : pttls[i] })),
+      ...waiting.map((s) => ({ ...s, ms: Math.max(0, s.deadline! - now) })),
+    ];
+    const changed = this.ttls.observe(samples, now);
+    if (changed.length) this.leasesEmitter.fire(changed);
+    // A key that expired is a lock gone: read it now rather than at the next poll.
+    if (keyed.some((_, i) => pttls[i] === -2)) void this.requestFull();
+  }
+
+  sync(): Promise<void> {
+    return this.enqueue(async () => {
+      await this.fullRead(false);
+      this.flush();
+    });
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.setStatus({ state: 'closed' });
+    this.disposed = true;
+    clearTimeout(this.pollTimer);
+    clearTimeout(this.sampleTimer);
+    clearTimeout(this.touchTimer);
+    clearTimeout(this.emitTimer);
+    for (const [event, l] of this.clientListeners) this.deps.client.off(event, l);
+    this.subscriptions.forEach((s) => s.dispose());
+    this.subscriber?.dispose();
+    this.statusEmitter.dispose();
+    this.locksEmitter.dispose();
+    this.leasesEmitter.dispose();
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The key and channel names Redisson derives from a lock name. Redisson wraps the name in a hash tag `{…}` so that,
+ * in a cluster, the lock and its queue land in one slot; a name that already has a `{` is used as it is
+ * (`RedissonObject.prefixName` / `suffixName`). Pure bytes: lock names need not be UTF-8.
+ */
+
+const OPEN = 0x7b; // {
+const CLOSE = 0x7d; // }
+
+function hasBrace(name: Uint8Array): boolean {
+  return Buffer.from(name).includes(OPEN);
+}
+
+/** `prefixName(prefix, name)`: `prefix:{name}`, or `prefix:name` when the name has a `{` already. */
+export function redissonPrefixName(prefix: string, name: Uint8Array): Buffer {
+  const n = Buffer.from(name);
+  return hasBrace(n)
+    ? Buffer.concat([Buffer.from(`${prefix}:`), n])
+    : Buffer.concat([Buffer.from(`${prefix}:{`), n, Buffer.from('}')]);
+}
+
+/** The inverse of `redissonPrefixName`, or undefined when `key` does not start with `prefix:`. */
+export function redissonNameFromPrefixed(prefix: string, key: Uint8Array): Buffer | undefined {
+  const head = Buffer.from(`${prefix}:`);
+  const k = Buffer.from(key);
+  if (k.length <= head.length || !k.subarray(0, head.length).equals(head)) return undefined;
+  const rest = k.subarray(head.length);
+  // `{name}` with no other brace inside was wrapped by Redisson; anything else is the name as given.
+  if (rest[0] === OPEN && rest[rest.length - 1] === CLOSE) {
+    const inner = rest.subarray(1, rest.length - 1);
+    if (!inner.includes(OPEN) && !inner.includes(CLOSE)) return Buffer.from(inner);
+  }
+  return Buffer.from(rest);
+}
+
+export const lockQueueKey = (name: Uint8Array): Buffer => redissonPrefixName('redisson_lock_queue', name);
+export const lockTimeoutKey = (name: Uint8Array): Buffer => redissonPrefixName('redisson_lock_timeout', name);
+export const lockChannel = (name: Uint8Array): Buffer => redissonPrefixName('redisson_lock__channel', name);
+export const rwLockChannel = (name: Uint8Array): Buffer => redissonPrefixName('redisson_rwlock', name);
+
+/** A fair lock wakes only the head of its queue: `redisson_lock__channel:{name}:<field>`. */
+export function fairLockChannel(name: Uint8Array, field: Uint8Array): Buffer {
+  return Buffer.concat([lockChannel(name), Buffer.from(':'), Buffer.from(field)]);
+}
+
+/** `<uuid>:<thread>` (RLock, a reader) or `<uuid>:<thread>:write` (a writer). */
+export const REDISSON_FIELD = /^[0-9a-f-]{36}:\d+$/;
+export const REDISSON_WRITE_FIELD = /^[0-9a-f-]{36}:\d+:write$/;
+/** The per-read-hold timeout strings of a read/write lock: `{name}:<uuid>:<thread>:rwlock_timeout:<n>`. */
+export const RW_TIMEOUT_SUFFIX = /:[0-9a-f-]{36}:\d+:rwlock_timeout:\d+$/;

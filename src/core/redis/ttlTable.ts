@@ -1,0 +1,60 @@
+/**
+ * Redis TTLs as LeaseInfo. Redis never says what TTL a key was given, only what is left (PTTL), so the granted TTL is
+ * the highest value seen since the last refresh (or the first sample): a Redisson watchdog renewing a 30 s lease every
+ * 10 s shows as a TTL that jumps back up, and a holder that stopped renewing as one that falls below half of it.
+ */
+import { observeLease, type LeaseInfo } from '../leaseInfo';
+import type { TtlSource } from './recognize';
+
+/** PTTL is exact to the millisecond: a rise of more than this since the last sample counted down is a refresh. */
+const REFRESH_SLACK_S = 0.25;
+
+export class TtlTable {
+  private readonly infos = new Map<string, LeaseInfo>();
+  private readonly peaks = new Map<string, number>();
+
+  get(id: string): LeaseInfo | undefined {
+    return this.infos.get(id);
+  }
+
+  ids(): string[] {
+    return [...this.infos.keys()];
+  }
+
+  /** Folds samples in; returns the infos that were sampled. `ms` -2 (or any negative but -1): expired. */
+  observe(sources: Iterable<TtlSource>, at = Date.now()): LeaseInfo[] {
+    const out: LeaseInfo[] = [];
+    for (const s of sources) {
+      const previous = this.infos.get(s.id);
+      const ttl = s.ms < 0 ? -1 : s.ms / 1000;
+      let peak = this.peaks.get(s.id);
+      if (ttl >= 0) {
+        const expected = previous && previous.state === 'alive' ? previous.ttl - (at - previous.observedAt) / 1000 : undefined;
+        const refreshed = expected !== undefined && ttl > expected + REFRESH_SLACK_S;
+        peak = peak === undefined || refreshed ? ttl : Math.max(peak, ttl);
+        this.peaks.set(s.id, peak);
+      }
+      const info = observeLease(previous, s.id, { ttl, grantedTtl: peak ?? 0, keys: s.keys, at });
+      this.infos.set(s.id, info);
+      out.push(info);
+    }
+    return out;
+  }
+
+  /** Forgets ids no longer referred to; returns them marked expired, once, for views still showing them. */
+  retain(live: ReadonlySet<string>, at = Date.now()): LeaseInfo[] {
+    const gone: LeaseInfo[] = [];
+    for (const [id, info] of this.infos) {
+      if (live.has(id)) continue;
+      this.infos.delete(id);
+      this.peaks.delete(id);
+      if (info.state === 'alive') gone.push(observeLease(info, id, { ttl: -1, grantedTtl: info.grantedTtl, keys: info.keys, at }));
+    }
+    return gone;
+  }
+
+  clear(): void {
+    this.infos.clear();
+    this.peaks.clear();
+  }
+}

@@ -1,0 +1,120 @@
+/**
+ * For stores that are read whole (a poll) or key by key rather than watched as a stream of changes: keeps the last
+ * state of every lock and turns each new read into a ChangeSet of only the locks that really changed, so a view
+ * repaints what moved, as it does for etcd's watch, and a quiet poll emits nothing. Pure: no store, no timers.
+ */
+import type { ChangeSet, LockMember, LockState } from './lockState';
+
+export class SnapshotModel {
+  private readonly byId = new Map<string, { lock: LockState; fingerprint: string }>();
+  private revision = 0;
+
+  /** Every lock, in the order of their names' bytes. */
+  locks(): LockState[] {
+    return [...this.byId.values()].map((e) => e.lock).sort((a, b) => Buffer.compare(a.name, b.name));
+  }
+
+  lock(id: string): LockState | undefined {
+    return this.byId.get(id)?.lock;
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** A full read: whatever is not in `locks` is gone. Undefined when nothing changed. */
+  replaceAll(locks: readonly LockState[], resynced = true): ChangeSet | undefined {
+    return this.apply(new Set(this.byId.keys()), locks, resynced);
+  }
+
+  /**
+   * A partial read: `readIds` are the locks that were read again (a notification touched them); those missing from
+   * `locks` are gone, the others are untouched.
+   */
+  replaceSome(readIds: Iterable<string>, locks: readonly LockState[]): ChangeSet | undefined {
+    return this.apply(new Set(readIds), locks, false);
+  }
+
+  /** Forgets everything, e.g. when the watch stops (without emitting). */
+  clear(): void {
+    this.byId.clear();
+  }
+
+  private apply(covered: Set<string>, locks: readonly LockState[], resynced: boolean): ChangeSet | undefined {
+    const changed: LockState[] = [];
+    const seen = new Set<string>();
+    for (const lock of locks) {
+      seen.add(lock.id);
+      const fingerprint = lockFingerprint(lock);
+      const before = this.byId.get(lock.id);
+      if (before?.fingerprint === fingerprint) continue;
+      this.byId.set(lock.id, { lock, fingerprint });
+      changed.push(lock);
+    }
+    const removed: string[] = [];
+    for (const id of covered) {
+      if (seen.has(id) || !this.byId.has(id)) continue;
+      this.byId.delete(id);
+      removed.push(id);
+    }
+    if (changed.length === 0 && removed.length === 0) return undefined;
+    changed.sort((a, b) => Buffer.compare(a.name, b.name));
+    return { revision: ++this.revision, changed, removed, resynced };
+  }
+}
+
+/** Merges change sets emitted close together into one: each lock once, in its latest state. */
+export function mergeChangeSets(sets: readonly ChangeSet[]): ChangeSet | undefined {
+  if (sets.length === 0) return undefined;
+  const changed = new Map<string, LockState>();
+  const removed = new Set<string>();
+  for (const set of sets) {
+    for (const lock of set.changed) {
+      changed.set(lock.id, lock);
+      removed.delete(lock.id);
+    }
+    for (const id of set.removed) {
+      changed.delete(id);
+      removed.add(id);
+    }
+  }
+  return {
+    revision: sets[sets.length - 1].revision,
+    changed: [...changed.values()].sort((a, b) => Buffer.compare(a.name, b.name)),
+    removed: [...removed],
+    resynced: sets.some((s) => s.resynced),
+  };
+}
+
+function memberFingerprint(m: LockMember): unknown[] {
+  return [
+    m.key.toString('hex'),
+    m.convention,
+    m.owner,
+    m.lease,
+    m.token,
+    m.holds,
+    m.mode ?? null,
+    m.deadline ?? null,
+    m.valuePreview.toString('hex'),
+    m.valueSize,
+    // Optional fields added by stores later are compared too, whatever they are.
+    ...Object.entries(m)
+      .filter(([k]) => !KNOWN_MEMBER_FIELDS.has(k))
+      .sort(([a], [b]) => (a < b ? -1 : 1))
+      .map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('hex') : v]),
+  ];
+}
+
+const KNOWN_MEMBER_FIELDS = new Set(['key', 'convention', 'owner', 'lease', 'token', 'holds', 'mode', 'deadline', 'valuePreview', 'valueSize']);
+
+/** Equal for two states a view would show identically. */
+export function lockFingerprint(lock: LockState): string {
+  return JSON.stringify([
+    lock.name.toString('hex'),
+    lock.kind,
+    lock.holder ? memberFingerprint(lock.holder) : null,
+    lock.sharedWith?.map(memberFingerprint) ?? null,
+    lock.waiters.map(memberFingerprint),
+  ]);
+}

@@ -1,0 +1,138 @@
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from './ports';
+
+/**
+ * Real Redis servers for tests: Debian's `redis-server` (installed by scripts/setup.sh) on a free loopback port with a
+ * temporary dir, no persistence. Every process started here is killed when the test process exits.
+ */
+
+export interface RedisTls {
+  readonly certFile: string;
+  readonly keyFile: string;
+  /** Verifies client certificates against this CA when given (tls-auth-clients yes). */
+  readonly clientCaFile?: string;
+}
+
+export interface RedisStartOptions {
+  /** requirepass: the default user's password. */
+  readonly password?: string;
+  /** ACL rules, one user each, e.g. `alice on >secret ~* &* +@all`. */
+  readonly users?: readonly string[];
+  /** The port then speaks TLS only. */
+  readonly tls?: RedisTls;
+  /** notify-keyspace-events, e.g. 'KEA'. */
+  readonly notify?: string;
+}
+
+const running = new Set<ChildProcess>();
+process.on('exit', () => running.forEach((p) => p.kill('SIGKILL')));
+
+export class RedisServer {
+  private proc?: ChildProcess;
+  private output = '';
+
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+    private readonly options: RedisStartOptions,
+  ) {}
+
+  get url(): string {
+    return `${this.options.tls ? 'rediss' : 'redis'}://127.0.0.1:${this.port}`;
+  }
+  get log(): string {
+    return this.output;
+  }
+
+  private args(): string[] {
+    const o = this.options;
+    const args = ['--bind', '127.0.0.1', '--dir', this.dir, '--save', '', '--appendonly', 'no', '--logfile', '', '--daemonize', 'no'];
+    if (o.tls) {
+      args.push('--port', '0', '--tls-port', String(this.port), '--tls-cert-file', o.tls.certFile, '--tls-key-file', o.tls.keyFile);
+      if (o.tls.clientCaFile) args.push('--tls-ca-cert-file', o.tls.clientCaFile, '--tls-auth-clients', 'yes');
+      else args.push('--tls-auth-clients', 'no');
+    } else {
+      args.push('--port', String(this.port));
+    }
+    if (o.password) args.push('--requirepass', o.password);
+    // redis-server joins the words after --user into one ACL rule; a single quoted argument is taken as the user name.
+    for (const u of o.users ?? []) args.push('--user', ...u.split(' '));
+    if (o.notify) args.push('--notify-keyspace-events', o.notify);
+    return args;
+  }
+
+  async start(timeoutMs = 10_000): Promise<void> {
+    this.output = '';
+    const proc = spawn('redis-server', this.args(), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const collect = (d: Buffer) => (this.output = (this.output + d.toString()).slice(-100_000));
+    proc.stdout!.on('data', collect);
+    proc.stderr!.on('data', collect);
+    proc.on('exit', () => running.delete(proc));
+    running.add(proc);
+    this.proc = proc;
+    const deadline = Date.now() + timeoutMs;
+    while (!/Ready to accept connections/.test(this.output)) {
+      if (proc.exitCode !== null) throw new Error(`redis-server exited: ${this.output.slice(-2000)}`);
+      if (Date.now() > deadline) throw new Error(`redis-server not ready in ${timeoutMs} ms: ${this.output.slice(-2000)}`);
+      await sleep(20);
+    }
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    proc.kill(signal);
+    await exited;
+  }
+
+  /** Same port, empty dataset (nothing is persisted). */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async dispose(): Promise<void> {
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** redis-cli against this server (plain servers only), with the default user's password if any. */
+  cli(args: readonly string[]): Promise<string> {
+    const auth = this.options.password ? ['--no-auth-warning', '-a', this.options.password] : [];
+    return new Promise((resolve, reject) => {
+      execFile('redis-cli', ['-h', '127.0.0.1', '-p', String(this.port), ...auth, ...args], { timeout: 10_000 }, (err, stdout, stderr) => {
+        if (err) reject(new Error(`redis-cli ${args.join(' ')}: ${stderr || err.message}`));
+        else resolve(stdout.trim());
+      });
+    });
+  }
+}
+
+export async function startRedis(options: RedisStartOptions = {}): Promise<RedisServer> {
+  const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'locklens-redis-')), options);
+  try {
+    await server.start();
+  } catch (e) {
+    await server.dispose();
+    throw e;
+  }
+  return server;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}
+
+/** Polls `check` until it holds; bounded. */
+export async function eventually(check: () => boolean | Promise<boolean>, timeoutMs = 10_000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
