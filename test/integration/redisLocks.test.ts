@@ -1,0 +1,326 @@
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Redis from 'ioredis';
+import { RedisBackend } from '../../src/core/redis/redisBackend';
+import { isLockLensError } from '../../src/core/errors';
+import { keyId } from '../../src/core/keys';
+import type { LockHold } from '../../src/core/backend';
+import type { LockLensError } from '../../src/core/errors';
+import { CONVENTIONS, keyTtlId } from '../../src/core/redis/recognize';
+import { eventually, startRedis, type RedisServer } from '../harness/redis';
+import { RedisPyLock } from '../harness/redisPy';
+import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../harness/redisson';
+import { FAIR_UNLOCK, REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
+import { lockChannel } from '../../src/core/redis/redissonNames';
+
+const b = (s: string) => Buffer.from(s);
+
+describe('Redis backend against a real redis-server', { timeout: 120_000 }, () => {
+  let server: RedisServer;
+  let backend: RedisBackend;
+  let raw: Redis;
+  let redisson: FakeRedisson;
+  const cleanups: (() => unknown)[] = [];
+  let n = 0;
+  let prefix = '';
+
+  before(async () => {
+    server = await startRedis();
+    backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
+    raw = new Redis(server.url, { protocol: 2 });
+    redisson = FakeRedisson.connect(server.url);
+  });
+  after(async () => {
+    backend?.close();
+    raw?.disconnect();
+    redisson?.dispose();
+    await server?.dispose();
+  });
+  beforeEach(() => {
+    prefix = `t${++n}/`;
+  });
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+
+  const peer = (name: string, mode: 'hold' | 'try', timeout: number | null = 30) => {
+    const p = new RedisPyLock(server.url, name, mode, timeout);
+    cleanups.push(() => p.dispose());
+    return p;
+  };
+  const listed = async () => (await backend.list([b(prefix)])).locks;
+
+  test('list: Redisson holder with hold count and TTL, written by Redisson`s Lua', async () => {
+    const name = `${prefix}orders`;
+    assert.equal(await redisson.lock(name, 1), null);
+    assert.equal(await redisson.lock(name, 1), null, 're-entered');
+    assert.notEqual(await redisson.lock(name, 2), null, 'another thread waits');
+    const listing = await backend.list([b(prefix)]);
+    assert.equal(listing.revision, null);
+    const [lock] = listing.locks;
+    assert.equal(lock.kind, 'queue');
+    assert.equal(lock.holder?.convention, CONVENTIONS.redissonLock);
+    assert.equal(lock.holder?.owner, `${REDISSON_UUID}:1`);
+    assert.equal(lock.holder?.holds, 2);
+    const lease = listing.lease(lock.holder!.lease)!;
+    assert.equal(lease.state, 'alive');
+    assert.ok(lease.ttl > 0 && lease.ttl <= 30);
+  });
+
+  test('list: a fair lock`s waiters in queue order with deadlines; a free fair lock still shows its queue', async () => {
+    const name = `${prefix}fair`;
+    assert.equal(await redisson.fairLock(name, 1), null);
+    assert.notEqual(await redisson.fairLock(name, 2, 30_000, OTHER_UUID), null);
+    assert.notEqual(await redisson.fairLock(name, 3), null);
+    let [lock] = await listed();
+    assert.equal(lock.holder?.convention, CONVENTIONS.redissonFairLock);
+    assert.deepEqual(lock.waiters.map((w) => w.owner), [`${OTHER_UUID}:2`, `${REDISSON_UUID}:3`]);
+    const [d1, d2] = lock.waiters.map((w) => w.deadline!);
+    assert.ok(d1 > Date.now() && d2 > d1, 'deadlines in the future, later for later waiters');
+    const listing = await backend.list([b(prefix)]);
+    assert.ok(listing.lease(listing.locks[0].waiters[0].lease)!.ttl > 0, 'a waiter counts down to its give-up time');
+    await raw.del(name);
+    [lock] = await listed();
+    assert.equal(lock.holder, null);
+    assert.equal(lock.waiters.length, 2);
+  });
+
+  test('list: a read/write lock with two readers, its timeout strings not locks', async () => {
+    const name = `${prefix}rw`;
+    assert.equal(await redisson.readLock(name, 1), null);
+    assert.equal(await redisson.readLock(name, 2, 30_000, OTHER_UUID), null);
+    const locks = await listed();
+    assert.equal(locks.length, 1, JSON.stringify(locks.map((l) => l.name.toString())));
+    assert.equal(locks[0].kind, 'readwrite');
+    assert.deepEqual([locks[0].holder!, ...locks[0].sharedWith!].map((m) => [m.owner, m.mode]).sort(), [
+      [`${REDISSON_UUID}:1`, 'read'],
+      [`${OTHER_UUID}:2`, 'read'],
+    ]);
+  });
+
+  test('list: ShedLock host; a redis-py lock with its token as owner and no expiry flagged', async () => {
+    await raw.set(`${prefix}job-lock:default:report`, `ADDED:2024-05-01T10:00:00.000Z@batch-7:${REDISSON_UUID}`, 'PX', 60_000);
+    const py = peer(`${prefix}py`, 'hold', null);
+    const token = (await py.until(['acquired'])).split(' ')[1];
+    const locks = await listed();
+    const shed = locks.find((l) => l.holder?.convention === CONVENTIONS.shedlock)!;
+    assert.equal(shed.holder?.owner, 'batch-7');
+    const pyLock = locks.find((l) => l.name.equals(b(`${prefix}py`)))!;
+    assert.equal(pyLock.holder?.convention, CONVENTIONS.token);
+    assert.equal(pyLock.holder?.owner, token);
+    assert.equal(pyLock.holder?.lease, '', 'redis-py without timeout never expires');
+    py.release();
+    await py.until(['released']);
+  });
+
+  test('acquire excludes redis-py both ways', async () => {
+    const name = `${prefix}shared`;
+    // LockLens holds: redis-py's non-blocking acquire fails, its blocking one waits for our release.
+    const hold = await backend.acquire(b(name), { ttlSeconds: 10 });
+    assert.equal((await peer(name, 'try').until(['busy', 'acquired'])), 'busy');
+    const waiter = peer(name, 'hold');
+    await waiter.until(['waiting']);
+    assert.equal(waiter.lines.includes('busy'), false);
+    assert.ok(!waiter.lines.some((l) => l.startsWith('acquired')), 'redis-py waits while we hold');
+    assert.equal(await hold.release(), true);
+    const token = (await waiter.until(['acquired'])).split(' ')[1];
+    // redis-py holds: our acquire waits (told ahead 1) until it releases, then holds.
+    const positions: number[] = [];
+    const ours = backend.acquire(b(name), { ttlSeconds: 10, onQueue: (p) => positions.push(p.ahead) });
+    await eventually(() => positions.includes(1), 10_000, 'told we wait');
+    const [lock] = (await listed()).filter((l) => l.name.equals(b(name)));
+    assert.equal(lock.holder?.owner, token, 'still redis-py`s');
+    waiter.release();
+    await waiter.until(['released']);
+    const second = await ours;
+    assert.deepEqual(positions, [1, 0]);
+    assert.equal(second.key.toString(), name);
+    const [now] = (await listed()).filter((l) => l.name.equals(b(name)));
+    assert.equal(now.holder?.owner, second.owner);
+    assert.equal(await second.release(), true);
+  });
+
+  test('acquire on a Redisson-held name uses a Redisson field and wakes on Redisson`s unlock publish', async () => {
+    const name = `${prefix}redisson`;
+    assert.equal(await redisson.lock(name, 1, 60_000), null);
+    const positions: number[] = [];
+    const pending = backend.acquire(b(name), { ttlSeconds: 30, onQueue: (p) => positions.push(p.ahead) });
+    await eventually(() => positions.includes(1), 10_000, 'queued');
+    // Redisson's unlock: hincrby -1, then del and publish 0 (what REDISSON_UNLOCK does for a Redisson client).
+    assert.equal(await raw.eval(REDISSON_UNLOCK, 2, name, lockChannel(b(name)), UNLOCK_MESSAGE, 60_000, `${REDISSON_UUID}:1`), 1);
+    const hold = await pending;
+    assert.match(hold.owner, /^[0-9a-f-]{36}:\d+$/);
+    const fields = await raw.hgetall(name);
+    assert.deepEqual(fields, { [hold.owner]: '1' }, 'a Redisson-shaped field with count 1');
+    const [lock] = await listed();
+    assert.equal(lock.holder?.owner, hold.owner);
+    assert.equal(lock.holder?.convention, CONVENTIONS.redissonLock);
+    // A Redisson client now waits for us: our release publishes so it wakes.
+    const sub = new Redis(server.url, { protocol: 2 });
+    cleanups.push(() => sub.disconnect());
+    const messages: string[] = [];
+    sub.on('message', (_c: string, m: string) => messages.push(m));
+    await sub.subscribe(`redisson_lock__channel:{${name}}`);
+    assert.equal(await hold.release(), true);
+    await eventually(() => messages.includes('0'), 5000, 'unlock message');
+    assert.equal(await raw.exists(name), 0);
+  });
+
+  test('acquire on a Redisson fair lock queues behind its waiters and is served in queue order', async () => {
+    const name = `${prefix}fairq`;
+    const queueKey = `redisson_lock_queue:{${name}}`;
+    const fairUnlock = (field: string) =>
+      raw.eval(FAIR_UNLOCK, 4, name, queueKey, `redisson_lock_timeout:{${name}}`, `redisson_lock__channel:{${name}}`, UNLOCK_MESSAGE, 30_000, field, Date.now());
+    assert.equal(await redisson.fairLock(name, 1), null);
+    assert.notEqual(await redisson.fairLock(name, 2), null, 'a Redisson waiter queued first');
+    const positions: number[] = [];
+    const pending = backend.acquire(b(name), { ttlSeconds: 30, onQueue: (p) => positions.push(p.ahead) });
+    pending.catch(() => undefined);
+    await eventually(async () => (await raw.llen(queueKey)) === 2, 10_000, 'we are queued behind it');
+    const [lock] = await listed();
+    assert.equal(lock.waiters.length, 2);
+    assert.equal(lock.waiters[0].owner, `${REDISSON_UUID}:2`);
+    // The holder leaves: Redisson wakes only the head of the queue, which takes it; we are still waiting.
+    assert.equal(await fairUnlock(`${REDISSON_UUID}:1`), 1);
+    assert.equal(await redisson.fairLock(name, 2), null, 'the head of the queue is served first');
+    assert.deepEqual(Object.keys(await raw.hgetall(name)), [`${REDISSON_UUID}:2`]);
+    assert.equal(await fairUnlock(`${REDISSON_UUID}:2`), 1);
+    const hold = await pending;
+    assert.equal(positions[positions.length - 1], 0);
+    assert.ok(positions.includes(2), `told two ahead first: ${positions.join(',')}`);
+    assert.equal(await raw.llen(queueKey), 0, 'left the queue');
+    assert.equal(await hold.release(), true);
+  });
+
+  test('tryOnly: LOCKED naming the holder', async () => {
+    const py = peer(`${prefix}busy`, 'hold');
+    const token = (await py.until(['acquired'])).split(' ')[1];
+    await assert.rejects(backend.acquire(b(`${prefix}busy`), { ttlSeconds: 5, tryOnly: true }), (e: LockLensError) => e.code === 'LOCKED' && e.message.includes(token));
+    await redisson.lock(`${prefix}rbusy`, 4);
+    await assert.rejects(backend.acquire(b(`${prefix}rbusy`), { ttlSeconds: 5, tryOnly: true }), (e: LockLensError) => e.code === 'LOCKED' && e.message.includes(`${REDISSON_UUID}:4`));
+    py.release();
+  });
+
+  test('cancel while waiting: CANCELLED and nothing left behind (token and fair queue)', async () => {
+    await raw.set(`${prefix}c1`, 'someone', 'PX', 30_000);
+    const abort = new AbortController();
+    const waiting = backend.acquire(b(`${prefix}c1`), { ttlSeconds: 5, signal: abort.signal, onQueue: () => abort.abort() });
+    await assert.rejects(waiting, (e: LockLensError) => e.code === 'CANCELLED');
+    assert.equal(await raw.get(`${prefix}c1`), 'someone');
+    const fair = `${prefix}c2`;
+    await redisson.fairLock(fair, 1);
+    const abort2 = new AbortController();
+    const waiting2 = backend.acquire(b(fair), { ttlSeconds: 5, signal: abort2.signal, onQueue: () => abort2.abort() });
+    await assert.rejects(waiting2, (e: LockLensError) => e.code === 'CANCELLED');
+    assert.equal(await raw.llen(`redisson_lock_queue:{${fair}}`), 0);
+    assert.equal(await raw.zcard(`redisson_lock_timeout:{${fair}}`), 0);
+    assert.deepEqual(Object.keys(await raw.hgetall(fair)), [`${REDISSON_UUID}:1`]);
+  });
+
+  test('a hold says it is lost when someone deletes its key; release then returns false', async () => {
+    const hold: LockHold = await backend.acquire(b(`${prefix}lost`), { ttlSeconds: 1.5 });
+    const lost = new Promise<LockLensError>((resolve) => hold.onDidLose(resolve));
+    await raw.del(`${prefix}lost`);
+    const error = await lost;
+    assert.equal(error.code, 'LOCK_LOST');
+    assert.equal(hold.lost, error);
+    assert.equal(await hold.release(), false);
+  });
+
+  test('a hold renews its TTL while held', async () => {
+    const hold = await backend.acquire(b(`${prefix}renew`), { ttlSeconds: 0.6 });
+    await eventually(async () => (await raw.pttl(`${prefix}renew`)) > 450, 2000, 'renewed once');
+    await new Promise((r) => setTimeout(r, 1200));
+    assert.equal(hold.lost, undefined);
+    assert.ok((await raw.exists(`${prefix}renew`)) === 1, 'still there after twice its TTL');
+    assert.equal(await hold.release(), true);
+  });
+
+  test('force-release compares with what was shown', async () => {
+    // Token: deleted only if it still holds the token seen.
+    await raw.set(`${prefix}f1`, 'token-A', 'PX', 30_000);
+    const [shown] = await listed();
+    assert.match(backend.describeForceRelease(shown, shown.holder!), /only if it still holds token token-A.*not told/);
+    await raw.set(`${prefix}f1`, 'token-B', 'PX', 30_000);
+    await assert.rejects(backend.forceRelease(shown, shown.holder!), (e: LockLensError) => e.code === 'LOCK_CHANGED');
+    assert.equal(await raw.get(`${prefix}f1`), 'token-B');
+    const [fresh] = await listed();
+    const result = await backend.forceRelease(fresh, fresh.holder!);
+    assert.deepEqual(result.keys, [b(`${prefix}f1`)]);
+    assert.equal(await raw.exists(`${prefix}f1`), 0);
+
+    // Redisson: the hash deleted and Redisson's waiters woken, only if the field is still the holder.
+    const name = `${prefix}f2`;
+    await redisson.lock(name, 1);
+    const [r1] = await listed();
+    await raw.del(name);
+    await redisson.lock(name, 2);
+    await assert.rejects(backend.forceRelease(r1, r1.holder!), (e: LockLensError) => e.code === 'LOCK_CHANGED');
+    const sub = new Redis(server.url, { protocol: 2 });
+    cleanups.push(() => sub.disconnect());
+    const messages: string[] = [];
+    sub.on('message', (_c: string, m: string) => messages.push(m));
+    await sub.subscribe(`redisson_lock__channel:{${name}}`);
+    const [r2] = await listed();
+    await backend.forceRelease(r2, r2.holder!);
+    assert.equal(await raw.exists(name), 0);
+    await eventually(() => messages.includes('0'), 5000, 'waiters woken');
+
+    // Read/write lock: mode-aware.
+    const rw = `${prefix}f3`;
+    await redisson.readLock(rw, 1);
+    const [rwLock] = await listed();
+    assert.match(backend.describeForceRelease(rwLock, rwLock.holder!), /read\/write/);
+    await backend.forceRelease(rwLock, rwLock.holder!);
+    assert.equal(await raw.exists(rw), 0);
+  });
+
+  test('a name holding something that is not a lock is not overwritten', async () => {
+    await raw.hset(`${prefix}profile`, 'name', 'alice');
+    await assert.rejects(backend.acquire(b(`${prefix}profile`), { ttlSeconds: 5 }), (e: LockLensError) => e.code === 'INVALID_ARGUMENT');
+    await raw.rpush(`${prefix}list`, 'x');
+    await assert.rejects(backend.acquire(b(`${prefix}list`), { ttlSeconds: 5 }), (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT'));
+  });
+
+  test('binary key names survive listing, acquire and release', async () => {
+    const name = Buffer.concat([b(prefix), Buffer.from([0xff, 0x00, 0xfe])]);
+    const hold = await backend.acquire(name, { ttlSeconds: 5 });
+    const [lock] = await listed();
+    assert.deepEqual(lock.name, name);
+    assert.equal(lock.id, keyId(name));
+    assert.equal(lock.holder?.lease, keyTtlId(name));
+    assert.equal(await hold.release(), true);
+    assert.equal(await raw.exists(name), 0);
+  });
+
+  test('a huge hash and other types under the prefix are skipped without loading them', async () => {
+    const big = `${prefix}big`;
+    const args: string[] = [];
+    for (let i = 0; i < 100_000; i++) args.push(`f${i}`, '1');
+    for (let i = 0; i < args.length; i += 20_000) await raw.hset(big, ...args.slice(i, i + 20_000));
+    await raw.sadd(`${prefix}set`, 'a');
+    await raw.xadd(`${prefix}stream`, '*', 'a', '1');
+    await raw.set(`${prefix}tok`, 't');
+    const locks = await listed();
+    assert.deepEqual(locks.map((l) => l.name.toString()), [`${prefix}tok`]);
+  });
+
+  test('a key that changes type between SCAN and the read is skipped, not a crash', async () => {
+    await raw.set(`${prefix}flip`, 'token');
+    await raw.set(`${prefix}stay`, 'token2');
+    backend.readOptions = {
+      afterScanPage: async (keys) => {
+        if (keys.some((k) => k.toString() === `${prefix}flip`)) {
+          await raw.del(`${prefix}flip`);
+          await raw.rpush(`${prefix}flip`, 'now a list');
+        }
+      },
+    };
+    try {
+      const locks = await listed();
+      assert.deepEqual(locks.map((l) => l.name.toString()), [`${prefix}stay`]);
+    } finally {
+      backend.readOptions = {};
+    }
+  });
+});
