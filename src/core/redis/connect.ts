@@ -141,14 +141,15 @@ export async function explainOpenFailure(spec: ClientSpec, rejection: Error | un
   const tlsReason = spec.endpoint.tls ? certificateProblem(cause, spec) : undefined;
   if (tlsReason) return new LockLensError('TLS', `${at}: ${tlsReason}`, { cause });
 
-  // Nothing useful was said: ask the socket what speaks on that port.
-  const plain = await probePlain(spec.endpoint, spec.timeoutMs);
+  // Nothing useful was said: ask the socket what speaks on that port (both questions at once, briefly).
+  const probeMs = Math.min(spec.timeoutMs, 1000);
+  const [plain, tlsAnswers] = await Promise.all([probePlain(spec.endpoint, probeMs), spec.endpoint.tls ? false : speaksTls(spec.endpoint, probeMs)]);
   if (plain.kind === 'refused') return new LockLensError('UNREACHABLE', `${at}: connection refused (nothing listens on that port)`, { cause });
   if (spec.endpoint.tls) {
     if (plain.kind === 'redis') {
       return new LockLensError('TLS', `${at} speaks plain Redis, not TLS: use redis:// instead of rediss://`, { cause });
     }
-  } else if (await speaksTls(spec.endpoint, spec.timeoutMs)) {
+  } else if (tlsAnswers) {
     return new LockLensError('TLS', `${at} speaks TLS: use rediss:// (and set the CA file that signed its certificate)`, { cause });
   }
   if (plain.kind === 'other') {
@@ -215,7 +216,7 @@ function probePlain(endpoint: RedisEndpoint, timeoutMs: number): Promise<PlainPr
       socket.destroy();
       resolve(p);
     };
-    socket.setTimeout(Math.min(timeoutMs, 3000), () => done({ kind: 'silent' }));
+    socket.setTimeout(timeoutMs, () => done({ kind: 'silent' }));
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.once('data', (d: Buffer) => {
       const text = d.toString('latin1', 0, Math.min(d.length, 60)).split('\r\n')[0];
@@ -241,7 +242,7 @@ function speaksTls(endpoint: RedisEndpoint, timeoutMs: number): Promise<boolean>
       socket.destroy();
       resolve(yes);
     };
-    socket.setTimeout(Math.min(timeoutMs, 3000), () => done(false));
+    socket.setTimeout(timeoutMs, () => done(false));
     socket.once('secureConnect', () => done(true));
     // A TLS alert is an answer in TLS too (a server that wants a client certificate).
     socket.once('error', (e) => done(/alert/i.test(errorMessage(e))));
