@@ -13,13 +13,19 @@ interface Entry {
   readonly listeners: Set<Listener>;
 }
 
+function patternId(pattern: string | Uint8Array): string {
+  return typeof pattern === 'string' ? pattern : Buffer.from(pattern).toString('utf8');
+}
+
 export class Subscriber implements Disposable {
   private readonly patterns = new Map<string, Entry>();
   private readonly channels = new Map<string, Entry>();
 
   constructor(readonly client: Redis) {
-    client.on('pmessageBuffer', (pattern: Buffer, channel: Buffer, message: Buffer) => {
-      for (const l of [...(this.patterns.get(keyId(pattern))?.listeners ?? [])]) l(channel, message);
+    // ioredis hands the pattern back as a UTF-8 decoded string (lossy for binary bytes), so patterns are filed under
+    // that same decoding; listeners check the channel bytes themselves.
+    client.on('pmessageBuffer', (pattern: string | Buffer, channel: Buffer, message: Buffer) => {
+      for (const l of [...(this.patterns.get(patternId(pattern))?.listeners ?? [])]) l(channel, message);
     });
     client.on('messageBuffer', (channel: Buffer, message: Buffer) => {
       for (const l of [...(this.channels.get(keyId(channel))?.listeners ?? [])]) l(channel, message);
@@ -28,21 +34,21 @@ export class Subscriber implements Disposable {
 
   /** Resolves once the server confirmed the subscription. */
   async psubscribe(pattern: Buffer, listener: Listener): Promise<Disposable> {
-    return this.add(this.patterns, pattern, listener, (p) => this.client.psubscribe(p as unknown as string), (p) => this.client.punsubscribe(p as unknown as string));
+    return this.add(this.patterns, patternId(pattern), pattern, listener, (p) => this.client.psubscribe(p as unknown as string), (p) => this.client.punsubscribe(p as unknown as string));
   }
 
   async subscribe(channel: Buffer, listener: Listener): Promise<Disposable> {
-    return this.add(this.channels, channel, listener, (c) => this.client.subscribe(c as unknown as string), (c) => this.client.unsubscribe(c as unknown as string));
+    return this.add(this.channels, keyId(channel), channel, listener, (c) => this.client.subscribe(c as unknown as string), (c) => this.client.unsubscribe(c as unknown as string));
   }
 
   private async add(
     table: Map<string, Entry>,
+    id: string,
     name: Buffer,
     listener: Listener,
     on: (name: Buffer) => Promise<unknown>,
     off: (name: Buffer) => Promise<unknown>,
   ): Promise<Disposable> {
-    const id = keyId(name);
     let entry = table.get(id);
     if (!entry) {
       entry = { name, listeners: new Set() };

@@ -1,0 +1,127 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Redis from 'ioredis';
+import { RedisBackend } from '../../src/core/redis/redisBackend';
+import type { LiveStatus, LockWatch } from '../../src/core/backend';
+import type { ChangeSet } from '../../src/core/lockState';
+import type { LeaseInfo } from '../../src/core/leaseInfo';
+import { keyId } from '../../src/core/keys';
+import { eventually, startRedis, type RedisServer } from '../harness/redis';
+import { FakeRedisson, REDISSON_UUID } from '../harness/redisson';
+import { REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
+import { lockChannel } from '../../src/core/redis/redissonNames';
+
+const b = (s: string) => Buffer.from(s);
+
+interface Recorder {
+  readonly sets: ChangeSet[];
+  readonly statuses: LiveStatus[];
+  readonly leases: LeaseInfo[];
+}
+
+function record(watch: LockWatch): Recorder {
+  const r: Recorder = { sets: [], statuses: [], leases: [] };
+  watch.onDidChangeLocks((s) => r.sets.push(s));
+  watch.onDidChangeStatus((s) => r.statuses.push(s));
+  watch.onDidChangeLeases((l) => r.leases.push(...l));
+  return r;
+}
+
+for (const notify of [true, false]) {
+  describe(`Redis live watch with keyspace notifications ${notify ? 'on' : 'off (polling)'}`, { timeout: 120_000 }, () => {
+    let server: RedisServer;
+    let backend: RedisBackend;
+    let raw: Redis;
+    let redisson: FakeRedisson;
+
+    before(async () => {
+      server = await startRedis(notify ? { notify: 'KEA' } : {});
+      backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
+      raw = new Redis(server.url, { protocol: 2, maxRetriesPerRequest: 1 });
+      raw.on('error', () => undefined);
+      redisson = FakeRedisson.connect(server.url);
+      redisson.client.on('error', () => undefined);
+    });
+    after(async () => {
+      backend?.close();
+      raw?.disconnect();
+      redisson?.dispose();
+      await server?.dispose();
+    });
+
+    test('says how it keeps current, and follows locks coming, changing hands and going', async () => {
+      await raw.set('w1/existing', 'tok-0', 'PX', 60_000);
+      // A long poll interval with notifications on proves they, not polling, deliver the changes.
+      const watch = backend.watch([b('w1/')], { pollIntervalMs: notify ? 60_000 : 200, leaseSampleIntervalMs: 200 });
+      const rec = record(watch);
+      try {
+        await watch.start();
+        assert.equal(watch.status.state, 'live');
+        assert.equal(rec.sets.length, 1, 'the first load is one change set');
+        assert.equal(rec.sets[0].resynced, true);
+        assert.equal(watch.status.detail, notify ? 'keyspace notifications' : 'polling every 60 s: keyspace notifications are off'.replace('60 s', '200 ms'));
+        assert.deepEqual(watch.locks().map((l) => l.holder?.owner), ['tok-0']);
+        await raw.set('w1/new', 'tok-1', 'PX', 60_000);
+        await eventually(() => watch.lock(keyId(b('w1/new')))?.holder?.owner === 'tok-1', 10_000, 'new lock seen');
+        await raw.set('w1/new', 'tok-2', 'PX', 60_000);
+        await eventually(() => watch.lock(keyId(b('w1/new')))?.holder?.owner === 'tok-2', 10_000, 'change of hands seen');
+        await raw.del('w1/existing');
+        await eventually(() => rec.sets.some((s) => s.removed.includes(keyId(b('w1/existing')))), 10_000, 'removal seen');
+        assert.ok(rec.sets.slice(1).every((s) => !s.changed.some((l) => l.name.equals(b('w1/existing')) && l.holder?.owner === 'tok-0')), 'unchanged locks are not re-emitted');
+        await eventually(() => rec.leases.some((l) => l.id === keyId(b('w1/new')) && l.state === 'alive' && l.grantedTtl > 50), 10_000, 'TTL sampled');
+        // Keys outside the prefix are not locks of this watch.
+        await raw.set('elsewhere', 'x');
+        await watch.sync();
+        assert.equal(watch.locks().length, 1);
+      } finally {
+        watch.dispose();
+      }
+      assert.equal(watch.status.state, 'closed');
+    });
+
+    test('a Redisson unlock (publish) is seen; sync() catches up at once', async () => {
+      const watch = backend.watch([b('w2/')], { pollIntervalMs: 60_000 });
+      try {
+        await watch.start();
+        assert.equal(await redisson.lock('w2/job', 1), null);
+        await watch.sync();
+        assert.equal(watch.locks()[0]?.holder?.owner, `${REDISSON_UUID}:1`);
+        await raw.eval(REDISSON_UNLOCK, 2, 'w2/job', lockChannel(b('w2/job')), UNLOCK_MESSAGE, 30_000, `${REDISSON_UUID}:1`);
+        // No poll for a minute: the unlock message (and notifications, when on) must deliver it.
+        await eventually(() => watch.locks().length === 0, 10_000, 'Redisson unlock seen');
+      } finally {
+        watch.dispose();
+      }
+    });
+
+    test('server killed and restarted: reconnecting with the error, then live again with a full resync', async () => {
+      await raw.set('w3/a', 'tok-a');
+      const watch = backend.watch([b('w3/')], { pollIntervalMs: 200, leaseSampleIntervalMs: 200 });
+      const rec = record(watch);
+      try {
+        await watch.start();
+        assert.equal(watch.locks().length, 1);
+        await server.stop();
+        await eventually(() => watch.status.state === 'reconnecting', 10_000, 'reconnecting');
+        assert.equal(watch.status.error?.code, 'UNREACHABLE');
+        await server.start();
+        // The restarted server is empty (no persistence); a new lock appears there.
+        const fresh = new Redis(server.url, { protocol: 2 });
+        await fresh.set('w3/b', 'tok-b');
+        fresh.disconnect();
+        await eventually(() => watch.status.state === 'live', 20_000, 'live again');
+        await eventually(() => watch.locks().map((l) => l.name.toString()).join() === 'w3/b', 10_000, 'resynced');
+        assert.ok(rec.sets.some((s) => s.resynced && s.removed.includes(keyId(b('w3/a')))), 'the resync removed what is gone');
+        assert.ok(rec.statuses.some((s) => s.state === 'reconnecting'));
+        // And it keeps following changes after the restart.
+        await backend.list([b('w3/')]);
+        const again = new Redis(server.url, { protocol: 2 });
+        await again.set('w3/c', 'tok-c');
+        again.disconnect();
+        await eventually(() => watch.locks().length === 2, 10_000, 'follows after restart');
+      } finally {
+        watch.dispose();
+      }
+    });
+  });
+}
