@@ -324,3 +324,49 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     }
   });
 });
+
+describe('redlock: several independent instances', { timeout: 60_000 }, () => {
+  const servers: RedisServer[] = [];
+  let backend: RedisBackend;
+  const raws: Redis[] = [];
+
+  before(async () => {
+    for (let i = 0; i < 3; i++) servers.push(await startRedis());
+    backend = await RedisBackend.open({ store: 'redis', endpoints: servers.map((s) => s.url) });
+    for (const s of servers) {
+      const r = new Redis(s.url, { protocol: 2, maxRetriesPerRequest: 0 });
+      r.on('error', () => undefined);
+      raws.push(r);
+    }
+  });
+  after(async () => {
+    backend?.close();
+    raws.forEach((r) => r.disconnect());
+    for (const s of servers) await s.dispose();
+  });
+
+  test('held with the same token on every instance, released from all', async () => {
+    const hold = await backend.acquire(b('rl/a'), { ttlSeconds: 10 });
+    assert.deepEqual(await Promise.all(raws.map((r) => r.get('rl/a'))), [hold.owner, hold.owner, hold.owner]);
+    assert.equal(await hold.release(), true);
+    assert.deepEqual(await Promise.all(raws.map((r) => r.exists('rl/a'))), [0, 0, 0]);
+  });
+
+  test('a majority held elsewhere: LOCKED, and our minority writes undone', async () => {
+    await raws[1].set('rl/b', 'theirs', 'PX', 30_000);
+    await raws[2].set('rl/b', 'theirs', 'PX', 30_000);
+    await assert.rejects(backend.acquire(b('rl/b'), { ttlSeconds: 10, tryOnly: true }), (e: LockLensError) => e.code === 'LOCKED');
+    assert.equal(await raws[0].exists('rl/b'), 0, 'the instance that said yes was undone');
+  });
+
+  test('one instance down: still held by the other two', async () => {
+    await servers[2].stop();
+    try {
+      const hold = await backend.acquire(b('rl/c'), { ttlSeconds: 10 });
+      assert.deepEqual(await Promise.all(raws.slice(0, 2).map((r) => r.get('rl/c'))), [hold.owner, hold.owner]);
+      assert.equal(await hold.release(), true);
+    } finally {
+      await servers[2].start();
+    }
+  });
+});
