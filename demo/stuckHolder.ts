@@ -1,7 +1,7 @@
-import { EtcdConnection } from '../src/core/connection';
+import { EtcdConnection } from '../src/core/etcd/connection';
 import { errorMessage } from '../src/core/errors';
-import { Mutex } from '../src/core/mutex';
-import { Session } from '../src/core/session';
+import { Mutex } from '../src/core/etcd/mutex';
+import { Session } from '../src/core/etcd/session';
 import type { StuckReport } from './workload';
 
 /**

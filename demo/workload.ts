@@ -1,9 +1,9 @@
 import { setMaxListeners } from 'node:events';
-import { call, EtcdConnection } from '../src/core/connection';
+import { call, EtcdConnection } from '../src/core/etcd/connection';
 import { errorMessage, isLockLensError } from '../src/core/errors';
 import { leaseDecimal } from '../src/core/keys';
-import { Mutex } from '../src/core/mutex';
-import { Session } from '../src/core/session';
+import { Mutex } from '../src/core/etcd/mutex';
+import { Session } from '../src/core/etcd/session';
 import { Group, sleep } from './processes';
 
 /**
