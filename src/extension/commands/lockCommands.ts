@@ -120,6 +120,8 @@ export function registerLockCommands(
       lease = leaseArgument(arg.lease);
     } else {
       connection = await pickConnection(registry, vscode.l10n.t('Revoke lease'));
+      // A store without leases says so before offering anything to pick.
+      leaseOperations(await connection.open());
       lease = await pickLease(connection, tree);
     }
     const leases = leaseOperations(await connection.open());
