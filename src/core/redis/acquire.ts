@@ -172,7 +172,6 @@ abstract class RenewingHold implements LockHold {
 
   private schedule(): void {
     this.timer = setTimeout(() => void this.tick(), Math.max(50, Math.floor(this.ttlMs / 3)));
-    this.timer.unref?.();
   }
 
   private async tick(): Promise<void> {
