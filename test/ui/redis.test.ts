@@ -84,6 +84,17 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
 
   const exists = async (key: string) => (await redis.cli(['EXISTS', key])) === '1';
 
+  /** A screenshot with the mouse parked on the empty editor area, so no hover tooltip covers the view. */
+  async function shot(name: string): Promise<void> {
+    await page.mouse.move(1300, 300);
+    // A hover shown before the move fades out after a short delay.
+    await page.locator('.workbench-hover-container, .monaco-hover:not(.hidden)').first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+    await screenshot(page, name);
+  }
+
+  /** Closes the notification toasts (a "You hold" toast outlives its lock: it would cover later pictures). */
+  const clearNotifications = () => runCommand(page, 'Notifications: Clear All Notifications');
+
   /** The owners' own renewals (redis-py `extend`, Redisson's watchdog), so the seeded leases outlive a slow run. */
   async function renew(): Promise<void> {
     await redis.cli(['EVAL', RENEW_TOKEN, '1', EXPORT, exportToken, String(LEASE_MS)]);
@@ -132,33 +143,42 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await openViewContainer(page, 'LockLens');
     // Room for the rows' descriptions (role, owner, holds, TTL, age).
     await widenSidebar(page, 760);
-    await rowLabelled(CONNECTION).waitFor({ state: 'visible', timeout: 60_000 });
-    await eventually(async () => /^connected/.test(await description(rowLabelled(CONNECTION))), 30_000, 'connection row says connected');
-    for (const label of ['export', 'billing', 'stuck']) await rowLabelled(label).waitFor({ state: 'visible', timeout: 30_000 });
+    // The picture is taken whatever happens below: when a row is missing, it shows what the tree had instead.
+    try {
+      await rowLabelled(CONNECTION).waitFor({ state: 'visible', timeout: 60_000 });
+      await eventually(async () => /^connected/.test(await description(rowLabelled(CONNECTION))), 30_000, 'connection row says connected');
 
-    // A token lock is one key: one row, its owner the token (cut to fit; the tooltip has it whole), with its TTL.
-    const exportRow = await eventually(async () => {
-      const d = await description(rowLabelled('export'));
-      return /TTL \d+s/.test(d) && d;
-    }, 20_000, 'export row with its TTL');
-    assert.match(exportRow, new RegExp(`owner ${exportToken.slice(0, 20)}`), `export row: ${exportRow}`);
-    const exportTtl = Number(/TTL (\d+)s/.exec(exportRow)![1]);
-    assert.ok(exportTtl > 0 && exportTtl <= LEASE_MS / 1000, `TTL within the lease: ${exportRow}`);
+      // A token lock is one key: one row, its owner the token (cut to fit; the tooltip has it whole), with its TTL.
+      await rowLabelled('export').waitFor({ state: 'visible', timeout: 30_000 });
+      const exportRow = await eventually(async () => {
+        const d = await description(rowLabelled('export'));
+        return /TTL \d+s/.test(d) && d;
+      }, 20_000, 'export row with its TTL');
+      assert.match(exportRow, new RegExp(`owner ${exportToken.slice(0, 20)}`), `export row: ${exportRow}`);
+      const exportTtl = Number(/TTL (\d+)s/.exec(exportRow)![1]);
+      assert.ok(exportTtl > 0 && exportTtl <= LEASE_MS / 1000, `TTL within the lease: ${exportRow}`);
 
-    // Redisson: a lock row naming the holder, whose member row counts the holds.
-    assert.match(await description(rowLabelled('billing')), new RegExp(`^held by ${escapeRegExp(BILLING_FIELD)}`));
-    await expand(rowLabelled('billing'));
-    await rowLabelled(BILLING_FIELD).waitFor({ state: 'visible', timeout: 20_000 });
-    const billingHolder = await description(rowLabelled(BILLING_FIELD));
-    assert.match(billingHolder, /^holder · .*2 holds \(re-entrant\) · TTL \d+s/, `billing holder row: ${billingHolder}`);
+      // The stuck lock: no expiry, and the row warns.
+      const stuckRow = rowLabelled('stuck');
+      await stuckRow.waitFor({ state: 'visible', timeout: 30_000 });
+      const stuck = await description(stuckRow);
+      assert.match(stuck, new RegExp(`owner ${STUCK_TOKEN.slice(0, 20)}`), `stuck row: ${stuck}`);
+      assert.match(stuck, /no expiry/, `stuck row: ${stuck}`);
+      assert.ok(await stuckRow.locator('.codicon-warning').isVisible(), 'the stuck row has a warning icon');
 
-    // The stuck lock: no expiry, and the row warns.
-    const stuckRow = rowLabelled('stuck');
-    const stuck = await description(stuckRow);
-    assert.match(stuck, new RegExp(`owner ${STUCK_TOKEN.slice(0, 20)}`), `stuck row: ${stuck}`);
-    assert.match(stuck, /no expiry/, `stuck row: ${stuck}`);
-    assert.ok(await stuckRow.locator('.codicon-warning').isVisible(), 'the stuck row has a warning icon');
-    await screenshot(page, 'redis-tree');
+      // Redisson: a lock row naming the holder, whose member row counts the holds.
+      const billing = rowLabelled('billing');
+      await billing.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e: unknown) => {
+        throw new Error(`no billing row; the tree shows ${JSON.stringify(await rowLabels())}: ${String(e)}`);
+      });
+      assert.match(await description(billing), new RegExp(`^held by ${escapeRegExp(BILLING_FIELD)}`));
+      await expand(billing);
+      await rowLabelled(BILLING_FIELD).waitFor({ state: 'visible', timeout: 20_000 });
+      const billingHolder = await description(rowLabelled(BILLING_FIELD));
+      assert.match(billingHolder, /^holder · .*2 holds \(re-entrant\) · TTL \d+s/, `billing holder row: ${billingHolder}`);
+    } finally {
+      await shot('redis-tree');
+    }
   });
 
   test('a Redisson fair lock shows its holder, then its two waiters in queue order', async () => {
@@ -173,7 +193,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     assert.match(await description(rowLabelled(FAIR_HOLDER)), /^holder · /);
     assert.match(await description(rowLabelled(FAIR_WAITERS[0])), /^waiter #1 · /);
     assert.match(await description(rowLabelled(FAIR_WAITERS[1])), /^waiter #2 · /);
-    await screenshot(page, 'redis-fair-lock');
+    await shot('redis-fair-lock');
   });
 
   test('"Acquire Lock…" on a new name sets our token with a PX, shows it in the status bar, and the status bar releases it', async () => {
@@ -200,12 +220,13 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await page.locator('.notification-toast', { hasText: `Acquiring "${BY_HAND}"` }).waitFor({ state: 'detached', timeout: 20_000 });
     // The tree has it, as ours.
     await eventually(async () => /held by you/.test(await description(rowLabelled('by-hand'))), 20_000, 'by-hand row held by you');
-    await screenshot(page, 'redis-acquire');
+    await shot('redis-acquire');
 
     await item.click();
     await eventually(async () => !(await exists(BY_HAND)), 20_000, `${BY_HAND} deleted`);
     await item.waitFor({ state: 'hidden', timeout: 20_000 });
     await rowLabelled('by-hand').waitFor({ state: 'detached', timeout: 20_000 });
+    await clearNotifications();
   });
 
   test('"Force Release…" on the stuck lock asks with what it will do, then deletes the key and the row', async () => {
@@ -233,10 +254,10 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     assert.match(text, new RegExp(`Force-release "${escapeRegExp(STUCK)}" from ${escapeRegExp(STUCK)} on ${escapeRegExp(CONNECTION)}\\?`));
     // The backend's own description of what it will do (compare-and-delete of the token shown), and who is next.
     const detail = ((await dialog.locator('.dialog-message-detail').textContent().catch(() => '')) ?? '').trim();
-    assert.ok(detail.length > 0, 'the confirmation says what force-release does');
+    assert.match(detail, new RegExp(`only if it still holds token ${STUCK_TOKEN}`), `the confirmation says what force-release does: ${detail}`);
     assert.match(detail, /Nobody is waiting in the store/);
     assert.ok(await exists(STUCK), 'nothing deleted before the confirmation');
-    await screenshot(page, 'redis-force-release-confirm');
+    await shot('redis-force-release-confirm');
     await dialog.locator('.monaco-button', { hasText: 'Force Release' }).first().click();
     await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
 
@@ -246,7 +267,8 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     // Only the stuck lock: the others are still held by their owners.
     assert.equal(await redis.cli(['GET', EXPORT]), exportToken);
     assert.equal(await redis.cli(['HGET', BILLING, BILLING_FIELD]), '2');
-    await screenshot(page, 'redis-after-force-release');
+    await shot('redis-after-force-release');
+    await clearNotifications();
   });
 
   test('the audit log has the force-release, with the owner released', async () => {
@@ -255,7 +277,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await runCommand(page, 'LockLens: Show Audit Log');
     const output = page.locator('.part.panel .view-lines');
     await eventually(async () => expected.test(((await output.first().textContent().catch(() => '')) ?? '').replace(/\u00a0/g, ' ')), 20_000, 'the forceRelease line in the Output panel');
-    await screenshot(page, 'redis-audit');
+    await shot('redis-audit');
     // And the channel's log file, under the user data dir (a log output channel writes one).
     const file = await eventually(() => findFile(server.userDataDir, (name) => /LockLens Audit/.test(name)), 20_000, 'the audit log file');
     const lines = readFileSync(file, 'utf8').split('\n').filter((l) => /forceRelease/.test(l));
