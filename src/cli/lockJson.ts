@@ -24,6 +24,11 @@ export interface EntryJson {
   token: number | null;
   /** Which library's layout: go-mutex, etcd3-election, redisson-lock, redis-token, shedlock, … */
   convention: string;
+  /**
+   * Only for several independent Redis instances (redlock): on how many of them this member holds (`agree` of `of`,
+   * an unreachable instance not agreeing), which ones, and whether that is a majority. Absent otherwise.
+   */
+  quorum?: { agree: number; of: number; instances?: string[]; majority: boolean };
 }
 
 export interface LockJson {
@@ -45,6 +50,9 @@ export function entryJson(m: LockMember, lease: (id: string) => LeaseInfo | unde
     holds: m.holds,
     token: m.token,
     convention: m.convention,
+    ...(m.quorum
+      ? { quorum: { agree: m.quorum.agree, of: m.quorum.of, ...(m.quorum.instances ? { instances: [...m.quorum.instances] } : {}), majority: m.quorum.agree > m.quorum.of / 2 } }
+      : {}),
   };
 }
 
@@ -69,6 +77,7 @@ export function lockText(lock: ReturnType<typeof lockJson>): string {
     if (e.holds !== null) parts.push(`holds ${e.holds}`);
     if (e.token !== null) parts.push(`token ${e.token}`);
     parts.push(`ttl ${e.ttl === null ? '-' : `${e.ttl}s`}`);
+    if (e.quorum) parts.push(`on ${e.quorum.agree}/${e.quorum.of} instances${e.quorum.majority ? '' : ' (no majority)'}`);
     return parts.join('  ');
   };
   return [

@@ -30,6 +30,13 @@ export interface LockMember {
   readonly deadline?: number;
   /** The store revision of its last change, where the store has revisions (etcd's mod revision). */
   readonly revision?: number;
+  /**
+   * Several independent instances (redlock): on how many of the configured instances this member holds the lock
+   * (`agree`, out of `of`; an unreachable instance counts as not agreeing), and which (their host:port labels). It
+   * holds the lock in redlock's sense only when `agree > of / 2` (see `hasMajority`). Absent for a single instance or
+   * a cluster, where a key lives in one place.
+   */
+  readonly quorum?: { readonly agree: number; readonly of: number; readonly instances?: readonly string[] };
   /** The start of the stored value (an election's proposal, a ShedLock's `ADDED:…@host`), at most a few KB. */
   readonly valuePreview: Buffer;
   readonly valueSize: number;
@@ -45,6 +52,11 @@ export interface LockState {
   readonly sharedWith?: readonly LockMember[];
   /** In queue order: the order in which they will hold it. */
   readonly waiters: readonly LockMember[];
+}
+
+/** Whether a member shown per instance (`quorum`) holds on a majority of them; true when there is no quorum to check. */
+export function hasMajority(member: LockMember): boolean {
+  return !member.quorum || member.quorum.agree > member.quorum.of / 2;
 }
 
 /** The holders, then the waiters: the queue in the order the store serves it. */

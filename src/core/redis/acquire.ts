@@ -76,7 +76,7 @@ function sleep(ms: number, signal: AbortSignal | undefined, wake?: Promise<void>
   });
 }
 
-export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<LockHold> {
+export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<RenewingHold> {
   const name = Buffer.from(nameBytes);
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL must be positive');
   throwIfAborted(options.signal);
@@ -105,7 +105,7 @@ async function releaseToken(clients: readonly Redis[], name: Buffer, token: stri
   return results.filter((r) => r === 1).length;
 }
 
-async function acquireToken(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions): Promise<LockHold> {
+async function acquireToken(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions): Promise<RenewingHold> {
   const token = randomBytes(16).toString('hex');
   const clients = ctx.clients;
   const quorum = quorumOf(clients.length);
@@ -142,7 +142,7 @@ async function acquireToken(ctx: AcquireContext, name: Buffer, ttlMs: number, op
   }
 }
 
-abstract class RenewingHold implements LockHold {
+export abstract class RenewingHold implements LockHold {
   readonly fencingToken = null;
   readonly revision = null;
   private readonly lostEmitter = new Emitter<LockLensError>();
@@ -150,7 +150,7 @@ abstract class RenewingHold implements LockHold {
   private lostError: LockLensError | undefined;
   private timer: NodeJS.Timeout | undefined;
   private lastRenewed = Date.now();
-  private ended = false;
+  private isEnded = false;
 
   constructor(
     readonly name: Buffer,
@@ -165,6 +165,19 @@ abstract class RenewingHold implements LockHold {
     return this.lostError;
   }
 
+  /** Released or lost: nothing keeps it alive any more. */
+  get ended(): boolean {
+    return this.isEnded;
+  }
+
+  /**
+   * The connection it was held through is closing: it cannot be renewed or released from here any more, so it is
+   * lost now (its renewal stops) rather than after a whole TTL of failed renewals. The key expires by its TTL.
+   */
+  abandon(error: LockLensError): void {
+    this.lose(error);
+  }
+
   /** true: still ours and renewed; false: gone or changed. Throws when the store could not be asked. */
   protected abstract renew(): Promise<boolean>;
   /** true: released by us; false: it was not ours any more. */
@@ -175,7 +188,7 @@ abstract class RenewingHold implements LockHold {
   }
 
   private async tick(): Promise<void> {
-    if (this.ended) return;
+    if (this.isEnded) return;
     try {
       if (await this.renew()) this.lastRenewed = Date.now();
       else return this.lose(new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: the key was deleted or taken by someone else`));
@@ -184,20 +197,20 @@ abstract class RenewingHold implements LockHold {
         return this.lose(new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: could not renew it for a whole TTL (${errorMessage(e)})`, { cause: e }));
       }
     }
-    if (!this.ended) this.schedule();
+    if (!this.isEnded) this.schedule();
   }
 
   protected lose(error: LockLensError): void {
-    if (this.ended) return;
-    this.ended = true;
+    if (this.isEnded) return;
+    this.isEnded = true;
     clearTimeout(this.timer);
     this.lostError = error;
     this.lostEmitter.fire(error);
   }
 
   async release(): Promise<boolean> {
-    if (this.ended) return false;
-    this.ended = true;
+    if (this.isEnded) return false;
+    this.isEnded = true;
     clearTimeout(this.timer);
     try {
       return await this.unlock();
@@ -241,7 +254,7 @@ class TokenHold extends RenewingHold {
 
 // --- Redisson RLock / RFairLock ---
 
-async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, fair: boolean): Promise<LockHold> {
+async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, fair: boolean): Promise<RenewingHold> {
   const client = ctx.clients[0];
   const field = ctx.newField();
   const queue = lockQueueKey(name);

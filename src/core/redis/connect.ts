@@ -6,7 +6,7 @@
  */
 import { createConnection } from 'node:net';
 import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions } from 'node:tls';
-import Redis, { type RedisOptions } from 'ioredis';
+import Redis, { Cluster, type RedisOptions } from 'ioredis';
 import { LockLensError, errorMessage } from '../errors';
 import { DEFAULT_DIAL_TIMEOUT_MS, type ConnectionProfile } from '../profile';
 import { loadTlsMaterial, oneLine, type TlsMaterial } from '../tlsMaterial';
@@ -109,6 +109,71 @@ export async function openClient(spec: ClientSpec, connectionName = 'locklens'):
     }
     client.disconnect();
     throw await explainOpenFailure(spec, outcome === 'timeout' ? undefined : outcome, errors);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Whether the server is a Redis Cluster node (`INFO cluster` says `cluster_enabled:1`): then its keys are spread over
+ * masters and the connection switches to a Cluster by itself. A server that refuses INFO (an ACL user without it) is
+ * taken as a plain one.
+ */
+export async function isClusterNode(client: Redis): Promise<boolean> {
+  try {
+    return /^cluster_enabled:1\s*$/m.test(await client.info('cluster'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * An ioredis Cluster seeded with the given nodes, verified: the slot map loaded, every master answering PING, within
+ * the dial timeout. Commands fail fast while a node is down rather than queue.
+ */
+export async function openCluster(specs: readonly ClientSpec[]): Promise<Cluster> {
+  const seed = specs[0];
+  if (specs.some((s) => s.endpoint.db !== 0)) {
+    throw new LockLensError('INVALID_ARGUMENT', `Redis at ${seed.endpoint.label} is a Redis Cluster, which has only database 0: drop the /db from the URL`);
+  }
+  const { host: _h, port: _p, db: _d, lazyConnect: _l, retryStrategy: _r, ...nodeOptions } = redisOptions(seed, 'locklens');
+  const cluster = new Cluster(
+    specs.map((s) => ({ host: s.endpoint.host, port: s.endpoint.port })),
+    {
+      redisOptions: nodeOptions,
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRedirections: 16,
+      slotsRefreshTimeout: seed.timeoutMs,
+      // Once open: reconnect like a single instance does. While opening: the first failure is the answer.
+      clusterRetryStrategy: () => null,
+    },
+  );
+  cluster.on('error', () => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), seed.timeoutMs * 2)));
+  try {
+    const outcome = await Promise.race([
+      (async () => {
+        await cluster.connect();
+        const masters = cluster.nodes('master');
+        if (masters.length === 0) throw new Error('the cluster has no master');
+        await Promise.all(masters.map((m) => m.ping()));
+        const info = await masters[0].cluster('INFO');
+        const state = /^cluster_state:(\w+)/m.exec(String(info))?.[1];
+        if (state !== 'ok') throw new LockLensError('STORE', `the Redis Cluster at ${seed.endpoint.label} is not serving (cluster_state:${state ?? 'unknown'})`);
+        return 'ok' as const;
+      })().catch((e: unknown) => e as Error),
+      deadline,
+    ]);
+    if (outcome === 'ok') {
+      cluster.options.clusterRetryStrategy = reconnectDelay;
+      return cluster;
+    }
+    cluster.disconnect();
+    if (outcome instanceof LockLensError) throw outcome;
+    if (outcome === 'timeout') throw new LockLensError('TIMEOUT', `the Redis Cluster at ${seed.endpoint.label} did not become ready within ${seed.timeoutMs * 2} ms`);
+    throw new LockLensError('UNREACHABLE', `the Redis Cluster at ${seed.endpoint.label}: ${firstLine(outcome.message)}`, { cause: outcome });
   } finally {
     clearTimeout(timer);
   }

@@ -17,6 +17,19 @@ function isHolder(lock: LockState, member: LockMember): boolean {
   return [lock.holder, ...(lock.sharedWith ?? [])].some((m) => m && m.key.equals(member.key) && m.owner === member.owner);
 }
 
+/** Runs a compare-and-delete script on every instance (one, or a redlock set); how many deleted. */
+async function onEvery(clients: readonly Redis[], run: (c: Redis) => Promise<unknown>): Promise<number> {
+  const results = await Promise.allSettled(clients.map(run));
+  const n = results.filter((r) => r.status === 'fulfilled' && r.value === 1).length;
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (n === 0 && failed && results.every((r) => r.status === 'rejected')) throw failed.reason;
+  return n;
+}
+
+function where(deleted: number, of: number): string {
+  return of > 1 ? ` on ${deleted} of ${of} instances` : '';
+}
+
 function shortValue(member: LockMember): string {
   const text = displayKey(member.valuePreview);
   return text.length > 80 ? `${text.slice(0, 77)}…` : text;
@@ -28,7 +41,7 @@ export function describeForceRelease(lock: LockState, member: LockMember): strin
   switch (member.convention) {
     case CONVENTIONS.shedlock:
     case CONVENTIONS.token:
-      return `Deletes ${name} only if it still holds ${member.convention === CONVENTIONS.shedlock ? 'the value' : 'token'} ${shortValue(member)}. ${tail}`;
+      return `Deletes ${name} only if it still holds ${member.convention === CONVENTIONS.shedlock ? 'the value' : 'token'} ${shortValue(member)}${member.quorum ? `, on every one of the ${member.quorum.of} instances where it does` : ''}. ${tail}`;
     case CONVENTIONS.redissonRwLock:
       return `Deletes the read/write lock hash ${name} only if ${member.owner} still holds it in ${member.mode ?? 'its'} mode, then publishes Redisson's unlock message so its waiters retry at once. Every ${lock.sharedWith?.length ? 'reader' : 'holder'} loses it. ${tail}`;
     case CONVENTIONS.redissonFairLock:
@@ -42,32 +55,42 @@ export async function forceRelease(clients: readonly Redis[], lock: LockState, m
   if (!isHolder(lock, member)) {
     throw new LockLensError('INVALID_ARGUMENT', `${member.owner} does not hold ${displayKey(lock.name)}: only a holder can be released (a waiter gives up by itself)`);
   }
-  const client = clients[0];
   const changed = () => new LockLensError('LOCK_CHANGED', `${displayKey(lock.name)} is no longer held by ${member.owner}: nothing was released`);
   try {
     switch (member.convention) {
       case CONVENTIONS.shedlock:
       case CONVENTIONS.token: {
         if (member.valueSize !== member.valuePreview.length) throw new LockLensError('INVALID_ARGUMENT', 'the value shown was cut short: read it again');
-        // Under redlock the same token is on every instance that agreed: deleted wherever it still is.
-        const results = await Promise.all(clients.map((c) => c.eval(TOKEN_RELEASE, 1, lock.name, member.valuePreview)));
-        if (!results.includes(1)) throw changed();
-        return { keys: [lock.name], action: 'deleted the key' };
+        // Under redlock the same token is on every instance that agreed: compare-and-delete on every instance, and
+        // say on how many it was still there. An instance that is down keeps its copy until its TTL.
+        const results = await Promise.allSettled(clients.map((c) => c.eval(TOKEN_RELEASE, 1, lock.name, member.valuePreview)));
+        const deleted = results.filter((r) => r.status === 'fulfilled' && r.value === 1).length;
+        if (deleted === 0) {
+          const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+          if (failed && results.every((r) => r.status === 'rejected')) throw failed.reason;
+          throw changed();
+        }
+        if (clients.length === 1) return { keys: [lock.name], action: 'deleted the key' };
+        const unreachable = results.filter((r) => r.status === 'rejected').length;
+        return {
+          keys: [lock.name],
+          action: `deleted the key on ${deleted} of ${clients.length} instances${unreachable ? ` (${unreachable} unreachable)` : ''}`,
+        };
       }
       case CONVENTIONS.redissonRwLock: {
-        const n = await client.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, rwLockChannel(lock.name), member.key, UNLOCK_MESSAGE, member.mode ?? '');
-        if (n !== 1) throw changed();
-        return { keys: [lock.name], action: 'deleted the read/write lock hash and woke its waiters' };
+        const n = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, rwLockChannel(lock.name), member.key, UNLOCK_MESSAGE, member.mode ?? ''));
+        if (n === 0) throw changed();
+        return { keys: [lock.name], action: 'deleted the read/write lock hash and woke its waiters' + where(n, clients.length) };
       }
       case CONVENTIONS.redissonFairLock: {
-        const n = await client.eval(FAIR_FORCE_UNLOCK, 3, lock.name, lockQueueKey(lock.name), lockChannel(lock.name), member.key, UNLOCK_MESSAGE);
-        if (n !== 1) throw changed();
-        return { keys: [lock.name], action: 'deleted the lock hash and woke the first waiter, if any' };
+        const n = await onEvery(clients, (c) => c.eval(FAIR_FORCE_UNLOCK, 3, lock.name, lockQueueKey(lock.name), lockChannel(lock.name), member.key, UNLOCK_MESSAGE));
+        if (n === 0) throw changed();
+        return { keys: [lock.name], action: 'deleted the lock hash and woke the first waiter, if any' + where(n, clients.length) };
       }
       case CONVENTIONS.redissonLock: {
-        const n = await client.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, lockChannel(lock.name), member.key, UNLOCK_MESSAGE, '');
-        if (n !== 1) throw changed();
-        return { keys: [lock.name], action: 'deleted the lock hash and woke its waiters' };
+        const n = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, lockChannel(lock.name), member.key, UNLOCK_MESSAGE, ''));
+        if (n === 0) throw changed();
+        return { keys: [lock.name], action: 'deleted the lock hash and woke its waiters' + where(n, clients.length) };
       }
       default:
         throw new LockLensError('INVALID_ARGUMENT', `LockLens does not know how to release a '${member.convention}' member safely`);

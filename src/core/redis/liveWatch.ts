@@ -14,10 +14,11 @@ import type { LeaseInfo } from '../leaseInfo';
 import type { ChangeSet, LockState } from '../lockState';
 import { members } from '../lockState';
 import { SnapshotModel, mergeChangeSets } from '../snapshotModel';
-import { globPrefix, readLocks, readPttls, readSnapshot, recognizeSnapshot, storeError, type ReadOptions } from './keyspaceReader';
+import { globPrefix, storeError, type ReadOptions } from './keyspaceReader';
 import { queueOwnerName, type TtlSource } from './recognize';
 import { RW_TIMEOUT_SUFFIX, redissonNameFromPrefixed } from './redissonNames';
 import type { Subscriber } from './subscriber';
+import type { RedisNode, Topology, Unreachable } from './topology';
 import { TtlTable } from './ttlTable';
 
 const COALESCE_MS = 100;
@@ -34,11 +35,16 @@ export function keyspaceNotificationsOn(flags: string): boolean {
 }
 
 export interface WatchDeps {
-  readonly client: Redis;
-  readonly db: number;
-  readonly endpointLabel: string;
-  readonly openSubscriber: () => Promise<Subscriber>;
+  readonly topology: Topology;
+  /** A subscriber connection to one node (keyspace notifications are node-local). */
+  readonly openSubscriber: (node: RedisNode) => Promise<Subscriber>;
   readonly readOptions?: ReadOptions;
+}
+
+interface NodeSubscription {
+  readonly subscriber: Subscriber;
+  readonly subscriptions: Disposable[];
+  notifications: boolean;
 }
 
 export class RedisLockWatch implements LockWatch {
@@ -55,8 +61,10 @@ export class RedisLockWatch implements LockWatch {
   private readonly pollMs: number;
   private readonly sampleMs: number;
   private notifications = false;
-  private subscriber: Subscriber | undefined;
-  private subscriptions: Disposable[] = [];
+  /** Per node label: its subscriber and what it is subscribed to. */
+  private readonly subscribers = new Map<string, NodeSubscription>();
+  /** Nodes the last full read could not reach (redlock instances, cluster masters). */
+  private down: readonly Unreachable[] = [];
   private pollTimer: NodeJS.Timeout | undefined;
   private sampleTimer: NodeJS.Timeout | undefined;
   private touchTimer: NodeJS.Timeout | undefined;
@@ -67,7 +75,7 @@ export class RedisLockWatch implements LockWatch {
   private lastEmit = 0;
   private emitTimer: NodeJS.Timeout | undefined;
   private disposed = false;
-  private readonly clientListeners: [string, (...a: unknown[]) => void][] = [];
+  private readonly clientListeners: [Redis, string, (...a: unknown[]) => void][] = [];
 
   constructor(
     private readonly deps: WatchDeps,
@@ -91,21 +99,53 @@ export class RedisLockWatch implements LockWatch {
 
   private get detail(): string {
     const every = this.pollMs % 1000 === 0 ? `${this.pollMs / 1000} s` : `${this.pollMs} ms`;
-    return this.notifications ? 'keyspace notifications' : `polling every ${every}: keyspace notifications are off`;
+    const how = this.notifications ? 'keyspace notifications' : `polling every ${every}: keyspace notifications are off`;
+    const topology = this.deps.topology;
+    if (this.down.length === 0) return how;
+    const total = Math.max(topology.nodes().length, this.down.length);
+    const which = this.down.map((d) => d.label).join(', ');
+    const consequence =
+      topology.kind === 'cluster' ? 'the locks on it are not shown' : 'its locks count as not agreeing, the others are shown';
+    return `${how}; ${this.down.length} of ${total} ${topology.noun(total)} unreachable (${which}): ${consequence}`;
+  }
+
+  /** The one instance's label, for messages. */
+  private get label(): string {
+    return this.deps.topology.nodes().map((n) => n.label).join(', ');
   }
 
   async start(): Promise<void> {
     this.setStatus({ state: 'loading' });
-    const onClose = () => {
-      if (this.disposed || this.current.state === 'reconnecting') return;
-      this.setStatus({ state: 'reconnecting', error: new LockLensError('UNREACHABLE', `lost the connection to Redis at ${this.deps.endpointLabel}; reconnecting`), detail: this.detail });
-    };
-    const onReady = () => {
-      if (this.disposed || this.current.state !== 'reconnecting') return;
-      void this.detectMode().then(() => this.fullRead(true));
-    };
-    this.listen('close', onClose);
-    this.listen('ready', onReady);
+    const topology = this.deps.topology;
+    if (topology.kind === 'single') {
+      const onClose = () => {
+        if (this.disposed || this.current.state === 'reconnecting') return;
+        this.setStatus({ state: 'reconnecting', error: new LockLensError('UNREACHABLE', `lost the connection to Redis at ${this.label}; reconnecting`), detail: this.detail });
+      };
+      const onReady = () => {
+        if (this.disposed || this.current.state !== 'reconnecting') return;
+        void this.detectMode().then(() => this.fullRead(true));
+      };
+      this.listen(topology.router, 'close', onClose);
+      this.listen(topology.router, 'ready', onReady);
+    } else if (topology.kind === 'redlock') {
+      // One instance of several going away is not the view going away: the next read says which is down.
+      for (const node of topology.nodes()) {
+        this.listen(node.client, 'close', () => {
+          if (!this.disposed && !this.down.some((d) => d.label === node.label)) void this.requestFull();
+        });
+        this.listen(node.client, 'ready', () => {
+          if (!this.disposed) void this.detectMode().then(() => this.requestFull());
+        });
+      }
+    } else {
+      // Masters come and go with failovers: subscribe to new ones, read everything again.
+      const changed = () => {
+        if (!this.disposed) void this.detectMode().then(() => this.requestFull());
+      };
+      this.listen(topology.cluster as unknown as Redis, '+node', changed);
+      this.listen(topology.cluster as unknown as Redis, '-node', changed);
+    }
     await this.fullRead(true, true);
     await this.detectMode();
     this.setStatus({ state: 'live', detail: this.detail });
@@ -113,40 +153,67 @@ export class RedisLockWatch implements LockWatch {
     this.scheduleSample();
   }
 
-  private listen(event: string, listener: (...a: unknown[]) => void): void {
-    this.deps.client.on(event, listener);
-    this.clientListeners.push([event, listener]);
+  private listen(client: Redis, event: string, listener: (...a: unknown[]) => void): void {
+    client.on(event, listener);
+    this.clientListeners.push([client, event, listener]);
   }
 
-  /** Notifications on or off (CONFIG may be forbidden: then polling, quietly), and the subscriptions that go with it. */
+  /**
+   * Notifications on or off (CONFIG may be forbidden: then polling, quietly), and the subscriptions that go with it,
+   * on every node: keyspace notifications are node-local, and each redlock instance publishes its own Redisson
+   * unlocks. Notifications count only when every node has them on and is subscribed; otherwise everything is polled.
+   */
   private async detectMode(): Promise<void> {
+    const nodes = this.deps.topology.nodes();
+    const results = await Promise.all(nodes.map((n) => this.detectNode(n)));
+    if (this.disposed) return;
+    for (const label of [...this.subscribers.keys()]) {
+      if (nodes.some((n) => n.label === label)) continue;
+      // A master that left the cluster.
+      const gone = this.subscribers.get(label)!;
+      this.subscribers.delete(label);
+      gone.subscriptions.forEach((d) => d.dispose());
+      gone.subscriber.dispose();
+    }
+    this.notifications = results.length > 0 && results.every(Boolean);
+    if (this.current.state === 'live') this.setStatus({ state: 'live', detail: this.detail });
+  }
+
+  private async detectNode(node: RedisNode): Promise<boolean> {
     let on = false;
     try {
-      const reply = (await this.deps.client.config('GET', 'notify-keyspace-events')) as string[];
+      const reply = (await node.client.config('GET', 'notify-keyspace-events')) as string[];
       on = keyspaceNotificationsOn(reply?.[1] ?? '');
     } catch (e) {
-      this.options.log?.(`Redis CONFIG GET refused (${errorMessage(e)}): polling`);
+      this.options.log?.(`Redis CONFIG GET refused at ${node.label} (${errorMessage(e)}): polling`);
     }
     try {
-      if (!this.subscriber) {
-        this.subscriber = await this.deps.openSubscriber();
-        const redisson = () => this.requestFull();
-        this.subscriptions.push(await this.subscriber.psubscribe(Buffer.from('redisson_lock__channel:*'), redisson));
-        this.subscriptions.push(await this.subscriber.psubscribe(Buffer.from('redisson_rwlock:*'), redisson));
+      let entry = this.subscribers.get(node.label);
+      if (!entry) {
+        const subscriber = await this.deps.openSubscriber(node);
+        if (this.disposed) {
+          subscriber.dispose();
+          return false;
+        }
+        entry = { subscriber, subscriptions: [], notifications: false };
+        this.subscribers.set(node.label, entry);
+        const redisson = () => void this.requestFull();
+        entry.subscriptions.push(await subscriber.psubscribe(Buffer.from('redisson_lock__channel:*'), redisson));
+        entry.subscriptions.push(await subscriber.psubscribe(Buffer.from('redisson_rwlock:*'), redisson));
       }
-      if (on && !this.notifications) {
-        const base = Buffer.from(`__keyspace@${this.deps.db}__:`);
+      if (on && !entry.notifications) {
+        const base = Buffer.from(`__keyspace@${node.spec.endpoint.db}__:`);
         const onKey = (channel: Buffer) => this.touch(channel.subarray(base.length));
         for (const p of [...this.prefixes.map(globPrefix), Buffer.from('redisson_lock_queue:*')]) {
-          this.subscriptions.push(await this.subscriber.psubscribe(Buffer.concat([base, p]), onKey));
+          entry.subscriptions.push(await entry.subscriber.psubscribe(Buffer.concat([base, p]), onKey));
         }
+        entry.notifications = true;
       }
-      this.notifications = on;
+      return on;
     } catch (e) {
-      this.notifications = false;
-      this.options.log?.(`Redis subscribe failed (${errorMessage(e)}): polling`);
+      this.options.log?.(`Redis subscribe failed at ${node.label} (${errorMessage(e)}): polling`);
+      return false;
     }
-    if (this.current.state === 'live') this.setStatus({ state: 'live', detail: this.detail });
   }
 
   /** A key changed: re-read the lock it belongs to. */
@@ -157,6 +224,8 @@ export class RedisLockWatch implements LockWatch {
     if (queueName) name = queueName;
     else if (RW_TIMEOUT_SUFFIX.test(key.toString('latin1'))) name = undefined; // its hash changes too
     if (!name || !this.prefixes.some((p) => hasPrefix(name!, p))) return;
+    // A cluster's names live on different masters: a change there is read whole (coalesced).
+    if (this.deps.topology.kind === 'cluster') return void this.requestFull();
     this.touched.set(keyId(name), name);
     if (!this.touchTimer) {
       this.touchTimer = setTimeout(() => {
@@ -190,14 +259,16 @@ export class RedisLockWatch implements LockWatch {
   private async fullRead(resynced: boolean, throwOnError = false): Promise<void> {
     if (this.disposed) return;
     try {
-      const raw = await readSnapshot(this.deps.client, this.prefixes, this.deps.readOptions);
+      const { recognized, down } = await this.deps.topology.read(this.prefixes, this.deps.readOptions);
       const now = Date.now();
-      const { locks, ttls } = recognizeSnapshot(raw, this.prefixes, now);
+      const { locks, ttls } = recognized;
       const wasReconnecting = this.current.state === 'reconnecting';
+      const downChanged = down.map((d) => d.label).join() !== this.down.map((d) => d.label).join();
+      this.down = down;
       this.sources = ttls;
       this.emit(this.model.replaceAll(locks, resynced || wasReconnecting));
       this.observeTtls([...ttls.values()], now);
-      if (wasReconnecting) this.setStatus({ state: 'live', detail: this.detail });
+      if (wasReconnecting || (downChanged && this.current.state === 'live')) this.setStatus({ state: 'live', detail: this.detail });
     } catch (e) {
       const error = storeError(e);
       if (throwOnError) throw error;
@@ -209,9 +280,10 @@ export class RedisLockWatch implements LockWatch {
   private async partialRead(names: Buffer[]): Promise<void> {
     if (this.disposed || names.length === 0) return;
     try {
-      const raw = await readLocks(this.deps.client, names);
+      const read = await this.deps.topology.readNames(names, this.prefixes);
+      if (!read) return void this.requestFull();
       const now = Date.now();
-      const { locks, ttls } = recognizeSnapshot(raw, this.prefixes, now);
+      const { locks, ttls } = read.recognized;
       const ids = names.map((n) => keyId(n));
       this.emit(this.model.replaceSome(ids, locks));
       for (const [id, s] of ttls) this.sources.set(id, s);
@@ -277,14 +349,14 @@ export class RedisLockWatch implements LockWatch {
     const now = Date.now();
     const keyed = [...this.sources.values()].filter((s) => s.deadline === undefined);
     const waiting = [...this.sources.values()].filter((s) => s.deadline !== undefined);
-    let pttls: number[];
+    let pttls: (number | undefined)[];
     try {
-      pttls = await readPttls(this.deps.client, keyed.map((s) => s.keys[0]));
+      pttls = await this.deps.topology.pttls(keyed);
     } catch {
       return; // the next poll reports the connection
     }
     const samples: TtlSource[] = [
-      ...keyed.map((s, i) => ({ ...s, ms: pttls[i] === -1 ? s.ms : pttls[i] })),
+      ...keyed.map((s, i) => ({ ...s, ms: pttls[i] === undefined || pttls[i] === -1 ? s.ms : pttls[i]! })),
       ...waiting.map((s) => ({ ...s, ms: Math.max(0, s.deadline! - now) })),
     ];
     const changed = this.ttls.observe(samples, now);
@@ -308,9 +380,12 @@ export class RedisLockWatch implements LockWatch {
     clearTimeout(this.sampleTimer);
     clearTimeout(this.touchTimer);
     clearTimeout(this.emitTimer);
-    for (const [event, l] of this.clientListeners) this.deps.client.off(event, l);
-    this.subscriptions.forEach((s) => s.dispose());
-    this.subscriber?.dispose();
+    for (const [client, event, l] of this.clientListeners) client.off(event, l);
+    for (const entry of this.subscribers.values()) {
+      entry.subscriptions.forEach((s) => s.dispose());
+      entry.subscriber.dispose();
+    }
+    this.subscribers.clear();
     this.statusEmitter.dispose();
     this.locksEmitter.dispose();
     this.leasesEmitter.dispose();

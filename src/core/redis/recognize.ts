@@ -45,6 +45,13 @@ export interface TtlSource {
   readonly keys: readonly Buffer[];
   /** A fair-lock waiter's give-up time (epoch ms): its TTL counts down to it, no key to ask. */
   readonly deadline?: number;
+  /**
+   * Where the key lives, by node label (host:port): the instances that agree on a redlock member, the master that
+   * holds it in a cluster. Absent: the only instance. Set by the merge of per-node reads, never by `recognize`.
+   */
+  readonly nodes?: readonly string[];
+  /** Sample the PTTL only while the key still holds this value (a redlock token: another token's TTL is not ours). */
+  readonly value?: Buffer;
 }
 
 export interface Recognized {

@@ -1,21 +1,24 @@
 /**
  * LockLens's Redis store: one verified connection per configured instance (several are independent instances for
- * redlock, never replicas), read and watched under key prefixes, with locks recognised by their layout. Redis has no
+ * redlock, never replicas: every one is read and each lock shows on how many of them its holder agrees), or a Redis
+ * Cluster, detected on open from `INFO cluster` (every master scanned; see topology.ts), read and watched under key
+ * prefixes, with locks recognised by their layout. Redis has no
  * fencing tokens and no lease that owns several keys, and only Redisson's fair locks keep waiters in the store; the
  * capabilities say so.
  */
 import { randomUUID } from 'node:crypto';
-import type Redis from 'ioredis';
 import type { Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, AcquireOptions, WatchOptions } from '../backend';
 import { LockLensError } from '../errors';
+import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
-import { acquire } from './acquire';
-import { clientSpecs, openClient, type ClientSpec } from './connect';
+import { acquire, type RenewingHold } from './acquire';
+import { clientSpecs, isClusterNode, openClient, openCluster, type ClientSpec } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
-import { readSnapshot, recognizeSnapshot, type ReadOptions } from './keyspaceReader';
+import type { ReadOptions } from './keyspaceReader';
 import { RedisLockWatch } from './liveWatch';
 import { Subscriber } from './subscriber';
+import { Topology } from './topology';
 import { TtlTable } from './ttlTable';
 
 export const REDIS_CAPABILITIES: Capabilities = {
@@ -35,25 +38,41 @@ export class RedisBackend implements LockBackend {
   private threads = 0;
   private sharedSubscriber: Promise<Subscriber> | undefined;
   private readonly watches = new Set<RedisLockWatch>();
+  /** Holds taken through this connection and not yet ended: lost at once when it closes. */
+  private readonly holds = new Set<RenewingHold>();
   private closed = false;
   /** Test seam: see ReadOptions. */
   readOptions: ReadOptions = {};
 
   private constructor(
     private readonly specs: readonly ClientSpec[],
-    private readonly clients: readonly Redis[],
+    /** Where the keys live: one instance, independent instances (redlock), or a cluster's masters. */
+    readonly topology: Topology,
   ) {}
 
-  /** Connects to every endpoint and checks each answers PING, or throws a LockLensError saying why not. */
+  /**
+   * Connects to every endpoint and checks each answers PING, or throws a LockLensError saying why not. A server that
+   * is a Redis Cluster node (`cluster_enabled:1`) makes the connection a cluster one, the endpoints its seeds.
+   */
   static async open(profile: ConnectionProfile): Promise<RedisBackend> {
     const specs = await clientSpecs(profile);
     const opened = await Promise.allSettled(specs.map((s) => openClient(s)));
     const failed = opened.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    const clients = opened.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : []));
     if (failed) {
-      for (const r of opened) if (r.status === 'fulfilled') r.value.disconnect();
+      for (const c of clients) c.disconnect();
       throw failed.reason;
     }
-    return new RedisBackend(specs, opened.map((r) => (r as PromiseFulfilledResult<Redis>).value));
+    const cluster = await Promise.all(clients.map(isClusterNode));
+    if (cluster.some(Boolean)) {
+      for (const c of clients) c.disconnect();
+      if (!cluster.every(Boolean)) {
+        const odd = specs.filter((_, i) => !cluster[i]).map((s) => s.endpoint.label);
+        throw new LockLensError('INVALID_ARGUMENT', `some endpoints are Redis Cluster nodes and ${odd.join(', ')} is not: give the seeds of one cluster, or independent instances`);
+      }
+      return new RedisBackend(specs, Topology.ofCluster(await openCluster(specs), specs[0]));
+    }
+    return new RedisBackend(specs, Topology.ofInstances(clients.map((client, i) => ({ label: specs[i].endpoint.label, client, spec: specs[i] }))));
   }
 
   private checkOpen(): void {
@@ -68,13 +87,10 @@ export class RedisBackend implements LockBackend {
 
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
     this.checkOpen();
-    const spec = this.specs[0];
     const watch = new RedisLockWatch(
       {
-        client: this.clients[0],
-        db: spec.endpoint.db,
-        endpointLabel: spec.endpoint.label,
-        openSubscriber: () => openClient(spec, 'locklens-watch').then((c) => new Subscriber(c)),
+        topology: this.topology,
+        openSubscriber: (node) => openClient(node.spec, 'locklens-watch').then((c) => new Subscriber(c)),
         readOptions: this.readOptions,
       },
       prefixes.map((p) => Buffer.from(p)),
@@ -92,9 +108,10 @@ export class RedisBackend implements LockBackend {
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
     this.checkOpen();
     const bufs = prefixes.map((p) => Buffer.from(p));
-    const raw = await readSnapshot(this.clients[0], bufs, this.readOptions);
+    // Every instance (or master) in parallel; those that are down leave their part out (redlock: not agreeing).
+    const { recognized } = await this.topology.read(bufs, this.readOptions);
     const now = Date.now();
-    const { locks, ttls } = recognizeSnapshot(raw, bufs, now);
+    const { locks, ttls } = recognized;
     const table = new TtlTable();
     table.observe(ttls.values(), now);
     return { revision: null, locks, lease: (id) => table.get(id) };
@@ -105,18 +122,22 @@ export class RedisBackend implements LockBackend {
     return lock.kind === 'queue' || lock.kind === 'single';
   }
 
-  acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
+  async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.checkOpen();
-    return acquire(
-      { clients: this.clients, subscriber: () => this.subscriber(), newField: () => `${this.uuid}:${++this.threads}` },
+    const hold = await acquire(
+      { clients: this.topology.writeClients, subscriber: () => this.subscriber(), newField: () => `${this.uuid}:${++this.threads}` },
       name,
       options,
     );
+    for (const h of this.holds) if (h.ended) this.holds.delete(h);
+    if (this.closed) hold.abandon(closedWhileHeld(hold.name));
+    else this.holds.add(hold);
+    return hold;
   }
 
   forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
     this.checkOpen();
-    return forceRelease(this.clients, lock, member);
+    return forceRelease(this.topology.writeClients, lock, member);
   }
 
   describeForceRelease(lock: LockState, member: LockMember): string {
@@ -126,12 +147,19 @@ export class RedisBackend implements LockBackend {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    // Holds first: they say they are lost now and stop renewing, rather than fail renewals for a whole TTL.
+    for (const h of [...this.holds]) h.abandon(closedWhileHeld(h.name));
+    this.holds.clear();
     for (const w of [...this.watches]) w.dispose();
     void this.sharedSubscriber?.then((s) => s.dispose()).catch(() => undefined);
-    for (const c of this.clients) c.disconnect();
+    this.topology.close();
   }
 
   dispose(): void {
     this.close();
   }
+}
+
+function closedWhileHeld(name: Buffer): LockLensError {
+  return new LockLensError('LOCK_LOST', `lost ${displayKey(name)}: the Redis connection was closed while it was held (the key expires by its TTL)`);
 }

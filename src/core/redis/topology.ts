@@ -1,0 +1,173 @@
+/**
+ * Where a connection's keys live, and how to read all of them. Three shapes:
+ * - one instance;
+ * - several independent instances (redlock: never replicas): every instance is read, in parallel, and the reads are
+ *   merged per lock with each member's agreement (see merge.ts); an instance that is down counts as not agreeing;
+ * - a Redis Cluster, detected on open (`INFO cluster` says `cluster_enabled:1`, nothing to configure): every master
+ *   is scanned on its own connection (SCAN is node-local), its keys read there with pipelines (a key lives on the
+ *   master that SCAN found it on), and keyed commands (acquire, force-release, Redisson's `{name}`-tagged scripts)
+ *   go through ioredis's Cluster, which routes them by slot.
+ */
+import type Redis from 'ioredis';
+import type { Cluster } from 'ioredis';
+import { LockLensError } from '../errors';
+import type { ClientSpec } from './connect';
+import { readLocks, readSnapshot, recognizeSnapshot, storeError, type ReadOptions } from './keyspaceReader';
+import { mergeInstances, mergeNodes } from './merge';
+import type { Recognized, TtlSource } from './recognize';
+
+export interface RedisNode {
+  /** host:port (and /db), as messages and `quorum.instances` show it. */
+  readonly label: string;
+  readonly client: Redis;
+  /** How to open another connection to it (a subscriber). */
+  readonly spec: ClientSpec;
+}
+
+export type TopologyKind = 'single' | 'redlock' | 'cluster';
+
+export interface Unreachable {
+  readonly label: string;
+  readonly error: LockLensError;
+}
+
+export interface ReadResult {
+  readonly recognized: Recognized;
+  /** Nodes that could not be read this time (redlock instances, cluster masters); never all of them. */
+  readonly down: readonly Unreachable[];
+}
+
+/** Returns the PTTL of KEYS[1] only while it still holds ARGV[1]; -2 when it holds something else or nothing. */
+const PTTL_IF_VALUE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pttl', KEYS[1]) end return -2`;
+
+export class Topology {
+  private constructor(
+    readonly kind: TopologyKind,
+    private readonly instances: readonly RedisNode[],
+    readonly cluster?: Cluster,
+    private readonly seed?: ClientSpec,
+  ) {}
+
+  static ofInstances(nodes: readonly RedisNode[]): Topology {
+    return new Topology(nodes.length > 1 ? 'redlock' : 'single', nodes);
+  }
+
+  static ofCluster(cluster: Cluster, seed: ClientSpec): Topology {
+    return new Topology('cluster', [], cluster, seed);
+  }
+
+  /** The instances, or the cluster's masters as ioredis knows them now. */
+  nodes(): RedisNode[] {
+    if (!this.cluster) return [...this.instances];
+    return this.cluster.nodes('master').map((client) => {
+      const host = client.options.host ?? '127.0.0.1';
+      const port = client.options.port ?? 6379;
+      const label = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+      const seed = this.seed!;
+      return { label, client, spec: { ...seed, endpoint: { ...seed.endpoint, host, port, db: 0, label } } };
+    });
+  }
+
+  /** Where single-key commands go: the only instance, or the cluster (routed by slot). Not used for redlock writes. */
+  get router(): Redis {
+    return (this.cluster as unknown as Redis | undefined) ?? this.instances[0].client;
+  }
+
+  /** Every instance's client (redlock writes go to all of them); the cluster as one routed client. */
+  get writeClients(): readonly Redis[] {
+    return this.cluster ? [this.router] : this.instances.map((n) => n.client);
+  }
+
+  /** How many nodes a status counts: "1 of 3 instances". */
+  noun(n: number): string {
+    return this.kind === 'cluster' ? (n === 1 ? 'master' : 'masters') : n === 1 ? 'instance' : 'instances';
+  }
+
+  /** Reads every node in parallel. Throws when none can be read; a single instance that fails throws. */
+  async read(prefixes: readonly Buffer[], options: ReadOptions = {}): Promise<ReadResult> {
+    const nodes = this.nodes();
+    if (nodes.length === 0) throw new LockLensError('UNREACHABLE', 'the Redis Cluster has no reachable master');
+    return this.gather(nodes, (n) => readSnapshot(n.client, prefixes, options), prefixes);
+  }
+
+  /** Reads the named locks again. Undefined for a cluster: its names live on different masters, so read it whole. */
+  async readNames(names: readonly Buffer[], prefixes: readonly Buffer[]): Promise<ReadResult | undefined> {
+    if (this.cluster) return undefined;
+    return this.gather(this.nodes(), (n) => readLocks(n.client, names), prefixes);
+  }
+
+  private async gather(nodes: readonly RedisNode[], readOne: (n: RedisNode) => ReturnType<typeof readSnapshot>, prefixes: readonly Buffer[]): Promise<ReadResult> {
+    const settled = await Promise.allSettled(nodes.map(readOne));
+    const now = Date.now();
+    const down: Unreachable[] = [];
+    const reads = settled.map((r, i) => {
+      if (r.status === 'fulfilled') return recognizeSnapshot(r.value, prefixes, now);
+      down.push({ label: nodes[i].label, error: storeError(r.reason) });
+      return undefined;
+    });
+    if (down.length === nodes.length) throw down[0].error;
+    const labels = nodes.map((n) => n.label);
+    switch (this.kind) {
+      case 'single':
+        return { recognized: reads[0]!, down };
+      case 'redlock':
+        return { recognized: mergeInstances(reads, labels), down };
+      case 'cluster': {
+        const up = reads.map((r, i) => [r, labels[i]] as const).filter((x): x is readonly [Recognized, string] => !!x[0]);
+        return { recognized: mergeNodes(up.map((x) => x[0]), up.map((x) => x[1])), down };
+      }
+    }
+  }
+
+  /**
+   * The PTTL of each keyed source: asked where it lives (`nodes`; none: the first node), the lowest answer among its
+   * nodes (redlock: validity ends with the earliest expiry), -1 when none expires, -2 when it is gone everywhere.
+   * A source with a `value` counts only where the key still holds it. Undefined: none of its nodes answered.
+   */
+  async pttls(sources: readonly TtlSource[]): Promise<(number | undefined)[]> {
+    const nodes = this.nodes();
+    const byLabel = new Map(nodes.map((n) => [n.label, n] as const));
+    const perNode = new Map<RedisNode, { source: number; key: Buffer; value?: Buffer }[]>();
+    sources.forEach((s, i) => {
+      const where = s.nodes?.length ? s.nodes.map((l) => byLabel.get(l)).filter((n): n is RedisNode => !!n) : nodes.slice(0, 1);
+      for (const n of where) {
+        let list = perNode.get(n);
+        if (!list) perNode.set(n, (list = []));
+        list.push({ source: i, key: s.keys[0], value: s.value });
+      }
+    });
+    const answers: number[][] = sources.map(() => []);
+    let failures = 0;
+    await Promise.all(
+      [...perNode.entries()].map(async ([node, asks]) => {
+        const p = node.client.pipeline();
+        for (const a of asks) {
+          if (a.value) p.eval(PTTL_IF_VALUE, 1, a.key, a.value);
+          else p.pttl(a.key);
+        }
+        try {
+          const replies = ((await p.exec()) ?? []) as [Error | null, unknown][];
+          asks.forEach((a, j) => {
+            const [err, v] = replies[j] ?? [new Error('no reply'), null];
+            if (!err && typeof v === 'number') answers[a.source].push(v);
+          });
+        } catch {
+          failures++;
+        }
+      }),
+    );
+    if (failures === perNode.size && perNode.size > 0) throw new LockLensError('UNREACHABLE', 'no Redis node answered PTTL');
+    return answers.map((list) => {
+      if (list.length === 0) return undefined;
+      const live = list.filter((v) => v >= 0);
+      if (live.length) return Math.min(...live);
+      if (list.includes(-1)) return -1;
+      return -2;
+    });
+  }
+
+  close(): void {
+    if (this.cluster) this.cluster.disconnect();
+    for (const n of this.instances) n.client.disconnect();
+  }
+}
