@@ -227,6 +227,21 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     assert.equal(await hold.release(), false);
   });
 
+  test('closing the backend loses its holds at once and stops their renewal', async () => {
+    const own = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
+    const name = `${prefix}closing`;
+    const hold = await own.acquire(b(name), { ttlSeconds: 30 });
+    const lost: LockLensError[] = [];
+    hold.onDidLose((e) => lost.push(e));
+    own.close();
+    assert.equal(lost.length, 1, 'told synchronously, not after a TTL of failed renewals');
+    assert.equal(lost[0].code, 'LOCK_LOST');
+    assert.equal(hold.lost?.code, 'LOCK_LOST');
+    assert.equal(await hold.release(), false, 'nothing left to release from here');
+    assert.equal(await raw.get(name), hold.owner, 'the key is left to expire by its TTL');
+    await raw.del(name);
+  });
+
   test('a hold renews its TTL while held', async () => {
     const hold = await backend.acquire(b(`${prefix}renew`), { ttlSeconds: 0.6 });
     await eventually(async () => (await raw.pttl(`${prefix}renew`)) > 450, 2000, 'renewed once');
