@@ -143,6 +143,8 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await openViewContainer(page, 'LockLens');
     // Room for the rows' descriptions (role, owner, holds, TTL, age).
     await widenSidebar(page, 760);
+    // Off the sash just dragged (it stays highlighted while hovered).
+    await page.mouse.move(1300, 300);
     // The picture is taken whatever happens below: when a row is missing, it shows what the tree had instead.
     try {
       await rowLabelled(CONNECTION).waitFor({ state: 'visible', timeout: 60_000 });
@@ -227,6 +229,35 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await item.waitFor({ state: 'hidden', timeout: 20_000 });
     await rowLabelled('by-hand').waitFor({ state: 'detached', timeout: 20_000 });
     await clearNotifications();
+  });
+
+  test('"Acquire Lock…" on the Redisson-held lock asks "Wait for it?" (Redis keeps no queue), and Cancel takes nothing', async () => {
+    await runCommand(page, 'LockLens: Acquire Lock…');
+    await quickInputTitled(new RegExp(`Acquire lock on ${escapeRegExp(CONNECTION)}`));
+    await page.locator('.quick-input-widget input').fill(BILLING);
+    // The existing lock, offered as itself (not as a new name).
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: BILLING }).first().waitFor({ state: 'visible', timeout: 20_000 });
+    assert.equal(await page.locator('.quick-input-list .monaco-list-row', { hasText: 'new lock' }).count(), 0, 'a held name is not offered as a new lock');
+    await page.keyboard.press('Enter');
+    await quickInputTitled(/TTL/);
+    await page.keyboard.press('Enter');
+
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+    const question = (await dialog.textContent()) ?? '';
+    assert.match(question, new RegExp(`"${escapeRegExp(BILLING)}" is held by ${escapeRegExp(BILLING_FIELD)}\\. Wait for it\\?`));
+    assert.match(question, /keeps no queue/);
+    // The TTL box fades out behind the dialog: the picture without its ghost.
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+    await shot('redis-acquire-held');
+    await dialog.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+    await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
+
+    // Nothing taken, nothing queued: the Redisson holder alone, as it was.
+    assert.equal(await redis.cli(['HLEN', BILLING]), '1');
+    assert.equal(await redis.cli(['HGET', BILLING, BILLING_FIELD]), '2');
+    assert.equal(await page.locator('.notification-toast', { hasText: `Acquiring "${BILLING}"` }).count(), 0, 'no acquire started');
+    assert.equal(await page.locator('.part.statusbar .statusbar-item', { hasText: BILLING }).count(), 0);
   });
 
   test('"Force Release…" on the stuck lock asks with what it will do, then deletes the key and the row', async () => {
