@@ -2,6 +2,7 @@ import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { freePort } from './ports';
 
 /**
@@ -25,6 +26,8 @@ export interface RedisStartOptions {
   readonly tls?: RedisTls;
   /** notify-keyspace-events, e.g. 'KEA'. */
   readonly notify?: string;
+  /** A Redis Cluster node (its nodes.conf in the server's dir); see startRedisCluster. */
+  readonly cluster?: boolean;
 }
 
 const running = new Set<ChildProcess>();
@@ -61,6 +64,7 @@ export class RedisServer {
     // redis-server joins the words after --user into one ACL rule; a single quoted argument is taken as the user name.
     for (const u of o.users ?? []) args.push('--user', ...u.split(' '));
     if (o.notify) args.push('--notify-keyspace-events', o.notify);
+    if (o.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', '5000');
     return args;
   }
 
@@ -134,5 +138,63 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
     if (await check()) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(25);
+  }
+}
+
+/** A real Redis Cluster of `masters` masters and no replicas, its slots spread by `redis-cli --cluster create`. */
+export class RedisCluster {
+  constructor(readonly servers: readonly RedisServer[]) {}
+
+  /** One node's URL: LockLens detects the cluster from it. */
+  get url(): string {
+    return this.servers[0].url;
+  }
+
+  /** redis-cli -c (follows MOVED) against the first node. */
+  cli(args: readonly string[]): Promise<string> {
+    return this.servers[0].cli(['-c', ...args]);
+  }
+
+  /** The node (by index) that serves `key`'s slot. */
+  async nodeOf(key: string): Promise<number> {
+    const client = new Redis(this.servers[0].port, '127.0.0.1', { protocol: 2, lazyConnect: true });
+    try {
+      await client.connect();
+      const slot = (await client.cluster('KEYSLOT', key)) as number;
+      const ranges = (await client.cluster('SLOTS')) as unknown as [number, number, [string, number, string]][];
+      const range = ranges.find(([start, end]) => start <= slot && slot <= end);
+      const index = this.servers.findIndex((s) => s.port === range?.[2][1]);
+      if (index < 0) throw new Error(`no node serves slot ${slot}`);
+      return index;
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  async dispose(): Promise<void> {
+    for (const s of this.servers) await s.dispose();
+  }
+}
+
+export async function startRedisCluster(masters = 3, options: RedisStartOptions = {}): Promise<RedisCluster> {
+  const servers: RedisServer[] = [];
+  const cluster = new RedisCluster(servers);
+  try {
+    for (let i = 0; i < masters; i++) servers.push(await startRedis({ ...options, cluster: true }));
+    await new Promise<void>((resolve, reject) => {
+      execFile(
+        'redis-cli',
+        ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+        { timeout: 30_000 },
+        (err, stdout, stderr) => (err ? reject(new Error(`redis-cli --cluster create: ${stderr || stdout || err.message}`)) : resolve()),
+      );
+    });
+    for (const s of servers) {
+      await eventually(async () => /cluster_state:ok/.test(await s.cli(['CLUSTER', 'INFO'])), 20_000, `cluster_state:ok on ${s.port}`);
+    }
+    return cluster;
+  } catch (e) {
+    await cluster.dispose();
+    throw e;
   }
 }

@@ -9,9 +9,9 @@ import { join } from 'node:path';
  * file appears, so tests order events by files, not by sleeping.
  */
 const PEER = String.raw`
-import os, sys, time, redis
+import os, sys, time, redis, redis.cluster
 url, name, mode, gate, timeout = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
-r = redis.Redis.from_url(url)
+r = redis.cluster.RedisCluster.from_url(url) if sys.argv[6:] == ['cluster'] else redis.Redis.from_url(url)
 lock = r.lock(name, timeout=(float(timeout) if timeout != 'none' else None), sleep=0.05)
 def say(*words):
     print(*words, flush=True)
@@ -44,8 +44,10 @@ export class RedisPyLock {
   private err = '';
   readonly exited: Promise<number | null>;
 
-  constructor(url: string, name: string, mode: 'hold' | 'try', timeoutSeconds: number | null) {
-    this.proc = spawn(PYTHON, ['-c', PEER, url, name, mode, this.gate, timeoutSeconds === null ? 'none' : String(timeoutSeconds)], {
+  /** `cluster`: through redis-py's RedisCluster (redis.cluster), url being any node of the cluster. */
+  constructor(url: string, name: string, mode: 'hold' | 'try', timeoutSeconds: number | null, cluster = false) {
+    const args = [url, name, mode, this.gate, timeoutSeconds === null ? 'none' : String(timeoutSeconds), ...(cluster ? ['cluster'] : [])];
+    this.proc = spawn(PYTHON, ['-c', PEER, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     peers.add(this.proc);

@@ -1,0 +1,123 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Cluster } from 'ioredis';
+import { RedisBackend } from '../../src/core/redis/redisBackend';
+import type { LockLensError } from '../../src/core/errors';
+import type { LockHold } from '../../src/core/backend';
+import { CONVENTIONS } from '../../src/core/redis/recognize';
+import { lockQueueKey, lockTimeoutKey } from '../../src/core/redis/redissonNames';
+import { FAIR_LOCK, FAIR_THREAD_WAIT_MS, REDISSON_LOCK } from '../../src/core/redis/scripts';
+import { eventually, startRedisCluster, type RedisCluster } from '../harness/redis';
+import { RedisPyLock } from '../harness/redisPy';
+import { REDISSON_UUID, OTHER_UUID } from '../harness/redisson';
+
+const b = (s: string) => Buffer.from(s);
+
+describe('Redis Cluster: three masters, detected on open', { timeout: 180_000 }, () => {
+  let cluster: RedisCluster;
+  let backend: RedisBackend;
+  let raw: Cluster;
+  /** Lock names under `c/`, one served by each master (index = master). */
+  let names: string[] = [];
+
+  /** A name under `prefix` on each of the three masters. */
+  async function onEachMaster(prefix: string): Promise<string[]> {
+    const found: string[] = [];
+    for (let i = 0; i < 200 && found.filter(Boolean).length < 3; i++) {
+      const node = await cluster.nodeOf(`${prefix}lock-${i}`);
+      found[node] ??= `${prefix}lock-${i}`;
+    }
+    assert.equal(found.filter(Boolean).length, 3, `a name under ${prefix} on each master`);
+    return found;
+  }
+
+  before(async () => {
+    cluster = await startRedisCluster(3);
+    backend = await RedisBackend.open({ store: 'redis', endpoints: [cluster.url] });
+    raw = new Cluster([{ host: '127.0.0.1', port: cluster.servers[0].port }], { redisOptions: { protocol: 2 } });
+    names = await onEachMaster('c/');
+  });
+  after(async () => {
+    backend?.close();
+    raw?.disconnect();
+    await cluster?.dispose();
+  });
+
+  test('open switches to a cluster by itself: three masters', () => {
+    assert.equal(backend.topology.kind, 'cluster');
+    assert.equal(backend.topology.nodes().length, 3);
+  });
+
+  test('list sees locks on all three masters: a token, a Redisson holder, a fair lock with its waiter', async () => {
+    await raw.set(names[0], 'tok-0', 'PX', 30_000);
+    assert.equal(await raw.eval(REDISSON_LOCK, 1, names[1], 30_000, `${REDISSON_UUID}:1`), null);
+    const fair = names[2];
+    const fairLock = (field: string) => raw.eval(FAIR_LOCK, 3, fair, lockQueueKey(b(fair)), lockTimeoutKey(b(fair)), 30_000, field, FAIR_THREAD_WAIT_MS, Date.now());
+    assert.equal(await fairLock(`${REDISSON_UUID}:2`), null);
+    assert.notEqual(await fairLock(`${OTHER_UUID}:3`), null, 'a waiter queues');
+    const listing = await backend.list([b('c/')]);
+    const byName = new Map(listing.locks.map((l) => [l.name.toString(), l]));
+    assert.equal(byName.get(names[0])?.holder?.owner, 'tok-0');
+    assert.equal(byName.get(names[1])?.holder?.convention, CONVENTIONS.redissonLock);
+    assert.equal(byName.get(names[1])?.holder?.holds, 1);
+    assert.equal(byName.get(fair)?.holder?.convention, CONVENTIONS.redissonFairLock);
+    assert.deepEqual(byName.get(fair)?.waiters.map((w) => w.owner), [`${OTHER_UUID}:3`]);
+    assert.equal(byName.get(names[0])?.holder?.quorum, undefined, 'a cluster key lives in one place: no quorum');
+    const ttl = listing.lease(byName.get(names[0])!.holder!.lease)!.ttl;
+    assert.ok(ttl > 0 && ttl <= 30);
+    for (const key of [...names]) await raw.del(key);
+    await raw.del(lockQueueKey(b(fair)));
+    await raw.del(lockTimeoutKey(b(fair)));
+  });
+
+  test('watch follows locks coming and going on every master; TTLs sampled where each key lives', async () => {
+    const watch = backend.watch([b('w/')], { pollIntervalMs: 100, leaseSampleIntervalMs: 100 });
+    try {
+      await watch.start();
+      assert.equal(watch.status.state, 'live');
+      const keys = await onEachMaster('w/');
+      for (const k of keys) await raw.set(k, `v-${k}`, 'PX', 30_000);
+      await eventually(() => watch.locks().length === keys.length, 10_000, 'every lock, one per master, seen');
+      await eventually(() => watch.locks().every((l) => watch.lease(l.holder!.lease)?.state === 'alive'), 10_000, 'TTLs sampled');
+      for (const k of keys) await raw.del(k);
+      await eventually(() => watch.locks().length === 0, 10_000, 'every lock gone');
+    } finally {
+      watch.dispose();
+    }
+  });
+
+  test('acquire excludes redis-py`s RedisCluster Lock both ways, and force-release works', async () => {
+    const name = 'c/py';
+    const py = new RedisPyLock(cluster.url, name, 'hold', 30, true);
+    let hold: LockHold | undefined;
+    try {
+      await py.until(['acquired']);
+      await assert.rejects(backend.acquire(b(name), { ttlSeconds: 10, tryOnly: true }), (e: LockLensError) => e.code === 'LOCKED');
+      const waiting = backend.acquire(b(name), { ttlSeconds: 10 });
+      py.release();
+      await py.until(['released']);
+      hold = await waiting;
+      assert.equal(await raw.get(name), hold.owner);
+      const second = new RedisPyLock(cluster.url, name, 'try', 30, true);
+      try {
+        assert.equal((await second.until(['busy', 'acquired'])).split(' ')[0], 'busy');
+      } finally {
+        second.dispose();
+      }
+      assert.equal(await hold.release(), true);
+      assert.equal(await raw.exists(name), 0);
+    } finally {
+      py.dispose();
+      await hold?.release().catch(() => undefined);
+    }
+    // Force-release a stuck token lock and a Redisson lock, each on its own master, routed by key.
+    await raw.set(names[0], 'stuck');
+    assert.equal(await raw.eval(REDISSON_LOCK, 1, names[1], 30_000, `${OTHER_UUID}:9`), null);
+    const listing = await backend.list([b('c/')]);
+    for (const name of [names[0], names[1]]) {
+      const lock = listing.locks.find((l) => l.name.toString() === name)!;
+      await backend.forceRelease(lock, lock.holder!);
+      assert.equal(await raw.exists(name), 0, `${name} released`);
+    }
+  });
+});
