@@ -188,16 +188,3 @@ export async function readLocks(client: Redis, names: readonly Buffer[]): Promis
 export function recognizeSnapshot(raw: RawSnapshot, prefixes: readonly Uint8Array[], now = Date.now()): Recognized {
   return recognize(raw.records, raw.queues, prefixes, now);
 }
-
-/** PTTL of each key, pipelined; -2 for a key gone. */
-export async function readPttls(client: Redis, keys: readonly Buffer[]): Promise<number[]> {
-  if (keys.length === 0) return [];
-  const p = client.pipeline();
-  for (const k of keys) p.pttl(k);
-  try {
-    const replies = await exec(p);
-    return replies.map((r) => ok<number>(r) ?? -2);
-  } catch (e) {
-    throw storeError(e);
-  }
-}
