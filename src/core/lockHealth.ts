@@ -1,11 +1,12 @@
 import { keyId } from './keys';
 import { remainingTtl, type LeaseInfo } from './leaseInfo';
-import { holderCount, members, type ChangeSet, type LockMember, type LockState } from './lockState';
+import { hasMajority, holderCount, members, type ChangeSet, type LockMember, type LockState } from './lockState';
 
 /** What can be wrong with one member of a lock, worst first. */
-export type Trouble = 'leaseExpired' | 'stalled' | 'noLease' | 'longHold';
+/** `noMajority`: a holder seen on too few of a redlock's independent instances to hold the lock in redlock's sense. */
+export type Trouble = 'leaseExpired' | 'stalled' | 'noMajority' | 'noLease' | 'longHold';
 
-export const TROUBLE_ORDER: readonly Trouble[] = ['leaseExpired', 'stalled', 'noLease', 'longHold'];
+export const TROUBLE_ORDER: readonly Trouble[] = ['leaseExpired', 'stalled', 'noMajority', 'noLease', 'longHold'];
 
 /** Since when something has been true, and whether LockLens saw it happen or only found it so when it started looking. */
 export interface Since {
@@ -109,6 +110,7 @@ export function lockHealth(
     const troubles: Trouble[] = [];
     if (info?.state === 'expired') troubles.push('leaseExpired');
     else if (info?.stalled) troubles.push('stalled');
+    if (position === 0 && !hasMajority(member)) troubles.push('noMajority');
     if (!member.lease) troubles.push('noLease');
     if (position === 0 && now - since.at > options.longHoldMs) troubles.push('longHold');
     return { member, role, position, lease: info, ttl: info && remainingTtl(info, now), since, troubles };

@@ -58,6 +58,8 @@ export function troubleLabel(trouble: Trouble, owner: OwnerKind): string {
       return owner === 'lease' ? vscode.l10n.t('lease expired') : vscode.l10n.t('expired');
     case 'stalled':
       return vscode.l10n.t('not renewed');
+    case 'noMajority':
+      return vscode.l10n.t('no majority');
     case 'noLease':
       return owner === 'lease' ? vscode.l10n.t('no lease') : vscode.l10n.t('no expiry');
     case 'longHold':
@@ -84,6 +86,12 @@ export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: 
             Math.ceil(health.ttl ?? 0),
             health.lease?.grantedTtl ?? 0,
           );
+    case 'noMajority':
+      return vscode.l10n.t(
+        'Held on only {0} of {1} independent instances: no majority, so in redlock\'s terms nobody holds this lock (a split, a failed acquire, or instances down).',
+        health.member.quorum?.agree ?? 0,
+        health.member.quorum?.of ?? 0,
+      );
     case 'noLease':
       return owner === 'lease'
         ? vscode.l10n.t('This key has no lease: it never expires. If its owner crashed, the lock stays held until someone deletes the key.')
@@ -112,7 +120,7 @@ export function tooltip(): vscode.MarkdownString {
 
 export function troubleIcon(trouble: Trouble | undefined, fallback: string): vscode.ThemeIcon {
   if (!trouble) return new vscode.ThemeIcon(fallback);
-  const colour = trouble === 'leaseExpired' || trouble === 'stalled' ? 'list.errorForeground' : 'list.warningForeground';
+  const colour = trouble === 'leaseExpired' || trouble === 'stalled' || trouble === 'noMajority' ? 'list.errorForeground' : 'list.warningForeground';
   return new vscode.ThemeIcon('warning', new vscode.ThemeColor(colour));
 }
 

@@ -184,7 +184,9 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
 
   private locksUnder(node: PrefixNode): LockState[] {
     const prefix = Buffer.from(node.prefix);
-    return (node.connection.watch?.locks() ?? []).filter((lock) => members(lock).some((m) => hasPrefix(m.key, prefix)));
+    // By name (a Redisson lock's members are hash fields, not keys under the prefix), or by a member's key (etcd: a
+    // prefix inside one lock's queue, like `/locks/jobs/`, holds its members' keys but not the lock's name).
+    return (node.connection.watch?.locks() ?? []).filter((lock) => hasPrefix(lock.name, prefix) || members(lock).some((m) => hasPrefix(m.key, prefix)));
   }
 
   private lockNode(connection: ClusterConnection, prefix: string, lockId: string): LockNode {
@@ -228,7 +230,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       const who = memberLabel(lock, holder.member, node.prefix);
       parts.push(lock.kind === 'election' ? vscode.l10n.t('leader {0}', who) : vscode.l10n.t('held by {0}', who));
       const others = lock.sharedWith?.length ?? 0;
-      if (others) parts.push(others === 1 ? vscode.l10n.t('and 1 other reader') : vscode.l10n.t('and {0} other readers', others));
+      if (others && holder.member.mode === 'read') parts.push(others === 1 ? vscode.l10n.t('and 1 other reader') : vscode.l10n.t('and {0} other readers', others));
+      else if (others) parts.push(others === 1 ? vscode.l10n.t('and 1 other claim') : vscode.l10n.t('and {0} other claims', others));
     } else parts.push(vscode.l10n.t('free'));
     if (lock.waiters.length) {
       parts.push(
@@ -278,6 +281,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     } else if (member.owner && label !== member.owner) parts.push(vscode.l10n.t('owner {0}', shorten(member.owner)));
     if (member.holds !== null) parts.push(member.holds === 1 ? vscode.l10n.t('1 hold') : vscode.l10n.t('{0} holds (re-entrant)', member.holds));
     if (member.mode) parts.push(member.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
+    if (member.quorum) parts.push(vscode.l10n.t('on {0}/{1} instances', member.quorum.agree, member.quorum.of));
     parts.push(formatTtl(health, caps.owner));
     if (member.token !== null) parts.push(vscode.l10n.t('token {0}', member.token));
     parts.push(ageLabel(health));
@@ -460,6 +464,7 @@ function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: Cluste
   else row(vscode.l10n.t('Owner'), m.owner || vscode.l10n.t('unknown'));
   if (m.holds !== null) row(vscode.l10n.t('Holds (re-entrant)'), String(m.holds));
   if (m.mode) row(vscode.l10n.t('Mode'), m.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
+  if (m.quorum) row(vscode.l10n.t('Instances agreeing'), `${m.quorum.agree}/${m.quorum.of}${m.quorum.instances?.length ? ` (${m.quorum.instances.join(', ')})` : ''}`);
   row(vscode.l10n.t('Remaining TTL'), formatTtl(h, owner) + (h.lease ? ` / ${h.lease.grantedTtl}s` : ''));
   if (m.deadline !== undefined) row(vscode.l10n.t('Gives up waiting at'), new Date(m.deadline).toLocaleTimeString());
   if (m.token !== null) row(vscode.l10n.t('Fencing token'), String(m.token));

@@ -63,7 +63,7 @@ export function registerLockCommands(
     const lockOfNode = node?.kind === 'lock' ? tree.lock(node) : undefined;
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
-    const ttl = input?.ttl ?? (await askTtl());
+    const ttl = input?.ttl ?? (await askTtl(backend.capabilities.owner));
     if (!input && !(await confirmJoin(connection, backend, name))) return;
     const controller = new AbortController();
     const label = displayKey(name);
@@ -181,8 +181,10 @@ export function registerLockCommands(
         : vscode.l10n.t('It is waiting, not holding: it leaves the queue.'),
     ].join('\n');
     const confirm = vscode.l10n.t('Force Release');
+    // A token lock's one member is the lock's own key: name its owner instead.
+    const who = member.key.equals(lock.name) ? member.owner : displayKey(member.key);
     const answer = await vscode.window.showWarningMessage(
-      vscode.l10n.t('Force-release "{0}" from {1} on {2}?', displayKey(lock.name), displayKey(member.key), connection.name),
+      vscode.l10n.t('Force-release "{0}" from {1} on {2}?', displayKey(lock.name), who, connection.name),
       { modal: true, detail },
       confirm,
     );
@@ -325,11 +327,14 @@ function lockSummary(lock: LockState): string {
   return lock.waiters.length ? vscode.l10n.t('held · {0} waiting', lock.waiters.length) : vscode.l10n.t('held');
 }
 
-async function askTtl(): Promise<number> {
+async function askTtl(owner: LockBackend['capabilities']['owner']): Promise<number> {
   const text = orCancel(
     await vscode.window.showInputBox({
-      title: vscode.l10n.t('Lease TTL (seconds)'),
-      prompt: vscode.l10n.t('LockLens keeps the lease alive while you hold the lock; if VS Code dies, the lock frees itself after this long.'),
+      title: owner === 'lease' ? vscode.l10n.t('Lease TTL (seconds)') : vscode.l10n.t('Lock TTL (seconds)'),
+      prompt:
+        owner === 'lease'
+          ? vscode.l10n.t('LockLens keeps the lease alive while you hold the lock; if VS Code dies, the lock frees itself after this long.')
+          : vscode.l10n.t("LockLens renews the key's expiry while you hold the lock; if VS Code dies, the lock frees itself after this long."),
       value: String(defaultAcquireTtl()),
       validateInput: (v) => (/^\d+$/.test(v) && Number(v) >= 1 ? undefined : vscode.l10n.t('A whole number of seconds, at least 1')),
     }),
@@ -341,8 +346,8 @@ async function askTtl(): Promise<number> {
 async function confirmJoin(connection: ClusterConnection, backend: LockBackend, name: Buffer): Promise<boolean> {
   const lock = connection.watch?.locks().find((l) => backend.acquirable(l) && l.name.equals(name));
   if (!lock?.holder) return true;
-  const join = vscode.l10n.t('Join Queue');
   const queued = backend.capabilities.queuedAcquire;
+  const join = queued ? vscode.l10n.t('Join Queue') : vscode.l10n.t('Wait');
   const answer = await vscode.window.showWarningMessage(
     queued
       ? vscode.l10n.t('"{0}" is held by {1}, with {2} waiting. Join the queue?', displayKey(name), displayKey(lock.holder.key), lock.waiters.length)
