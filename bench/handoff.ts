@@ -10,6 +10,13 @@ import { CLI } from './paths';
 
 export type Tool = 'locklens' | 'etcdctl';
 
+export interface RoundOptions {
+  /** Runs each contender through another program (bench/traceHandoff.ts: strace). */
+  readonly wrap?: (bin: string, args: string[]) => [string, string[]];
+  /** The stamps file's text: `S <ns>` and `E <ns>` lines, in order. */
+  readonly onStamps?: (text: string) => void;
+}
+
 /**
  * One round: `contenders` processes of one tool contend on one fresh lock name, each holding for ~0 ms while its
  * command appends a start and an end timestamp (ns, from `date`) to a shared file. Mutual exclusion makes the file
@@ -19,7 +26,14 @@ export type Tool = 'locklens' | 'etcdctl';
  * A barrier holder (the core mutex) holds the lock until every contender has queued, so that process start-up (Go's
  * is lighter than Node's) is not measured as handoff: only waiters that are idle in the queue hand over.
  */
-export async function handoffRound(tool: Tool, conn: EtcdConnection, endpoint: string, contenders: number, name: string): Promise<number[]> {
+export async function handoffRound(
+  tool: Tool,
+  conn: EtcdConnection,
+  endpoint: string,
+  contenders: number,
+  name: string,
+  options: RoundOptions = {},
+): Promise<number[]> {
   const dir = mkdtempSync(join(tmpdir(), 'locklens-handoff-'));
   const stamps = join(dir, 'stamps');
   const command = ['sh', '-c', `echo S $(date +%s%N) >> ${stamps}; echo E $(date +%s%N) >> ${stamps}`];
@@ -32,7 +46,7 @@ export async function handoffRound(tool: Tool, conn: EtcdConnection, endpoint: s
   try {
     const runs = Promise.all(
       Array.from({ length: contenders }, () => {
-        const [bin, args] = argv();
+        const [bin, args] = options.wrap ? options.wrap(...argv()) : argv();
         const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, ETCDCTL_API: '3' } });
         return new Promise<void>((resolve, reject) =>
           child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${tool} exited ${code}`)))),
@@ -43,7 +57,9 @@ export async function handoffRound(tool: Tool, conn: EtcdConnection, endpoint: s
     await new Promise((r) => setTimeout(r, 300)); // let every waiter settle into its watch
     await barrier.release();
     await runs;
-    const lines = readFileSync(stamps, 'utf8').trim().split('\n').map((l) => l.split(' '));
+    const text = readFileSync(stamps, 'utf8');
+    options.onStamps?.(text);
+    const lines = text.trim().split('\n').map((l) => l.split(' '));
     const gaps: number[] = [];
     for (let i = 1; i + 1 < lines.length; i += 2) {
       if (lines[i][0] !== 'E' || lines[i + 1][0] !== 'S') throw new Error(`${tool}: holders overlapped (${lines.slice(0, i + 2).join(' | ')})`);

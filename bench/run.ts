@@ -26,7 +26,11 @@ async function main(): Promise<void> {
   };
   try {
     await run('extension', () => scenarios.extension(b));
-    await run('handoff', () => scenarios.handoff(b));
+    // `handoff` (or `handoff_12`, `handoff_20`) runs both sizes of queue.
+    for (const contenders of [12, 20]) {
+      if (only.has('handoff')) only.add(`handoff_${contenders}`);
+      await run(`handoff_${contenders}`, () => scenarios.handoff(b, contenders));
+    }
     await run('cycle', () => scenarios.cycle(b));
     await run('watch_to_model', () => scenarios.watchToModel(b));
     await run('lease_sweep', () => scenarios.leaseSweep(b));

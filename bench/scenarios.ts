@@ -29,17 +29,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function handoff(b: Bench, contenders = 20, rounds = 3) {
   const samples: Record<Tool, number[]> = { locklens: [], etcdctl: [] };
   for (let r = 0; r < rounds; r++) {
-    for (const tool of ['etcdctl', 'locklens'] as const) samples[tool].push(...(await handoffRound(tool, b.conn, b.endpoint, contenders, `bench/handoff/${tool}-${r}`)));
+    for (const tool of ['etcdctl', 'locklens'] as const) {
+      samples[tool].push(...(await handoffRound(tool, b.conn, b.endpoint, contenders, `bench/handoff/${contenders}/${tool}-${r}`)));
+    }
   }
-  const p = (t: Tool, q: number) => round(percentile(samples[t], q));
+  const p = (t: Tool, q: number) => percentile(samples[t], q);
   return {
     contenders,
     samples: samples.locklens.length,
-    locklens_p50: p('locklens', 50),
-    locklens_p99: p('locklens', 99),
-    etcdctl_p50: p('etcdctl', 50),
-    etcdctl_p99: p('etcdctl', 99),
-    ratio_p50: round(percentile(samples.locklens, 50) / percentile(samples.etcdctl, 50)),
+    locklens_p50: round(p('locklens', 50)),
+    locklens_p99: round(p('locklens', 99)),
+    etcdctl_p50: round(p('etcdctl', 50)),
+    etcdctl_p99: round(p('etcdctl', 99)),
+    ratio_p50: round(p('locklens', 50) / p('etcdctl', 50)),
+    ratio_p99: round(p('locklens', 99) / p('etcdctl', 99)),
   };
 }
 
