@@ -1,12 +1,21 @@
-// Bundles the extension host (CommonJS, `vscode` left external), the `locklens` CLI, the demo, and the webview
-// (browser IIFE).
+// Bundles the extension host (CommonJS, `vscode` left external), the `locklens` CLI, the demo, each store's backend
+// with its client library (dist/stores/<store>.js), and the webview (browser IIFE).
 // `node esbuild.mjs` builds for development (source maps, not minified); `--production` minifies;
 // `--watch` rebuilds on change.
+//
+// Stores are separate bundles so that nothing loads a store's client (etcd3 + gRPC + protobufjs, ioredis, …) until a
+// connection of that kind is first opened: activation stays flat however many stores exist, and each store's code is
+// downloaded once (not once per host bundle). A store bundle does not carry its own copy of the store-neutral core
+// (src/ outside src/core/<store>/): it uses the loading bundle's modules, handed over by `openBackend`'s loader, so
+// `instanceof LockLensError` and module state work across the two files and the core is not duplicated.
 import * as esbuild from 'esbuild';
-import { cpSync, existsSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const production = process.argv.includes('--production');
 const watch = process.argv.includes('--watch');
+const ROOT = dirname(new URL(import.meta.url).pathname);
+const SRC = join(ROOT, 'src') + sep;
 
 const common = {
   bundle: true,
@@ -17,61 +26,160 @@ const common = {
   legalComments: 'linked',
 };
 
+/** Every store: its backend module (what `openBackend` requires) and the bundle it becomes. */
+const STORES = [
+  { store: 'etcd', entry: 'src/core/etcd/etcdBackend.ts', dir: 'src/core/etcd/' },
+  { store: 'redis', entry: 'src/core/redis/redisBackend.ts', dir: 'src/core/redis/' },
+];
+/** Client libraries that belong in a store bundle, never in a host bundle (checked after each host build). */
+const STORE_CLIENTS = /node_modules[\\/](etcd3|@grpc|protobufjs|@protobufjs|ioredis|redis-parser|cluster-key-slot)[\\/]/;
+
 /**
- * etcd3 reads its .proto files at run time from `${__dirname}/../proto`. In a bundle __dirname is dist/, so point it
- * at dist/proto and copy the three files there.
+ * etcd3 reads its .proto files at run time from `${__dirname}/../proto`. In dist/stores/etcd.js __dirname is
+ * dist/stores, so `../proto` is dist/proto: copy the three files there.
  */
 const etcd3Protos = {
   name: 'etcd3-protos',
   setup(build) {
     build.onLoad({ filter: /etcd3[\\/]lib[\\/]connection-pool\.js$/ }, (args) => {
       const source = readFileSync(args.path, 'utf8');
-      const patched = source.replace('`${__dirname}/../proto/rpc.proto`', '`${__dirname}/proto/rpc.proto`');
-      if (patched === source) throw new Error('etcd3-protos: proto path not found in etcd3; update the plugin for this etcd3 version');
+      const inStores = build.initialOptions.outdir?.endsWith('stores');
+      const patched = source.replace('`${__dirname}/../proto/rpc.proto`', inStores ? '`${__dirname}/../proto/rpc.proto`' : '`${__dirname}/proto/rpc.proto`');
+      if (!source.includes('`${__dirname}/../proto/rpc.proto`')) throw new Error('etcd3-protos: proto path not found in etcd3; update the plugin for this etcd3 version');
       return { contents: patched, loader: 'js' };
     });
     build.onEnd(() => cpSync('node_modules/etcd3/proto', 'dist/proto', { recursive: true }));
   },
 };
 
+const key = (path) => relative(ROOT, path).split(sep).join('/');
+
+/**
+ * In a store bundle: every import of a file under src/ outside the store's own directory is the loading bundle's
+ * module, read from the table the loader passes to `load` (see `hostStores`). The entry exports `load(core)`, which
+ * returns the store's backend module.
+ */
+function storeBundle({ store, entry, dir }) {
+  const ownDir = join(ROOT, dir);
+  const shared = new Set();
+  return {
+    shared,
+    plugin: {
+      name: `store-${store}`,
+      setup(build) {
+        build.onStart(() => shared.clear());
+        build.onResolve({ filter: /^locklens:store-entry$/ }, () => ({ path: 'entry', namespace: 'locklens-store' }));
+        build.onResolve({ filter: /^locklens:core-table$/ }, () => ({ path: 'table', namespace: 'locklens-store' }));
+        build.onResolve({ filter: /^\./ }, async (args) => {
+          if (args.namespace !== 'file' || args.pluginData?.inner) return undefined;
+          const resolved = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: { inner: true } });
+          if (resolved.errors.length || !resolved.path.startsWith(SRC) || resolved.path.startsWith(ownDir)) return resolved;
+          shared.add(key(resolved.path));
+          return { path: key(resolved.path), namespace: 'locklens-core' };
+        });
+        build.onLoad({ filter: /.*/, namespace: 'locklens-core' }, (args) => ({
+          contents: `module.exports = require('locklens:core-table').core[${JSON.stringify(args.path)}];`,
+          loader: 'js',
+          resolveDir: ROOT,
+        }));
+        build.onLoad({ filter: /^table$/, namespace: 'locklens-store' }, () => ({ contents: 'module.exports = { core: undefined };', loader: 'js' }));
+        build.onLoad({ filter: /^entry$/, namespace: 'locklens-store' }, () => ({
+          contents: `exports.load = (core) => { require('locklens:core-table').core = core; return require(${JSON.stringify(join(ROOT, entry))}); };`,
+          loader: 'js',
+          resolveDir: ROOT,
+        }));
+      },
+    },
+  };
+}
+
+/**
+ * In a host bundle (extension, CLI, demo): `require('./<store>/<store>Backend')` in src/core/backends.ts becomes a
+ * runtime require of dist/stores/<store>.js, handed this bundle's copies of the core modules the store bundles use.
+ * Host code that imports a store's modules directly (pure helpers) gets them without their side effects, and the build
+ * fails if a store's client library still ends up in the host bundle.
+ */
+function hostStores(sharedCore, { storeClientsAllowed = false } = {}) {
+  return {
+    name: 'host-stores',
+    setup(build) {
+      const backends = join(ROOT, 'src/core/backends.ts');
+      for (const { store, entry } of STORES) {
+        const request = './' + relative(join(ROOT, 'src/core'), join(ROOT, entry)).replace(/\.ts$/, '').split(sep).join('/');
+        build.onResolve({ filter: new RegExp(`^${request.replace(/[./]/g, '\\$&')}$`) }, (args) =>
+          args.importer === backends ? { path: store, namespace: 'locklens-store-loader' } : undefined,
+        );
+      }
+      build.onLoad({ filter: /.*/, namespace: 'locklens-store-loader' }, (args) => ({
+        contents: [
+          `const { LockLensError } = require(${JSON.stringify(join(ROOT, 'src/core/errors.ts'))});`,
+          `let store;`,
+          `try {`,
+          `  store = require(require('node:path').join(__dirname, 'stores', ${JSON.stringify(`${args.path}.js`)}));`,
+          `} catch (e) {`,
+          `  if (e && e.code === 'MODULE_NOT_FOUND') throw new LockLensError('INVALID_ARGUMENT', ${JSON.stringify(`this build of LockLens has no ${args.path} store (dist/stores/${args.path}.js is missing)`)}, { cause: e });`,
+          `  throw e;`,
+          `}`,
+          `module.exports = store.load(require('locklens:core'));`,
+        ].join('\n'),
+        loader: 'js',
+        resolveDir: ROOT,
+      }));
+      build.onResolve({ filter: /^locklens:core$/ }, () => ({ path: 'core', namespace: 'locklens-core-host' }));
+      build.onLoad({ filter: /.*/, namespace: 'locklens-core-host' }, () => ({
+        // Getters: a module is initialised when the store first uses it, as it would be inside one bundle.
+        contents: `module.exports = {\n${[...sharedCore()].sort().map((k) => `  get ${JSON.stringify(k)}() { return require(${JSON.stringify(join(ROOT, k))}); },`).join('\n')}\n};`,
+        loader: 'js',
+        resolveDir: ROOT,
+      }));
+      // A store's own modules imported by host code: drop them unless something is used (no side effects).
+      build.onResolve({ filter: /^\./ }, async (args) => {
+        if (args.pluginData?.inner || args.namespace !== 'file') return undefined;
+        const resolved = await build.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, pluginData: { inner: true } });
+        if (resolved.errors.length) return resolved;
+        return STORES.some((s) => resolved.path.startsWith(join(ROOT, s.dir))) ? { ...resolved, sideEffects: false } : resolved;
+      });
+      build.onEnd((result) => {
+        if (!result.metafile || storeClientsAllowed) return;
+        const leaked = Object.keys(result.metafile.inputs).filter((p) => STORE_CLIENTS.test(p));
+        if (leaked.length) {
+          result.errors.push({ text: `a store's client library is in the host bundle ${Object.keys(result.metafile.outputs)[0]}: ${leaked.slice(0, 3).join(', ')}…; a host module imports a store module that needs it` });
+        }
+      });
+    },
+  };
+}
+
+const stores = STORES.filter((s) => existsSync(join(ROOT, s.entry))).map((s) => ({ ...s, ...storeBundle(s) }));
+const sharedCore = () => new Set(stores.flatMap((s) => [...s.shared]));
+
 /** @type {esbuild.BuildOptions[]} */
-const builds = [
-  {
-    ...common,
-    entryPoints: { extension: 'src/extension/extension.ts' },
-    outdir: 'dist',
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    external: ['vscode'],
-    plugins: [etcd3Protos],
-  },
-  {
-    ...common,
-    entryPoints: { locklens: 'src/cli/main.ts' },
-    outdir: 'dist',
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    banner: { js: '#!/usr/bin/env node' },
-    plugins: [etcd3Protos],
-  },
-  {
-    // `npm run demo` (demo/): the core engine in one file like the CLI, with etcd3's protos beside it in dist/proto.
-    // Kept out of the .vsix by .vscodeignore.
-    ...common,
-    entryPoints: { demo: 'demo/main.ts' },
-    outdir: 'dist',
-    platform: 'node',
-    target: 'node20',
-    format: 'cjs',
-    plugins: [etcd3Protos],
-  },
+const storeBuilds = stores.map((s) => ({
+  ...common,
+  entryPoints: { [s.store]: 'locklens:store-entry' },
+  outdir: 'dist/stores',
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  plugins: [s.plugin, ...(s.store === 'etcd' ? [etcd3Protos] : [])],
+}));
+
+const host = { ...common, platform: 'node', target: 'node20', format: 'cjs', outdir: 'dist', metafile: true, plugins: [hostStores(sharedCore)] };
+
+/** @type {esbuild.BuildOptions[]} */
+const hostBuilds = [
+  { ...host, entryPoints: { extension: 'src/extension/extension.ts' }, external: ['vscode'] },
+  { ...host, entryPoints: { locklens: 'src/cli/main.ts' }, banner: { js: '#!/usr/bin/env node' } },
+  // `npm run demo` (demo/): its own engine imports etcd directly, so etcd3 is in it as well (with its protos in
+  // dist/proto). Kept out of the .vsix by .vscodeignore.
+  { ...host, entryPoints: { demo: 'demo/main.ts' }, plugins: [etcd3Protos, hostStores(sharedCore, { storeClientsAllowed: true })] },
 ];
 
+/** @type {esbuild.BuildOptions[]} */
+const otherBuilds = [];
 // The timeline webview (its own issue) lives in webview/; it is bundled for the browser once its entry exists.
 if (existsSync('webview/timeline/main.ts')) {
-  builds.push({
+  otherBuilds.push({
     ...common,
     entryPoints: { timeline: 'webview/timeline/main.ts' },
     outdir: 'dist/webview',
@@ -82,8 +190,21 @@ if (existsSync('webview/timeline/main.ts')) {
 }
 
 if (watch) {
-  const contexts = await Promise.all(builds.map((b) => esbuild.context(b)));
+  // The store bundles first: the host bundles hand over the core modules those import.
+  const storeContexts = await Promise.all(storeBuilds.map((b) => esbuild.context(b)));
+  await Promise.all(storeContexts.map((c) => c.rebuild()));
+  const contexts = [...storeContexts, ...(await Promise.all([...hostBuilds, ...otherBuilds].map((b) => esbuild.context(b))))];
   await Promise.all(contexts.map((c) => c.watch()));
 } else {
-  await Promise.all(builds.map((b) => esbuild.build(b)));
+  const build = async (options) => {
+    const result = await esbuild.build({ ...options, metafile: true });
+    // A bundle with no legal comments any more (the host bundles, since the store clients moved out) leaves no
+    // .LEGAL.txt: remove the one an earlier build left, so the package does not ship a stale one.
+    for (const name of Object.keys(options.entryPoints)) {
+      const legal = join(options.outdir, `${name}.js.LEGAL.txt`);
+      if (!Object.keys(result.metafile.outputs).some((o) => resolve(o) === resolve(legal))) rmSync(legal, { force: true });
+    }
+  };
+  await Promise.all(storeBuilds.map(build));
+  await Promise.all([...hostBuilds, ...otherBuilds].map(build));
 }
