@@ -282,7 +282,8 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     }, 30_000, 'the force-release confirmation');
     assert.equal(askedForLock, false, 'Force Release… from the row\'s menu asked for a lock instead of using the row');
     const text = (await dialog.textContent()) ?? '';
-    assert.match(text, new RegExp(`Force-release "${escapeRegExp(STUCK)}" from ${escapeRegExp(STUCK)} on ${escapeRegExp(CONNECTION)}\\?`));
+    // A token lock's one member is the lock's own key, so the title names its owner (the token).
+    assert.match(text, new RegExp(`Force-release "${escapeRegExp(STUCK)}" from ${STUCK_TOKEN} on ${escapeRegExp(CONNECTION)}\\?`));
     // The backend's own description of what it will do (compare-and-delete of the token shown), and who is next.
     const detail = ((await dialog.locator('.dialog-message-detail').textContent().catch(() => '')) ?? '').trim();
     assert.match(detail, new RegExp(`only if it still holds token ${STUCK_TOKEN}`), `the confirmation says what force-release does: ${detail}`);
