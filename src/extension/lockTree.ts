@@ -282,7 +282,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     if (member.holds !== null) parts.push(member.holds === 1 ? vscode.l10n.t('1 hold') : vscode.l10n.t('{0} holds (re-entrant)', member.holds));
     if (member.mode) parts.push(member.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
     if (member.quorum) parts.push(vscode.l10n.t('on {0}/{1} instances', member.quorum.agree, member.quorum.of));
-    parts.push(formatTtl(health, caps.owner));
+    // A fair-lock waiter's TTL is its give-up time, not an expiry of anything it holds.
+    parts.push(member.deadline !== undefined && health.ttl !== undefined ? vscode.l10n.t('gives up in {0}s', Math.ceil(health.ttl)) : formatTtl(health, caps.owner));
     if (member.token !== null) parts.push(vscode.l10n.t('token {0}', member.token));
     parts.push(ageLabel(health));
     if (own) parts.push(vscode.l10n.t('held by you'));
