@@ -1,0 +1,150 @@
+import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Procs, show } from '../harness/cli';
+import { eventually, startRedis, type RedisServer } from '../harness/redis';
+import { RedisPyLock } from '../harness/redisPy';
+import { FakeRedisson } from '../harness/redisson';
+
+// The shipped `locklens` binary over Redis, next to real redis-py processes: the issue's acceptance cases.
+
+interface Entry {
+  key: string;
+  owner: string;
+  lease: string | null;
+  createRevision: number | null;
+  token: number | null;
+  holds: number | null;
+  ttl: number | null;
+  convention: string;
+}
+interface LockDoc {
+  name: string;
+  kind: string;
+  holder: Entry | null;
+  waiters: Entry[];
+}
+
+/** A shell script that appends $2 to the file $1, waits for the file $3 to exist, then appends $4. */
+const MARK_WAIT_MARK = 'echo "$2" >> "$1"; while [ ! -e "$3" ]; do sleep 0.02; done; echo "$4" >> "$1"';
+
+describe('locklens over Redis (--url), against redis-py and Redisson layouts', () => {
+  let redis: RedisServer;
+  let procs: Procs;
+  let dir: string;
+  const peers: RedisPyLock[] = [];
+  const url = () => redis.url;
+  const peer = (name: string, mode: 'hold' | 'try', timeout: number | null = 30) => {
+    const p = new RedisPyLock(url(), name, mode, timeout);
+    peers.push(p);
+    return p;
+  };
+  const list = async (prefix: string) => {
+    const r = await procs.run(['list', '--url', url(), '--prefix', prefix, '--json']);
+    assert.equal(r.code, 0, show(r));
+    const doc = JSON.parse(r.stdout) as { revision: null; locks: LockDoc[] };
+    assert.equal(doc.revision, null, 'Redis has no revision');
+    return doc.locks;
+  };
+
+  before(async () => {
+    redis = await startRedis();
+  });
+  after(async () => {
+    await redis.dispose();
+  });
+  beforeEach(() => {
+    procs = new Procs(url());
+    dir = mkdtempSync(join(tmpdir(), 'locklens-cli-redis-'));
+  });
+  afterEach(async () => {
+    for (const p of peers.splice(0)) p.dispose();
+    await procs.dispose();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('list --json: a Redisson holder with its hold count, a fair lock\'s waiters in queue order, a redis-py token as owner', async () => {
+    const redisson = FakeRedisson.connect(url());
+    procs.defer(() => redisson.dispose());
+    assert.equal(await redisson.lock('app:billing', 1), null);
+    assert.equal(await redisson.lock('app:billing', 1), null, 're-entered: hold count 2');
+    assert.equal(await redisson.fairLock('app:fair', 1), null, 'the fair lock is held');
+    assert.notEqual(await redisson.fairLock('app:fair', 2), null, 'thread 2 queues');
+    assert.notEqual(await redisson.fairLock('app:fair', 3), null, 'thread 3 queues behind it');
+    const py = peer('app:export', 'hold', null);
+    const token = (await py.until(['acquired'])).split(' ')[1];
+
+    const locks = await list('app:');
+    const named = (n: string) => {
+      const l = locks.find((x) => x.name === n);
+      assert.ok(l, `${n} among ${locks.map((x) => x.name).join(', ')}`);
+      return l;
+    };
+    const billing = named('app:billing');
+    assert.equal(billing.holder?.holds, 2);
+    assert.equal(billing.holder?.convention, 'redisson-lock');
+    assert.match(billing.holder!.owner, /^[0-9a-f-]{36}:1$/);
+    assert.deepEqual([billing.holder?.lease, billing.holder?.token, billing.holder?.createRevision], [null, null, null], 'nothing etcd-only is made up');
+    const fair = named('app:fair');
+    assert.deepEqual(
+      fair.waiters.map((w) => w.owner.split(':')[1]),
+      ['2', '3'],
+      'waiters in queue order',
+    );
+    assert.ok(fair.waiters.every((w) => typeof w.ttl === 'number' && w.ttl > 0), 'each waiter counts down to its give-up time');
+    const exported = named('app:export');
+    assert.equal(exported.kind, 'single');
+    assert.equal(exported.holder?.owner, token, 'the redis-py token is the owner');
+    assert.equal(exported.holder?.convention, 'redis-token');
+    assert.equal(exported.holder?.ttl, null, 'redis-py without a timeout: no expiry');
+  });
+
+  test('locklens acquire -- CMD excludes redis-py both ways and releases when CMD exits', async () => {
+    const log = join(dir, 'order');
+    // redis-py holds; locklens waits, and its command runs only after redis-py released.
+    const py = peer('app:job', 'hold');
+    await py.until(['acquired']);
+    const ours = procs.locklens(['acquire', 'app:job', '--url', url(), '--ttl', '10', '--', 'sh', '-c', MARK_WAIT_MARK, 'sh', log, 'locklens-start', join(dir, 'go'), 'locklens-end']);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(existsSync(log), false, 'locklens did not run its command while redis-py held the lock');
+    writeFileSync(log, 'py-released\n');
+    py.release();
+    await py.until(['released']);
+    await eventually(() => readFileSync(log, 'utf8').includes('locklens-start'), 15_000, 'locklens runs its command once redis-py released');
+
+    // locklens holds; redis-py's try fails, its blocking acquire waits until locklens's command exits.
+    const tryPeer = peer('app:job', 'try');
+    assert.equal(await tryPeer.until(['busy', 'acquired']), 'busy', 'redis-py cannot take it while locklens holds');
+    const waiter = peer('app:job', 'hold');
+    await waiter.until(['waiting']);
+    writeFileSync(join(dir, 'go'), '');
+    const r = await ours.wait();
+    assert.equal(r.code, 0, show(r));
+    await waiter.until(['acquired']);
+    assert.deepEqual(readFileSync(log, 'utf8').trim().split('\n'), ['py-released', 'locklens-start', 'locklens-end']);
+    waiter.release();
+    await waiter.until(['released']);
+  });
+
+  test('locklens acquire --try on a lock redis-py holds exits 6 naming the holder, and leaves the token alone', async () => {
+    const py = peer('app:busy', 'hold');
+    const token = (await py.until(['acquired'])).split(' ')[1];
+    const r = await procs.run(['acquire', 'app:busy', '--try', '--url', url()]);
+    assert.equal(r.code, 6, show(r));
+    assert.match(r.stderr, new RegExp(token), show(r));
+    assert.equal(await redis.cli(['GET', 'app:busy']), token);
+  });
+
+  test('locklens unlock --force frees a stuck redis-py lock (no expiry) only while it still holds the token read', async () => {
+    const py = peer('app:stuck', 'hold', null);
+    const token = (await py.until(['acquired'])).split(' ')[1];
+    const r = await procs.run(['unlock', 'app:stuck', '--force', '--yes', '--url', url()]);
+    assert.equal(r.code, 0, show(r));
+    assert.match(r.stdout, new RegExp(`released 'app:stuck' from app:stuck \\(owner ${token}\\)`), show(r));
+    assert.equal(await redis.cli(['EXISTS', 'app:stuck']), '0');
+    py.release();
+    assert.equal(await py.until(['released', 'release-failed']), 'release-failed LockNotOwnedError', 'redis-py learns at release that it had lost the lock');
+  });
+});
