@@ -20,6 +20,7 @@ const GRACE_MS = 10_000;
 export class GatedCommand {
   private readonly child: ChildProcess;
   readonly exited: Promise<number>;
+  private isOpen = false;
 
   constructor(command: readonly string[], env: NodeJS.ProcessEnv) {
     this.child = spawn('sh', ['-c', GATE, 'locklens-gate', ...command], { stdio: ['inherit', 'inherit', 'inherit', 'pipe'], env });
@@ -32,9 +33,24 @@ export class GatedCommand {
     this.pipe.on('error', () => undefined);
   }
 
-  /** Lets the command run; `revision` is the revision the lock was taken at (etcdctl's ETCD_LOCK_REV), where the store has one. */
+  /**
+   * Lets the command run (once: later calls do nothing); `revision` is the revision the lock was taken at (etcdctl's
+   * ETCD_LOCK_REV), where the store has one.
+   */
   open(revision: number | null): void {
+    if (this.isOpen) return;
+    this.isOpen = true;
     this.pipe.end(`go ${revision ?? ''}\n`);
+  }
+
+  get opened(): boolean {
+    return this.isOpen;
+  }
+
+  /** Calls `listener` synchronously when the process exits (before `exited` resolves). */
+  onExit(listener: () => void): void {
+    if (!this.running) return void queueMicrotask(listener);
+    this.child.once('exit', () => listener());
   }
 
   /** Makes sure the command never runs (if it has not been let run yet) and waits for the gate to exit. */

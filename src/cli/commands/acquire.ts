@@ -1,4 +1,4 @@
-import type { LockHold } from '../../core/backend';
+import type { LockHold, QueuePosition } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { GatedCommand } from '../gatedCommand';
@@ -47,27 +47,41 @@ ${CONNECTION_HELP}`,
     signals.forEach((s) => process.on(s, onSignal));
     let gate: GatedCommand | undefined;
     let hold: LockHold | undefined;
+    let released: Promise<unknown> | undefined;
+    const release = () => (released ??= hold ? hold.release().catch(() => undefined) : Promise.resolve());
     try {
       const signal = timeoutMs === undefined ? stop.signal : AbortSignal.any([stop.signal, timeoutSignal(timeoutMs)]);
       hold = await backend.acquire(Buffer.from(positionals[0]), {
         ttlSeconds: ttl,
         signal,
         tryOnly: values.try === true,
-        onQueue: ({ key, ahead, fencingToken }) => {
+        onQueue: (position: HeldPosition) => {
+          const { key, ahead, fencingToken } = position;
           if (command.length && !gate) gate = new GatedCommand(command, lockEnv(displayKey(key), fencingToken));
+          // The lock is ours as of `revision`, told before the store sets up the hold (its guard): the command runs
+          // now, and everything else happens after it has started (see docs/BENCHMARKS.md, the handoff).
+          if (ahead === 0 && position.revision !== undefined && !signal.aborted) gate?.open(position.revision);
           if (ahead > 0 && process.stderr.isTTY) out.stderr(`waiting: ${ahead} ahead in the queue`);
         },
       });
       if (command.length) gate ??= new GatedCommand(command, lockEnv(displayKey(hold.key), hold.fencingToken));
-      return await holdWhile(hold, gate, stop.signal, out);
+      return await holdWhile(hold, gate, stop.signal, out, release);
+    } catch (e) {
+      // The gate opened when the store said the lock was ours; if taking the hold failed after all, the command
+      // must not go on running.
+      if (gate?.opened) gate.stop();
+      throw e;
     } finally {
       signals.forEach((s) => process.off(s, onSignal));
       await gate?.close();
-      await hold?.release().catch(() => undefined);
+      await release();
       backend.close();
     }
   },
 };
+
+/** A position with `ahead: 0` may say the revision the lock became ours at (etcd's Mutex does; see MutexPosition). */
+type HeldPosition = QueuePosition & { readonly revision?: number | null };
 
 /** The environment known when the command is started; ETCD_LOCK_REV comes through the gate once the lock is held. */
 function lockEnv(key: string, fencingToken: number | null): NodeJS.ProcessEnv {
@@ -84,11 +98,15 @@ function timeoutSignal(ms: number): AbortSignal {
   return c.signal;
 }
 
-/** Holds the lock while the command runs, or until interrupted or lost. Resolves to the exit code. */
-async function holdWhile(hold: LockHold, gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output): Promise<number> {
+/**
+ * Holds the lock while the command runs, or until interrupted or lost. Resolves to the exit code. `release` starts
+ * the release the moment the command exits, in the child's exit event itself: the next holder waits on nothing else.
+ */
+async function holdWhile(hold: LockHold, gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output, release: () => unknown): Promise<number> {
   const key = displayKey(hold.key);
-  if (interrupted.aborted) return 130; // interrupted while the lock was being taken: the command never starts
+  if (interrupted.aborted && !gate?.opened) return 130; // interrupted while the lock was being taken: the command never starts
   if (gate) {
+    gate.onExit(release);
     gate.open(hold.revision);
     out.stderr(`locklens: holding ${key} (${tokenText(hold)})`);
   } else {

@@ -16,10 +16,19 @@ export interface AcquireOptions {
    * further ahead leaving is not seen until then: seeing it would mean waking every waiter on every handoff.)
    */
   readonly onQueue?: (position: MutexPosition) => void;
+  /**
+   * Called the moment the lock is known to be ours, synchronously, before `acquire` resolves and before the hold's
+   * guard is set up, with the revision it became ours at (the hold's `revision`): what must happen first at a
+   * handoff (the CLI lets its command run) can happen here.
+   */
+  readonly onHeld?: (position: HeldPosition) => void;
 }
 
 /** Where a waiter stands; in etcd the fencing token is known as soon as it queues (its key's create revision). */
 export type MutexPosition = QueuePosition & { readonly fencingToken: number };
+
+/** The position of a waiter that now holds: ahead 0, and the revision it became the holder at. */
+export type HeldPosition = MutexPosition & { readonly revision: number };
 
 /** A queued waiter: its key's create revision and the keys created before it that still exist. */
 interface Ticket {
@@ -69,11 +78,17 @@ export class Mutex {
     throwIfAborted(options.signal);
     const ticket = await this.enqueue();
     const position = (ahead: number) => options.onQueue?.({ key: this.key, ahead, fencingToken: ticket.createRevision });
+    const held = (revision: number) => options.onHeld?.({ key: this.key, ahead: 0, fencingToken: ticket.createRevision, revision });
     try {
       position(ticket.ahead.length);
-      if (ticket.ahead.length === 0) return this.hold(ticket, ticket.revision);
+      if (ticket.ahead.length === 0) {
+        this.throwIfLost();
+        held(ticket.revision);
+        return this.hold(ticket, ticket.revision);
+      }
       this.warmHandoff(ticket.createRevision);
-      return this.hold(ticket, await this.waitForTurn(ticket, options.signal, position));
+      const turn = await this.waitForTurn(ticket, options.signal, position, held);
+      return this.hold(ticket, turn.revision, turn.watch);
     } catch (e) {
       await this.leaveQueue(ticket.createRevision);
       throw e;
@@ -109,9 +124,15 @@ export class Mutex {
    *   the handoff path. Keys ahead only ever go away, and our own key's delete, had it come first, would have been
    *   delivered first.
    * A handoff wakes the next two waiters, not the whole queue (the herd effect). Resolves to the revision at which the
-   * lock was ours.
+   * lock was ours (told to `held` at that moment) and the watch, still open, which covers our key and has delivered
+   * everything up to that revision: the hold's guard goes on with it.
    */
-  private async waitForTurn(ticket: Ticket, signal: AbortSignal | undefined, position: (ahead: number) => void): Promise<number> {
+  private async waitForTurn(
+    ticket: Ticket,
+    signal: AbortSignal | undefined,
+    position: (ahead: number) => void,
+    held: (revision: number) => void,
+  ): Promise<{ revision: number; watch: QueueWatch | undefined }> {
     const conn = this.session.conn;
     const own = conn.toEtcd(this.key);
     let ahead = ticket.ahead;
@@ -119,6 +140,13 @@ export class Mutex {
     // use, 9-87 ms in a fresh process, and this way the DELETE that hands the lock over decodes warm.
     let from = ticket.created ? ticket.revision : ticket.revision + 1;
     let watch: QueueWatch | undefined;
+    const ours = (revision: number) => {
+      this.throwIfLost();
+      held(revision);
+      const kept = watch;
+      watch = undefined; // not disposed below: the hold's guard takes it over
+      return { revision, watch: kept };
+    };
     try {
       for (;;) {
         this.throwIfLost();
@@ -128,7 +156,7 @@ export class Mutex {
           watch = new QueueWatch(conn, watched, own, from);
         }
         const woke = await watch.next(watched, signal, this.session.onDidLose, () => sessionExpired(this.session.leaseId));
-        if (woke.kind === 'deleted' && ahead.length === 1) return woke.revision;
+        if (woke.kind === 'deleted' && ahead.length === 1) return ours(woke.revision);
         if (woke.kind === 'broken') {
           watch.dispose();
           watch = undefined;
@@ -141,7 +169,7 @@ export class Mutex {
         this.throwIfLost();
         if (!read.queued) throw sessionExpired(this.session.leaseId);
         ahead = read.ahead;
-        if (ahead.length === 0) return read.revision;
+        if (ahead.length === 0) return ours(read.revision);
         position(ahead.length);
         from = read.revision + 1;
       }
@@ -171,13 +199,20 @@ export class Mutex {
     };
   }
 
-  private hold(ticket: Ticket, revision: number): Hold {
-    this.throwIfLost();
+  private hold(ticket: Ticket, revision: number, queueWatch?: QueueWatch): Hold {
+    try {
+      this.throwIfLost();
+    } catch (e) {
+      queueWatch?.dispose();
+      throw e;
+    }
     this.warmHandoff(ticket.createRevision);
     // From revision + 1: at `revision` our key is known to exist (our own put, the read that found nobody ahead, or
     // the delete that woke us, whose revision was scanned for our own delete), and a watch that starts in the present
-    // is delivered at once, where one starting in the past waits for etcd's catch-up loop.
-    return new Hold(this, ticket.createRevision, revision, new OwnKeyGuard(this.session.conn, this.key, ticket.createRevision, revision + 1));
+    // is delivered at once, where one starting in the past waits for etcd's catch-up loop. A waiter's queue watch
+    // has delivered everything up to `revision` and goes on from there.
+    const guard = new OwnKeyGuard(this.session.conn, this.key, ticket.createRevision, revision + 1, queueWatch);
+    return new Hold(this, ticket.createRevision, revision, guard);
   }
 
   private throwIfLost(): void {
@@ -297,6 +332,16 @@ export class Hold implements Disposable {
 
   dispose(): void {
     this.guard.dispose();
+    this.listeners.forEach((l) => l.dispose());
+  }
+
+  /**
+   * For a release that does not go through `release` (ending the session's lease deletes the key): from now on
+   * nothing is reported as a loss, and nothing is sent to etcd; `dispose` closes the guard's watch afterwards.
+   */
+  releasing(): void {
+    this.released = true;
+    this.guard.silence();
     this.listeners.forEach((l) => l.dispose());
   }
 

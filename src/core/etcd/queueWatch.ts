@@ -15,6 +15,8 @@ export class QueueWatch implements Disposable {
   private readonly deletes: { key: Buffer; revision: number }[] = [];
   private notify?: () => void;
   private broken = false;
+  /** Set once the lock is ours and this watch guards our key (see `guard`). */
+  private guarding?: { onDeleted(revision: number): void; onBroken(): void };
   private stream?: WatchStream;
   private closed = false;
   readonly rangeStart: Buffer;
@@ -31,7 +33,8 @@ export class QueueWatch implements Disposable {
     this.rangeEnd = Buffer.concat([span[span.length - 1], Buffer.from([0])]);
     const onEvents = (events: IEvent[]) => {
       for (const ev of events) if (ev.type === 'Delete') this.deletes.push({ key: ev.kv.key, revision: Number(ev.kv.mod_revision) });
-      this.notify?.();
+      if (this.guarding) this.checkOwnKey();
+      else this.notify?.();
     };
     WatchStream.open(conn, { key: this.rangeStart, rangeEnd: this.rangeEnd, startRevision: from }, { onEvents }).then(
       (stream) => {
@@ -86,14 +89,35 @@ export class QueueWatch implements Disposable {
     });
   }
 
+  /**
+   * Once the lock is ours, keeps this watch open as the holder's guard instead of opening another: calls `onDeleted`
+   * when our own key is deleted (already buffered, or later), `onBroken` if the watch fails first; other keys' events
+   * are dropped. Opening a watch is a call to etcd and work for both processes, which right after a handoff would
+   * compete with the command the holder has just let run; this watch has covered our key since before the handoff.
+   */
+  guard(onDeleted: (revision: number) => void, onBroken: () => void): void {
+    this.notify = undefined;
+    this.guarding = { onDeleted, onBroken };
+    this.checkOwnKey();
+  }
+
   dispose(): void {
     this.closed = true;
+    this.guarding = undefined;
     this.stream?.close();
+  }
+
+  private checkOwnKey(): void {
+    const gone = this.deletes.find((d) => this.own.equals(d.key));
+    this.deletes.length = 0;
+    if (gone) this.guarding?.onDeleted(gone.revision);
+    else if (this.broken) this.guarding?.onBroken();
   }
 
   private fail(): void {
     if (this.closed) return;
     this.broken = true;
-    this.notify?.();
+    if (this.guarding) this.checkOwnKey();
+    else this.notify?.();
   }
 }
