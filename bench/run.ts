@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { EtcdConnection } from '../src/core/etcd/connection';
 import { startEtcd } from '../test/harness/etcd';
 import { ROOT } from './paths';
+import * as redis from './redis';
 import * as scenarios from './scenarios';
 import { timelineReduce, timelineWebview } from './timeline';
 
@@ -36,6 +37,17 @@ async function main(): Promise<void> {
     await run('lease_sweep', () => scenarios.leaseSweep(b));
     await run('storm', () => scenarios.storm(b));
     await run('initial_load', () => scenarios.initialLoad(b));
+    // The Redis store: its own servers (keyspace notifications on, and off), redis-py as the reference client.
+    const redisScenarios = ['redis_list', 'redis_watch_notify', 'redis_watch_poll', 'redis_handoff'];
+    if (!only.size || redisScenarios.some((n) => only.has(n)) || only.has('redis')) {
+      if (only.has('redis')) redisScenarios.forEach((n) => only.add(n));
+      await redis.withRedis(async ({ notify, plain }) => {
+        await run('redis_list', () => redis.redisList(plain));
+        await run('redis_watch_notify', () => redis.redisWatchToModel(notify, true));
+        await run('redis_watch_poll', () => redis.redisWatchToModel(plain, false));
+        await run('redis_handoff', () => redis.redisHandoff(plain));
+      });
+    }
     await run('timeline_reduce', async () => timelineReduce());
     await run('timeline_webview', () => timelineWebview());
   } finally {

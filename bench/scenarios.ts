@@ -230,8 +230,12 @@ export async function extension(b: Bench, runs = 3, locks = 2000, burst = 5000, 
   }
   if (figures.some((f) => f.was_active)) throw new Error('extension: LockLens was active before the benchmark activated it');
   const med = (k: keyof ExtensionHostFigures) => round(percentile(figures.map((f) => Number(f[k])), 50), 1);
+  const size = (f: string) => (existsSync(f) ? statSync(f).size : 0);
   return {
+    // What activation loads, then what the first connection of each kind loads (and what the .vsix ships besides).
     bundle_bytes: statSync(bundle).size,
+    store_etcd_bytes: size(`${ROOT}/dist/stores/etcd.js`),
+    store_redis_bytes: size(`${ROOT}/dist/stores/redis.js`),
     runs,
     activation_ms: med('activation_ms'),
     locks,

@@ -1,0 +1,182 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import type { ChangeSet } from '../src/core/lockState';
+import { RedisBackend } from '../src/core/redis/redisBackend';
+import { startRedis, type RedisServer } from '../test/harness/redis';
+import { CLI } from './paths';
+import { percentile, round } from './stats';
+
+/**
+ * The Redis store's scenarios, against Debian's redis-server started here (loopback, no persistence) and, for the
+ * handoff, redis-py's own `Lock` (Debian's python3-redis, /usr/bin/python3) in the same run.
+ */
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One server with keyspace notifications on (what LockLens uses when it may) and one without (it polls). */
+export async function withRedis<T>(f: (servers: { notify: RedisServer; plain: RedisServer }) => Promise<T>): Promise<T> {
+  const [notify, plain] = await Promise.all([startRedis({ notify: 'KEA' }), startRedis()]);
+  try {
+    return await f({ notify, plain });
+  } finally {
+    await Promise.all([notify.dispose(), plain.dispose()]);
+  }
+}
+
+/** `keys` token locks (redis-py's layout: a string with a PX), read and recognised by `list`; time and heap. */
+export async function redisList(server: RedisServer, keys = 100_000) {
+  const raw = new Redis(server.url, { protocol: 2 });
+  try {
+    for (let i = 0; i < keys; i += 1000) {
+      const p = raw.pipeline();
+      for (let k = i; k < Math.min(keys, i + 1000); k++) p.set(`bench/list/l${String(k).padStart(6, '0')}`, crypto.randomUUID(), 'PX', 600_000);
+      await p.exec();
+    }
+    const backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
+    try {
+      global.gc?.();
+      const heapBefore = process.memoryUsage().heapUsed;
+      const t0 = performance.now();
+      const listing = await backend.list([Buffer.from('bench/list/')]);
+      const ms = performance.now() - t0;
+      global.gc?.();
+      const heapMb = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
+      if (listing.locks.length !== keys) throw new Error(`redis_list listed ${listing.locks.length} of ${keys} locks`);
+      return { keys, ms: round(ms, 0), heap_mb: round(heapMb, 1) };
+    } finally {
+      backend.close();
+    }
+  } finally {
+    raw.disconnect();
+  }
+}
+
+/**
+ * SET of a token lock → the live watch's change set naming it, at `perSecond` (the first `warmup` not counted). With
+ * keyspace notifications on, pushed; with them off, LockLens polls (`pollIntervalMs`), which bounds the latency.
+ */
+export async function redisWatchToModel(server: RedisServer, notifications: boolean, events = 1000, perSecond = 200, warmup = 100, pollIntervalMs = 250) {
+  const backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
+  const raw = new Redis(server.url, { protocol: 2 });
+  const watch = backend.watch([Buffer.from('bench/w2m/')], { pollIntervalMs: notifications ? 60_000 : pollIntervalMs });
+  try {
+    await watch.start();
+    const sentAt = new Map<string, number>();
+    const latencies: number[] = [];
+    watch.onDidChangeLocks((c: ChangeSet) => {
+      const now = performance.now();
+      for (const lock of c.changed) {
+        const token = lock.holder?.owner;
+        const t = token === undefined ? undefined : sentAt.get(`${lock.name.toString()} ${token}`);
+        if (t !== undefined) {
+          latencies.push(now - t);
+          sentAt.delete(`${lock.name.toString()} ${token}`);
+        }
+      }
+    });
+    const start = performance.now();
+    for (let i = 0; i < warmup + events; i++) {
+      const due = start + (i * 1000) / perSecond;
+      const wait = due - performance.now();
+      if (wait > 1) await sleep(wait);
+      const name = `bench/w2m/l${i % 50}`;
+      const token = `t${i}`;
+      if (i >= warmup) sentAt.set(`${name} ${token}`, performance.now());
+      void raw.set(name, token, 'PX', 60_000);
+    }
+    await sleep(notifications ? 500 : 3 * pollIntervalMs);
+    return {
+      notifications: notifications ? 1 : 0,
+      offered_per_s: perSecond,
+      poll_interval_ms: notifications ? 0 : pollIntervalMs,
+      events: latencies.length,
+      p50: round(percentile(latencies, 50)),
+      p99: round(percentile(latencies, 99)),
+    };
+  } finally {
+    watch.dispose();
+    raw.disconnect();
+    backend.close();
+  }
+}
+
+/**
+ * redis-py's `Lock` as a contender: blocking acquire (it polls every `sleep` s, 0.1 by default), runs the command,
+ * releases. What a Python service using redis-py does.
+ */
+const REDIS_PY_CONTENDER = String.raw`
+import subprocess, sys, redis
+url, name, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+lock = redis.Redis.from_url(url).lock(name, timeout=10)
+lock.acquire(blocking=True, blocking_timeout=120)
+try:
+    subprocess.run(cmd, check=True)
+finally:
+    lock.release()
+`;
+
+export type RedisTool = 'locklens' | 'redis-py';
+
+/**
+ * The handoff scenario of bench/handoff.ts on Redis: `contenders` processes of one tool contend for one token lock
+ * while a barrier holder (a plain SET) keeps it until all have started; a handoff is the gap from one holder's end
+ * stamp to the next one's start stamp. Neither tool queues on a token lock: both try again every 100 ms (LockLens's
+ * waiter sleeps as redis-py's does), so the figures are polling figures.
+ */
+export async function redisHandoffRound(tool: RedisTool, server: RedisServer, contenders: number, name: string): Promise<number[]> {
+  const dir = mkdtempSync(join(tmpdir(), 'locklens-redis-handoff-'));
+  const stamps = join(dir, 'stamps');
+  const command = ['sh', '-c', `echo S $(date +%s%N) >> ${stamps}; echo E $(date +%s%N) >> ${stamps}`];
+  const raw = new Redis(server.url, { protocol: 2 });
+  try {
+    await raw.set(name, 'barrier', 'PX', 60_000);
+    const runs = Promise.all(
+      Array.from({ length: contenders }, () => {
+        const [bin, args] =
+          tool === 'locklens'
+            ? [process.execPath, [CLI, 'acquire', name, `--url=${server.url}`, '--', ...command]]
+            : ['/usr/bin/python3', ['-c', REDIS_PY_CONTENDER, server.url, name, ...command]];
+        const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+        let err = '';
+        child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+        return new Promise<void>((resolve, reject) =>
+          child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${tool} exited ${code}: ${err.slice(-500)}`)))),
+        );
+      }),
+    );
+    await sleep(tool === 'locklens' ? 1500 : 1000); // every contender started and polling
+    await raw.del(name);
+    await runs;
+    const lines = readFileSync(stamps, 'utf8').trim().split('\n').map((l) => l.split(' '));
+    const gaps: number[] = [];
+    for (let i = 1; i + 1 < lines.length; i += 2) {
+      if (lines[i][0] !== 'E' || lines[i + 1][0] !== 'S') throw new Error(`${tool}: holders overlapped (${lines.slice(0, i + 2).join(' | ')})`);
+      gaps.push(Number(BigInt(lines[i + 1][1]) - BigInt(lines[i][1])) / 1e6);
+    }
+    return gaps;
+  } finally {
+    raw.disconnect();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function redisHandoff(server: RedisServer, contenders = 12, rounds = 2) {
+  const samples: Record<RedisTool, number[]> = { locklens: [], 'redis-py': [] };
+  for (let r = 0; r < rounds; r++) {
+    for (const tool of ['redis-py', 'locklens'] as const) samples[tool].push(...(await redisHandoffRound(tool, server, contenders, `bench/redis-handoff/${tool}-${r}`)));
+  }
+  const p = (t: RedisTool, q: number) => percentile(samples[t], q);
+  return {
+    contenders,
+    samples: samples.locklens.length,
+    locklens_p50: round(p('locklens', 50)),
+    locklens_p99: round(p('locklens', 99)),
+    redis_py_p50: round(p('redis-py', 50)),
+    redis_py_p99: round(p('redis-py', 99)),
+    ratio_p50: round(p('locklens', 50) / p('redis-py', 50)),
+    ratio_p99: round(p('locklens', 99) / p('redis-py', 99)),
+  };
+}
