@@ -92,6 +92,20 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
 
 // --- the token recipe (redis-py, redlock, Spring, the classic article) ---
 
+/** Redlock's allowance for clock drift between us and the servers: 1% of the TTL plus 2 ms. */
+function driftMs(ttlMs: number): number {
+  return Math.round(ttlMs * 0.01) + 2;
+}
+
+/**
+ * Until when a PX of `ttlMs` set by a command sent at `sentAt` is certainly still in force: the server started the TTL
+ * when it ran the command, which was after we sent it, so counting from the send (less the drift) never overestimates.
+ */
+function validUntil(sentAt: number, ttlMs: number): number {
+  return sentAt + ttlMs - driftMs(ttlMs);
+}
+
+
 function quorumOf(n: number): number {
   return Math.floor(n / 2) + 1;
 }
@@ -120,18 +134,20 @@ async function acquireToken(ctx: AcquireContext, name: Buffer, ttlMs: number, op
     const started = Date.now();
     const results = await settleAll(clients.map((c) => c.set(name, token, 'PX', ttlMs, 'NX')));
     const agree = results.filter((r) => r === 'OK').length;
+    const failures = results.filter((r): r is Error => r instanceof Error);
     // Redlock: held only with a majority, within what is left of the TTL after the round trip and clock drift.
-    const validity = ttlMs - (Date.now() - started) - Math.round(ttlMs * 0.01 + 2);
-    if (agree >= quorum && validity > 0) {
+    const until = validUntil(started, ttlMs);
+    if (agree >= quorum && until > Date.now()) {
       if (options.signal?.aborted) {
         await releaseToken(clients, name, token);
         throw abortError(options.signal);
       }
       announce({ key: name, ahead: 0, fencingToken: null });
-      return new TokenHold(clients, name, token, ttlMs);
+      return new TokenHold(clients, name, token, ttlMs, until);
     }
-    if (agree > 0) await releaseToken(clients, name, token);
-    const failures = results.filter((r): r is Error => r instanceof Error);
+    // Not held: undo it everywhere, also where the SET failed, since a command that timed out here may still have
+    // run on the server (redlock's rule). Compare-and-delete on our own token never touches anyone else's.
+    if (agree > 0 || failures.length > 0) await releaseToken(clients, name, token);
     if (failures.length > clients.length - quorum) throw storeError(failures[0]);
     if (options.tryOnly) {
       const holder = await clients[0].getBuffer(name).catch(() => null);
@@ -149,7 +165,9 @@ export abstract class RenewingHold implements LockHold {
   readonly onDidLose: Event<LockLensError> = this.lostEmitter.event;
   private lostError: LockLensError | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private lastRenewed = Date.now();
+  /** Fires when the TTL of the last confirmed renewal runs out: the hold cannot be vouched for after that. */
+  private expiryTimer: NodeJS.Timeout | undefined;
+  private lastFailure: unknown;
   private isEnded = false;
 
   constructor(
@@ -157,7 +175,10 @@ export abstract class RenewingHold implements LockHold {
     readonly key: Buffer,
     readonly owner: string,
     protected readonly ttlMs: number,
+    /** See validUntil: from the acquiring command's send time. */
+    until: number,
   ) {
+    this.extend(until);
     this.schedule();
   }
 
@@ -187,15 +208,34 @@ export abstract class RenewingHold implements LockHold {
     this.timer = setTimeout(() => void this.tick(), Math.max(50, Math.floor(this.ttlMs / 3)));
   }
 
+  /**
+   * Re-arms the loss deadline. It runs on its own timer, not after a renewal settles: a renewal can hang for the whole
+   * command timeout (a frozen server, a dead link), and the key may expire, and be taken by another client, meanwhile.
+   */
+  private extend(until: number): void {
+    clearTimeout(this.expiryTimer);
+    this.expiryTimer = setTimeout(() => this.expire(), Math.max(0, until - Date.now()));
+  }
+
+  private expire(): void {
+    if (this.isEnded) return;
+    const why = this.lastFailure === undefined ? 'Redis did not answer' : errorMessage(this.lastFailure);
+    this.lose(new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: could not renew it before its TTL ran out (${why})`, { cause: this.lastFailure }));
+    // A renewal may still land late and keep the key ours for another TTL, blocking everyone for nothing: delete it if
+    // it is still ours (compare-and-delete, so never someone else's), queued behind that renewal on the connection.
+    void this.unlock().catch(() => undefined);
+  }
+
   private async tick(): Promise<void> {
     if (this.isEnded) return;
+    const sentAt = Date.now();
     try {
-      if (await this.renew()) this.lastRenewed = Date.now();
-      else return this.lose(new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: the key was deleted or taken by someone else`));
-    } catch (e) {
-      if (Date.now() - this.lastRenewed >= this.ttlMs) {
-        return this.lose(new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: could not renew it for a whole TTL (${errorMessage(e)})`, { cause: e }));
+      if (!(await this.renew())) {
+        return this.lose(new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: the key was deleted or taken by someone else`));
       }
+      if (!this.isEnded) this.extend(validUntil(sentAt, this.ttlMs));
+    } catch (e) {
+      this.lastFailure = e;
     }
     if (!this.isEnded) this.schedule();
   }
@@ -203,15 +243,20 @@ export abstract class RenewingHold implements LockHold {
   protected lose(error: LockLensError): void {
     if (this.isEnded) return;
     this.isEnded = true;
-    clearTimeout(this.timer);
+    this.stopTimers();
     this.lostError = error;
     this.lostEmitter.fire(error);
+  }
+
+  private stopTimers(): void {
+    clearTimeout(this.timer);
+    clearTimeout(this.expiryTimer);
   }
 
   async release(): Promise<boolean> {
     if (this.isEnded) return false;
     this.isEnded = true;
-    clearTimeout(this.timer);
+    this.stopTimers();
     try {
       return await this.unlock();
     } catch (e) {
@@ -232,8 +277,9 @@ class TokenHold extends RenewingHold {
     name: Buffer,
     private readonly token: string,
     ttlMs: number,
+    until: number,
   ) {
-    super(name, name, token, ttlMs);
+    super(name, name, token, ttlMs, until);
   }
 
   protected async renew(): Promise<boolean> {
@@ -259,12 +305,22 @@ async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number,
   const field = ctx.newField();
   const queue = lockQueueKey(name);
   const timeouts = lockTimeoutKey(name);
-  const tryLock = async (): Promise<number | null> =>
-    fair
-      ? ((await client.eval(FAIR_LOCK, 3, name, queue, timeouts, ttlMs, field, FAIR_THREAD_WAIT_MS, Date.now())) as number | null)
+  /** nil when taken, with the time its lock script was sent (see validUntil); else the holder's PTTL. */
+  const tryLock = async (): Promise<{ held: true; until: number } | { held: false; ttl: number }> => {
+    const sentAt = Date.now();
+    const ttl = fair
+      ? ((await client.eval(FAIR_LOCK, 3, name, queue, timeouts, ttlMs, field, FAIR_THREAD_WAIT_MS, sentAt)) as number | null)
       : ((await client.eval(REDISSON_LOCK, 1, name, ttlMs, field)) as number | null);
-  const leave = async () => {
+    return ttl === null ? { held: true, until: validUntil(sentAt, ttlMs) } : { held: false, ttl };
+  };
+  const hold = (until: number) => new RedissonHold(client, name, field, ttlMs, fair, until);
+  /**
+   * Leaves nothing of ours behind when we do not end up holding: our place in a fair queue, and the lock itself if a
+   * lock script that failed here (a timeout) ran on the server anyway. Both scripts act on our own fresh field only.
+   */
+  const undo = async () => {
     if (fair) await client.eval(FAIR_LEAVE, 2, queue, timeouts, field, FAIR_THREAD_WAIT_MS).catch(() => undefined);
+    await unlockRedisson(client, name, field, ttlMs, fair).catch(() => undefined);
   };
 
   let wake: { promise: Promise<void>; resolve: () => void } | undefined;
@@ -283,20 +339,16 @@ async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number,
         // Redisson's tryLock() without waiting never joins the queue: only a free lock with nobody waiting is taken.
         const [exists, waiting] = await Promise.all([client.exists(name), client.llen(queue)]);
         if (exists === 0 && waiting === 0) {
-          const ttl = await tryLock();
-          if (ttl === null) return new RedissonHold(client, name, field, ttlMs, fair);
-          await leave();
+          const tried = await tryLock();
+          if (tried.held) return hold(tried.until);
         }
         throw await lockedError(client, name);
       }
-      const ttl = await tryLock();
-      if (ttl === null) {
-        if (options.signal?.aborted) {
-          await new RedissonHold(client, name, field, ttlMs, fair).release();
-          throw abortError(options.signal);
-        }
+      const tried = await tryLock();
+      if (tried.held) {
+        if (options.signal?.aborted) throw abortError(options.signal);
         if (announced !== 0) options.onQueue?.({ key: Buffer.from(field), ahead: 0, fencingToken: null });
-        return new RedissonHold(client, name, field, ttlMs, fair);
+        return hold(tried.until);
       }
       if (options.tryOnly) throw await lockedError(client, name);
       const ahead = fair ? await positionOf(client, queue, field) : 1;
@@ -310,11 +362,11 @@ async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number,
         subscription = await sub.subscribe(fair ? fairLockChannel(name, Buffer.from(field)) : lockChannel(name), () => wake?.resolve());
         continue; // a release between our try and the subscription would otherwise be missed
       }
-      await sleep(Math.max(RETRY_MS, Math.min(ttl > 0 ? ttl : RETRY_MS, REDISSON_RETRY_MAX_MS)), options.signal, wake?.promise);
+      await sleep(Math.max(RETRY_MS, Math.min(tried.ttl > 0 ? tried.ttl : RETRY_MS, REDISSON_RETRY_MAX_MS)), options.signal, wake?.promise);
       renewWake();
     }
   } catch (e) {
-    await leave();
+    await undo();
     throw e;
   } finally {
     subscription?.dispose();
@@ -340,18 +392,24 @@ class RedissonHold extends RenewingHold {
     private readonly field: string,
     ttlMs: number,
     private readonly fair: boolean,
+    until: number,
   ) {
-    super(name, Buffer.from(field), field, ttlMs);
+    super(name, Buffer.from(field), field, ttlMs, until);
   }
 
   protected async renew(): Promise<boolean> {
     return (await this.client.eval(REDISSON_RENEW, 1, this.name, this.ttlMs, this.field)) === 1;
   }
 
-  protected async unlock(): Promise<boolean> {
-    const result = this.fair
-      ? await this.client.eval(FAIR_UNLOCK, 4, this.name, lockQueueKey(this.name), lockTimeoutKey(this.name), lockChannel(this.name), UNLOCK_MESSAGE, this.ttlMs, this.field, Date.now())
-      : await this.client.eval(REDISSON_UNLOCK, 2, this.name, lockChannel(this.name), UNLOCK_MESSAGE, this.ttlMs, this.field);
-    return result === 1;
+  protected unlock(): Promise<boolean> {
+    return unlockRedisson(this.client, this.name, this.field, this.ttlMs, this.fair);
   }
+}
+
+/** Redisson's unlock for our field: true when it ended our hold (and told the waiters), false when it was not ours. */
+async function unlockRedisson(client: Redis, name: Buffer, field: string, ttlMs: number, fair: boolean): Promise<boolean> {
+  const result = fair
+    ? await client.eval(FAIR_UNLOCK, 4, name, lockQueueKey(name), lockTimeoutKey(name), lockChannel(name), UNLOCK_MESSAGE, ttlMs, field, Date.now())
+    : await client.eval(REDISSON_UNLOCK, 2, name, lockChannel(name), UNLOCK_MESSAGE, ttlMs, field);
+  return result === 1;
 }

@@ -1,0 +1,52 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RenewingHold } from '../../src/core/redis/acquire';
+import type { LockLensError } from '../../src/core/errors';
+
+/** A hold whose store is a script: renewals answer only when the test says, unlocks are counted. */
+class ScriptedHold extends RenewingHold {
+  renewals: ((ours: boolean) => void)[] = [];
+  unlocks = 0;
+
+  constructor(ttlMs: number) {
+    super(Buffer.from('job'), Buffer.from('job'), 'token', ttlMs, Date.now() + ttlMs);
+  }
+
+  protected renew(): Promise<boolean> {
+    return new Promise((resolve) => this.renewals.push(resolve));
+  }
+
+  protected unlock(): Promise<boolean> {
+    this.unlocks++;
+    return Promise.resolve(true);
+  }
+}
+
+test('a renewal that never answers does not keep the hold: it is lost at the TTL, and what may be left is deleted', async () => {
+  const hold = new ScriptedHold(300);
+  const error = await new Promise<LockLensError>((resolve) => hold.onDidLose(resolve));
+  assert.equal(error.code, 'LOCK_LOST');
+  assert.match(error.message, /could not renew it before its TTL ran out \(Redis did not answer\)/);
+  assert.equal(hold.renewals.length, 1, 'the renewal was sent and is still pending');
+  assert.equal(hold.unlocks, 1, 'a late renewal would keep the key ours: it is compare-and-deleted');
+  // The renewal answering late changes nothing: lost stays lost, and release has nothing to do.
+  hold.renewals[0](true);
+  await new Promise((r) => setImmediate(r));
+  assert.equal(hold.lost, error);
+  assert.equal(await hold.release(), false);
+  assert.equal(hold.unlocks, 1);
+});
+
+test('a renewal that answers keeps the hold past its first TTL; release unlocks once', async () => {
+  const hold = new ScriptedHold(300);
+  const lost: LockLensError[] = [];
+  hold.onDidLose((e) => lost.push(e));
+  // Answer four renewals in a row: that spans well over one TTL, each one moving the deadline on.
+  for (let i = 0; i < 4; i++) {
+    while (hold.renewals.length <= i) await new Promise((r) => setTimeout(r, 10));
+    hold.renewals[i](true);
+  }
+  assert.deepEqual(lost, []);
+  assert.equal(await hold.release(), true);
+  assert.equal(hold.unlocks, 1);
+});
