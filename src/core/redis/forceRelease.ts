@@ -10,7 +10,7 @@ import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import { storeError } from './keyspaceReader';
 import { CONVENTIONS } from './recognize';
-import { lockChannel, lockQueueKey, rwLockChannel } from './redissonNames';
+import { lockChannel, lockQueueKey, lockTimeoutKey, rwLockChannel } from './redissonNames';
 import { FAIR_FORCE_UNLOCK, REDISSON_FORCE_UNLOCK, TOKEN_RELEASE, UNLOCK_MESSAGE } from './scripts';
 
 function isHolder(lock: LockState, member: LockMember): boolean {
@@ -83,7 +83,9 @@ export async function forceRelease(clients: readonly Redis[], lock: LockState, m
         return { keys: [lock.name], action: 'deleted the read/write lock hash and woke its waiters' + where(n, clients.length) };
       }
       case CONVENTIONS.redissonFairLock: {
-        const n = await onEvery(clients, (c) => c.eval(FAIR_FORCE_UNLOCK, 3, lock.name, lockQueueKey(lock.name), lockChannel(lock.name), member.key, UNLOCK_MESSAGE));
+        const n = await onEvery(clients, (c) =>
+          c.eval(FAIR_FORCE_UNLOCK, 4, lock.name, lockQueueKey(lock.name), lockTimeoutKey(lock.name), lockChannel(lock.name), member.key, UNLOCK_MESSAGE, Date.now()),
+        );
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the lock hash and woke the first waiter, if any' + where(n, clients.length) };
       }

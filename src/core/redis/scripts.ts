@@ -70,25 +70,30 @@ export const UNLOCK_MESSAGE = '0';
 /** Redisson's read/write lock unlock message (LockPubSub.READ_UNLOCK_MESSAGE), for readers woken by a writer's end. */
 export const READ_UNLOCK_MESSAGE = '1';
 
-/** Drops waiters whose give-up time has passed, as every RedissonFairLock script starts. KEYS[2] queue, KEYS[3] timeouts, ARGV[4] now. */
-const FAIR_PURGE = `
+/**
+ * Drops waiters whose give-up time has passed, as every RedissonFairLock script starts, so that the head of the queue
+ * is a live waiter. The Lua names of the queue, the timeouts and the current time are the script's own.
+ */
+function fairPurge(queue: string, timeouts: string, now: string): string {
+  return `
 while true do
-  local firstThreadId2 = redis.call('lindex', KEYS[2], 0);
+  local firstThreadId2 = redis.call('lindex', ${queue}, 0);
   if firstThreadId2 == false then break; end;
-  local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));
-  if timeout == nil or timeout <= tonumber(ARGV[4]) then
-    redis.call('zrem', KEYS[3], firstThreadId2);
-    redis.call('lpop', KEYS[2]);
+  local timeout = tonumber(redis.call('zscore', ${timeouts}, firstThreadId2));
+  if timeout == nil or timeout <= tonumber(${now}) then
+    redis.call('zrem', ${timeouts}, firstThreadId2);
+    redis.call('lpop', ${queue});
   else
     break;
   end;
 end;`;
+}
 
 /**
  * RedissonFairLock.tryLockInnerAsync (wait variant). KEYS: lock, queue, timeouts. ARGV: lease ms, field, thread wait
  * ms (Redisson's 5 min default), now ms. nil: held; else ms until our turn might come (we are queued).
  */
-export const FAIR_LOCK = `${FAIR_PURGE}
+export const FAIR_LOCK = `${fairPurge('KEYS[2]', 'KEYS[3]', 'ARGV[4]')}
 if (redis.call('exists', KEYS[1]) == 0) and ((redis.call('exists', KEYS[2]) == 0) or (redis.call('lindex', KEYS[2], 0) == ARGV[2])) then
   redis.call('lpop', KEYS[2]);
   redis.call('zrem', KEYS[3], ARGV[2]);
@@ -140,21 +145,7 @@ return 1;`;
  * RedissonFairLock.unlockInnerAsync. KEYS: lock, queue, timeouts, channel. ARGV: message, lease ms, field, now ms.
  * nil: not ours; 0: still held (re-entered); 1: released, the head of the queue told on its own channel.
  */
-export const FAIR_UNLOCK = `
-local function purge()
-  while true do
-    local firstThreadId2 = redis.call('lindex', KEYS[2], 0);
-    if firstThreadId2 == false then break; end;
-    local timeout = tonumber(redis.call('zscore', KEYS[3], firstThreadId2));
-    if timeout == nil or timeout <= tonumber(ARGV[4]) then
-      redis.call('zrem', KEYS[3], firstThreadId2);
-      redis.call('lpop', KEYS[2]);
-    else
-      break;
-    end;
-  end;
-end;
-purge();
+export const FAIR_UNLOCK = `${fairPurge('KEYS[2]', 'KEYS[3]', 'ARGV[4]')}
 if (redis.call('exists', KEYS[1]) == 0) then
   local nextThreadId = redis.call('lindex', KEYS[2], 0);
   if nextThreadId ~= false then
@@ -181,14 +172,17 @@ return 1;`;
 export const FAIR_THREAD_WAIT_MS = 300_000;
 
 /**
- * A fair lock's force-release guarded by the field shown: KEYS lock, queue, channel; ARGV field, message. The head of
- * the queue is read in the script, so the waiter woken is the one first now. 1: deleted; 0: not held by that field.
+ * A fair lock's force-release guarded by the field shown, as RedissonFairLock.forceUnlockAsync: KEYS lock, queue,
+ * timeouts, channel; ARGV field, message, now ms. Waiters past their give-up time are dropped first, so the waiter woken
+ * (on its own channel) is the first live one now, not a dead one that would leave the rest asleep until their retry.
+ * 1: deleted; 0: not held by that field.
  */
 export const FAIR_FORCE_UNLOCK = `
 if (redis.call('hexists', KEYS[1], ARGV[1]) == 0) then return 0; end;
+${fairPurge('KEYS[2]', 'KEYS[3]', 'ARGV[3]')}
 redis.call('del', KEYS[1]);
 local nextThreadId = redis.call('lindex', KEYS[2], 0);
 if nextThreadId ~= false then
-  redis.call('publish', KEYS[3] .. ':' .. nextThreadId, ARGV[2]);
+  redis.call('publish', KEYS[4] .. ':' .. nextThreadId, ARGV[2]);
 end;
 return 1;`;
