@@ -290,6 +290,27 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     assert.equal(await raw.exists(rw), 0);
   });
 
+  test('force-release of a fair lock wakes its first live waiter, past waiters that gave up', async () => {
+    const name = `${prefix}fairforce`;
+    assert.equal(await redisson.fairLock(name, 1), null);
+    assert.notEqual(await redisson.fairLock(name, 2), null);
+    assert.notEqual(await redisson.fairLock(name, 3), null);
+    // Thread 2 gave up long ago (its process died): its give-up time has passed, but it still heads the queue.
+    await raw.zadd(`redisson_lock_timeout:{${name}}`, Date.now() - 60_000, `${REDISSON_UUID}:2`);
+    const sub = new Redis(server.url, { protocol: 2 });
+    cleanups.push(() => sub.disconnect());
+    const woken: string[] = [];
+    sub.on('message', (channel: string) => woken.push(channel.slice(channel.lastIndexOf(':') + 1)));
+    await sub.subscribe(`redisson_lock__channel:{${name}}:${REDISSON_UUID}:2`, `redisson_lock__channel:{${name}}:${REDISSON_UUID}:3`);
+    const [lock] = await listed();
+    assert.equal(lock.holder?.convention, CONVENTIONS.redissonFairLock);
+    await backend.forceRelease(lock, lock.holder!);
+    assert.equal(await raw.exists(name), 0);
+    await eventually(() => woken.length > 0, 5000, 'a waiter woken');
+    assert.deepEqual(woken, ['3'], 'the live waiter, not the one that gave up');
+    assert.deepEqual(await raw.lrange(`redisson_lock_queue:{${name}}`, 0, -1), [`${REDISSON_UUID}:3`]);
+  });
+
   test('a name holding something that is not a lock is not overwritten', async () => {
     await raw.hset(`${prefix}profile`, 'name', 'alice');
     await assert.rejects(backend.acquire(b(`${prefix}profile`), { ttlSeconds: 5 }), (e: LockLensError) => e.code === 'INVALID_ARGUMENT');
@@ -383,5 +404,88 @@ describe('redlock: several independent instances', { timeout: 60_000 }, () => {
     } finally {
       await servers[2].start();
     }
+  });
+});
+
+describe('Redis holds and acquires when the server stalls or the connection closes', { timeout: 120_000 }, () => {
+  let server: RedisServer;
+  let raw: Redis;
+  let events: Redis;
+  let n = 0;
+
+  before(async () => {
+    // Keyspace events show what really ran on the server, in order, without reading at a lucky moment.
+    server = await startRedis({ notify: 'KA' });
+    raw = new Redis(server.url, { protocol: 2 });
+    events = new Redis(server.url, { protocol: 2 });
+  });
+  after(async () => {
+    raw?.disconnect();
+    events?.disconnect();
+    await server?.dispose();
+  });
+
+  /** The keyspace events of one key, as they happen. */
+  const keyEvents = async (name: string): Promise<string[]> => {
+    const seen: string[] = [];
+    const channel = `__keyspace@0__:${name}`;
+    events.on('message', (c: string, m: string) => c === channel && seen.push(m));
+    await events.subscribe(channel);
+    return seen;
+  };
+
+  test('a hold whose renewal gets no answer is lost when its TTL runs out, not when the command times out', async () => {
+    // A command timeout far beyond the TTL: only the hold's own deadline can report the loss in time.
+    const backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url], dialTimeoutMs: 60_000 });
+    try {
+      const hold = await backend.acquire(b(`stall${++n}`), { ttlSeconds: 1 });
+      const lost = new Promise<LockLensError>((resolve) => hold.onDidLose(resolve));
+      // Every write (the renewal script) waits while the server is paused; the pause outlasts the TTL.
+      await raw.client('PAUSE', 30_000, 'WRITE');
+      try {
+        const error = await lost;
+        assert.equal(error.code, 'LOCK_LOST');
+        assert.match(error.message, /could not renew it before its TTL ran out/);
+        assert.equal(hold.lost, error, 'reported while the server still had not answered');
+      } finally {
+        await raw.client('UNPAUSE');
+      }
+      assert.equal(await hold.release(), false);
+    } finally {
+      backend.close();
+    }
+  });
+
+  test('a SET NX that timed out here but ran on the server is undone: the lock is not left held for a TTL', async () => {
+    const name = `timedout${++n}`;
+    const seen = await keyEvents(name);
+    const backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url], dialTimeoutMs: 300 });
+    try {
+      await raw.client('PAUSE', 1500, 'WRITE');
+      await assert.rejects(backend.acquire(b(name), { ttlSeconds: 60 }), (e: LockLensError) => e.code === 'TIMEOUT');
+      // When the pause ends the server runs our SET, then our compare-and-delete behind it.
+      await eventually(() => seen.includes('del'), 10_000, 'the key deleted, not left to expire');
+      assert.deepEqual(seen, ['set', 'expire', 'del'], 'SET … PX, then our compare-and-delete');
+    } finally {
+      backend.close();
+    }
+  });
+
+  test('closing the backend ends acquires still waiting with CLOSED, and leaves no subscriber connected', async () => {
+    const backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
+    const token = `closing-token${++n}`;
+    const redissonName = `closing-redisson${n}`;
+    await raw.set(token, 'someone', 'PX', 60_000);
+    await raw.hset(redissonName, `${REDISSON_UUID}:1`, '1');
+    await raw.pexpire(redissonName, 60_000);
+    const queued: string[] = [];
+    const waiting = [token, redissonName].map((name) => backend.acquire(b(name), { ttlSeconds: 5, onQueue: (p) => p.ahead && queued.push(name) }));
+    waiting.forEach((w) => w.catch(() => undefined));
+    await eventually(() => queued.length === 2, 10_000, 'both waiting');
+    backend.close();
+    for (const w of waiting) await assert.rejects(w, (e: LockLensError) => e.code === 'CLOSED');
+    await eventually(async () => !/name=locklens-sub /.test(await raw.client('LIST') as string), 10_000, 'no subscriber left');
+    assert.equal(await raw.get(token), 'someone');
+    assert.deepEqual(Object.keys(await raw.hgetall(redissonName)), [`${REDISSON_UUID}:1`]);
   });
 });

@@ -41,6 +41,8 @@ export class RedisBackend implements LockBackend {
   /** Holds taken through this connection and not yet ended: lost at once when it closes. */
   private readonly holds = new Set<RenewingHold>();
   private closed = false;
+  /** Aborts the acquires still waiting when the connection closes: they could only fail later, or open new clients. */
+  private readonly closing = new AbortController();
   /** Test seam: see ReadOptions. */
   readOptions: ReadOptions = {};
 
@@ -80,6 +82,8 @@ export class RedisBackend implements LockBackend {
   }
 
   private subscriber(): Promise<Subscriber> {
+    // Opened after close(), it would never be disconnected and would keep the process alive.
+    this.checkOpen();
     this.sharedSubscriber ??= openClient(this.specs[0], 'locklens-sub').then((c) => new Subscriber(c));
     this.sharedSubscriber.catch(() => (this.sharedSubscriber = undefined));
     return this.sharedSubscriber;
@@ -124,10 +128,11 @@ export class RedisBackend implements LockBackend {
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.checkOpen();
+    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
     const hold = await acquire(
       { clients: this.topology.writeClients, subscriber: () => this.subscriber(), newField: () => `${this.uuid}:${++this.threads}` },
       name,
-      options,
+      { ...options, signal },
     );
     for (const h of this.holds) if (h.ended) this.holds.delete(h);
     if (this.closed) hold.abandon(closedWhileHeld(hold.name));
@@ -147,6 +152,7 @@ export class RedisBackend implements LockBackend {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.closing.abort(new LockLensError('CLOSED', 'the Redis connection was closed while waiting for the lock'));
     // Holds first: they say they are lost now and stop renewing, rather than fail renewals for a whole TTL.
     for (const h of [...this.holds]) h.abandon(closedWhileHeld(h.name));
     this.holds.clear();
