@@ -10,6 +10,10 @@ import { eventually, startRedis, type RedisServer } from '../harness/redis';
 import { FakeRedisson, REDISSON_UUID } from '../harness/redisson';
 import { REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
 import { lockChannel } from '../../src/core/redis/redissonNames';
+import { clientSpecs, openClient } from '../../src/core/redis/connect';
+import { RedisLockWatch } from '../../src/core/redis/liveWatch';
+import { Subscriber } from '../../src/core/redis/subscriber';
+import { Topology, type RedisNode } from '../../src/core/redis/topology';
 
 const b = (s: string) => Buffer.from(s);
 
@@ -125,3 +129,57 @@ for (const notify of [true, false]) {
     });
   });
 }
+
+describe('Redis live watch over independent instances', { timeout: 60_000 }, () => {
+  test('nodes reconnecting at once open one subscriber per node, and dispose closes every one', async () => {
+    const servers = [await startRedis(), await startRedis()];
+    const specs = await clientSpecs({ store: 'redis', endpoints: servers.map((s) => s.url) });
+    const nodes: RedisNode[] = await Promise.all(specs.map(async (spec) => ({ label: spec.endpoint.label, client: await openClient(spec), spec })));
+    const late = nodes[1].label;
+    let gate!: () => void;
+    const opened = new Promise<void>((resolve) => (gate = resolve));
+    const calls: string[] = [];
+    const created: Subscriber[] = [];
+    let pending = 0;
+    const watch = new RedisLockWatch(
+      {
+        topology: Topology.ofInstances(nodes),
+        // The second instance cannot be subscribed to at first; later it can, once the test lets it.
+        openSubscriber: async (node) => {
+          calls.push(node.label);
+          if (node.label === late && calls.filter((l) => l === late).length === 1) throw new Error('not yet');
+          pending++;
+          try {
+            if (node.label === late) await opened;
+            const subscriber = new Subscriber(await openClient(node.spec, 'locklens-watch'));
+            created.push(subscriber);
+            return subscriber;
+          } finally {
+            pending--;
+          }
+        },
+      },
+      [b('multi/')],
+      { pollIntervalMs: 60_000 },
+    );
+    try {
+      await watch.start();
+      // Both instances say they are back at the same moment: each starts a detection.
+      for (const node of nodes) node.client.emit('ready');
+      await eventually(() => calls.filter((l) => l === late).length >= 2, 10_000, 'a subscriber asked for again');
+      gate();
+      await eventually(() => pending === 0 && created.length >= 2, 10_000, 'subscribers opened');
+      assert.deepEqual(created.map((s) => s.client.options.port).sort(), nodes.map((n) => n.spec.endpoint.port).sort(), 'one per instance');
+    } finally {
+      watch.dispose();
+      try {
+        await eventually(() => created.every((s) => s.client.status === 'end'), 10_000, 'every subscriber closed');
+      } finally {
+        // A subscriber the watch lost track of would keep this process alive: closed here after the check.
+        created.forEach((s) => s.client.disconnect());
+        nodes.forEach((n) => n.client.disconnect());
+        for (const s of servers) await s.dispose();
+      }
+    }
+  });
+});

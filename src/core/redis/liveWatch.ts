@@ -76,6 +76,8 @@ export class RedisLockWatch implements LockWatch {
   private emitTimer: NodeJS.Timeout | undefined;
   private disposed = false;
   private readonly clientListeners: [Redis, string, (...a: unknown[]) => void][] = [];
+  /** The detections in flight, one after the other (see detectMode). */
+  private detection: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly deps: WatchDeps,
@@ -124,7 +126,7 @@ export class RedisLockWatch implements LockWatch {
       };
       const onReady = () => {
         if (this.disposed || this.current.state !== 'reconnecting') return;
-        void this.detectMode().then(() => this.fullRead(true));
+        void this.detectMode().then(() => this.enqueue(() => this.fullRead(true)));
       };
       this.listen(topology.router, 'close', onClose);
       this.listen(topology.router, 'ready', onReady);
@@ -163,7 +165,15 @@ export class RedisLockWatch implements LockWatch {
    * on every node: keyspace notifications are node-local, and each redlock instance publishes its own Redisson
    * unlocks. Notifications count only when every node has them on and is subscribed; otherwise everything is polled.
    */
-  private async detectMode(): Promise<void> {
+  private detectMode(): Promise<void> {
+    // One at a time: two at once (several nodes reconnecting, a burst of +node events) would each open a subscriber
+    // for a node that has none, and the one filed second would leave the first connected for ever.
+    const run = this.detection.then(() => this.detectModeNow());
+    this.detection = run.catch(() => undefined);
+    return run;
+  }
+
+  private async detectModeNow(): Promise<void> {
     const nodes = this.deps.topology.nodes();
     const results = await Promise.all(nodes.map((n) => this.detectNode(n)));
     if (this.disposed) return;
@@ -191,15 +201,23 @@ export class RedisLockWatch implements LockWatch {
       let entry = this.subscribers.get(node.label);
       if (!entry) {
         const subscriber = await this.deps.openSubscriber(node);
+        const redisson = () => void this.requestFull();
+        try {
+          const subscriptions = [
+            await subscriber.psubscribe(Buffer.from('redisson_lock__channel:*'), redisson),
+            await subscriber.psubscribe(Buffer.from('redisson_rwlock:*'), redisson),
+          ];
+          entry = { subscriber, subscriptions, notifications: false };
+        } catch (e) {
+          // Not filed half-subscribed: the next detection opens a fresh one.
+          subscriber.dispose();
+          throw e;
+        }
         if (this.disposed) {
           subscriber.dispose();
           return false;
         }
-        entry = { subscriber, subscriptions: [], notifications: false };
         this.subscribers.set(node.label, entry);
-        const redisson = () => void this.requestFull();
-        entry.subscriptions.push(await subscriber.psubscribe(Buffer.from('redisson_lock__channel:*'), redisson));
-        entry.subscriptions.push(await subscriber.psubscribe(Buffer.from('redisson_rwlock:*'), redisson));
       }
       if (on && !entry.notifications) {
         const base = Buffer.from(`__keyspace@${node.spec.endpoint.db}__:`);
