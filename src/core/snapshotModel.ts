@@ -8,10 +8,13 @@ import type { ChangeSet, LockMember, LockState } from './lockState';
 export class SnapshotModel {
   private readonly byId = new Map<string, { lock: LockState; fingerprint: string }>();
   private revision = 0;
+  /** `locks()` as last sorted; dropped when a lock changes. Views and every read ask for it, a quiet poll changes nothing. */
+  private sorted: LockState[] | undefined;
 
   /** Every lock, in the order of their names' bytes. */
   locks(): LockState[] {
-    return [...this.byId.values()].map((e) => e.lock).sort((a, b) => Buffer.compare(a.name, b.name));
+    this.sorted ??= [...this.byId.values()].map((e) => e.lock).sort((a, b) => Buffer.compare(a.name, b.name));
+    return [...this.sorted];
   }
 
   lock(id: string): LockState | undefined {
@@ -38,6 +41,7 @@ export class SnapshotModel {
   /** Forgets everything, e.g. when the watch stops (without emitting). */
   clear(): void {
     this.byId.clear();
+    this.sorted = undefined;
   }
 
   private apply(covered: Set<string>, locks: readonly LockState[], resynced: boolean): ChangeSet | undefined {
@@ -58,6 +62,7 @@ export class SnapshotModel {
       removed.push(id);
     }
     if (changed.length === 0 && removed.length === 0) return undefined;
+    this.sorted = undefined;
     changed.sort((a, b) => Buffer.compare(a.name, b.name));
     return { revision: ++this.revision, changed, removed, resynced };
   }

@@ -23,6 +23,21 @@ describe('SnapshotModel (polling stores coalesce like a watch)', () => {
     assert.deepEqual(m.locks().map((l) => l.name.toString()), ['a', 'b']);
   });
 
+  test('locks() follows every change in name order, and a caller changing its copy changes nothing', () => {
+    const m = new SnapshotModel();
+    m.replaceAll([lock('b', 'x'), lock('c', 'x')]);
+    const names = () => m.locks().map((l) => `${l.name.toString()}=${l.holder?.owner}`);
+    assert.deepEqual(names(), ['b=x', 'c=x']);
+    m.locks().splice(0);
+    assert.deepEqual(names(), ['b=x', 'c=x']);
+    m.replaceSome([keyId(Buffer.from('a'))], [lock('a', 'y')]);
+    assert.deepEqual(names(), ['a=y', 'b=x', 'c=x']);
+    m.replaceAll([lock('a', 'y'), lock('c', 'z')]);
+    assert.deepEqual(names(), ['a=y', 'c=z']);
+    m.clear();
+    assert.deepEqual(names(), []);
+  });
+
   test('only the locks that changed, and the ids removed', () => {
     const m = new SnapshotModel();
     m.replaceAll([lock('a', 'x'), lock('b', 'x'), lock('c', 'x')]);
