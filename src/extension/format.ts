@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { Capabilities } from '../core/backend';
+import type { Capabilities, StoreKind } from '../core/backend';
 import { displayKey } from '../core/keys';
 import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
 import type { ClusterConnection } from './connections';
@@ -158,3 +158,9 @@ const CONVENTION_NAMES: Readonly<Record<string, string>> = {
 export function conventionLabel(convention: string): string {
   return CONVENTION_NAMES[convention] ?? convention;
 }
+
+/**
+ * Each store's name as users know it (not translated). A record, not a test of the kind: a store added to StoreKind
+ * fails to compile until it is named here, where a `kind === 'redis' ? … : 'etcd'` would call it etcd.
+ */
+export const STORE_NAMES: Readonly<Record<StoreKind, string>> = { etcd: 'etcd', redis: 'Redis' };

@@ -4,7 +4,7 @@ import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
 import { members, type LockMember, type LockState } from '../core/lockState';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
-import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatTtl, roleLabel, stateText, tooltip, troubleIcon, troubleText } from './format';
+import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
 
@@ -431,7 +431,7 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   item.iconPath = CONNECTION_ICONS[c.state];
   item.description = stateText(c);
   const md = tooltip().appendMarkdown(`**`);
-  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${c.settings.store === 'redis' ? 'Redis' : 'etcd'}\n\n${vscode.l10n.t('Endpoints')}: `);
+  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${STORE_NAMES[c.settings.store ?? 'etcd']}\n\n${vscode.l10n.t('Endpoints')}: `);
   appendUntrusted(md, c.settings.endpoints.join(', '));
   if (c.settings.username) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('User')}: `), c.settings.username);
   if (c.settings.namespace) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Namespace')}: `), c.settings.namespace);

@@ -5,6 +5,7 @@ import type { StoreKind } from '../../core/backend';
 import { checkEndpoints } from '../../core/backends';
 import { splitEndpoints } from '../../core/profile';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
+import { STORE_NAMES } from '../format';
 import { nodeId, type LockTreeNode } from '../lockTree';
 import { orCancel, pickConnection } from '../pickers';
 import type { ConnectionSecretStore } from '../secrets';
@@ -218,8 +219,8 @@ async function askStore(): Promise<StoreKind> {
   const picked = orCancel(
     await vscode.window.showQuickPick(
       [
-        { label: 'etcd', description: vscode.l10n.t('Go concurrency.Mutex, etcdctl lock, jetcd, elections, single-key locks'), store: 'etcd' as const },
-        { label: 'Redis', description: vscode.l10n.t('Redisson, redis-py, redlock, ShedLock, SET NX PX token locks'), store: 'redis' as const },
+        { label: STORE_NAMES.etcd, description: vscode.l10n.t('Go concurrency.Mutex, etcdctl lock, jetcd, elections, single-key locks'), store: 'etcd' as const },
+        { label: STORE_NAMES.redis, description: vscode.l10n.t('Redisson, redis-py, redlock, ShedLock, SET NX PX token locks'), store: 'redis' as const },
       ],
       { title: vscode.l10n.t('Add connection: which store keeps the locks?'), ignoreFocusOut: true },
     ),
