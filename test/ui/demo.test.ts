@@ -56,7 +56,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     server = await startCodeServer({
       installExtensionFrom: repoRoot,
       // The demo's own settings; the stuck holder is flagged sooner than the demo's 60 s, so the picture shows it.
-      extraSettings: { ...demoSettings([demo.endpoint]), 'locklens.longHoldSeconds': 30, 'workbench.startupEditor': 'none' },
+      extraSettings: { ...demoSettings([demo.endpoint], demo.redisUrl), 'locklens.longHoldSeconds': 30, 'workbench.startupEditor': 'none' },
     });
     workbench = await openWorkbench(server, { folder, viewport: { width: 1440, height: 860 } });
     page = workbench.page;
@@ -128,6 +128,10 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     await runCommand(page, 'LockLens: Acquire Lock…');
     const input = page.locator('.quick-input-widget input');
     await input.waitFor({ state: 'visible', timeout: 20_000 });
+    // The demo has two connections: the etcd one first.
+    await eventually(async () => (await input.getAttribute('placeholder')) === 'Pick a connection', 20_000, 'the connection picker');
+    await page.locator('.quick-input-list .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: /^demo$/ }) }).first().click();
+    await eventually(async () => (await input.getAttribute('placeholder')) !== 'Pick a connection', 20_000, 'the lock name step');
     await input.fill(BILLING);
     await page.locator('.quick-input-list .monaco-list-row', { hasText: BILLING }).first().waitFor({ state: 'visible', timeout: 20_000 });
     await page.keyboard.press('Enter');
@@ -179,5 +183,57 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     // The stuck service is told, as a real one would be by its lock's guard.
     await demo.proc.until((p) => /lost \/locks\/payments-reconcile/.test(p.stdout), 'the stuck holder reports the lost lock', 20_000);
   });
-});
 
+  test('redis: a re-entrant Redisson holder, a fair lock\'s queue, redis-py contending, the stuck token flagged; Force Release frees it', async () => {
+    // The etcd connection first in the view: fold it, so the Redis one is in the picture.
+    const etcd = row('demo');
+    if ((await etcd.getAttribute('aria-expanded')) === 'true') await etcd.locator('.monaco-tl-twistie').click();
+    await eventually(async () => /connected/.test(await description(row('demo-redis'))), 60_000, 'the demo-redis connection says connected');
+    for (const name of ['billing-lock', 'report-fair-lock', 'export-job', 'stuck-migration']) await row(name).waitFor({ state: 'visible', timeout: 30_000 });
+    const stuck = row('stuck-migration');
+    await stuck.locator('.codicon-warning').waitFor({ state: 'visible', timeout: 30_000 });
+    const wanted: [string, RegExp][] = [
+      ['billing-lock', /^held by [0-9a-f-]{36}:\d+$/],
+      ['report-fair-lock', /\b2 waiting/],
+      ['stuck-migration', new RegExp(`owner ${demo.stuckToken.slice(0, 12)}.*no expiry`)],
+    ];
+    let seen: string[] = [];
+    const showsAll = async () => {
+      for (const name of ['billing-lock', 'report-fair-lock']) {
+        if ((await row(name).getAttribute('aria-expanded', { timeout: 1000 }).catch(() => null)) !== 'true') return false;
+      }
+      seen = await Promise.all(wanted.map(([label]) => description(row(label), 1000).catch(() => '')));
+      const holds = await page.locator('.part.sidebar .monaco-list-row .label-description', { hasText: '2 holds (re-entrant)' }).count();
+      return holds > 0 && wanted.every(([, re], i) => re.test(seen[i]));
+    };
+    const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
+    // The Redisson workers hand the lock over every 10-25 s, and it comes back collapsed: expand, check, shoot, check.
+    await eventually(async () => {
+      for (const name of ['billing-lock', 'report-fair-lock']) await expand(row(name)).catch(() => undefined);
+      return (await showsAll()) && (await shot('redis-tree', { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 420 }), await showsAll());
+    }, 90_000, 'every Redis lock as the picture should show it').catch((e) => {
+      throw new Error(`${(e as Error).message}: ${JSON.stringify(wanted.map(([label], i) => `${label}: ${seen[i]}`))}`);
+    });
+
+    await runCommand(page, 'Notifications: Clear All Notifications');
+    const dialog = page.locator('.monaco-dialog-box');
+    await eventually(async () => {
+      if (!(await page.locator('.monaco-menu').isVisible())) await stuck.click({ button: 'right' });
+      const item = page.locator('.monaco-menu .action-item', { hasText: 'Force Release…' }).first();
+      await item.waitFor({ state: 'visible', timeout: 5000 });
+      await item.hover();
+      await page.keyboard.press('Enter');
+      return dialog.waitFor({ state: 'visible', timeout: 3000 }).then(
+        () => true,
+        () => false,
+      );
+    }, 30_000, 'the Force Release confirmation');
+    const text = (await dialog.textContent()) ?? '';
+    assert.match(text, new RegExp(`Force-release "app:stuck-migration" from ${demo.stuckToken} on demo-redis\\?`));
+    assert.match(text, new RegExp(`only if it still holds token ${demo.stuckToken}`));
+    await shot('force-release');
+    await dialog.locator('.monaco-button', { hasText: 'Force Release' }).first().click();
+    await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
+    await stuck.waitFor({ state: 'detached', timeout: 20_000 });
+  });
+});

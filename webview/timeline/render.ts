@@ -249,7 +249,7 @@ export class Renderer {
     ctx.font = t.monoFont;
     ctx.fillStyle = ended ? t.muted : t.foreground;
     const idW = labelW - idX - rightW - 16;
-    ctx.fillText(this.fit(row.lease || lastSegment(row.key), idW), idX, mid);
+    ctx.fillText(this.fit(row.lease || row.owner || lastSegment(row.key), idW), idX, mid);
     if (!ended && left !== undefined && row.grantedTtl) {
       const gx = labelW - 8 - ttlW - gaugeW - 4;
       ctx.fillStyle = t.grid;
