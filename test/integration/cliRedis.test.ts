@@ -137,6 +137,15 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     assert.equal(await redis.cli(['GET', 'app:busy']), token);
   });
 
+  test('the database number in the URL is the one read: a lock in db 3 is listed with /3, not with /0', async () => {
+    await redis.cli(['-n', '3', 'SET', 'db3:lock', 'token-in-db-3']);
+    await redis.cli(['SET', 'db3:other', 'token-in-db-0']);
+    const r = await procs.run(['list', '--url', `${url()}/3`, '--prefix', 'db3:', '--json']);
+    assert.equal(r.code, 0, show(r));
+    const names = (JSON.parse(r.stdout) as { locks: LockDoc[] }).locks.map((l) => `${l.name}=${l.holder?.owner}`);
+    assert.deepEqual(names, ['db3:lock=token-in-db-3']);
+  });
+
   test('locklens unlock --force frees a stuck redis-py lock (no expiry) only while it still holds the token read', async () => {
     const py = peer('app:stuck', 'hold', null);
     const token = (await py.until(['acquired'])).split(' ')[1];
