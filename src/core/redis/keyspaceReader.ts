@@ -2,15 +2,22 @@
  * Reads the keys under the watched prefixes the way RedisInsight does: SCAN in pages (never KEYS, which blocks the
  * server), then a few pipelined round trips per page. Sizes are checked before contents so a huge hash or string under
  * a prefix costs one HLEN or STRLEN, not megabytes. A key may change or vanish between SCAN and the read: whatever a
- * command then answers (nil, WRONGTYPE) just drops that key from this read.
+ * command then answers (nil, WRONGTYPE, MOVED) just drops that key from this read.
+ *
+ * SCAN walks every key of the server whatever its MATCH, so a read costs in proportion to the whole keyspace: one walk
+ * per prefix, and nothing else. A Redisson fair lock's waiters (`redisson_lock_queue:{name}`, outside the prefixes) are
+ * read along with its hash, in the same pipeline; only a fair lock whose hash is gone while waiters remain (free, for a
+ * moment) needs a walk of its own (`queueScan`), which a watch runs rarely (see liveWatch.ts).
  */
 import type Redis from 'ioredis';
 import { LockLensError, errorMessage } from '../errors';
-import { hasPrefix, keyId } from '../keys';
+import { hasPrefix, keyId, normalizePrefixes } from '../keys';
 import { MAX_LOCK_HASH_FIELDS, MAX_TOKEN_BYTES, parseDeadlines, queueOwnerName, recognize, type FairQueue, type KeyRecord, type Recognized } from './recognize';
+import type { ReadCost } from './pollPacing';
 import { lockQueueKey, lockTimeoutKey } from './redissonNames';
 
-const SCAN_COUNT = 1000;
+/** Keys SCAN looks at per call: few round trips, each still a short step for the server (well under a millisecond). */
+export const SCAN_COUNT = 1000;
 /** Waiters shown per fair lock: a queue longer than this is shown cut. */
 const MAX_WAITERS = 256;
 
@@ -47,7 +54,8 @@ async function exec(pipeline: ReturnType<Redis['pipeline']>): Promise<Reply[]> {
   const replies = (await pipeline.exec()) as Reply[] | null;
   if (!replies) throw new LockLensError('STORE', 'the Redis pipeline was aborted');
   // A connection error fails every command alike: that is the read failing, not one key.
-  const fatal = replies.find(([e]) => e && !/^(WRONGTYPE|ERR)/.test(e.message));
+  // MOVED/ASK: a cluster key that is not (or no longer) on this master, like a key that vanished.
+  const fatal = replies.find(([e]) => e && !/^(WRONGTYPE|ERR|MOVED|ASK)/.test(e.message));
   if (fatal?.[0]) throw storeError(fatal[0]);
   return replies;
 }
@@ -67,8 +75,11 @@ function ok<T>(reply: Reply | undefined): T | undefined {
   return reply && !reply[0] ? (reply[1] as T) : undefined;
 }
 
-/** TYPE, PTTL and size, then the contents of what is small enough to be a lock. */
-export async function readKeys(client: Redis, keys: readonly Buffer[]): Promise<KeyRecord[]> {
+/**
+ * TYPE, PTTL and size, then the contents of what is small enough to be a lock. With `queues`, a one-field hash (what a
+ * Redisson lock is) has its fair queue read in the same round trip as its contents, into `queues`.
+ */
+export async function readKeys(client: Redis, keys: readonly Buffer[], queues?: Map<string, FairQueue>): Promise<KeyRecord[]> {
   if (keys.length === 0) return [];
   const first = client.pipeline();
   for (const k of keys) {
@@ -90,6 +101,7 @@ export async function readKeys(client: Redis, keys: readonly Buffer[]): Promise<
   const sizes = await exec(second);
   const third = client.pipeline();
   const reads: number[] = [];
+  const fair: Buffer[] = [];
   sized.forEach((index, j) => {
     const size = ok<number>(sizes[j]);
     const r = records[index];
@@ -100,7 +112,10 @@ export async function readKeys(client: Redis, keys: readonly Buffer[]): Promise<
     else if (r.type === 'string' && size <= MAX_TOKEN_BYTES) third.getBuffer(r.key);
     else return;
     reads.push(index);
+    if (queues && r.type === 'hash' && size === 1) fair.push(r.key);
   });
+  // After the contents: LRANGE and ZRANGE of each candidate's queue (on a missing key, next to nothing).
+  for (const name of fair) queueCommands(third, name);
   const contents = reads.length ? await exec(third) : [];
   reads.forEach((index, j) => {
     const reply = ok<unknown>(contents[j]);
@@ -114,7 +129,22 @@ export async function readKeys(client: Redis, keys: readonly Buffer[]): Promise<
       records[index] = { ...rec, value: reply, valueSize: reply.length };
     }
   });
+  if (queues) parseQueues(fair, contents.slice(reads.length), queues);
   return records;
+}
+
+function queueCommands(p: ReturnType<Redis['pipeline']>, name: Buffer): void {
+  p.lrangeBuffer(lockQueueKey(name), 0, MAX_WAITERS - 1);
+  p.callBuffer('ZRANGE', lockTimeoutKey(name), 0, MAX_WAITERS * 2, 'WITHSCORES');
+}
+
+function parseQueues(names: readonly Buffer[], replies: readonly Reply[], out: Map<string, FairQueue>): void {
+  names.forEach((name, i) => {
+    const waiters = ok<Buffer[]>(replies[2 * i]);
+    if (!Array.isArray(waiters) || waiters.length === 0) return;
+    const pairs = ok<Buffer[]>(replies[2 * i + 1]);
+    out.set(keyId(name), { name, waiters, deadlines: parseDeadlines(Array.isArray(pairs) ? pairs : []) });
+  });
 }
 
 /** The waiters (LIST, in order) and their deadlines (ZSET) of the fair locks named. */
@@ -122,31 +152,43 @@ export async function readFairQueues(client: Redis, names: readonly Buffer[]): P
   const out = new Map<string, FairQueue>();
   if (names.length === 0) return out;
   const p = client.pipeline();
-  for (const name of names) {
-    p.lrangeBuffer(lockQueueKey(name), 0, MAX_WAITERS - 1);
-    p.callBuffer('ZRANGE', lockTimeoutKey(name), 0, MAX_WAITERS * 2, 'WITHSCORES');
-  }
-  const replies = await exec(p);
-  names.forEach((name, i) => {
-    const waiters = ok<Buffer[]>(replies[2 * i]);
-    if (!Array.isArray(waiters) || waiters.length === 0) return;
-    const pairs = ok<Buffer[]>(replies[2 * i + 1]);
-    out.set(keyId(name), { name, waiters, deadlines: parseDeadlines(Array.isArray(pairs) ? pairs : []) });
-  });
+  for (const name of names) queueCommands(p, name);
+  parseQueues(names, await exec(p), out);
   return out;
 }
 
 export interface RawSnapshot {
   readonly records: KeyRecord[];
   readonly queues: Map<string, FairQueue>;
+  /** What the read cost this node (full reads only). */
+  readonly cost?: ReadCost;
 }
 
-/** Every key under `prefixes` read, and the fair queues of lock names under them. */
-export async function readSnapshot(client: Redis, prefixes: readonly Uint8Array[], options: ReadOptions = {}): Promise<RawSnapshot> {
+/** What a full read looks at besides the keys under the prefixes. */
+export interface ReadPlan {
+  /**
+   * Also walk the keyspace for `redisson_lock_queue:*`, to find fair locks that are free with waiters (their hash
+   * gone). A second walk of every key: a one-off listing does it, a watch only now and then.
+   */
+  readonly queueScan?: boolean;
+  /** Names whose fair queues are read whatever SCAN finds: free fair locks seen before, names an unlock message gave. */
+  readonly queueNames?: readonly Buffer[];
+}
+
+/**
+ * Every key under `prefixes` read, and the fair queues of the Redisson locks among them (read with them); with
+ * `plan.queueScan`, those of free fair locks under the prefixes too.
+ */
+export async function readSnapshot(client: Redis, prefixes: readonly Uint8Array[], options: ReadOptions = {}, plan: ReadPlan = { queueScan: true }): Promise<RawSnapshot> {
   try {
+    const started = performance.now();
+    // O(1), sent beside the first SCAN: how many keys the walks below go through, for the status (refused: unknown).
+    const dbsize = client.dbsize().catch(() => undefined);
     const seen = new Set<string>();
     const records: KeyRecord[] = [];
-    for (const prefix of prefixes) {
+    const queues = new Map<string, FairQueue>();
+    // One walk per prefix, none for a prefix that a shorter one already covers.
+    for (const prefix of prefixes.length ? normalizePrefixes(prefixes) : []) {
       await scanKeys(client, globPrefix(prefix), async (page) => {
         const fresh = page.filter((k) => {
           const id = keyId(k);
@@ -155,21 +197,24 @@ export async function readSnapshot(client: Redis, prefixes: readonly Uint8Array[
           return true;
         });
         await options.afterScanPage?.(fresh);
-        records.push(...(await readKeys(client, fresh)));
+        records.push(...(await readKeys(client, fresh, queues)));
       });
     }
-    // Fair queues live outside the prefixes (`redisson_lock_queue:{name}`): one SCAN for all of them.
-    const queueNames: Buffer[] = [];
-    if (prefixes.length) {
+    const known = (plan.queueNames ?? []).filter((n) => !seen.has(keyId(n)) && prefixes.some((p) => hasPrefix(n, p)));
+    for (const [id, q] of await readFairQueues(client, known)) queues.set(id, q);
+    const cost: ReadCost = { keys: await dbsize, ms: performance.now() - started };
+    if (plan.queueScan && prefixes.length) {
+      // Fair queues live outside the prefixes (`redisson_lock_queue:{name}`): one SCAN for all of them.
+      const queueNames: Buffer[] = [];
       await scanKeys(client, Buffer.from('redisson_lock_queue:*'), async (page) => {
         for (const k of page) {
           const name = queueOwnerName(k);
-          if (name && prefixes.some((p) => hasPrefix(name, p))) queueNames.push(name);
+          if (name && !seen.has(keyId(name)) && !queues.has(keyId(name)) && prefixes.some((p) => hasPrefix(name, p))) queueNames.push(name);
         }
       }, 'list');
+      for (const [id, q] of await readFairQueues(client, queueNames)) queues.set(id, q);
     }
-    const queues = await readFairQueues(client, queueNames);
-    return { records, queues };
+    return { records, queues, cost };
   } catch (e) {
     throw storeError(e);
   }

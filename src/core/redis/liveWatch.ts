@@ -2,8 +2,14 @@
  * Keeps the locks under some prefixes current. Redis pushes nothing by default: keyspace notifications are off unless
  * configured (and managed Redis often forbids CONFIG), so the watch reads everything again every poll interval and
  * uses notifications when the server has them on, re-reading only the keys they name. Redisson publishes on every
- * unlock without any configuration, so those messages trigger a read at once in either mode. Reads go through a
- * SnapshotModel, so only locks that really changed are emitted, and bursts are coalesced.
+ * unlock without any configuration, and its channel names the lock, so those messages re-read that lock at once in
+ * either mode. Reads go through a SnapshotModel, so only locks that really changed are emitted, and bursts are
+ * coalesced.
+ *
+ * A full read walks the server's whole keyspace (SCAN), which is load on the user's Redis: polls are spaced by what
+ * the last read cost (see pollPacing.ts), full reads asked for by events keep the same spacing, and the second walk
+ * that finds free fair locks (`redisson_lock_queue:*`, see keyspaceReader.ts) runs only every `queueResyncMs`. The
+ * fair queues of the locks already known are read on every poll without it.
  */
 import type Redis from 'ioredis';
 import type { LiveStatus, LockWatch, WatchOptions } from '../backend';
@@ -15,6 +21,7 @@ import type { ChangeSet, LockState } from '../lockState';
 import { members } from '../lockState';
 import { SnapshotModel, mergeChangeSets } from '../snapshotModel';
 import { globPrefix, storeError, type ReadOptions } from './keyspaceReader';
+import { PollPacer } from './pollPacing';
 import { queueOwnerName, type TtlSource } from './recognize';
 import { RW_TIMEOUT_SUFFIX, redissonNameFromPrefixed } from './redissonNames';
 import type { Subscriber } from './subscriber';
@@ -24,6 +31,9 @@ import { TtlTable } from './ttlTable';
 const COALESCE_MS = 100;
 /** Notifications can be missed (a reconnect, a buffer limit): with them on, a full read still runs this often. */
 const SAFETY_RESYNC_MS = 30_000;
+/** How often a full read also walks the keyspace for fair queues whose lock is free (its hash gone while waiters remain). */
+const QUEUE_RESYNC_MS = 30_000;
+const FAIR_WAKE_SUFFIX = /:[0-9a-f-]{36}:\d+$/;
 /** Touched keys are gathered this long before they are read, so a burst is one read. */
 const TOUCH_DELAY_MS = 20;
 
@@ -39,6 +49,25 @@ export interface WatchDeps {
   /** A subscriber connection to one node (keyspace notifications are node-local). */
   readonly openSubscriber: (node: RedisNode) => Promise<Subscriber>;
   readonly readOptions?: ReadOptions;
+  /** Test seam: how often a full read also looks for free fair locks (QUEUE_RESYNC_MS). */
+  readonly queueResyncMs?: number;
+}
+
+/**
+ * The lock names a Redisson unlock message's channel may stand for: `redisson_lock__channel:{name}`, a fair lock's
+ * `redisson_lock__channel:{name}:<uuid>:<thread>` (the waiter it wakes), `redisson_rwlock:{name}`. Both readings of a
+ * channel that ends like a fair wake-up are given: reading a name too many costs one key.
+ */
+export function unlockedNames(channel: Buffer): Buffer[] {
+  const plain = redissonNameFromPrefixed('redisson_lock__channel', channel) ?? redissonNameFromPrefixed('redisson_rwlock', channel);
+  if (!plain) return [];
+  const out = [plain];
+  const wake = FAIR_WAKE_SUFFIX.exec(channel.toString('latin1'));
+  if (wake && channel.toString('latin1').startsWith('redisson_lock__channel:')) {
+    const name = redissonNameFromPrefixed('redisson_lock__channel', channel.subarray(0, channel.length - wake[0].length));
+    if (name && !name.equals(plain)) out.push(name);
+  }
+  return out;
 }
 
 interface NodeSubscription {
@@ -60,6 +89,17 @@ export class RedisLockWatch implements LockWatch {
   private current: LiveStatus = { state: 'loading' };
   private readonly pollMs: number;
   private readonly sampleMs: number;
+  private readonly pacer: PollPacer;
+  private readonly queueResyncMs: number;
+  /** When the last full read ended, and how long it took (ms): the next one waits for the pacer's gap after it. */
+  private lastFullEnd = 0;
+  private lastFullMs = 0;
+  /** When a full read last walked for free fair queues. */
+  private lastQueueScan = 0;
+  /** Names from Redisson unlock messages whose fair queues the next full read reads (a cluster has no partial read). */
+  private readonly unlocked = new Map<string, Buffer>();
+  private fullTimer: NodeJS.Timeout | undefined;
+  private fullTimerDone: (() => void) | undefined;
   private notifications = false;
   /** Per node label: its subscriber and what it is subscribed to. */
   private readonly subscribers = new Map<string, NodeSubscription>();
@@ -86,6 +126,8 @@ export class RedisLockWatch implements LockWatch {
   ) {
     this.pollMs = Math.max(50, options.pollIntervalMs ?? 1000);
     this.sampleMs = Math.max(50, options.leaseSampleIntervalMs ?? 2000);
+    this.pacer = new PollPacer(this.pollMs);
+    this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
   }
 
   get status(): LiveStatus {
@@ -100,8 +142,7 @@ export class RedisLockWatch implements LockWatch {
   }
 
   private get detail(): string {
-    const every = this.pollMs % 1000 === 0 ? `${this.pollMs / 1000} s` : `${this.pollMs} ms`;
-    const how = this.notifications ? 'keyspace notifications' : `polling every ${every}: keyspace notifications are off`;
+    const how = this.notifications ? 'keyspace notifications' : this.pacer.describe();
     const topology = this.deps.topology;
     if (this.down.length === 0) return how;
     const total = Math.max(topology.nodes().length, this.down.length);
@@ -201,7 +242,7 @@ export class RedisLockWatch implements LockWatch {
       let entry = this.subscribers.get(node.label);
       if (!entry) {
         const subscriber = await this.deps.openSubscriber(node);
-        const redisson = () => void this.requestFull();
+        const redisson = (channel: Buffer) => this.unlockedLock(channel);
         try {
           const subscriptions = [
             await subscriber.psubscribe(Buffer.from('redisson_lock__channel:*'), redisson),
@@ -234,6 +275,17 @@ export class RedisLockWatch implements LockWatch {
     }
   }
 
+  /** Redisson says a lock was unlocked: re-read it (and its fair queue: it may be free with waiters now). */
+  private unlockedLock(channel: Buffer): void {
+    if (this.disposed) return;
+    const names = unlockedNames(channel).filter((n) => this.prefixes.some((p) => hasPrefix(n, p)));
+    // A lock outside the prefixes is not ours to read.
+    for (const name of names) {
+      if (this.deps.topology.kind === 'cluster') this.unlocked.set(keyId(name), name);
+      this.touch(name);
+    }
+  }
+
   /** A key changed: re-read the lock it belongs to. */
   private touch(key: Buffer): void {
     if (this.disposed) return;
@@ -261,24 +313,55 @@ export class RedisLockWatch implements LockWatch {
     return run;
   }
 
-  /** A full read soon; calls made while one is waiting share it. */
+  /**
+   * A full read soon; calls made while one is waiting share it. Not sooner than the pacer's gap after the last one
+   * (events, a cluster's notifications, ask for them too: a burst must not walk a big keyspace again and again).
+   */
   private requestFull(): Promise<void> {
     if (this.disposed) return Promise.resolve();
     if (!this.fullPending) {
-      this.fullPending = this.enqueue(async () => {
-        this.fullPending = undefined;
-        await this.fullRead(false);
-      });
+      const wait = this.lastFullEnd + this.pacer.gapAfter(this.lastFullMs) - Date.now();
+      const due =
+        wait > 0
+          ? new Promise<void>((resolve) => {
+              this.fullTimerDone = resolve;
+              this.fullTimer = setTimeout(resolve, wait);
+            })
+          : Promise.resolve();
+      this.fullPending = due.then(() =>
+        this.enqueue(async () => {
+          this.fullPending = undefined;
+          await this.fullRead(false);
+        }),
+      );
       this.fullPending.catch(() => undefined);
     }
     return this.fullPending;
   }
 
+  /** The names whose fair queues a full read reads besides those of the hashes it finds: fair locks known to have waiters. */
+  private knownQueues(): Buffer[] {
+    const names = new Map<string, Buffer>(this.unlocked);
+    for (const lock of this.model.locks()) {
+      // A held fair lock with waiters whose hash expires, or one already free: the waiters are still to be shown.
+      if (lock.kind === 'queue' && (lock.holder === null || lock.waiters.length > 0)) names.set(lock.id, lock.name);
+    }
+    return [...names.values()];
+  }
+
   private async fullRead(resynced: boolean, throwOnError = false): Promise<void> {
     if (this.disposed) return;
+    const started = Date.now();
+    const queueScan = resynced || started - this.lastQueueScan >= this.queueResyncMs;
+    const queueNames = this.knownQueues();
+    this.unlocked.clear();
     try {
-      const { recognized, down } = await this.deps.topology.read(this.prefixes, this.deps.readOptions);
+      const { recognized, down, cost } = await this.deps.topology.read(this.prefixes, this.deps.readOptions, { queueScan, queueNames });
       const now = Date.now();
+      if (queueScan) this.lastQueueScan = started;
+      this.lastFullEnd = now;
+      this.lastFullMs = now - started;
+      const paceChanged = cost ? this.pacer.observe(cost) : false;
       const { locks, ttls } = recognized;
       const wasReconnecting = this.current.state === 'reconnecting';
       const downChanged = down.map((d) => d.label).join() !== this.down.map((d) => d.label).join();
@@ -286,8 +369,11 @@ export class RedisLockWatch implements LockWatch {
       this.sources = ttls;
       this.emit(this.model.replaceAll(locks, resynced || wasReconnecting));
       this.observeTtls([...ttls.values()], now);
-      if (wasReconnecting || (downChanged && this.current.state === 'live')) this.setStatus({ state: 'live', detail: this.detail });
+      const restate = downChanged || (paceChanged && !this.notifications);
+      if (wasReconnecting || (restate && this.current.state === 'live')) this.setStatus({ state: 'live', detail: this.detail });
     } catch (e) {
+      this.lastFullEnd = Date.now();
+      this.lastFullMs = this.lastFullEnd - started;
       const error = storeError(e);
       if (throwOnError) throw error;
       if (error.code === 'UNREACHABLE' || error.code === 'TIMEOUT') this.setStatus({ state: 'reconnecting', error, detail: this.detail });
@@ -339,9 +425,17 @@ export class RedisLockWatch implements LockWatch {
     this.locksEmitter.fire(merged);
   }
 
+  /** The wait before the next full read. */
+  private pollDelay(): number {
+    // Never sooner than the last read's cost allows, even when it walked for fair queues too.
+    const gap = this.pacer.gapAfter(this.lastFullMs);
+    if (this.notifications && this.current.state === 'live') return Math.max(SAFETY_RESYNC_MS, gap);
+    return Math.max(this.pacer.intervalMs, gap);
+  }
+
   private schedulePoll(): void {
     if (this.disposed) return;
-    const ms = this.notifications && this.current.state === 'live' ? SAFETY_RESYNC_MS : this.pollMs;
+    const ms = this.pollDelay();
     this.pollTimer = setTimeout(() => void this.requestFull().finally(() => this.schedulePoll()), ms);
   }
 
@@ -379,8 +473,8 @@ export class RedisLockWatch implements LockWatch {
     ];
     const changed = this.ttls.observe(samples, now);
     if (changed.length) this.leasesEmitter.fire(changed);
-    // A key that expired is a lock gone: read it now rather than at the next poll.
-    if (keyed.some((_, i) => pttls[i] === -2)) void this.requestFull();
+    // A key that expired is a lock gone (or a fair lock left with waiters): read it now rather than at the next poll.
+    keyed.forEach((s, i) => pttls[i] === -2 && this.touch(s.keys[0]));
   }
 
   sync(): Promise<void> {
@@ -398,6 +492,8 @@ export class RedisLockWatch implements LockWatch {
     clearTimeout(this.sampleTimer);
     clearTimeout(this.touchTimer);
     clearTimeout(this.emitTimer);
+    clearTimeout(this.fullTimer);
+    this.fullTimerDone?.();
     for (const [client, event, l] of this.clientListeners) client.off(event, l);
     for (const entry of this.subscribers.values()) {
       entry.subscriptions.forEach((s) => s.dispose());

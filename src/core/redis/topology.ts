@@ -12,7 +12,8 @@ import type Redis from 'ioredis';
 import type { Cluster } from 'ioredis';
 import { LockLensError } from '../errors';
 import type { ClientSpec } from './connect';
-import { readLocks, readSnapshot, recognizeSnapshot, storeError, type ReadOptions } from './keyspaceReader';
+import { readLocks, readSnapshot, recognizeSnapshot, storeError, type ReadOptions, type ReadPlan } from './keyspaceReader';
+import type { ReadCost } from './pollPacing';
 import { mergeInstances, mergeNodes } from './merge';
 import type { Recognized, TtlSource } from './recognize';
 
@@ -35,6 +36,15 @@ export interface ReadResult {
   readonly recognized: Recognized;
   /** Nodes that could not be read this time (redlock instances, cluster masters); never all of them. */
   readonly down: readonly Unreachable[];
+  /** A full read's cost: the keys walked on every node read (summed), the time of the slowest node. */
+  readonly cost?: ReadCost;
+}
+
+/** The nodes are read in parallel: the keys add up, the time is the slowest node's. */
+function totalCost(costs: readonly ReadCost[]): ReadCost | undefined {
+  if (costs.length === 0) return undefined;
+  const known = costs.every((c) => c.keys !== undefined);
+  return { keys: known ? costs.reduce((sum, c) => sum + c.keys!, 0) : undefined, ms: Math.max(...costs.map((c) => c.ms)) };
 }
 
 /** Returns the PTTL of KEYS[1] only while it still holds ARGV[1]; -2 when it holds something else or nothing. */
@@ -84,10 +94,10 @@ export class Topology {
   }
 
   /** Reads every node in parallel. Throws when none can be read; a single instance that fails throws. */
-  async read(prefixes: readonly Buffer[], options: ReadOptions = {}): Promise<ReadResult> {
+  async read(prefixes: readonly Buffer[], options: ReadOptions = {}, plan?: ReadPlan): Promise<ReadResult> {
     const nodes = this.nodes();
     if (nodes.length === 0) throw new LockLensError('UNREACHABLE', 'the Redis Cluster has no reachable master');
-    return this.gather(nodes, (n) => readSnapshot(n.client, prefixes, options), prefixes);
+    return this.gather(nodes, (n) => readSnapshot(n.client, prefixes, options, plan), prefixes);
   }
 
   /** Reads the named locks again. Undefined for a cluster: its names live on different masters, so read it whole. */
@@ -106,15 +116,16 @@ export class Topology {
       return undefined;
     });
     if (down.length === nodes.length) throw down[0].error;
+    const cost = totalCost(settled.flatMap((r) => (r.status === 'fulfilled' && r.value.cost ? [r.value.cost] : [])));
     const labels = nodes.map((n) => n.label);
     switch (this.kind) {
       case 'single':
-        return { recognized: reads[0]!, down };
+        return { recognized: reads[0]!, down, cost };
       case 'redlock':
-        return { recognized: mergeInstances(reads, labels), down };
+        return { recognized: mergeInstances(reads, labels), down, cost };
       case 'cluster': {
         const up = reads.map((r, i) => [r, labels[i]] as const).filter((x): x is readonly [Recognized, string] => !!x[0]);
-        return { recognized: mergeNodes(up.map((x) => x[0]), up.map((x) => x[1])), down };
+        return { recognized: mergeNodes(up.map((x) => x[0]), up.map((x) => x[1])), down, cost };
       }
     }
   }
