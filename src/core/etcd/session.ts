@@ -84,6 +84,8 @@ export class Session implements Disposable {
       // The prepared call if it is still open; if it fails for any reason, the ordinary call (which reports a lease
       // the first one did revoke as not found, and that counts as done).
       const fast = this.prepared?.send();
+      // Not used (not open yet, or failed): it must not stay open, or open later, for nothing.
+      if (!fast) this.prepared?.cancel();
       if (!fast || !(await fast.then(() => true, (e: unknown) => isLeaseNotFound(e)))) {
         await call(this.conn.client.leaseClient.leaseRevoke({ ID: leaseDecimal(this.leaseId) }));
       }
@@ -155,6 +157,7 @@ class PreparedRevoke {
   private stream?: grpc.ClientWritableStream<Buffer>;
   private request?: Buffer;
   private failed = false;
+  private cancelled = false;
   private readonly result: Promise<void>;
   private settle!: (error?: LockLensError) => void;
 
@@ -171,6 +174,7 @@ class PreparedRevoke {
     // function opens the call and returns.
     pool
       .withConnection('Lease', async ({ client, metadata }) => {
+        if (prepared.cancelled) return;
         const method = client.leaseRevoke;
         prepared.request = method.requestSerialize({ ID: leaseDecimal(leaseId) });
         method.responseDeserialize(Buffer.alloc(0)); // generates the response decoder now, not after the handoff
@@ -186,13 +190,14 @@ class PreparedRevoke {
 
   /** Revokes: resolves once etcd did, rejects with the reason it did not. Undefined if the call is not open (any more). */
   send(): Promise<void> | undefined {
-    if (!this.stream || !this.request || this.failed) return undefined;
+    if (!this.stream || !this.request || this.failed || this.cancelled) return undefined;
     this.stream.write(this.request);
     this.stream.end();
     return this.result;
   }
 
   cancel(): void {
+    this.cancelled = true;
     this.stream?.cancel();
   }
 }
