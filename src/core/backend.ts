@@ -78,6 +78,11 @@ export interface QueuePosition {
   readonly ahead: number;
   /** The fencing token this waiter will hold the lock with, where the store has one. */
   readonly fencingToken: number | null;
+  /**
+   * With `ahead` 0, where the store has revisions: the revision the lock became ours at, told before the hold is set
+   * up, so that a caller waiting to run something under the lock (the CLI's gated command) can start it at once.
+   */
+  readonly revision?: number;
 }
 
 export interface AcquireOptions {

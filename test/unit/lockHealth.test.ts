@@ -5,7 +5,7 @@ import type { LeaseInfo } from '../../src/core/leaseInfo';
 import { LockModel } from '../../src/core/etcd/lockModel';
 import { type ChangeSet } from '../../src/core/lockState';
 import type { KeyRecord } from '../../src/core/etcd/records';
-import { revokeEffects } from '../../src/core/etcd/revoke';
+import { revokeEffects } from '../../src/core/revokeEffects';
 
 function mutexKey(name: string, lease: string, create: number, value = ''): KeyRecord {
   const v = Buffer.from(value);

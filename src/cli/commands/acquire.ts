@@ -1,4 +1,4 @@
-import type { LockHold, QueuePosition } from '../../core/backend';
+import type { LockHold } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { GatedCommand } from '../gatedCommand';
@@ -55,7 +55,7 @@ ${CONNECTION_HELP}`,
         ttlSeconds: ttl,
         signal,
         tryOnly: values.try === true,
-        onQueue: (position: HeldPosition) => {
+        onQueue: (position) => {
           const { key, ahead, fencingToken } = position;
           if (command.length && !gate) gate = new GatedCommand(command, lockEnv(displayKey(key), fencingToken));
           // The lock is ours as of `revision`, told before the store sets up the hold (its guard): the command runs
@@ -79,9 +79,6 @@ ${CONNECTION_HELP}`,
     }
   },
 };
-
-/** A position with `ahead: 0` may say the revision the lock became ours at (etcd's Mutex does; see MutexPosition). */
-type HeldPosition = QueuePosition & { readonly revision?: number | null };
 
 /** The environment known when the command is started; ETCD_LOCK_REV comes through the gate once the lock is held. */
 function lockEnv(key: string, fencingToken: number | null): NodeJS.ProcessEnv {

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
 import type { LeaseOperations, LockBackend } from '../../core/backend';
 import { LockLensError, errorMessage } from '../../core/errors';
-import { revokeEffects } from '../../core/etcd/revoke';
+import { revokeEffects } from '../../core/revokeEffects';
 import { displayKey, keyId, parseLeaseHex } from '../../core/keys';
 import { members, type LockState } from '../../core/lockState';
 import { ownerField, type AuditLog } from '../audit';
