@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Everything LockLens needs on a fresh Debian machine, idempotent: Debian's etcd server and client (the tests and the
-# demo run real etcd; etcdctl is the interop and benchmark peer), openssl (tests make their own certificates), and the
-# npm dependencies from the lockfile. Runs as root on these machines; uses sudo where that is not so.
+# demo run real etcd; etcdctl is the interop and benchmark peer), redis-server and redis-tools (real Redis servers and
+# clusters for the tests and the demo), python3-redis (redis-py, the Redis peer that holds and waits, for
+# /usr/bin/python3), openssl (tests make their own certificates), and the npm dependencies from the lockfile. Runs as
+# root on these machines; uses sudo where that is not so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
