@@ -86,6 +86,34 @@ describe('Redis Cluster: three masters, detected on open', { timeout: 180_000 },
     }
   });
 
+  test('watch: a fair lock`s waiters on every poll without a queue walk; its hash gone, it shows free with them', async () => {
+    const names = await onEachMaster('wf/');
+    const fair = names[1];
+    const q = b(fair);
+    const fairLock = (field: string) => raw.eval(FAIR_LOCK, 3, fair, lockQueueKey(q), lockTimeoutKey(q), 30_000, field, FAIR_THREAD_WAIT_MS, Date.now());
+    assert.equal(await fairLock(`${REDISSON_UUID}:1`), null);
+    assert.notEqual(await fairLock(`${OTHER_UUID}:2`), null);
+    const watch = backend.watch([b('wf/')], { pollIntervalMs: 100, leaseSampleIntervalMs: 60_000 });
+    try {
+      await watch.start();
+      const shown = () => watch.locks().find((l) => l.name.equals(q));
+      assert.deepEqual(shown()?.waiters.map((w) => w.owner), [`${OTHER_UUID}:2`]);
+      // Gone without a word: polls read its queue by name on every master (the two that do not hold it say MOVED).
+      await raw.del(fair);
+      await eventually(() => shown()?.holder === null, 10_000, 'free with its waiter');
+      assert.deepEqual(shown()?.waiters.map((w) => w.owner), [`${OTHER_UUID}:2`]);
+      await watch.sync();
+      assert.deepEqual(shown()?.waiters.map((w) => w.owner), [`${OTHER_UUID}:2`], 'kept by the next polls');
+      assert.equal(watch.status.state, 'live');
+      assert.doesNotMatch(watch.status.detail ?? '', /unreachable/, 'a MOVED for a queue read by name is not a master down');
+      await raw.del(lockQueueKey(q));
+      await raw.del(lockTimeoutKey(q));
+      await eventually(() => shown() === undefined, 10_000, 'gone with its queue');
+    } finally {
+      watch.dispose();
+    }
+  });
+
   test('acquire excludes redis-py`s RedisCluster Lock both ways, and force-release works', async () => {
     const name = 'c/py';
     const py = new RedisPyLock(cluster.url, name, 'hold', 30, true);

@@ -202,7 +202,8 @@ export async function readSnapshot(client: Redis, prefixes: readonly Uint8Array[
     }
     const known = (plan.queueNames ?? []).filter((n) => !seen.has(keyId(n)) && prefixes.some((p) => hasPrefix(n, p)));
     for (const [id, q] of await readFairQueues(client, known)) queues.set(id, q);
-    const cost: ReadCost = { keys: await dbsize, ms: performance.now() - started };
+    const keys = await dbsize;
+    const ms = performance.now() - started;
     if (plan.queueScan && prefixes.length) {
       // Fair queues live outside the prefixes (`redisson_lock_queue:{name}`): one SCAN for all of them.
       const queueNames: Buffer[] = [];
@@ -214,6 +215,7 @@ export async function readSnapshot(client: Redis, prefixes: readonly Uint8Array[
       }, 'list');
       for (const [id, q] of await readFairQueues(client, queueNames)) queues.set(id, q);
     }
+    const cost: ReadCost = { keys, ms, totalMs: performance.now() - started };
     return { records, queues, cost };
   } catch (e) {
     throw storeError(e);

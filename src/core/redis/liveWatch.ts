@@ -360,7 +360,8 @@ export class RedisLockWatch implements LockWatch {
       const now = Date.now();
       if (queueScan) this.lastQueueScan = started;
       this.lastFullEnd = now;
-      this.lastFullMs = now - started;
+      // What the nodes that answered spent (a redlock instance that timed out is not load to space polls by).
+      this.lastFullMs = cost?.totalMs ?? now - started;
       const paceChanged = cost ? this.pacer.observe(cost) : false;
       const { locks, ttls } = recognized;
       const wasReconnecting = this.current.state === 'reconnecting';
@@ -372,8 +373,9 @@ export class RedisLockWatch implements LockWatch {
       const restate = downChanged || (paceChanged && !this.notifications);
       if (wasReconnecting || (restate && this.current.state === 'live')) this.setStatus({ state: 'live', detail: this.detail });
     } catch (e) {
-      this.lastFullEnd = Date.now();
-      this.lastFullMs = this.lastFullEnd - started;
+      // The failed read's time (a timeout, say) spaces nothing: the read after it is wanted soon.
+      // Asked for again by the next read.
+      for (const name of queueNames) if (!this.unlocked.has(keyId(name)) && !this.model.lock(keyId(name))) this.unlocked.set(keyId(name), name);
       const error = storeError(e);
       if (throwOnError) throw error;
       if (error.code === 'UNREACHABLE' || error.code === 'TIMEOUT') this.setStatus({ state: 'reconnecting', error, detail: this.detail });

@@ -23,7 +23,10 @@ export function adaptiveInterval(pollMs: number, readMs: number, k = POLL_COST_F
 export interface ReadCost {
   /** Undefined: DBSIZE refused (an ACL), not known. */
   readonly keys: number | undefined;
+  /** The read of the prefixes (what every poll does). */
   readonly ms: number;
+  /** With the walk for free fair locks when there was one: what this read cost the node in all. */
+  readonly totalMs: number;
 }
 
 export class PollPacer {
@@ -63,7 +66,7 @@ export class PollPacer {
   }
 
   /** Folds in a full read's cost; true when the interval changed (a status worth re-saying). */
-  observe(cost: ReadCost): boolean {
+  observe(cost: Pick<ReadCost, 'keys' | 'ms'>): boolean {
     this.keys = cost.keys;
     this.estimateMs = this.estimateMs === undefined ? cost.ms : this.estimateMs + SMOOTHING * (cost.ms - this.estimateMs);
     const target = adaptiveInterval(this.pollMs, this.estimateMs, this.k);

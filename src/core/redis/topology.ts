@@ -44,7 +44,11 @@ export interface ReadResult {
 function totalCost(costs: readonly ReadCost[]): ReadCost | undefined {
   if (costs.length === 0) return undefined;
   const known = costs.every((c) => c.keys !== undefined);
-  return { keys: known ? costs.reduce((sum, c) => sum + c.keys!, 0) : undefined, ms: Math.max(...costs.map((c) => c.ms)) };
+  return {
+    keys: known ? costs.reduce((sum, c) => sum + c.keys!, 0) : undefined,
+    ms: Math.max(...costs.map((c) => c.ms)),
+    totalMs: Math.max(...costs.map((c) => c.totalMs)),
+  };
 }
 
 /** Returns the PTTL of KEYS[1] only while it still holds ARGV[1]; -2 when it holds something else or nothing. */
