@@ -154,5 +154,7 @@ export interface WatchOptions {
   readonly leaseSampleIntervalMs?: number;
   /** How often a store without change notifications is read again. */
   readonly pollIntervalMs?: number;
+  /** Views are told at most once per this interval (a quiet store's change at once); 0 turns coalescing off. */
+  readonly minNotifyIntervalMs?: number;
   readonly log?: (message: string) => void;
 }

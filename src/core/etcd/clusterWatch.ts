@@ -10,6 +10,8 @@ export interface ClusterWatchOptions {
   /** How often every shown lease's TTL is sampled (etcd never pushes TTLs). */
   readonly leaseSampleIntervalMs?: number;
   readonly stallFraction?: number;
+  /** See LiveLocksOptions. */
+  readonly minNotifyIntervalMs?: number;
   readonly log?: (message: string) => void;
 }
 
@@ -36,7 +38,7 @@ export class ClusterWatch implements LockWatch {
   private disposed = false;
 
   constructor(conn: EtcdConnection, prefixes: readonly Uint8Array[], options: ClusterWatchOptions = {}) {
-    this.live = new LiveLocks(conn, prefixes, { log: options.log });
+    this.live = new LiveLocks(conn, prefixes, { log: options.log, minNotifyIntervalMs: options.minNotifyIntervalMs });
     this.leases = new LeaseTracker(conn, { stallFraction: options.stallFraction });
     this.intervalMs = options.leaseSampleIntervalMs ?? DEFAULT_LEASE_SAMPLE_INTERVAL_MS;
     this.subscriptions.push(

@@ -45,7 +45,11 @@ export class EtcdBackend implements LockBackend {
   }
 
   watch(prefixes: readonly Uint8Array[], options: WatchOptions = {}): ClusterWatch {
-    return new ClusterWatch(this.connection, prefixes, { leaseSampleIntervalMs: options.leaseSampleIntervalMs, log: options.log });
+    return new ClusterWatch(this.connection, prefixes, {
+      leaseSampleIntervalMs: options.leaseSampleIntervalMs,
+      minNotifyIntervalMs: options.minNotifyIntervalMs,
+      log: options.log,
+    });
   }
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {

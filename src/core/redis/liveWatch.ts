@@ -34,8 +34,12 @@ const SAFETY_RESYNC_MS = 30_000;
 /** How often a full read also walks the keyspace for fair queues whose lock is free (its hash gone while waiters remain). */
 const QUEUE_RESYNC_MS = 30_000;
 const FAIR_WAKE_SUFFIX = /:[0-9a-f-]{36}:\d+$/;
-/** Touched keys are gathered this long before they are read, so a burst is one read. */
-const TOUCH_DELAY_MS = 20;
+/**
+ * Touched keys are gathered this long before they are read, so that the notifications of one script or one socket
+ * read (Redisson's lock is an HINCRBY and a PEXPIRE) are one read; longer would only add to every change's latency,
+ * since reads are serialised anyway and views are told at most once per COALESCE_MS.
+ */
+const TOUCH_DELAY_MS = 2;
 
 /** Whether `notify-keyspace-events` sends keyspace events for generic, string, hash and expired events. */
 export function keyspaceNotificationsOn(flags: string): boolean {
@@ -413,7 +417,7 @@ export class RedisLockWatch implements LockWatch {
   private emit(set: ChangeSet | undefined): void {
     if (!set || this.disposed) return;
     this.pendingSets.push(set);
-    const wait = this.lastEmit + COALESCE_MS - Date.now();
+    const wait = this.lastEmit + (this.options.minNotifyIntervalMs ?? COALESCE_MS) - Date.now();
     if (wait <= 0) return this.flush();
     if (!this.emitTimer) this.emitTimer = setTimeout(() => this.flush(), wait);
   }
