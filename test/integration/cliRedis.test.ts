@@ -137,6 +137,24 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     assert.equal(await redis.cli(['GET', 'app:busy']), token);
   });
 
+  test('locklens watch --json follows a redis-py lock taken and released (polling: this server has no keyspace notifications)', async () => {
+    const w = procs.locklens(['watch', '--url', url(), '--prefix', 'wt:', '--json']);
+    await w.until((p) => p.stderr.includes('locklens: live'), 'watch is live');
+    assert.match(w.stderr, /polling/, 'the status says how it follows the store');
+    type Line = { revision: number; lock?: LockDoc; removed?: string };
+    const parsed = (): Line[] => w.lines.map((l) => JSON.parse(l) as Line);
+    const py = peer('wt:job', 'hold');
+    const token = (await py.until(['acquired'])).split(' ')[1];
+    const held = await w.until(() => parsed().find((l) => l.lock?.holder?.owner === token), 'a line with redis-py\'s token as holder');
+    assert.equal(held.lock!.name, 'wt:job');
+    py.release();
+    await py.until(['released']);
+    const removed = await w.until(() => parsed().find((l) => l.removed !== undefined), 'a removed line');
+    assert.equal(removed.removed, 'wt:job');
+    w.signal('SIGINT');
+    assert.equal((await w.wait()).code, 0);
+  });
+
   test('the database number in the URL is the one read: a lock in db 3 is listed with /3, not with /0', async () => {
     await redis.cli(['-n', '3', 'SET', 'db3:lock', 'token-in-db-3']);
     await redis.cli(['SET', 'db3:other', 'token-in-db-0']);
