@@ -50,3 +50,26 @@ test('a renewal that answers keeps the hold past its first TTL; release unlocks 
   assert.equal(await hold.release(), true);
   assert.equal(hold.unlocks, 1);
 });
+
+test('a renewal that fails is tried again soon, not a whole TTL/3 later, and one that then answers keeps the hold', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+  const failing = new (class extends ScriptedHold {
+    calls = 0;
+    protected override renew(): Promise<boolean> {
+      this.calls++;
+      return this.calls === 1 ? Promise.reject(new Error('connection reset')) : super.renew();
+    }
+  })(3000);
+  const lost: LockLensError[] = [];
+  failing.onDidLose((e) => lost.push(e));
+  t.mock.timers.tick(1000); // the first renewal, at TTL/3: it fails
+  await new Promise((r) => setImmediate(r));
+  assert.equal(failing.calls, 1);
+  t.mock.timers.tick(250); // retried after 250 ms, not at 2000 ms
+  assert.equal(failing.calls, 2);
+  failing.renewals[0](true);
+  await new Promise((r) => setImmediate(r));
+  t.mock.timers.tick(1900); // past the first TTL (3000 ms): the retry's success moved the deadline on
+  assert.deepEqual(lost, []);
+  assert.equal(await failing.release(), true);
+});

@@ -38,6 +38,8 @@ export interface AcquireContext {
 
 /** How often a waiter tries again when nothing wakes it sooner (redis-py polls every 0.1 s). */
 const RETRY_MS = 100;
+/** How soon a renewal that failed (an error, not a refusal) is tried again. */
+const RENEW_RETRY_MS = 250;
 /** The longest a Redisson waiter sleeps between tries when no unlock message comes (a holder that died). */
 const REDISSON_RETRY_MAX_MS = 1000;
 
@@ -204,8 +206,10 @@ export abstract class RenewingHold implements LockHold {
   /** true: released by us; false: it was not ours any more. */
   protected abstract unlock(): Promise<boolean>;
 
-  private schedule(): void {
-    this.timer = setTimeout(() => void this.tick(), Math.max(50, Math.floor(this.ttlMs / 3)));
+  /** Every TTL/3 while renewals succeed; sooner after one failed, so that a passing fault gets several more tries before the TTL runs out. */
+  private schedule(afterFailure = false): void {
+    const every = Math.max(50, Math.floor(this.ttlMs / 3));
+    this.timer = setTimeout(() => void this.tick(), afterFailure ? Math.min(every, RENEW_RETRY_MS) : every);
   }
 
   /**
@@ -236,6 +240,8 @@ export abstract class RenewingHold implements LockHold {
       if (!this.isEnded) this.extend(validUntil(sentAt, this.ttlMs));
     } catch (e) {
       this.lastFailure = e;
+      if (!this.isEnded) this.schedule(true);
+      return;
     }
     if (!this.isEnded) this.schedule();
   }
