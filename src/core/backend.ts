@@ -110,6 +110,11 @@ export interface LockHold extends Disposable {
   readonly onDidLose: Event<LockLensError>;
   /** Owner-only release, and the end of whatever kept it alive. Resolves false when it had already been lost. */
   release(): Promise<boolean>;
+  /**
+   * Stops keeping it alive without waiting for the store: what is left expires with its TTL (etcd leaves its key to
+   * the lease; Redis also sends its owner-only release, in the background). For shutdown paths; prefer `release`.
+   */
+  dispose(): void;
 }
 
 export interface ForceReleaseResult {
