@@ -1,8 +1,8 @@
 import type * as vscode from 'vscode';
-import type { LockHold, QueuePosition } from '../core/backend';
+import type { Capabilities, LockHold, QueuePosition } from '../core/backend';
 import { Emitter } from '../core/emitter';
 import { LockLensError, errorMessage } from '../core/errors';
-import { ownerField, type AuditLog } from './audit';
+import { ownerField, type AuditEntry, type AuditLog } from './audit';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
 
 /** A lock this VS Code window holds, on a lease (or token) of its own. */
@@ -10,6 +10,8 @@ export interface HeldLock {
   readonly connection: ClusterConnection;
   readonly name: Buffer;
   readonly hold: LockHold;
+  /** How the store calls the hold's owner (a lease, a token): read once, as the connection may close before the audit. */
+  readonly ownerKind: Capabilities['owner'];
 }
 
 export interface AcquireRequest {
@@ -47,9 +49,16 @@ export class HeldLocks implements vscode.Disposable {
     return [...this.held];
   }
 
-  /** Whether `key` (as the model shows it) is one of ours on `connection`. */
-  owns(connection: ClusterConnection, key: Uint8Array): boolean {
-    return this.all().some((h) => h.connection === connection && h.hold.key.equals(key));
+  /**
+   * The hold behind a member the model shows on `connection`, if it is ours. The owner is compared too: a Redis token
+   * lock's one member is the lock's own key, which another client can hold under the same key once ours has expired.
+   */
+  holding(connection: ClusterConnection, member: { readonly key: Uint8Array; readonly owner: string }): HeldLock | undefined {
+    return this.all().find((h) => h.connection === connection && h.hold.key.equals(member.key) && h.hold.owner === member.owner);
+  }
+
+  owns(connection: ClusterConnection, member: { readonly key: Uint8Array; readonly owner: string }): boolean {
+    return this.holding(connection, member) !== undefined;
   }
 
   /** Waits in the queue until held; cancelling (the signal) leaves the queue and removes what was queued. */
@@ -59,21 +68,23 @@ export class HeldLocks implements vscode.Disposable {
     const closing = new AbortController();
     const signal = request.signal ? AbortSignal.any([request.signal, closing.signal]) : closing.signal;
     let hold: LockHold | undefined;
+    let ownerKind: Capabilities['owner'] | undefined;
     const run = (async () => {
       try {
         const backend = await connection.open();
+        ownerKind = backend.capabilities.owner;
         hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue });
         if (hold.lost) throw hold.lost;
         if (signal.aborted) throw new LockLensError('CANCELLED', 'cancelled');
-        const lock: HeldLock = { connection, name, hold };
+        const lock: HeldLock = { connection, name, hold, ownerKind };
         this.held.add(lock);
         hold.onDidLose((reason) => this.lose(lock, reason));
-        this.audit.record({ action: 'acquire', outcome: 'ok', connection: connection.name, lock: name, ...ownerOf(connection, hold.owner), fencingToken: hold.fencingToken ?? undefined, keys: [hold.key] });
+        this.audit.record({ action: 'acquire', outcome: 'ok', connection: connection.name, lock: name, ...ownerOf(lock), fencingToken: hold.fencingToken ?? undefined, keys: [hold.key] });
         this.changeEmitter.fire();
         return lock;
       } catch (e) {
         const cancelled = signal.aborted;
-        this.audit.record({ action: 'acquire', outcome: cancelled ? 'cancelled' : 'failed', connection: connection.name, lock: name, ...ownerOf(connection, hold?.owner), detail: cancelled ? undefined : errorMessage(e) });
+        this.audit.record({ action: 'acquire', outcome: cancelled ? 'cancelled' : 'failed', connection: connection.name, lock: name, ...ownerField(ownerKind, hold?.owner), detail: cancelled ? undefined : errorMessage(e) });
         await hold?.release().catch(() => hold?.dispose());
         throw e;
       }
@@ -101,9 +112,9 @@ export class HeldLocks implements vscode.Disposable {
     const { hold } = lock;
     try {
       await hold.release();
-      this.audit.record({ action: 'release', outcome: 'ok', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock.connection, hold.owner), fencingToken: hold.fencingToken ?? undefined, keys: [hold.key] });
+      this.audit.record({ action: 'release', outcome: 'ok', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock), fencingToken: hold.fencingToken ?? undefined, keys: [hold.key] });
     } catch (e) {
-      this.audit.record({ action: 'release', outcome: 'failed', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock.connection, hold.owner), detail: errorMessage(e) });
+      this.audit.record({ action: 'release', outcome: 'failed', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock), detail: errorMessage(e) });
       throw e;
     }
   }
@@ -128,13 +139,13 @@ export class HeldLocks implements vscode.Disposable {
     if (!this.held.delete(lock)) return;
     // Release what may be left (a lease we stopped trusting can still exist), so the queue behind moves on.
     void lock.hold.release().catch(() => lock.hold.dispose());
-    this.audit.record({ action: 'lost', outcome: 'ok', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock.connection, lock.hold.owner), fencingToken: lock.hold.fencingToken ?? undefined, detail: reason.message });
+    this.audit.record({ action: 'lost', outcome: 'ok', connection: lock.connection.name, lock: lock.name, ...ownerOf(lock), fencingToken: lock.hold.fencingToken ?? undefined, detail: reason.message });
     this.changeEmitter.fire();
     this.lostEmitter.fire({ lock, reason });
   }
 }
 
-/** The audit's owner field for a hold on this connection (`lease=` on etcd). */
-function ownerOf(connection: ClusterConnection, owner: string | undefined): ReturnType<typeof ownerField> {
-  return ownerField(connection.backend?.capabilities.owner, owner);
+/** The audit's owner field for a hold (`lease=` on etcd). */
+function ownerOf(lock: HeldLock): Pick<AuditEntry, 'lease' | 'owner'> {
+  return ownerField(lock.ownerKind, lock.hold.owner);
 }

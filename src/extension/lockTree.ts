@@ -68,8 +68,11 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   private readonly healthCache = new WeakMap<LockState, { generation: number; health: MemberHealth[] }>();
   /** Counts redraws: cached health is good for one (TTLs and ages move between them). */
   private generation = 0;
-  /** The lease each member row was last drawn with: a revoke acts on what the user saw, or refuses. */
-  private readonly shownLeases = new Map<string, string>();
+  /**
+   * The member each member row was last drawn with: a revoke or a force-release acts on what the user saw (its lease,
+   * its owner and fencing token), or refuses.
+   */
+  private readonly shownMembers = new Map<string, LockMember>();
   /** Member rows last drawn as held from this window: taking or releasing a lock redraws just the rows it changes. */
   private readonly shownOwn = new Set<string>();
   /** The trouble each lock row was last drawn with: a lease sweep redraws a lock row only when it changes. */
@@ -156,9 +159,9 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     return health && { lock, health };
   }
 
-  /** The lease a member row showed when last drawn. */
-  shownLease(node: MemberNode): string | undefined {
-    return this.shownLeases.get(node.id);
+  /** The member a member row showed when last drawn. */
+  shownMember(node: MemberNode): LockMember | undefined {
+    return this.shownMembers.get(node.id);
   }
 
   lock(node: LockNode | MemberNode): LockState | undefined {
@@ -219,7 +222,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const health = this.health(node.connection, lock);
     const trouble = worstTrouble(health);
     const holder = lock.holder && health[0];
-    item.contextValue = `lock.${lock.kind}`;
+    // `.acquirable`: Acquire Lock on the row joins it (the backend says which layouts it can take interoperably).
+    item.contextValue = `lock.${lock.kind}${node.connection.backend?.acquirable(lock) ? '.acquirable' : ''}`;
     item.iconPath = troubleIcon(trouble, LOCK_ICONS[lock.kind]);
     // Nothing here changes with the clock (no TTL, no age): a lock row is redrawn only when the lock changes or its
     // worst trouble does. Redrawing it on every lease sweep would make VS Code re-fetch its member rows each time, and
@@ -257,7 +261,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     } else if (node.kind === 'member') {
       const lock = this.lock(node);
       const health = lock && freshHealth(node.connection, lock).find((h) => keyId(h.member.key) === node.keyId);
-      if (lock && health) item.tooltip = memberTooltip(lock, health, this.heldLocks.owns(node.connection, health.member.key), node.connection);
+      if (lock && health) item.tooltip = memberTooltip(lock, health, this.heldLocks.owns(node.connection, health.member), node.connection);
     }
     return item;
   }
@@ -267,9 +271,9 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     if (!view) return Object.assign(new vscode.TreeItem(''), { id: node.id });
     const { lock, health } = view;
     const { member } = health;
-    const own = this.heldLocks.owns(node.connection, member.key);
+    const own = this.heldLocks.owns(node.connection, member);
     const caps = capabilities(node.connection);
-    this.shownLeases.set(node.id, member.lease);
+    this.shownMembers.set(node.id, member);
     if (own) this.shownOwn.add(node.id);
     else this.shownOwn.delete(node.id);
     const label = memberLabel(lock, member, node.prefix);
@@ -291,8 +295,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     item.description = parts.join(' · ');
     const trouble = worstTrouble([health]);
     item.iconPath = troubleIcon(trouble, own ? 'account' : MEMBER_ICONS[health.role]);
-    // `leased`: a lease that can be revoked (etcd); every member that is not ours can be force-released.
-    item.contextValue = ['member', caps.revokeOwner && member.lease ? 'leased' : 'unleased', own ? 'own' : 'other'].join('.');
+    item.contextValue = memberContext(member, health.position === 0, own, caps);
     return item;
   }
 
@@ -359,8 +362,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   private ownershipChanged(): void {
     for (const n of this.nodes.values()) {
       if (n.kind !== 'member') continue;
-      const key = this.memberView(n)?.health.member.key;
-      if (this.shownOwn.has(n.id) !== (!!key && this.heldLocks.owns(n.connection, key))) this.pending.add(n);
+      const member = this.memberView(n)?.health.member;
+      if (this.shownOwn.has(n.id) !== (!!member && this.heldLocks.owns(n.connection, member))) this.pending.add(n);
     }
     this.schedule();
   }
@@ -389,7 +392,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       this.nodes.delete(id);
       this.shownTrouble.delete(id);
       this.shownOwn.delete(id);
-      this.shownLeases.delete(id);
+      this.shownMembers.delete(id);
     }
   }
 
@@ -491,6 +494,23 @@ function kindLabel(lock: LockState): string {
           : vscode.l10n.t('single key');
   const layouts = [...new Set(members(lock).map((m) => conventionLabel(m.convention)))];
   return layouts.length ? `${kind} (${layouts.join('; ')})` : kind;
+}
+
+/**
+ * A member row's contextValue, which decides its menu items: `member.<leased|unleased>.<own|other>`, then `.holder`
+ * for a member that holds the lock (Force Release frees holds, not places in a queue), `.token` when it has a fencing
+ * token to copy, and `.owner` when its owner is something other than a lease (a Redis token, a Redisson field) to copy.
+ * `leased` is a lease that can be revoked (etcd), so Revoke Lease and Copy Lease ID never show for other stores.
+ */
+function memberContext(member: LockMember, holds: boolean, own: boolean, caps: Capabilities): string {
+  return [
+    'member',
+    caps.revokeOwner && member.lease ? 'leased' : 'unleased',
+    own ? 'own' : 'other',
+    ...(holds ? ['holder'] : []),
+    ...(member.token !== null ? ['token'] : []),
+    ...(caps.owner !== 'lease' && member.owner ? ['owner'] : []),
+  ].join('.');
 }
 
 /** What the connection's store has; while it is not connected, nothing. */

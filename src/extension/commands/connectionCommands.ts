@@ -34,7 +34,8 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
     register('locklens.editConnection', async (node?: Node) => {
       const current = (await connectionOf(node, vscode.l10n.t('Edit connection'))).settings;
       const others = readConnections().filter((c) => c.name !== current.name);
-      const { password, keyPassphrase, ...settings } = await askConnection(current, others.map((c) => c.name));
+      const stored = await secrets.get(current.name);
+      const { password, keyPassphrase, ...settings } = await askConnection(current, others.map((c) => c.name), stored.password !== undefined);
       await secrets.rename(current.name, settings.name);
       await secrets.set(settings.name, { password, keyPassphrase });
       const list = readConnections().map((c) => (c.name === current.name ? { ...settings, prefixes: current.prefixes } : c));
@@ -68,13 +69,16 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
 
     register('locklens.addPrefix', async (node?: Node, given?: string) => {
       const c = await connectionOf(node, vscode.l10n.t('Watch a prefix'));
+      const etcd = (c.settings.store ?? 'etcd') === 'etcd';
       const prefix =
         given ??
         orCancel(
           await vscode.window.showInputBox({
             title: vscode.l10n.t('Watch a prefix on {0}', c.name),
-            prompt: vscode.l10n.t('Keys under this prefix are grouped into locks: a Go Mutex or etcdctl lock named /locks/jobs keeps its keys under /locks/jobs/.'),
-            placeHolder: '/locks/',
+            prompt: etcd
+              ? vscode.l10n.t('Keys under this prefix are grouped into locks: a Go Mutex or etcdctl lock named /locks/jobs keeps its keys under /locks/jobs/.')
+              : vscode.l10n.t('Keys under this prefix are read as locks: every string is a token lock, and Redisson hashes are recognised by shape.'),
+            placeHolder: etcd ? '/locks/' : 'lock:',
             validateInput: (v) => (c.prefixes.includes(v) ? vscode.l10n.t('Already watched') : undefined),
           }),
         );
@@ -108,7 +112,7 @@ export async function connectWithProgress(c: ClusterConnection): Promise<void> {
  * The add/edit flow: the store (when adding), endpoints, name, authentication, TLS, namespace (etcd), and (when adding)
  * a first prefix. Escape at any step cancels the whole flow; `current` fills in every default when editing.
  */
-async function askConnection(current: ConnectionSettings | undefined, takenNames: readonly string[]): Promise<ConnectionInput> {
+async function askConnection(current: ConnectionSettings | undefined, takenNames: readonly string[], hasPassword = false): Promise<ConnectionInput> {
   // Which store comes before the numbered steps: it decides how many there are (etcd alone has namespaces).
   const store = current ? (current.store ?? 'etcd') : await askStore();
   const etcd = store === 'etcd';
@@ -131,11 +135,18 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     validateInput: (v) => (!v.trim() ? vscode.l10n.t('A name is needed') : takenNames.includes(v.trim()) ? vscode.l10n.t('Another connection has this name') : undefined),
   });
 
+  // Redis's default user takes a password alone (requirepass): a stored password is authentication even with no user.
+  const authenticated = !!current?.username || hasPassword;
   const auth = orCancel(
     await vscode.window.showQuickPick(
       [
-        { label: vscode.l10n.t('No authentication'), user: false, picked: !current?.username },
-        { label: vscode.l10n.t('User name and password'), description: vscode.l10n.t('the password is kept in VS Code secret storage'), user: true, picked: !!current?.username },
+        { label: vscode.l10n.t('No authentication'), user: false, picked: !authenticated },
+        {
+          label: etcd ? vscode.l10n.t('User name and password') : vscode.l10n.t('Password, with an ACL user or the default user'),
+          description: vscode.l10n.t('the password is kept in VS Code secret storage'),
+          user: true,
+          picked: authenticated,
+        },
       ],
       { title: title(3), ignoreFocusOut: true },
     ),
@@ -149,7 +160,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
       password: true,
     });
     if (current && password === '') password = undefined;
-  } else if (current?.username) {
+  } else if (authenticated) {
     password = ''; // authentication turned off: delete the stored password rather than keep it for later
   }
 

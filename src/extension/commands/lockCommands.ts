@@ -4,7 +4,7 @@ import type { LeaseOperations, LockBackend } from '../../core/backend';
 import { LockLensError, errorMessage } from '../../core/errors';
 import { revokeEffects } from '../../core/revokeEffects';
 import { displayKey, keyId, parseLeaseHex } from '../../core/keys';
-import { members, type LockState } from '../../core/lockState';
+import { members, type LockMember, type LockState } from '../../core/lockState';
 import { ownerField, type AuditLog } from '../audit';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
 import { formatTtl, roleLabel, troubleLabel } from '../format';
@@ -87,7 +87,7 @@ export function registerLockCommands(
       backend.capabilities.owner === 'lease'
         ? vscode.l10n.t('You hold "{0}" (fencing token {1}, lease {2}).', label, fencingToken ?? '-', owner)
         : fencingToken === null
-          ? vscode.l10n.t('You hold "{0}" (token {1}; this store has no fencing tokens).', label, owner)
+          ? vscode.l10n.t('You hold "{0}" (owner {1}; this store gives no fencing tokens).', label, owner)
           : vscode.l10n.t('You hold "{0}" (fencing token {1}, owner {2}).', label, fencingToken, owner);
     void vscode.window
       .showInformationMessage(heldText, release)
@@ -101,7 +101,7 @@ export function registerLockCommands(
       arg && 'hold' in arg
         ? arg
         : arg?.kind === 'member'
-          ? heldLocks.all().find((h) => h.connection === arg.connection && tree.memberView(arg)?.health.member.key.equals(h.hold.key))
+          ? memberHeld(arg)
           : await pickHeld(heldLocks);
     if (!held) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That lock is not held from this window: to free someone else\'s lock, use Force Release.'));
     await heldLocks.release(held);
@@ -158,44 +158,38 @@ export function registerLockCommands(
   };
 
   /**
-   * Frees a lock from a member that is not ours (a stuck holder, usually), the store's safe way, guarded by what the
-   * row showed: the backend refuses if the member changed since (another owner, another token).
+   * Frees a lock from a holder that is not us (a stuck one, usually), the store's safe way, guarded by what the user
+   * saw: a row acts on the member it was drawn with, a pick on the lock as it was listed, and the backend refuses if
+   * the member changed since (another owner, another token).
    */
   const forceRelease = async (arg?: MemberNode | ForceReleaseInput) => {
     writable();
-    const { connection, lock, member } = arg && 'kind' in arg ? shownMember(arg) : await holderOf(arg);
+    const { connection, lock, member } = arg && 'kind' in arg ? shownHolder(arg) : await holderOf(arg);
     const backend = await connection.open();
-    if (heldLocks.owns(connection, member.key)) {
+    if (heldLocks.owns(connection, member)) {
       throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('You hold this lock from this window: use Release Lock.'));
     }
-    const all = members(lock);
-    const next = all.find((m) => !m.key.equals(member.key));
-    const frees = all[0]?.key.equals(member.key);
+    const next = lock.waiters[0];
     const detail = [
       backend.describeForceRelease(lock, member),
       '',
-      frees
-        ? next
-          ? vscode.l10n.t('Next holder: {0}', displayKey(next.key))
-          : vscode.l10n.t('Nobody is waiting in the store; waiters that poll or retry will take it.')
-        : vscode.l10n.t('It is waiting, not holding: it leaves the queue.'),
+      next ? vscode.l10n.t('Next holder: {0}', displayKey(next.key)) : vscode.l10n.t('Nobody is waiting in the store; waiters that poll or retry will take it.'),
     ].join('\n');
     const confirm = vscode.l10n.t('Force Release');
-    // A token lock's one member is the lock's own key: name its owner instead.
-    const who = member.key.equals(lock.name) ? member.owner : displayKey(member.key);
+    const who = holderName(lock, member);
     const answer = await vscode.window.showWarningMessage(
       vscode.l10n.t('Force-release "{0}" from {1} on {2}?', displayKey(lock.name), who, connection.name),
       { modal: true, detail },
       confirm,
     );
-    const audited = { connection: connection.name, lock: lock.name, ...ownerField(backend.capabilities.owner, member.owner), fencingToken: member.token ?? undefined, keys: [member.key] };
+    const audited = { connection: connection.name, lock: lock.name, ...ownerField(backend.capabilities.owner, member.owner), fencingToken: member.token ?? undefined };
     if (answer !== confirm) {
       audit.record({ action: 'forceRelease', outcome: 'cancelled', ...audited });
       return;
     }
     try {
       const result = await backend.forceRelease(lock, member);
-      audit.record({ action: 'forceRelease', outcome: 'ok', ...audited, detail: result.action });
+      audit.record({ action: 'forceRelease', outcome: 'ok', ...audited, keys: result.keys, detail: result.action });
       void vscode.window.showInformationMessage(vscode.l10n.t('Released "{0}": {1}.', displayKey(lock.name), result.action));
       await connection.watch?.sync().catch(() => undefined);
     } catch (e) {
@@ -204,10 +198,26 @@ export function registerLockCommands(
     }
   };
 
-  const shownMember = (node: MemberNode) => {
+  /**
+   * The holder a row showed, if the row still stands for it. A Redis token lock's one member is the lock's own key
+   * whoever holds it, and an etcd key can be deleted and created again: the owner and the fencing token must match too.
+   */
+  const shownHolder = (node: MemberNode) => {
     const view = tree.memberView(node);
     if (!view) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That member is gone since it was shown.'));
-    return { connection: node.connection, lock: view.lock, member: view.health.member };
+    const now = view.health.member;
+    const shown = tree.shownMember(node) ?? now;
+    if (shown.owner !== now.owner || shown.token !== now.token) {
+      throw new LockLensError('LOCK_CHANGED', vscode.l10n.t('"{0}" changed hands since it was shown (owner {1}, now {2}): look again before force-releasing.', displayKey(view.lock.name), ownerText(shown), ownerText(now)));
+    }
+    if (view.health.position !== 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That member is waiting, not holding: there is no hold to release.'));
+    return { connection: node.connection, lock: view.lock, member: shown };
+  };
+
+  /** Our hold behind a member row, as the model has the member now. */
+  const memberHeld = (node: MemberNode) => {
+    const member = tree.memberView(node)?.health.member;
+    return member && heldLocks.holding(node.connection, member);
   };
 
   const holderOf = async (input?: ForceReleaseInput) => {
@@ -220,7 +230,7 @@ export function registerLockCommands(
 
   /** The lease a row showed, if the row still stands for it: a revoke never acts on something the user did not see. */
   const leaseOfRow = (node: MemberNode) => {
-    const shown = tree.shownLease(node);
+    const shown = tree.shownMember(node)?.lease;
     const now = tree.memberView(node)?.health.member.lease;
     if (now === undefined) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That key is gone from etcd since it was shown.'));
     if (!now) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That key has no lease to revoke.'));
@@ -276,6 +286,17 @@ export function registerLockCommands(
   ];
 }
 
+/** Who holds, for a sentence: its key, or its owner where the one member is the lock's own key (a token lock). */
+function holderName(lock: LockState, member: LockMember): string {
+  return member.key.equals(lock.name) ? member.owner : displayKey(member.key);
+}
+
+/** An owner for a sentence: a fencing token with it where the store has one. */
+function ownerText(member: LockMember): string {
+  const who = member.owner || vscode.l10n.t('none');
+  return member.token === null ? who : vscode.l10n.t('{0}, token {1}', who, member.token);
+}
+
 /** The lease operations of a store that has them (etcd), or a clear error. */
 function leaseOperations(backend: LockBackend): LeaseOperations {
   if (!backend.leases) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('This store has no leases: free a stuck lock with Force Release.'));
@@ -302,7 +323,7 @@ async function pickHeldLock(connection: ClusterConnection): Promise<LockState> {
   const held = (connection.watch?.locks() ?? []).filter((l) => l.holder);
   if (held.length === 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('Nothing is held on {0}.', connection.name));
   const picked = await vscode.window.showQuickPick(
-    held.map((l) => ({ label: displayKey(l.name), description: displayKey(l.holder!.key), detail: lockSummary(l), lock: l })),
+    held.map((l) => ({ label: displayKey(l.name), description: holderName(l, l.holder!), detail: lockSummary(l), lock: l })),
     { title: vscode.l10n.t('Force release on {0}', connection.name), matchOnDescription: true },
   );
   return orCancel(picked).lock;
@@ -313,7 +334,7 @@ async function askLockName(connection: ClusterConnection, backend: LockBackend):
   const locks = (connection.watch?.locks() ?? []).filter((l) => backend.acquirable(l));
   const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem & { name?: Buffer }>();
   quickPick.title = vscode.l10n.t('Acquire lock on {0}', connection.name);
-  quickPick.placeholder = vscode.l10n.t('A lock name, e.g. /locks/jobs (the Go Mutex / etcdctl lock name)');
+  quickPick.placeholder = vscode.l10n.t('A lock name, as your services name it (e.g. /locks/jobs, lock:jobs)');
   const existing = locks.map((l) => ({ label: displayKey(l.name), description: lockSummary(l), name: l.name }));
   quickPick.items = existing;
   quickPick.onDidChangeValue((value) => {
@@ -324,6 +345,7 @@ async function askLockName(connection: ClusterConnection, backend: LockBackend):
 }
 
 function lockSummary(lock: LockState): string {
+  if (!lock.holder) return lock.waiters.length ? vscode.l10n.t('free · {0} waiting', lock.waiters.length) : vscode.l10n.t('free');
   return lock.waiters.length ? vscode.l10n.t('held · {0} waiting', lock.waiters.length) : vscode.l10n.t('held');
 }
 
@@ -368,7 +390,7 @@ async function pickHeld(heldLocks: HeldLocks): Promise<HeldLock> {
   if (all.length === 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('You hold no lock from this window.'));
   if (all.length === 1) return all[0];
   const picked = await vscode.window.showQuickPick(
-    all.map((h) => ({ label: displayKey(h.name), description: `${h.connection.name} · ${vscode.l10n.t('token {0}', h.hold.fencingToken ?? h.hold.owner)}`, held: h })),
+    all.map((h) => ({ label: displayKey(h.name), description: `${h.connection.name} · ${h.hold.fencingToken === null ? vscode.l10n.t('owner {0}', h.hold.owner) : vscode.l10n.t('token {0}', h.hold.fencingToken)}`, held: h })),
     { title: vscode.l10n.t('Release lock') },
   );
   return orCancel(picked).held;

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { Procs } from '../../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
-import { activateWithConnection, removeConnectionSetting } from './fixture';
+import { activateWithConnection, auditText, menuCommands, removeConnectionSetting, userDataDir, walk } from './fixture';
 import { WindowStubs } from './windowStubs';
 
 /**
@@ -88,7 +87,14 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.match(descriptions[1], /^waiter #1 · TTL \d+s/);
     assert.match(descriptions[2], /^waiter #2 · /);
     assert.ok(descriptions[0].includes(`token ${inEtcd[0].create}`), descriptions[0]);
-    assert.equal(rows[0].item.contextValue, 'member.leased.other');
+    assert.equal(rows[0].item.contextValue, 'member.leased.other.holder.token');
+    assert.deepEqual(
+      menuCommands(rows[0].item.contextValue!),
+      ['locklens.copyFencingToken', 'locklens.copyKey', 'locklens.copyLeaseId', 'locklens.forceRelease', 'locklens.openTimeline', 'locklens.revokeLease', 'locklens.showLeaseDetails'],
+      'an etcdctl holder: revoke its lease or force-release its key; its owner is the lease (Copy Lease ID, no Copy Owner)',
+    );
+    assert.equal(rows[1].item.contextValue, 'member.leased.other.token');
+    assert.ok(!menuCommands(rows[1].item.contextValue!).includes('locklens.forceRelease'), 'a waiter holds nothing to force-release');
     assert.match(String(lockRow('jobs').item.description), /2 waiting/);
   });
 
@@ -100,7 +106,9 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.deepEqual(keys.map((k) => k.key), [`/locks/by-hand/${held.hold.owner}`]);
     await sync();
     const [row] = memberRows('by-hand');
-    assert.equal(row.item.contextValue, 'member.leased.own');
+    assert.equal(row.item.contextValue, 'member.leased.own.holder.token');
+    const menu = menuCommands(row.item.contextValue!);
+    assert.ok(menu.includes('locklens.releaseLock') && !menu.includes('locklens.forceRelease'), `ours: Release, never Force Release (${menu})`);
     assert.match(String(row.item.description), /held by you/);
 
     await vscode.commands.executeCommand('locklens.releaseLock', row.node);
@@ -191,6 +199,28 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.match(await etcd.etcdctl(['lease', 'timetolive', second]), /remaining\(\d+s\)/, 'the new lease was not revoked');
   });
 
+  it('Force Release from a row refuses when the key was created again since the row was drawn (another fencing token)', async () => {
+    await etcd.etcdctl(['put', '/locks/fr-recreated', 'x']);
+    await sync();
+    const row = lockRows().find((r) => r.item.label === 'fr-recreated')!;
+    const [first] = await keysOf(etcd, '/locks/fr-recreated');
+    assert.match(String(row.item.description), new RegExp(`token ${first.create}`));
+    await etcd.etcdctl(['del', '/locks/fr-recreated']);
+    await etcd.etcdctl(['put', '/locks/fr-recreated', 'y']);
+    const [second] = await keysOf(etcd, '/locks/fr-recreated');
+    await sync();
+    stubs.warnings((_m, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.forceRelease', row.node);
+    assert.equal(stubs.shown.filter((s) => s.kind === 'warning').length, 0, 'nothing is asked about a key the user did not see');
+    assert.ok(stubs.shown.some((m) => m.kind === 'error' && m.message.includes(`token ${first.create}, now none, token ${second.create}`)), JSON.stringify(stubs.shown));
+    assert.deepEqual(await keysOf(etcd, '/locks/fr-recreated'), [second], 'the new key is left alone');
+
+    const redrawn = lockRows().find((r) => r.item.label === 'fr-recreated')!;
+    await vscode.commands.executeCommand('locklens.forceRelease', redrawn.node);
+    assert.match(stubs.shown.filter((s) => s.kind === 'warning').at(-1)?.detail ?? '', new RegExp(`created at revision ${second.create}`));
+    assert.deepEqual(await keysOf(etcd, '/locks/fr-recreated'), [], 'the key shown is deleted');
+  });
+
   it('Copy Key / Lease ID / Fencing Token and Show Lease Details give the member\'s values', async () => {
     procs.etcdctl(['lock', '/locks/details', 'sleep', '120']);
     await eventually(async () => (await keysOf(etcd, '/locks/details/')).length === 1, 10_000, 'etcdctl holds');
@@ -210,7 +240,7 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.ok(details.detail?.includes(key.key), details.detail);
   });
 
-  it('read-only mode refuses acquire, release and revoke, and changes nothing in etcd', async () => {
+  it('read-only mode refuses acquire, release, revoke and force-release, and changes nothing in etcd', async () => {
     procs.etcdctl(['lock', '/locks/ro', 'sleep', '120']);
     await eventually(async () => (await keysOf(etcd, '/locks/ro/')).length === 1, 10_000, 'etcdctl holds');
     const [key] = await keysOf(etcd, '/locks/ro/');
@@ -220,8 +250,9 @@ describe('Locks tree and commands against a real etcd', function () {
     await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/ro-new', ttl: 30 });
     await vscode.commands.executeCommand('locklens.revokeLease', { connection: CONNECTION, lease: key.lease });
     await vscode.commands.executeCommand('locklens.releaseLock');
+    await vscode.commands.executeCommand('locklens.forceRelease', { connection: CONNECTION, lock: '/locks/ro' });
     const errors = stubs.shown.filter((s) => s.kind === 'error').map((s) => s.message);
-    assert.equal(errors.length, 3, JSON.stringify(errors));
+    assert.equal(errors.length, 4, JSON.stringify(errors));
     for (const e of errors) assert.match(e, /read-only mode/);
     assert.deepEqual(await keysOf(etcd, '/locks/ro-new/'), []);
     assert.deepEqual((await keysOf(etcd, '/locks/ro/')).map((k) => k.key), [key.key]);
@@ -256,10 +287,10 @@ describe('Locks tree and commands against a real etcd', function () {
     await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: '/locks/audited', ttl: 30 });
     await vscode.commands.executeCommand('locklens.releaseLock');
 
-    // Log channels write files under <user data>/logs/<session>/exthost<n>/; settings.json is under <user data>/User.
-    const userData = dirname(dirname(dirname(dirname(api.logUri.fsPath))));
+    // settings.json is under <user data>/User, next to the logs.
+    const userData = userDataDir(api);
     const files = () => walk(userData).filter((f) => !/\.vscdb(\.backup)?$/.test(f)); // the .vscdb files are SecretStorage's own store
-    const audit = () => files().filter((f) => f.includes('LockLens Audit')).map((f) => readFileSync(f, 'utf8')).join('');
+    const audit = () => auditText(api);
     await eventually(
       () => /acquire ok connection="e2e" lock="\/locks\/audited" lease=[0-9a-f]+ token=\d+/.test(audit()) && /release ok connection="e2e" lock="\/locks\/audited"/.test(audit()),
       10_000,
@@ -273,15 +304,3 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.equal((await api.secrets.get('secretive')).password, undefined, 'removing the connection deletes its secrets');
   });
 });
-
-function walk(dir: string): string[] {
-  let files: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const path = join(dir, name);
-    const st = statSync(path, { throwIfNoEntry: false });
-    if (!st) continue;
-    if (st.isDirectory()) files = files.concat(walk(path));
-    else if (st.isFile() && st.size < 20_000_000) files.push(path);
-  }
-  return files;
-}

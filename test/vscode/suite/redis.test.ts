@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
+import * as vscode from 'vscode';
+import type { LockLensApi } from '../../../src/extension/extension';
+import type { LockTreeNode } from '../../../src/extension/lockTree';
+import { eventually } from '../../harness/etcd';
+import { startRedis, type RedisServer } from '../../harness/redis';
+import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../../harness/redisson';
+import { auditText, menuCommands, removeConnectionSetting } from './fixture';
+import { WindowStubs } from './windowStubs';
+
+/**
+ * The Locks tree and the lock commands on a Redis connection, against a real redis-server: which menu items each row
+ * offers (from the package.json when clauses and the rows' contextValues), Force Release acting only on what a row
+ * showed, read-only mode, and Edit Connection keeping the store and a password-only login.
+ */
+describe('Locks tree and commands against a real Redis', function () {
+  let redis: RedisServer;
+  let withPassword: RedisServer;
+  let redisson: FakeRedisson;
+  let api: LockLensApi;
+  let stubs: WindowStubs;
+  const CONNECTION = 'e2e-redis';
+  const PREFIX = 'rt:';
+
+  function prefixNode(connection = CONNECTION): LockTreeNode {
+    const c = api.tree.getChildren().find((n) => n.connection.name === connection)!;
+    return api.tree.getChildren(c)[0];
+  }
+
+  /** The rows under the prefix, drawn as VS Code draws them (getTreeItem records what each row showed). */
+  function rows(parent: LockTreeNode = prefixNode()): { node: LockTreeNode; item: vscode.TreeItem }[] {
+    return api.tree.getChildren(parent).map((node) => ({ node, item: api.tree.getTreeItem(node) }));
+  }
+
+  function row(label: string, parent?: LockTreeNode) {
+    const all = rows(parent);
+    const found = all.find((r) => r.item.label === label);
+    assert.ok(found, `no row '${label}' in ${JSON.stringify(all.map((r) => r.item.label))}`);
+    return found;
+  }
+
+  const sync = () => api.registry.get(CONNECTION)!.watch!.sync();
+  const errors = () => stubs.shown.filter((s) => s.kind === 'error').map((s) => s.message);
+  const confirmations = () => stubs.shown.filter((s) => s.kind === 'warning');
+
+  before(async () => {
+    redis = await startRedis({ notify: 'KEA' });
+    withPassword = await startRedis({ password: 'pw-redis-e2e' });
+    redisson = FakeRedisson.connect(redis.url);
+    api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
+    await vscode.commands.executeCommand('locklens.addConnection', { name: CONNECTION, store: 'redis', endpoints: [redis.url], prefixes: [PREFIX] });
+    await eventually(() => api.registry.get(CONNECTION)?.state === 'connected', 20_000, `${CONNECTION} connected`);
+  });
+
+  after(async () => {
+    redisson?.dispose();
+    await removeConnectionSetting(CONNECTION);
+    await removeConnectionSetting('e2e-redis-pw');
+    await redis?.dispose();
+    await withPassword?.dispose();
+  });
+
+  beforeEach(() => {
+    stubs = new WindowStubs().messages();
+  });
+
+  afterEach(async () => {
+    stubs.restore();
+    for (const h of api.heldLocks.all()) await api.heldLocks.release(h);
+    await vscode.workspace.getConfiguration('locklens').update('readOnly', undefined, vscode.ConfigurationTarget.Global);
+  });
+
+  it('offers Force Release and Copy Owner on others\' holders, Release on ours, and never Revoke Lease, Copy Lease ID or Copy Fencing Token', async () => {
+    await redis.cli(['SET', 'rt:token', 'tok-menu', 'PX', '60000']);
+    const field = `${OTHER_UUID}:7`;
+    assert.equal(await redisson.fairLock('rt:fair', 7, 60_000, OTHER_UUID), null);
+    assert.notEqual(await redisson.fairLock('rt:fair', 8, 60_000, OTHER_UUID), null, 'the second thread waits');
+    await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: 'rt:mine', ttl: 30 });
+    await sync();
+
+    const token = row('token');
+    assert.equal(token.item.contextValue, 'member.unleased.other.holder.owner');
+    assert.deepEqual(menuCommands(token.item.contextValue!), ['locklens.copyKey', 'locklens.copyOwner', 'locklens.forceRelease', 'locklens.openTimeline']);
+    await vscode.commands.executeCommand('locklens.copyOwner', token.node);
+    assert.equal(await vscode.env.clipboard.readText(), 'tok-menu');
+
+    const [holder, waiter] = rows(row('fair').node);
+    assert.equal(holder.item.label, field);
+    assert.deepEqual(menuCommands(holder.item.contextValue!), ['locklens.copyKey', 'locklens.copyOwner', 'locklens.forceRelease', 'locklens.openTimeline']);
+    assert.equal(waiter.item.contextValue, 'member.unleased.other.owner', 'a waiter holds nothing: no Force Release');
+    assert.deepEqual(menuCommands(waiter.item.contextValue!), ['locklens.copyKey', 'locklens.copyOwner', 'locklens.openTimeline']);
+
+    const mine = row('mine');
+    assert.match(String(mine.item.description), /held by you/);
+    assert.equal(mine.item.contextValue, 'member.unleased.own.holder.owner');
+    assert.deepEqual(menuCommands(mine.item.contextValue!), ['locklens.copyKey', 'locklens.copyOwner', 'locklens.openTimeline', 'locklens.releaseLock']);
+    await vscode.commands.executeCommand('locklens.releaseLock', mine.node);
+    assert.equal(api.heldLocks.all().length, 0, 'Release Lock from our row releases our hold');
+    assert.equal(await redis.cli(['EXISTS', 'rt:mine']), '0');
+
+    // Called anyway (a keybinding, a script), Copy Fencing Token says why there is nothing to copy.
+    await vscode.commands.executeCommand('locklens.copyFencingToken', token.node);
+    assert.ok(errors().some((e) => /no fencing token/.test(e)), JSON.stringify(errors()));
+    // A Redisson lock with a queue is one to join: Acquire Lock shows on its row.
+    assert.ok(menuCommands(row('fair').item.contextValue!).includes('locklens.acquireLock'), row('fair').item.contextValue);
+  });
+
+  it('Force Release from a row refuses when the token lock changed hands since the row was drawn, and frees what it shows', async () => {
+    await redis.cli(['SET', 'rt:moved', 'tok-A']);
+    await sync();
+    const shown = row('moved');
+    assert.match(String(shown.item.description), /owner tok-A/);
+    await redis.cli(['SET', 'rt:moved', 'tok-B']);
+    await sync();
+
+    stubs.warnings((_m, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.forceRelease', shown.node);
+    assert.equal(confirmations().length, 0, 'nothing is asked about a lock the user did not see');
+    assert.ok(errors().some((e) => /changed hands since it was shown \(owner tok-A, now tok-B\)/.test(e)), JSON.stringify(errors()));
+    assert.equal(await redis.cli(['GET', 'rt:moved']), 'tok-B', 'the new holder keeps it');
+
+    // Drawn again, the row shows tok-B; it changes hands once more while the confirmation is open: the store refuses.
+    const redrawn = row('moved');
+    stubs.warnings(async (_m, items) => {
+      await redis.cli(['SET', 'rt:moved', 'tok-C']);
+      return items[0];
+    });
+    await vscode.commands.executeCommand('locklens.forceRelease', redrawn.node);
+    assert.match(confirmations().at(-1)?.message ?? '', /from tok-B/);
+    assert.ok(errors().some((e) => /no longer held by tok-B: nothing was released/.test(e)), JSON.stringify(errors()));
+    assert.equal(await redis.cli(['GET', 'rt:moved']), 'tok-C');
+
+    // Shown as it is, confirmed: deleted, and audited with the owner released.
+    await sync();
+    const current = row('moved');
+    stubs.warnings((_m, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.forceRelease', current.node);
+    const confirmation = confirmations().at(-1)!;
+    assert.match(confirmation.message, /Force-release "rt:moved" from tok-C on e2e-redis\?/);
+    assert.equal(await redis.cli(['EXISTS', 'rt:moved']), '0');
+    await eventually(() => /forceRelease ok connection="e2e-redis" lock="rt:moved" owner="tok-C" keys=\["rt:moved"\] detail="deleted the key"/.test(auditText(api)), 10_000, 'the audit line');
+  });
+
+  it('Force Release of a Redisson holder audits the hash it deleted, not the holder\'s field', async () => {
+    assert.equal(await redisson.lock('rt:billing', 3, 60_000, REDISSON_UUID), null);
+    await sync();
+    const [holder] = rows(row('billing').node);
+    stubs.warnings((_m, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.forceRelease', holder.node);
+    assert.equal(await redis.cli(['EXISTS', 'rt:billing']), '0', JSON.stringify(stubs.shown));
+    const field = `${REDISSON_UUID}:3`;
+    await eventually(() => new RegExp(`forceRelease ok connection="e2e-redis" lock="rt:billing" owner="${field}" keys=\\["rt:billing"\\]`).test(auditText(api)), 10_000, 'the audit line');
+  });
+
+  it('refuses Force Release on a waiter, and in read-only mode even when called with a row or arguments', async () => {
+    assert.equal(await redisson.fairLock('rt:queue', 1, 60_000, OTHER_UUID), null);
+    assert.notEqual(await redisson.fairLock('rt:queue', 2, 60_000, OTHER_UUID), null);
+    await redis.cli(['SET', 'rt:ro', 'tok-ro']);
+    await sync();
+    const [, waiter] = rows(row('queue').node);
+    stubs.warnings((_m, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.forceRelease', waiter.node);
+    assert.ok(errors().some((e) => /waiting, not holding/.test(e)), JSON.stringify(errors()));
+    assert.equal(await redis.cli(['HLEN', 'rt:queue']), '1', 'the holder is untouched');
+
+    await vscode.workspace.getConfiguration('locklens').update('readOnly', true, vscode.ConfigurationTarget.Global);
+    await vscode.commands.executeCommand('locklens.forceRelease', row('ro').node);
+    await vscode.commands.executeCommand('locklens.forceRelease', { connection: CONNECTION, lock: 'rt:ro' });
+    assert.equal(errors().filter((e) => /read-only mode/.test(e)).length, 2, JSON.stringify(errors()));
+    assert.equal(confirmations().length, 0, 'no confirmation was even asked');
+    assert.equal(await redis.cli(['GET', 'rt:ro']), 'tok-ro');
+  });
+
+  it('tooltips show a key of markup as text: no HTML, no markdown, no command links', async () => {
+    const key = 'rt:<img src=x onerror=alert(1)>**bold**[run](command:locklens.refresh)';
+    await redis.cli(['SET', key, 'tok-html']);
+    await sync();
+    const found = rows().find((r) => String(r.item.label).includes('<img'));
+    assert.ok(found, JSON.stringify(rows().map((r) => r.item.label)));
+    const item = api.tree.resolveTreeItem(found.item, found.node);
+    const md = item.tooltip as vscode.MarkdownString;
+    assert.equal(md.isTrusted, false);
+    assert.notEqual(md.supportHtml, true);
+    assert.ok(md.value.includes('\\*\\*bold\\*\\*'), md.value);
+    assert.ok(md.value.includes('\\[run\\]\\(command:locklens.refresh\\)'), md.value);
+    assert.ok(!md.value.includes('**bold**'), md.value);
+  });
+
+  it('Edit Connection keeps a Redis connection a Redis one, and a password-only login (requirepass) stays on unless turned off', async () => {
+    const name = 'e2e-redis-pw';
+    await vscode.commands.executeCommand('locklens.addConnection', { name, store: 'redis', endpoints: [withPassword.url], password: 'pw-redis-e2e', prefixes: [PREFIX] });
+    await eventually(() => api.registry.get(name)?.state === 'connected', 20_000, `${name} connected`);
+    const node = () => api.tree.getChildren().find((n) => n.connection.name === name)!;
+
+    // Every step answered with its default, as a user pressing Enter through the flow.
+    stubs.inputs((o) => o.value ?? '').picks((items) => items.find((i) => i.picked));
+    await vscode.commands.executeCommand('locklens.editConnection', node());
+    const settings = () => vscode.workspace.getConfiguration('locklens').get<{ name: string; store?: string }[]>('connections')!.find((c) => c.name === name);
+    assert.equal(settings()?.store, 'redis', JSON.stringify(settings()));
+    assert.ok(!stubs.shown.some((s) => s.kind === 'input' && /Namespace/.test(s.message)), 'no etcd namespace step for Redis');
+    const auth = stubs.shown.find((s) => s.kind === 'pick' && /\(3\/4\)/.test(s.message));
+    assert.ok(auth, JSON.stringify(stubs.shown));
+    assert.equal((await api.secrets.get(name)).password, 'pw-redis-e2e', 'the stored password is kept');
+    await api.registry.get(name)!.refresh();
+    await eventually(() => api.registry.get(name)?.state === 'connected', 20_000, 'still connected with its password');
+    assert.equal(api.registry.get(name)!.backend?.kind, 'redis');
+
+    // "No authentication" picked: the password goes (and the server then refuses).
+    stubs.picks((items, options) => (/\(3\/4\)/.test(options.title ?? '') ? items.find((i) => !i.picked) : items.find((i) => i.picked)));
+    await vscode.commands.executeCommand('locklens.editConnection', node());
+    assert.equal((await api.secrets.get(name)).password, undefined, 'turning authentication off deletes the password');
+  });
+});
