@@ -67,7 +67,7 @@ export function lockJson(lock: LockState, lease: (id: string) => LeaseInfo | und
   };
 }
 
-/** The human form of a lock: a heading and one line per member, holders first. */
+/** The human form of a lock in a listing (every TTL sampled): a heading and one line per member, holders first. */
 export function lockText(lock: ReturnType<typeof lockJson>): string {
   const roles = lock.kind === 'election' ? ['leader', 'candidate'] : ['holder', 'waiter'];
   const line = (role: string, e: EntryJson) => {
@@ -76,7 +76,8 @@ export function lockText(lock: ReturnType<typeof lockJson>): string {
     else parts.push(`owner ${e.owner}`);
     if (e.holds !== null) parts.push(`holds ${e.holds}`);
     if (e.token !== null) parts.push(`token ${e.token}`);
-    parts.push(`ttl ${e.ttl === null ? '-' : `${e.ttl}s`}`);
+    // Without leases (Redis) a listing samples every TTL there is: none is a key with no expiry, held until deleted.
+    parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
     if (e.quorum) parts.push(`on ${e.quorum.agree}/${e.quorum.of} instances${e.quorum.majority ? '' : ' (no majority)'}`);
     return parts.join('  ');
   };

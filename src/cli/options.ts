@@ -60,6 +60,8 @@ export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = p
   const stores = new Set(urls?.map((u) => storeOfUrl(u) ?? 'etcd'));
   if (stores.size > 1) throw new LockLensError('INVALID_ARGUMENT', `--url ${url}: every URL must name the same store`);
   const store = [...stores][0] ?? 'etcd';
+  // A Redis connection would ignore it, and the keys read would not be the ones the user meant.
+  if (store !== 'etcd' && values.namespace !== undefined) throw new LockLensError('INVALID_ARGUMENT', `--namespace is etcd's: ${store} keys are named in full (use --prefix)`);
   // etcdctl's variables describe an etcd: they never leak into a Redis connection.
   const etcdEnv = (name: string) => (store === 'etcd' ? env[name] : undefined);
   const endpoints = urls ?? splitEndpoints(str(values.endpoints) ?? env.ETCDCTL_ENDPOINTS ?? '127.0.0.1:2379');
