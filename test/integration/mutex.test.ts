@@ -1,13 +1,15 @@
 import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { eventually, sleep } from '../harness/etcd';
 import { etcdSuite } from '../harness/suite';
 import { Session } from '../../src/core/etcd/session';
 import { Mutex } from '../../src/core/etcd/mutex';
-import { isLockLensError } from '../../src/core/errors';
+import { LockLensError, isLockLensError } from '../../src/core/errors';
 import { readPrefix } from '../../src/core/etcd/keyspace';
+import { OwnKeyGuard } from '../../src/core/etcd/ownKeyGuard';
+import { QueueWatch } from '../../src/core/etcd/queueWatch';
 
 describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
   const t = etcdSuite();
@@ -209,6 +211,49 @@ describe('Mutex (Go concurrency.Mutex compatible) against a real etcd', () => {
     await t.etcd.etcdctl(['del', '--prefix', `${name}/`]);
     await failed;
     ha.dispose();
+  });
+
+  test('the key ahead deleted, then the waiter\'s own key, both heard in one watch response: it is told it is gone, never that it holds', async () => {
+    const [a, b] = await Promise.all([t.scope.session(t.conn), t.scope.session(t.conn)]);
+    const ha = await new Mutex(a, name).acquire();
+    const del = (key: string) => execFileSync('etcdctl', [`--endpoints=${t.etcd.url}`, 'del', key], { env: { ...process.env, ETCDCTL_API: '3' } });
+    let deleted = false;
+    let told: number | undefined;
+    const waiting = new Mutex(b, name).acquire({
+      // Synchronously, before the waiter has opened its watch (which starts at its own PUT): the holder's key goes at
+      // one revision and the waiter's (a force-release, say) at the next, and the watch delivers both in one response.
+      onQueue: () => {
+        if (deleted) return;
+        deleted = true;
+        del(`${name}/${a.leaseId}`);
+        del(`${name}/${b.leaseId}`);
+      },
+      onHeld: (p) => (told = p.revision),
+    });
+    await assert.rejects(waiting, (e) => isLockLensError(e, 'LOCK_LOST'));
+    assert.equal(told, undefined, 'the lock was never said to be ours: a CLI would have let its command run');
+    ha.dispose();
+  });
+
+  test("a holder's guard taking over a queue watch that has already brought our key's DELETE reports it to the hold", async () => {
+    // What a waiter's queue watch holds when it becomes the guard: the DELETE of the key ahead consumed, and one of our
+    // own key at a later revision, delivered in the same response, still buffered.
+    const ahead = Buffer.from(`${name}/ahead`);
+    const own = Buffer.from(`${name}/own`);
+    await t.conn.client.put(ahead).value('');
+    const created = Number((await t.conn.client.put(own).value('')).header.revision);
+    await t.conn.client.delete().key(ahead);
+    await t.conn.client.delete().key(own);
+    const watch = new QueueWatch(t.conn, [ahead], own, created);
+    const woke = await watch.next([ahead], undefined, () => ({ dispose: () => undefined }), () => new LockLensError('LOCK_LOST', 'own key deleted first'));
+    assert.equal(woke.kind, 'deleted');
+    const guard = new OwnKeyGuard(t.conn, own, created, created + 2, watch);
+    t.scope.defer(() => guard.dispose());
+    // A Hold subscribes right after constructing its guard, as here.
+    let lost: unknown;
+    guard.onDidDelete((e) => (lost = e));
+    await eventually(() => lost !== undefined, 5_000, 'the guard reports the delete it took over');
+    assert.ok(isLockLensError(lost, 'LOCK_LOST'));
   });
 
   test('an abort that arrives while the waiter is still enqueueing ends the wait', async () => {

@@ -142,6 +142,10 @@ export class Mutex {
     let watch: QueueWatch | undefined;
     const ours = (revision: number) => {
       this.throwIfLost();
+      // Our own key's DELETE can already be here, at a later revision of the same response (a watch catching up
+      // delivers many revisions at once) or while the queue was read: the lock was ours and is not any more, and
+      // `held` would let a command run while the next waiter holds.
+      if (watch?.ownKeyDeleted) throw sessionExpired(this.session.leaseId);
       held(revision);
       const kept = watch;
       watch = undefined; // not disposed below: the hold's guard takes it over

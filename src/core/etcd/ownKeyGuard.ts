@@ -31,15 +31,20 @@ export class OwnKeyGuard implements Disposable {
   ) {
     if (queueWatch) {
       this.adopted = queueWatch;
-      queueWatch.guard(
-        (revision) => this.fire(`lock key ${displayKey(this.key)} was deleted at revision ${revision} (lease revoked or expired)`),
-        () => {
-          // Broken: from here on, the guard's own watch, after a look at the key.
-          queueWatch.dispose();
-          this.adopted = undefined;
-          if (!this.stopped) void this.run(startRevision, true);
-        },
-      );
+      // Not in the constructor: the queue watch may already hold our key's DELETE, and `guard` reports it at once,
+      // before the hold has subscribed to onDidDelete. Until then its events stay buffered.
+      setImmediate(() => {
+        if (this.stopped) return;
+        queueWatch.guard(
+          (revision) => this.fire(`lock key ${displayKey(this.key)} was deleted at revision ${revision} (lease revoked or expired)`),
+          () => {
+            // Broken: from here on, the guard's own watch, after a look at the key.
+            queueWatch.dispose();
+            this.adopted = undefined;
+            if (!this.stopped) void this.run(startRevision, true);
+          },
+        );
+      });
       return;
     }
     // After the caller's next step (a CLI lets its command run first); starting a moment later misses nothing.

@@ -89,6 +89,11 @@ export class QueueWatch implements Disposable {
     });
   }
 
+  /** Whether a DELETE of our own key has been delivered and not consumed yet. */
+  get ownKeyDeleted(): boolean {
+    return this.deletes.some((d) => this.own.equals(d.key));
+  }
+
   /**
    * Once the lock is ours, keeps this watch open as the holder's guard instead of opening another: calls `onDeleted`
    * when our own key is deleted (already buffered, or later), `onBroken` if the watch fails first; other keys' events
