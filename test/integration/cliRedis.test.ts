@@ -155,6 +155,28 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     assert.equal((await w.wait()).code, 0);
   });
 
+  test('list and watch in text: owners instead of leases, the hold count, and a key with no expiry said to never expire', async () => {
+    const redisson = FakeRedisson.connect(url());
+    procs.defer(() => redisson.dispose());
+    assert.equal(await redisson.lock('txt:billing', 4), null);
+    assert.equal(await redisson.lock('txt:billing', 4), null);
+    await redis.cli(['SET', 'txt:stuck', 'tok-stuck']);
+    await redis.cli(['SET', 'txt:timed', 'tok-timed', 'PX', '60000']);
+    const r = await procs.run(['list', '--url', url(), '--prefix', 'txt:']);
+    assert.equal(r.code, 0, show(r));
+    const lines = r.stdout.split('\n');
+    assert.ok(lines.some((l) => /^  holder +[0-9a-f-]{36}:4  owner [0-9a-f-]{36}:4  holds 2  ttl \d+s$/.test(l)), show(r));
+    assert.ok(lines.includes('  holder    txt:stuck  owner tok-stuck  ttl none (never expires)'), show(r));
+    assert.ok(lines.some((l) => /^  holder +txt:timed  owner tok-timed  ttl \d+s$/.test(l)), show(r));
+    assert.ok(!/lease|token \d/.test(r.stdout), `nothing etcd-only: ${r.stdout}`);
+
+    const w = procs.locklens(['watch', '--url', url(), '--prefix', 'txt:s']);
+    await w.until((p) => p.lines.some((l) => /txt:stuck/.test(l)), 'the stuck lock printed');
+    assert.match(w.lines.find((l) => /txt:stuck/.test(l))!, /^\d+  txt:stuck  single  holder txt:stuck \(owner tok-stuck\)  waiting 0$/);
+    w.signal('SIGINT');
+    assert.equal((await w.wait()).code, 0);
+  });
+
   test('the database number in the URL is the one read: a lock in db 3 is listed with /3, not with /0', async () => {
     await redis.cli(['-n', '3', 'SET', 'db3:lock', 'token-in-db-3']);
     await redis.cli(['SET', 'db3:other', 'token-in-db-0']);
