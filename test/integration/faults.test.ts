@@ -144,6 +144,44 @@ describe('faults: the mutex while etcd is killed and restarted', () => {
   });
 });
 
+describe('faults: a holder that took the lock from the queue, its guard being the queue watch', () => {
+  const t = etcdSuite();
+
+  /** b queues behind a, a releases: b holds, and its queue watch goes on as its guard. */
+  async function handedOver(name: string) {
+    const conn = await t.scope.connect(t.etcd.endpoint, { dialTimeoutMs: 2000 });
+    const [a, b] = [await t.scope.session(conn, 30), await t.scope.session(conn, 30)];
+    const ha = await new Mutex(a, name).acquire();
+    let queued = false;
+    const waiting = new Mutex(b, name).acquire({ onQueue: () => (queued = true) });
+    await eventually(() => queued, 10_000, 'b queued');
+    await ha.release();
+    const hb = await waiting;
+    let lost: unknown;
+    hb.onDidLose((e) => (lost = e));
+    return { conn, b, hb, told: () => lost };
+  }
+
+  test('etcd killed and restarted under it: its key deleted afterwards is still reported', async () => {
+    const { b, hb, told } = await handedOver('guard/restart');
+    await t.etcd.stop('SIGKILL');
+    await t.etcd.start();
+    await t.etcd.etcdctl(['del', `guard/restart/${b.leaseId}`]);
+    await eventually(() => told(), 20_000, 'the hold is told its key is gone');
+    assert.match(hb.lost?.message ?? '', /lock key .* (was deleted|is gone)/, 'by its guard, not by the session');
+  });
+
+  test('history compacted past where the queue watch started: its key deleted afterwards is still reported', async () => {
+    const { conn, b, hb, told } = await handedOver('guard/compact');
+    for (let i = 0; i < 5; i++) await conn.client.put(`guard/other/${i}`).value('');
+    const revision = Number((await conn.client.put('guard/other/last').value('')).header.revision);
+    await t.etcd.etcdctl(['compaction', String(revision)]);
+    await t.etcd.etcdctl(['del', `guard/compact/${b.leaseId}`]);
+    await eventually(() => told(), 20_000, 'the hold is told its key is gone');
+    assert.match(hb.lost?.message ?? '', /lock key .* (was deleted|is gone)/, 'by its guard, not by the session');
+  });
+});
+
 describe('bad input at scale', () => {
   const t = etcdSuite();
 
