@@ -164,8 +164,12 @@ class EtcdHold implements LockHold {
     // gRPC cancel: about a millisecond of CPU, mostly error objects and their stack traces) is left for later: on two
     // cores, any CPU the old holder spends while etcd commits and the next holder wakes delays both. A process that
     // exits right after (the CLI) never pays it.
-    await this.session.revoke();
-    setImmediate(() => this.hold.dispose());
+    try {
+      await this.session.revoke();
+    } finally {
+      // Also when the revoke failed: the guard's watch must not outlive the hold in a long-running host.
+      setImmediate(() => this.hold.dispose());
+    }
     return wasHeld;
   }
 
