@@ -79,12 +79,12 @@ export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: 
             'Lease {0} is not being renewed: {1}s left of {2}s. Its owner may be stuck, paused or cut off; the lock frees itself when the TTL runs out.',
             health.member.lease,
             Math.ceil(health.ttl ?? 0),
-            health.lease?.grantedTtl ?? 0,
+            Math.ceil(health.lease?.grantedTtl ?? 0),
           )
         : vscode.l10n.t(
             'Its TTL is not being renewed: {0}s left of the {1}s last seen. Its owner may be stuck, paused or cut off (or never renews); the lock frees itself when the TTL runs out.',
             Math.ceil(health.ttl ?? 0),
-            health.lease?.grantedTtl ?? 0,
+            Math.ceil(health.lease?.grantedTtl ?? 0),
           );
     case 'noMajority':
       return vscode.l10n.t(

@@ -469,7 +469,7 @@ function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: Cluste
   if (m.holds !== null) row(vscode.l10n.t('Holds (re-entrant)'), String(m.holds));
   if (m.mode) row(vscode.l10n.t('Mode'), m.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
   if (m.quorum) row(vscode.l10n.t('Instances agreeing'), `${m.quorum.agree}/${m.quorum.of}${m.quorum.instances?.length ? ` (${m.quorum.instances.join(', ')})` : ''}`);
-  row(vscode.l10n.t('Remaining TTL'), formatTtl(h, owner) + (h.lease ? ` / ${h.lease.grantedTtl}s` : ''));
+  row(vscode.l10n.t('Remaining TTL'), formatTtl(h, owner) + (h.lease ? ` / ${Math.ceil(h.lease.grantedTtl)}s` : ''));
   if (m.deadline !== undefined) row(vscode.l10n.t('Gives up waiting at'), new Date(m.deadline).toLocaleTimeString());
   if (m.token !== null) row(vscode.l10n.t('Fencing token'), String(m.token));
   if (m.revision !== undefined) row(vscode.l10n.t('Modified at revision'), String(m.revision));

@@ -89,7 +89,7 @@ export interface TimelineStrings {
   readonly pause: string;
   readonly resume: string;
   readonly paused: string;
-  readonly summary: string; // Leases: {0} · locks: {1}
+  readonly summary: string; // Live: {0} · locks: {1}
   readonly empty: string;
   readonly noMatch: string;
   readonly rowsLabel: string;
@@ -111,7 +111,7 @@ export interface TimelineStrings {
   readonly endedReleased: string;
   readonly endedRevoked: string;
   readonly endedUnknown: string;
-  readonly refreshes: string; // {0} keepalives seen
+  readonly refreshes: string; // {0} renewals seen
   readonly firstSeen: string; // first seen {0} ago
   readonly firstSeenInexact: string; // already there when LockLens looked, ≥ {0} ago
   readonly waiting: string; // waiting #{0}

@@ -316,6 +316,29 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     assert.equal(lines.length, 1, `one forceRelease line: ${JSON.stringify(lines)}`);
     assert.match(lines[0], expected);
   });
+
+  test('the timeline shows the Redis holds by owner, and a selected Redis bar has no Copy Lease ID or Revoke Lease button', async () => {
+    await runCommand(page, 'LockLens: Open Timeline');
+    const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
+    const bars = timeline.locator('#rows li');
+    await eventually(async () => ((await bars.allTextContents()).join('\n')).includes(`owner ${exportToken}`), 60_000, 'the redis-py hold as a bar named by its token');
+    await timeline.locator('#filter input').fill(EXPORT);
+    await timeline.locator('#scroller').focus();
+    await timeline.locator('#scroller').press('Home');
+    const info = timeline.locator('#detail-info');
+    await eventually(async () => ((await info.textContent()) ?? '').includes(`owner ${exportToken}`), 20_000, 'the redis-py bar selected');
+    assert.doesNotMatch((await info.textContent()) ?? '', /lease|token \d/, 'nothing etcd-only in the strip');
+    assert.equal(await timeline.locator('#reveal').isVisible(), true, 'Reveal in Locks View is there');
+    assert.equal(await timeline.locator('#copy').isVisible(), false, 'no Copy Lease ID: Redis has no leases');
+    assert.equal(await timeline.locator('#revoke').isVisible(), false, 'no Revoke Lease: Redis has no leases');
+    assert.match((await info.textContent()) ?? '', /TTL \d+s of \d+s ·/, 'whole seconds, as the tree shows them');
+    await shot('redis-timeline');
+    // Its context menu has Reveal only.
+    await timeline.locator('#scroller').press('Shift+F10');
+    const menuItems = () => timeline.locator('#menu').evaluate((m) => ((m as unknown as { data?: { label?: string }[] }).data ?? []).map((d) => d.label ?? '-'));
+    await eventually(async () => (await menuItems()).length > 0, 10_000, 'the bar\'s context menu');
+    assert.deepEqual(await menuItems(), ['Reveal in Locks View']);
+  });
 });
 
 /** The first file under `dir` (recursively) whose name `wanted` accepts. */

@@ -422,6 +422,8 @@ function updateDetail(): void {
     detailTitle.textContent = s.selectHint;
     detailInfo.textContent = '';
     for (const b of [revealButton, copyButton, revokeButton]) b.disabled = true;
+    copyButton.hidden = false;
+    revokeButton.hidden = !!config?.readOnly;
     return;
   }
   const now = hostNow();
@@ -436,7 +438,7 @@ function updateDetail(): void {
       : left === undefined
         ? s.ttlUnknown
         : row.grantedTtl
-          ? formatString(s.ttlOf, Math.ceil(left), row.grantedTtl)
+          ? formatString(s.ttlOf, Math.ceil(left), Math.ceil(row.grantedTtl))
           : formatString(s.ttl, Math.ceil(left)),
     ...(row.refreshes.length ? [formatString(s.refreshes, row.refreshes.length)] : []),
     formatString(row.firstSeenExact ? s.firstSeen : s.firstSeenInexact, age(now - row.firstSeenAt, s)),
@@ -446,6 +448,10 @@ function updateDetail(): void {
   ];
   setText(detailInfo, parts.join(' · '));
   revealButton.disabled = false;
+  // A bar without a lease (a Redis hold, an etcd key with none) has nothing to copy or revoke: the buttons go, not
+  // just grey out, as the row's menu leaves those items out.
+  copyButton.hidden = !row.lease;
+  revokeButton.hidden = !row.lease || !!config?.readOnly;
   copyButton.disabled = !row.lease;
   revokeButton.disabled = !row.lease || row.endedAt !== undefined || !!config?.readOnly;
 }

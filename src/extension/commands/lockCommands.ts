@@ -110,21 +110,7 @@ export function registerLockCommands(
 
   const revoke = async (arg?: MemberNode | RevokeInput) => {
     writable();
-    let connection: ClusterConnection;
-    let lease: string;
-    if (arg && 'kind' in arg) {
-      connection = arg.connection;
-      lease = leaseOfRow(arg);
-    } else if (arg) {
-      connection = connectionNamed(arg.connection);
-      lease = leaseArgument(arg.lease);
-    } else {
-      connection = await pickConnection(registry, vscode.l10n.t('Revoke lease'));
-      // A store without leases says so before offering anything to pick.
-      leaseOperations(await connection.open());
-      lease = await pickLease(connection, tree);
-    }
-    const leases = leaseOperations(await connection.open());
+    const { connection, leases, lease } = await leaseTarget(arg, vscode.l10n.t('Revoke lease'), leaseOfRow);
     const sample = await leases.describe(lease);
     if (sample.ttl < 0) throw new LockLensError('LEASE_NOT_FOUND', vscode.l10n.t('Lease {0} does not exist: it expired or was revoked already.', lease));
     const effects = revokeEffects(sample.keys, lockOfKey(connection));
@@ -228,6 +214,17 @@ export function registerLockCommands(
     return { connection, lock, member: lock.holder };
   };
 
+  /**
+   * The connection and lease a lease command acts on: a row's (read by `ofRow`), a script's, or picked. A store without
+   * leases says so before anything is picked.
+   */
+  const leaseTarget = async (arg: MemberNode | RevokeInput | undefined, title: string, ofRow: (node: MemberNode) => string) => {
+    const connection = arg && 'kind' in arg ? arg.connection : arg ? connectionNamed(arg.connection) : await pickConnection(registry, title);
+    const leases = leaseOperations(await connection.open());
+    const lease = arg && 'kind' in arg ? ofRow(arg) : arg ? leaseArgument(arg.lease) : await pickLease(connection, tree);
+    return { connection, leases, lease };
+  };
+
   /** The lease a row showed, if the row still stands for it: a revoke never acts on something the user did not see. */
   const leaseOfRow = (node: MemberNode) => {
     const shown = tree.shownMember(node)?.lease;
@@ -264,9 +261,8 @@ export function registerLockCommands(
       return copy(String(token), vscode.l10n.t('fencing token'));
     }),
     register('locklens.showLeaseDetails', async (arg?: MemberNode | RevokeInput) => {
-      const connection = arg && 'kind' in arg ? arg.connection : arg ? connectionNamed(arg.connection) : await pickConnection(registry, vscode.l10n.t('Show lease details'));
-      const lease = arg && 'kind' in arg ? memberOf(arg).lease : arg ? leaseArgument(arg.lease) : await pickLease(connection, tree);
-      const sample = await leaseOperations(await connection.open()).describe(lease);
+      const { connection, leases, lease } = await leaseTarget(arg, vscode.l10n.t('Show lease details'), (node) => memberOf(node).lease);
+      const sample = await leases.describe(lease);
       const detail =
         sample.ttl < 0
           ? vscode.l10n.t('This lease does not exist any more: it expired or was revoked.')
@@ -373,7 +369,7 @@ async function confirmJoin(connection: ClusterConnection, backend: LockBackend, 
   const answer = await vscode.window.showWarningMessage(
     queued
       ? vscode.l10n.t('"{0}" is held by {1}, with {2} waiting. Join the queue?', displayKey(name), displayKey(lock.holder.key), lock.waiters.length)
-      : vscode.l10n.t('"{0}" is held by {1}. Wait for it?', displayKey(name), displayKey(lock.holder.key)),
+      : vscode.l10n.t('"{0}" is held by {1}. Wait for it?', displayKey(name), holderName(lock, lock.holder)),
     {
       modal: true,
       detail: queued
