@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Lease } from 'etcd3';
-import { asLockLensError, call, type EtcdConnection } from './connection';
+import { asLockLensError, call, withDeadline, type EtcdConnection } from './connection';
 import { Emitter, type Disposable, type Event } from '../emitter';
 import { LockLensError } from '../errors';
 import { leaseDecimal, leaseHex } from '../keys';
@@ -86,7 +86,10 @@ export class Session implements Disposable {
       const fast = this.prepared?.send();
       // Not used (not open yet, or failed): it must not stay open, or open later, for nothing.
       if (!fast) this.prepared?.cancel();
-      if (!fast || !(await fast.then(() => true, (e: unknown) => isLeaseNotFound(e)))) {
+      // Bounded like every other call: a frozen etcd must not hold a releasing CLI for gRPC's keepalive timeout.
+      const revokedFast = fast && (await withDeadline(fast, this.conn.callTimeoutMs).then(() => true, (e: unknown) => isLeaseNotFound(e)));
+      if (!revokedFast) {
+        this.prepared?.cancel();
         await call(this.conn.client.leaseClient.leaseRevoke({ ID: leaseDecimal(this.leaseId) }));
       }
     } catch (e) {
