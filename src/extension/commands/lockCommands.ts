@@ -30,6 +30,8 @@ export interface RevokeInput {
 export interface ForceReleaseInput {
   readonly connection: string;
   readonly lock: string;
+  /** The owner the script saw holding it: the command refuses if another holds it now. */
+  readonly owner?: string;
 }
 
 /** Most keys a confirmation lists; the rest are counted. */
@@ -209,9 +211,11 @@ export function registerLockCommands(
   const holderOf = async (input?: ForceReleaseInput) => {
     const connection = input ? connectionNamed(input.connection) : await pickConnection(registry, vscode.l10n.t('Force release'));
     await connection.open();
-    const lock = input ? connection.watch?.locks().find((l) => displayKey(l.name) === input.lock && l.holder) : await pickHeldLock(connection);
-    if (!lock?.holder) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No held lock named "{0}" on {1}.', input?.lock ?? '', connection.name));
-    return { connection, lock, member: lock.holder };
+    const lock = input ? heldLockNamed(connection, input.lock) : await pickHeldLock(connection);
+    if (input?.owner !== undefined && input.owner !== lock.holder!.owner) {
+      throw new LockLensError('LOCK_CHANGED', vscode.l10n.t('"{0}" is held by {1} now, not by {2}: nothing was released.', input.lock, ownerText(lock.holder!), input.owner));
+    }
+    return { connection, lock, member: lock.holder! };
   };
 
   /**
@@ -312,6 +316,14 @@ function queueMessage(ahead: number, fencingToken: number | null, queued: boolea
   return fencingToken === null
     ? vscode.l10n.t('{0} ahead in the queue', ahead)
     : vscode.l10n.t('{0} ahead in the queue; you will hold it with fencing token {1}', ahead, fencingToken);
+}
+
+/** The held lock a script names; a queue and a single key of the same name, both held, are refused as the CLI does. */
+function heldLockNamed(connection: ClusterConnection, name: string): LockState {
+  const held = (connection.watch?.locks() ?? []).filter((l) => l.holder && displayKey(l.name) === name);
+  if (held.length > 1) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('"{0}" names {1} held locks on {2}: pick one in the Locks view.', name, held.length, connection.name));
+  if (!held.length) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No held lock named "{0}" on {1}.', name, connection.name));
+  return held[0];
 }
 
 /** The connection's held locks to pick from, for Force Release from the palette. */

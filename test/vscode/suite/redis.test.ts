@@ -172,6 +172,21 @@ describe('Locks tree and commands against a real Redis', function () {
     assert.equal(await redis.cli(['GET', 'rt:ro']), 'tok-ro');
   });
 
+  it('Force Release from a script with the owner it saw refuses once another holds the lock, and frees it while that one does', async () => {
+    await redis.cli(['SET', 'rt:scripted', 'tok-seen']);
+    await sync();
+    await redis.cli(['SET', 'rt:scripted', 'tok-now']);
+    await sync();
+    stubs.warnings((_m, items) => items[0]);
+    await vscode.commands.executeCommand('locklens.forceRelease', { connection: CONNECTION, lock: 'rt:scripted', owner: 'tok-seen' });
+    assert.ok(errors().some((e) => e === '"rt:scripted" is held by tok-now now, not by tok-seen: nothing was released.'), JSON.stringify(errors()));
+    assert.equal(confirmations().length, 0);
+    assert.equal(await redis.cli(['GET', 'rt:scripted']), 'tok-now');
+    await vscode.commands.executeCommand('locklens.forceRelease', { connection: CONNECTION, lock: 'rt:scripted', owner: 'tok-now' });
+    assert.equal(confirmations().length, 1, 'still confirmed');
+    assert.equal(await redis.cli(['EXISTS', 'rt:scripted']), '0');
+  });
+
   it('tooltips show a key of markup as text: no HTML, no markdown, no command links', async () => {
     const key = 'rt:<img src=x onerror=alert(1)>**bold**[run](command:locklens.refresh)';
     await redis.cli(['SET', key, 'tok-html']);
