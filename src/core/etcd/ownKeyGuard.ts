@@ -80,7 +80,7 @@ export class OwnKeyGuard implements Disposable {
           from = Number(res.header.revision) + 1;
         } catch {
           // etcd unreachable: the session's keepalive deadline decides when the lock counts as lost.
-          await new Promise((r) => setTimeout(r, backoff));
+          await backoffPause(backoff);
           backoff = Math.min(backoff * 2, 5000);
           broken = true;
           continue;
@@ -99,7 +99,7 @@ export class OwnKeyGuard implements Disposable {
       } catch {
         // fall through to the check below
       }
-      await new Promise((r) => setTimeout(r, backoff));
+      await backoffPause(backoff);
       backoff = Math.min(backoff * 2, 5000);
       broken = true;
     }
@@ -112,4 +112,9 @@ export class OwnKeyGuard implements Disposable {
     this.adopted?.dispose();
     this.deleted.fire(new LockLensError('LOCK_LOST', message));
   }
+}
+
+/** A retry's pause that never keeps a process alive by itself (a CLI that released its lock exits at once). */
+function backoffPause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
