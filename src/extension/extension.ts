@@ -48,8 +48,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     const all = registry.all();
     void vscode.commands.executeCommand('setContext', 'locklens.hasConnections', all.length > 0);
     void vscode.commands.executeCommand('setContext', 'locklens.hasPrefixes', all.some((c) => c.prefixes.length > 0));
+    // Lease commands are offered only while a connected store has leases to revoke (etcd, not Redis).
+    void vscode.commands.executeCommand('setContext', 'locklens.hasLeases', all.some((c) => c.backend?.capabilities.revokeOwner));
   };
   registry.onDidChange(updateContext);
+  registry.onDidChangeState(updateContext);
 
   context.subscriptions.push(
     log,

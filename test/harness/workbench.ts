@@ -185,6 +185,32 @@ export function treeRow(page: Page, label: string, within = '.part.sidebar'): Lo
   return page.locator(`${within} .monaco-list-row[aria-label*="${label.replace(/"/g, '\\"')}"]`).first();
 }
 
+/**
+ * Right-clicks `row`, then the context-menu item `item` (hovered first: a click that lands on a menu item just shown
+ * is often ignored), until the command's modal confirmation shows; returns that dialog. A row command must get its
+ * row: if a quick pick opens instead (the command asking what to act on), the tree dropped the row's handle under the
+ * menu, and this throws.
+ */
+export async function confirmFromContextMenu(page: Page, row: Locator, item: string, timeoutMs = 30_000): Promise<Locator> {
+  const menuItem = page.locator('.monaco-menu .action-item', { hasText: item }).first();
+  const dialog = page.locator('.monaco-dialog-box');
+  const quickInput = page.locator('.quick-input-widget');
+  let askedInstead = false;
+  await eventually(async () => {
+    if (await dialog.isVisible()) return true;
+    if (await quickInput.isVisible()) return (askedInstead = true);
+    if (!(await menuItem.isVisible())) await row.click({ button: 'right', timeout: 5000 });
+    await menuItem.hover({ timeout: 2000 }).catch(() => undefined);
+    await menuItem.click({ timeout: 2000 }).catch(() => undefined);
+    return dialog.waitFor({ state: 'visible', timeout: 2000 }).then(
+      () => true,
+      () => false,
+    );
+  }, timeoutMs, `the confirmation of "${item}"`);
+  if (askedInstead) throw new Error(`"${item}" from the row's context menu asked what to act on instead of using the row`);
+  return dialog;
+}
+
 /** Waits for a modal dialog (code-server renders them in the DOM) and clicks its button labelled `label`. */
 export async function clickDialogButton(page: Page, label: string, timeoutMs = 20_000): Promise<string> {
   const dialog = page.locator('.monaco-dialog-box');

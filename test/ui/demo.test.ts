@@ -8,7 +8,7 @@ import { demoSettings } from '../../demo/editor';
 import { repoRoot, startCodeServer, testOutput, type CodeServer } from '../harness/codeServer';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually } from '../harness/etcd';
-import { clickDialogButton, escapeRegExp, openViewContainer, openWorkbench, runCommand, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
+import { clickDialogButton, confirmFromContextMenu, escapeRegExp, openViewContainer, openWorkbench, runCommand, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
 
 /**
  * The README's screenshots, taken from the demo as a user sees it: `demo.js --no-editor` (its etcd and workload), and
@@ -155,20 +155,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     // The acquire test's notifications would cover part of the picture.
     await runCommand(page, 'Notifications: Clear All Notifications');
     const stuck = row(demo.stuckLease);
-    const dialog = page.locator('.monaco-dialog-box');
-    // The tree redraws the row every second (live TTLs), and a click on the context menu can be lost while it does:
-    // open the menu and choose again until the confirmation shows.
-    await eventually(async () => {
-      if (!(await page.locator('.monaco-menu').isVisible())) await stuck.click({ button: 'right' });
-      const item = page.locator('.monaco-menu .action-item', { hasText: 'Revoke Lease…' }).first();
-      await item.waitFor({ state: 'visible', timeout: 5000 });
-      await item.hover();
-      await page.keyboard.press('Enter');
-      return dialog.waitFor({ state: 'visible', timeout: 3000 }).then(
-        () => true,
-        () => false,
-      );
-    }, 30_000, 'the Revoke Lease confirmation').catch(async (e) => {
+    const dialog = await confirmFromContextMenu(page, stuck, 'Revoke Lease…').catch(async (e) => {
       await shot('revoke-failed');
       throw e;
     });
@@ -216,18 +203,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     });
 
     await runCommand(page, 'Notifications: Clear All Notifications');
-    const dialog = page.locator('.monaco-dialog-box');
-    await eventually(async () => {
-      if (!(await page.locator('.monaco-menu').isVisible())) await stuck.click({ button: 'right' });
-      const item = page.locator('.monaco-menu .action-item', { hasText: 'Force Release…' }).first();
-      await item.waitFor({ state: 'visible', timeout: 5000 });
-      await item.hover();
-      await page.keyboard.press('Enter');
-      return dialog.waitFor({ state: 'visible', timeout: 3000 }).then(
-        () => true,
-        () => false,
-      );
-    }, 30_000, 'the Force Release confirmation');
+    const dialog = await confirmFromContextMenu(page, stuck, 'Force Release…');
     const text = (await dialog.textContent()) ?? '';
     assert.match(text, new RegExp(`Force-release "app:stuck-migration" from ${demo.stuckToken} on demo-redis\\?`));
     assert.match(text, new RegExp(`only if it still holds token ${demo.stuckToken}`));

@@ -7,7 +7,7 @@ import type { Locator, Page } from 'playwright-core';
 import { Procs } from '../harness/cli';
 import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
 import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
-import { escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, treeRows, widenSidebar, type Workbench } from '../harness/workbench';
+import { confirmFromContextMenu, escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, treeRows, widenSidebar, type Workbench } from '../harness/workbench';
 
 /**
  * The Locks view as a user works it (issue 3): a real etcd with `etcdctl lock` holders and waiters, a single-key lock
@@ -207,27 +207,9 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
   });
 
   test('revoking the holder\'s lease from the tree asks with the keys and the next holder, then waiter #1 holds', async () => {
-    const holder = rowLabelled(queue[0].lease);
-    const menuItem = page.locator('.monaco-menu .action-item', { hasText: 'Revoke Lease…' }).first();
-    const dialog = page.locator('.monaco-dialog-box');
-    const quickInput = page.locator('.quick-input-widget');
-    // Right-click the holder, then "Revoke Lease…" in its context menu (hovered first: a click that lands on a menu
-    // item just shown is often ignored), until the confirmation shows. The command must get the row: if it asks for a
-    // lease in a quick pick instead ("Lease on local"), the tree dropped the row's handle under the menu (lease sweeps
-    // used to redraw the lock row and with it its member rows), and the test fails.
-    let askedForLease = false;
-    await eventually(async () => {
-      if (await dialog.isVisible()) return true;
-      if (await quickInput.isVisible()) return (askedForLease = true);
-      if (!(await menuItem.isVisible())) await holder.click({ button: 'right', timeout: 5000 });
-      await menuItem.hover({ timeout: 2000 }).catch(() => undefined);
-      await menuItem.click({ timeout: 2000 }).catch(() => undefined);
-      return dialog.waitFor({ state: 'visible', timeout: 2000 }).then(
-        () => true,
-        () => false,
-      );
-    }, 30_000, 'the revoke confirmation');
-    assert.equal(askedForLease, false, 'Revoke Lease… from the row\'s menu asked for a lease instead of using the row');
+    // The command must get the row: if it asked for a lease in a quick pick instead ("Lease on local"), the tree
+    // dropped the row's handle under the menu (lease sweeps used to redraw the lock row and its member rows).
+    const dialog = await confirmFromContextMenu(page, rowLabelled(queue[0].lease), 'Revoke Lease…');
     const text = (await dialog.textContent()) ?? '';
     assert.match(text, new RegExp(`Revoke lease ${queue[0].lease} on ${CONNECTION}\\?`));
     assert.match(text, new RegExp(escapeRegExp(queue[0].key)), 'lists the key deleted');

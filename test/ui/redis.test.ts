@@ -9,7 +9,7 @@ import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServe
 import { eventually } from '../harness/etcd';
 import { startRedis, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
-import { escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, widenSidebar, type Workbench } from '../harness/workbench';
+import { confirmFromContextMenu, escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, widenSidebar, type Workbench } from '../harness/workbench';
 
 /**
  * The Locks view on a Redis connection, as a user works it: a real redis-server (keyspace notifications on, `KEA`, as
@@ -262,25 +262,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
 
   test('"Force Release…" on the stuck lock asks with what it will do, then deletes the key and the row', async () => {
     const stuck = rowLabelled('stuck');
-    const menuItem = page.locator('.monaco-menu .action-item', { hasText: 'Force Release…' }).first();
-    const dialog = page.locator('.monaco-dialog-box');
-    const quickInput = page.locator('.quick-input-widget');
-    // Right-click the row, then "Force Release…" in its context menu (hovered first: a click that lands on a menu item
-    // just shown is often ignored), until the confirmation shows. The command must get the row: a quick pick asking for
-    // a lock instead means it did not.
-    let askedForLock = false;
-    await eventually(async () => {
-      if (await dialog.isVisible()) return true;
-      if (await quickInput.isVisible()) return (askedForLock = true);
-      if (!(await menuItem.isVisible())) await stuck.click({ button: 'right', timeout: 5000 });
-      await menuItem.hover({ timeout: 2000 }).catch(() => undefined);
-      await menuItem.click({ timeout: 2000 }).catch(() => undefined);
-      return dialog.waitFor({ state: 'visible', timeout: 2000 }).then(
-        () => true,
-        () => false,
-      );
-    }, 30_000, 'the force-release confirmation');
-    assert.equal(askedForLock, false, 'Force Release… from the row\'s menu asked for a lock instead of using the row');
+    const dialog = await confirmFromContextMenu(page, stuck, 'Force Release…');
     const text = (await dialog.textContent()) ?? '';
     // A token lock's one member is the lock's own key, so the title names its owner (the token).
     assert.match(text, new RegExp(`Force-release "${escapeRegExp(STUCK)}" from ${STUCK_TOKEN} on ${escapeRegExp(CONNECTION)}\\?`));
