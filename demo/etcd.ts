@@ -1,7 +1,8 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './ports';
-import { Group, sleep } from './processes';
+import { sleep } from '../src/core/sleep';
+import { Group } from './processes';
 
 /** The demo's own etcd: Debian's `etcd`, one member on free loopback ports, its data dir under the demo's temp dir. */
 export interface DemoEtcd {

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { spawnGuarded } from './codeServer';
+import { sleep } from '../src/core/sleep';
 
 /**
  * The demo's child processes. Each runs in a process group of its own (led by the watchdog of `spawnGuarded`, which
@@ -132,17 +133,4 @@ export function killStragglers(runId: string): number {
     }
   }
   return pids.length;
-}
-
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,7 +1,8 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from './ports';
-import { Group, sleep } from './processes';
+import { sleep } from '../src/core/sleep';
+import { Group } from './processes';
 
 /**
  * The demo's own Redis: Debian's `redis-server` on a free loopback port, nothing persisted (its dir, under the demo's

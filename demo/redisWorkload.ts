@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Group, sleep } from './processes';
+import { sleep } from '../src/core/sleep';
+import { Group } from './processes';
 
 /**
  * The demo's Redis services: real clients (redis-py, Debian's python3-redis for /usr/bin/python3) writing the layouts

@@ -4,7 +4,8 @@ import { errorMessage, isLockLensError } from '../src/core/errors';
 import { leaseDecimal } from '../src/core/keys';
 import { Mutex } from '../src/core/etcd/mutex';
 import { Session } from '../src/core/etcd/session';
-import { Group, sleep } from './processes';
+import { sleep } from '../src/core/sleep';
+import { Group } from './processes';
 
 /**
  * The simulated services of the demo, contending for named locks the way real ones do:

@@ -8,6 +8,7 @@ import { readPrefix, readPrefixes, type PrefixRead } from './keyspace';
 import { LockModel } from './lockModel';
 import { type ChangeSet } from '../lockState';
 import { toKeyRecord, type RawKeyValue } from './records';
+import { sleep } from '../sleep';
 import { WatchStream } from './watchStream';
 
 export interface LiveLocksOptions {
@@ -238,8 +239,4 @@ export class LiveLocks implements Disposable {
     this.lastNotify = Date.now();
     this.changes.fire(this.model.takeChanges());
   }
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -3,6 +3,7 @@ import { Emitter, type Disposable } from '../emitter';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { QueueWatch } from './queueWatch';
+import { sleep } from '../sleep';
 import { WatchStream } from './watchStream';
 
 /**
@@ -80,7 +81,7 @@ export class OwnKeyGuard implements Disposable {
           from = Number(res.header.revision) + 1;
         } catch {
           // etcd unreachable: the session's keepalive deadline decides when the lock counts as lost.
-          await backoffPause(backoff);
+          await sleep(backoff, undefined, { unref: true });
           backoff = Math.min(backoff * 2, 5000);
           broken = true;
           continue;
@@ -99,7 +100,7 @@ export class OwnKeyGuard implements Disposable {
       } catch {
         // fall through to the check below
       }
-      await backoffPause(backoff);
+      await sleep(backoff, undefined, { unref: true });
       backoff = Math.min(backoff * 2, 5000);
       broken = true;
     }
@@ -112,9 +113,4 @@ export class OwnKeyGuard implements Disposable {
     this.adopted?.dispose();
     this.deleted.fire(new LockLensError('LOCK_LOST', message));
   }
-}
-
-/** A retry's pause that never keeps a process alive by itself (a CLI that released its lock exits at once). */
-function backoffPause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

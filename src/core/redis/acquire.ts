@@ -11,6 +11,7 @@ import type { AcquireOptions, LockHold, QueuePosition } from '../backend';
 import { Emitter, type Disposable, type Event } from '../emitter';
 import { LockLensError, abortError, errorMessage, throwIfAborted } from '../errors';
 import { displayKey } from '../keys';
+import { sleep } from '../sleep';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
 import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey } from './redissonNames';
@@ -63,19 +64,6 @@ async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
     }
   }
   throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} holds a Redis ${type} that is not a lock layout LockLens knows: it will not overwrite it`);
-}
-
-function sleep(ms: number, signal: AbortSignal | undefined, wake?: Promise<void>): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-    void wake?.then(done);
-  });
 }
 
 export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<RenewingHold> {
@@ -368,7 +356,7 @@ async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number,
         subscription = await sub.subscribe(fair ? fairLockChannel(name, Buffer.from(field)) : lockChannel(name), () => wake?.resolve());
         continue; // a release between our try and the subscription would otherwise be missed
       }
-      await sleep(Math.max(RETRY_MS, Math.min(tried.ttl > 0 ? tried.ttl : RETRY_MS, REDISSON_RETRY_MAX_MS)), options.signal, wake?.promise);
+      await sleep(Math.max(RETRY_MS, Math.min(tried.ttl > 0 ? tried.ttl : RETRY_MS, REDISSON_RETRY_MAX_MS)), options.signal, { wake: wake?.promise });
       renewWake();
     }
   } catch (e) {
