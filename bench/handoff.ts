@@ -7,8 +7,47 @@ import { readPrefix } from '../src/core/etcd/keyspace';
 import { Mutex } from '../src/core/etcd/mutex';
 import { Session } from '../src/core/etcd/session';
 import { CLI } from './paths';
+import { percentile, round } from './stats';
 
 export type Tool = 'locklens' | 'etcdctl';
+
+/** The holder's command of a handoff round: appends a start and an end stamp (`S <ns>`, `E <ns>`, from `date`) to `stamps`. */
+export function stampCommand(stamps: string): string[] {
+  return ['sh', '-c', `echo S $(date +%s%N) >> ${stamps}; echo E $(date +%s%N) >> ${stamps}`];
+}
+
+/**
+ * The handoffs (ms) in a stamps file's text: each gap from one holder's E to the next holder's S. Mutual exclusion
+ * makes the file S E S E …; anything else means two holders overlapped, and `tool` is named in the error.
+ */
+export function handoffGaps(tool: string, text: string): number[] {
+  const lines = text.trim().split('\n').map((l) => l.split(' '));
+  const gaps: number[] = [];
+  for (let i = 1; i + 1 < lines.length; i += 2) {
+    if (lines[i][0] !== 'E' || lines[i + 1][0] !== 'S') throw new Error(`${tool}: holders overlapped (${lines.slice(0, i + 2).join(' | ')})`);
+    gaps.push(Number(BigInt(lines[i + 1][1]) - BigInt(lines[i][1])) / 1e6);
+  }
+  return gaps;
+}
+
+/**
+ * A handoff scenario's figures: LockLens's p50/p99 next to the other tool's (`<other>_p50`, `<other>_p99`) and the
+ * ratios of LockLens's over the other's, from the samples of both.
+ */
+export function handoffFigures(contenders: number, locklens: readonly number[], other: readonly number[], otherKey: string): Record<string, number> {
+  const ours = (q: number) => percentile(locklens, q);
+  const theirs = (q: number) => percentile(other, q);
+  return {
+    contenders,
+    samples: locklens.length,
+    locklens_p50: round(ours(50)),
+    locklens_p99: round(ours(99)),
+    [`${otherKey}_p50`]: round(theirs(50)),
+    [`${otherKey}_p99`]: round(theirs(99)),
+    ratio_p50: round(ours(50) / theirs(50)),
+    ratio_p99: round(ours(99) / theirs(99)),
+  };
+}
 
 export interface RoundOptions {
   /** Runs each contender through another program (bench/traceHandoff.ts: strace). */
@@ -36,7 +75,7 @@ export async function handoffRound(
 ): Promise<number[]> {
   const dir = mkdtempSync(join(tmpdir(), 'locklens-handoff-'));
   const stamps = join(dir, 'stamps');
-  const command = ['sh', '-c', `echo S $(date +%s%N) >> ${stamps}; echo E $(date +%s%N) >> ${stamps}`];
+  const command = stampCommand(stamps);
   const argv = (): [string, string[]] =>
     tool === 'locklens'
       ? [process.execPath, [CLI, 'acquire', name, `--endpoints=${endpoint}`, '--', ...command]]
@@ -59,13 +98,7 @@ export async function handoffRound(
     await runs;
     const text = readFileSync(stamps, 'utf8');
     options.onStamps?.(text);
-    const lines = text.trim().split('\n').map((l) => l.split(' '));
-    const gaps: number[] = [];
-    for (let i = 1; i + 1 < lines.length; i += 2) {
-      if (lines[i][0] !== 'E' || lines[i + 1][0] !== 'S') throw new Error(`${tool}: holders overlapped (${lines.slice(0, i + 2).join(' | ')})`);
-      gaps.push(Number(BigInt(lines[i + 1][1]) - BigInt(lines[i][1])) / 1e6);
-    }
-    return gaps;
+    return handoffGaps(tool, text);
   } finally {
     await session.revoke();
     rmSync(dir, { recursive: true, force: true });

@@ -6,6 +6,7 @@ import Redis from 'ioredis';
 import type { ChangeSet } from '../src/core/lockState';
 import { RedisBackend } from '../src/core/redis/redisBackend';
 import { startRedis, type RedisServer } from '../test/harness/redis';
+import { handoffFigures, handoffGaps, stampCommand } from './handoff';
 import { CLI } from './paths';
 import { percentile, round } from './stats';
 
@@ -130,7 +131,7 @@ export type RedisTool = 'locklens' | 'redis-py';
 export async function redisHandoffRound(tool: RedisTool, server: RedisServer, contenders: number, name: string): Promise<number[]> {
   const dir = mkdtempSync(join(tmpdir(), 'locklens-redis-handoff-'));
   const stamps = join(dir, 'stamps');
-  const command = ['sh', '-c', `echo S $(date +%s%N) >> ${stamps}; echo E $(date +%s%N) >> ${stamps}`];
+  const command = stampCommand(stamps);
   const raw = new Redis(server.url, { protocol: 2 });
   try {
     await raw.set(name, 'barrier', 'PX', 60_000);
@@ -151,13 +152,7 @@ export async function redisHandoffRound(tool: RedisTool, server: RedisServer, co
     await sleep(tool === 'locklens' ? 1500 : 1000); // every contender started and polling
     await raw.del(name);
     await runs;
-    const lines = readFileSync(stamps, 'utf8').trim().split('\n').map((l) => l.split(' '));
-    const gaps: number[] = [];
-    for (let i = 1; i + 1 < lines.length; i += 2) {
-      if (lines[i][0] !== 'E' || lines[i + 1][0] !== 'S') throw new Error(`${tool}: holders overlapped (${lines.slice(0, i + 2).join(' | ')})`);
-      gaps.push(Number(BigInt(lines[i + 1][1]) - BigInt(lines[i][1])) / 1e6);
-    }
-    return gaps;
+    return handoffGaps(tool, readFileSync(stamps, 'utf8'));
   } finally {
     raw.disconnect();
     rmSync(dir, { recursive: true, force: true });
@@ -169,15 +164,5 @@ export async function redisHandoff(server: RedisServer, contenders = 12, rounds 
   for (let r = 0; r < rounds; r++) {
     for (const tool of ['redis-py', 'locklens'] as const) samples[tool].push(...(await redisHandoffRound(tool, server, contenders, `bench/redis-handoff/${tool}-${r}`)));
   }
-  const p = (t: RedisTool, q: number) => percentile(samples[t], q);
-  return {
-    contenders,
-    samples: samples.locklens.length,
-    locklens_p50: round(p('locklens', 50)),
-    locklens_p99: round(p('locklens', 99)),
-    redis_py_p50: round(p('redis-py', 50)),
-    redis_py_p99: round(p('redis-py', 99)),
-    ratio_p50: round(p('locklens', 50) / p('redis-py', 50)),
-    ratio_p99: round(p('locklens', 99) / p('redis-py', 99)),
-  };
+  return handoffFigures(contenders, samples.locklens, samples['redis-py'], 'redis_py');
 }

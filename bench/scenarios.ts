@@ -12,7 +12,7 @@ import { LockModel } from '../src/core/etcd/lockModel';
 import { Mutex } from '../src/core/etcd/mutex';
 import { Session } from '../src/core/etcd/session';
 import { shimPath } from '../test/vscode/runTests';
-import { handoffRound, type Tool } from './handoff';
+import { handoffFigures, handoffRound, type Tool } from './handoff';
 import { ROOT } from './paths';
 import { percentile, round } from './stats';
 import type { ExtensionHostFigures } from './vscode/extensionHost';
@@ -33,17 +33,7 @@ export async function handoff(b: Bench, contenders = 20, rounds = 3) {
       samples[tool].push(...(await handoffRound(tool, b.conn, b.endpoint, contenders, `bench/handoff/${contenders}/${tool}-${r}`)));
     }
   }
-  const p = (t: Tool, q: number) => percentile(samples[t], q);
-  return {
-    contenders,
-    samples: samples.locklens.length,
-    locklens_p50: round(p('locklens', 50)),
-    locklens_p99: round(p('locklens', 99)),
-    etcdctl_p50: round(p('etcdctl', 50)),
-    etcdctl_p99: round(p('etcdctl', 99)),
-    ratio_p50: round(p('locklens', 50) / p('etcdctl', 50)),
-    ratio_p99: round(p('locklens', 99) / p('etcdctl', 99)),
-  };
+  return handoffFigures(contenders, samples.locklens, samples.etcdctl, 'etcdctl');
 }
 
 /**
