@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports';
+import { killOnExit } from './processes';
 
 /**
  * Real etcd servers for tests: Debian's `etcd` (installed by scripts/setup.sh) on free loopback ports with temporary
@@ -24,9 +25,6 @@ interface MemberSpec {
   readonly tls?: EtcdTls;
   readonly extraArgs: readonly string[];
 }
-
-const running = new Set<ChildProcess>();
-process.on('exit', () => running.forEach((p) => p.kill('SIGKILL')));
 
 export class EtcdMember {
   private proc?: ChildProcess;
@@ -80,8 +78,7 @@ export class EtcdMember {
     this.output = '';
     const proc = spawn('etcd', args, { stdio: ['ignore', 'ignore', 'pipe'] });
     proc.stderr!.on('data', (d: Buffer) => (this.output = (this.output + d.toString()).slice(-200_000)));
-    proc.on('exit', () => running.delete(proc));
-    running.add(proc);
+    killOnExit(proc);
     this.proc = proc;
   }
 

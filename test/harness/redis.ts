@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { freePort } from './ports';
+import { killOnExit } from './processes';
 
 /**
  * Real Redis servers for tests: Debian's `redis-server` (installed by scripts/setup.sh) on a free loopback port with a
@@ -29,9 +30,6 @@ export interface RedisStartOptions {
   /** A Redis Cluster node (its nodes.conf in the server's dir); see startRedisCluster. */
   readonly cluster?: boolean;
 }
-
-const running = new Set<ChildProcess>();
-process.on('exit', () => running.forEach((p) => p.kill('SIGKILL')));
 
 export class RedisServer {
   private proc?: ChildProcess;
@@ -74,8 +72,7 @@ export class RedisServer {
     const collect = (d: Buffer) => (this.output = (this.output + d.toString()).slice(-100_000));
     proc.stdout!.on('data', collect);
     proc.stderr!.on('data', collect);
-    proc.on('exit', () => running.delete(proc));
-    running.add(proc);
+    killOnExit(proc);
     this.proc = proc;
     const deadline = Date.now() + timeoutMs;
     while (!/Ready to accept connections/.test(this.output)) {

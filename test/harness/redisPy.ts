@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { killOnExit } from './processes';
 
 /**
  * redis-py's own `redis.lock.Lock` (Debian's python3-redis, for /usr/bin/python3: the pyenv python3 on PATH has no
@@ -34,8 +35,6 @@ except Exception as e:
 `;
 
 const PYTHON = '/usr/bin/python3';
-const peers = new Set<ChildProcess>();
-process.on('exit', () => peers.forEach((p) => p.kill('SIGKILL')));
 
 export class RedisPyLock {
   private readonly proc: ChildProcess;
@@ -47,18 +46,10 @@ export class RedisPyLock {
   /** `cluster`: through redis-py's RedisCluster (redis.cluster), url being any node of the cluster. */
   constructor(url: string, name: string, mode: 'hold' | 'try', timeoutSeconds: number | null, cluster = false) {
     const args = [url, name, mode, this.gate, timeoutSeconds === null ? 'none' : String(timeoutSeconds), ...(cluster ? ['cluster'] : [])];
-    this.proc = spawn(PYTHON, ['-c', PEER, ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    peers.add(this.proc);
+    this.proc = killOnExit(spawn(PYTHON, ['-c', PEER, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }));
     this.proc.stdout!.on('data', (d: Buffer) => (this.out += d.toString()));
     this.proc.stderr!.on('data', (d: Buffer) => (this.err += d.toString()));
-    this.exited = new Promise((resolve) =>
-      this.proc.once('exit', (code) => {
-        peers.delete(this.proc);
-        resolve(code);
-      }),
-    );
+    this.exited = new Promise((resolve) => this.proc.once('exit', (code) => resolve(code)));
   }
 
   private get gate(): string {
