@@ -124,6 +124,47 @@ export async function startRedis(options: RedisStartOptions = {}): Promise<Redis
   return server;
 }
 
+/** Independent redis-servers, as a redlock client uses them, each with a raw client for the test's own reads and writes. */
+export interface RedisInstances {
+  readonly servers: readonly RedisServer[];
+  /**
+   * One client per server, in the same order. It gives up on a command at once while its server is down (no retries,
+   * errors not thrown as events), so a test can stop an instance and still talk to the others.
+   */
+  readonly raws: readonly Redis[];
+  readonly urls: string[];
+  /** Disconnects the clients and disposes of the servers. */
+  dispose(): Promise<void>;
+}
+
+export async function startRedisInstances(count = 3): Promise<RedisInstances> {
+  const servers: RedisServer[] = [];
+  const raws: Redis[] = [];
+  const instances: RedisInstances = {
+    servers,
+    raws,
+    get urls() {
+      return servers.map((s) => s.url);
+    },
+    async dispose() {
+      raws.forEach((r) => r.disconnect());
+      for (const s of servers) await s.dispose();
+    },
+  };
+  try {
+    for (let i = 0; i < count; i++) servers.push(await startRedis());
+    for (const s of servers) {
+      const r = new Redis(s.url, { protocol: 2, maxRetriesPerRequest: 0 });
+      r.on('error', () => undefined);
+      raws.push(r);
+    }
+  } catch (e) {
+    await instances.dispose();
+    throw e;
+  }
+  return instances;
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }

@@ -7,7 +7,7 @@ import { keyId } from '../../src/core/keys';
 import type { LockHold } from '../../src/core/backend';
 import type { LockLensError } from '../../src/core/errors';
 import { CONVENTIONS, keyTtlId } from '../../src/core/redis/recognize';
-import { eventually, startRedis, type RedisServer } from '../harness/redis';
+import { eventually, startRedis, startRedisInstances, type RedisInstances, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
 import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../harness/redisson';
 import { FAIR_UNLOCK, REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
@@ -362,23 +362,19 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
 });
 
 describe('redlock: several independent instances', { timeout: 60_000 }, () => {
-  const servers: RedisServer[] = [];
+  let instances: RedisInstances | undefined;
+  let servers: readonly RedisServer[] = [];
+  let raws: readonly Redis[] = [];
   let backend: RedisBackend;
-  const raws: Redis[] = [];
 
   before(async () => {
-    for (let i = 0; i < 3; i++) servers.push(await startRedis());
-    backend = await RedisBackend.open({ store: 'redis', endpoints: servers.map((s) => s.url) });
-    for (const s of servers) {
-      const r = new Redis(s.url, { protocol: 2, maxRetriesPerRequest: 0 });
-      r.on('error', () => undefined);
-      raws.push(r);
-    }
+    instances = await startRedisInstances(3);
+    ({ servers, raws } = instances);
+    backend = await RedisBackend.open({ store: 'redis', endpoints: instances.urls });
   });
   after(async () => {
     backend?.close();
-    raws.forEach((r) => r.disconnect());
-    for (const s of servers) await s.dispose();
+    await instances?.dispose();
   });
 
   test('held with the same token on every instance, released from all', async () => {

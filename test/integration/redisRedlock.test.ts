@@ -6,7 +6,7 @@ import Redis from 'ioredis';
 import { RedisBackend } from '../../src/core/redis/redisBackend';
 import { hasMajority, type LockState } from '../../src/core/lockState';
 import type { LockLensError } from '../../src/core/errors';
-import { eventually, startRedis, type RedisServer } from '../harness/redis';
+import { eventually, startRedisInstances, type RedisInstances, type RedisServer } from '../harness/redis';
 
 const b = (s: string) => Buffer.from(s);
 /** The CLI as tsc built it (dist/ is rebuilt by esbuild, not by the test command). */
@@ -21,27 +21,23 @@ function cli(args: readonly string[]): Promise<{ code: number; stdout: string; s
 }
 
 describe('redlock: list, watch and force-release over three independent redis-servers', { timeout: 120_000 }, () => {
-  const servers: RedisServer[] = [];
-  const raws: Redis[] = [];
+  let instances: RedisInstances | undefined;
+  let servers: readonly RedisServer[] = [];
+  let raws: readonly Redis[] = [];
   let backend: RedisBackend;
   let labels: string[] = [];
   let n = 0;
   let prefix = '';
 
   before(async () => {
-    for (let i = 0; i < 3; i++) servers.push(await startRedis());
+    instances = await startRedisInstances(3);
+    ({ servers, raws } = instances);
     labels = servers.map((s) => `127.0.0.1:${s.port}`);
-    backend = await RedisBackend.open({ store: 'redis', endpoints: servers.map((s) => s.url) });
-    for (const s of servers) {
-      const r = new Redis(s.url, { protocol: 2, maxRetriesPerRequest: 0 });
-      r.on('error', () => undefined);
-      raws.push(r);
-    }
+    backend = await RedisBackend.open({ store: 'redis', endpoints: instances.urls });
   });
   after(async () => {
     backend?.close();
-    raws.forEach((r) => r.disconnect());
-    for (const s of servers) await s.dispose();
+    await instances?.dispose();
   });
   beforeEach(() => {
     prefix = `rl${++n}/`;
