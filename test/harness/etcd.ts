@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from './ports';
-import { killOnExit } from './processes';
+import { killOnExit, startOrDispose } from './processes';
 
 /**
  * Real etcd servers for tests: Debian's `etcd` (installed by scripts/setup.sh) on free loopback ports with temporary
@@ -149,14 +149,7 @@ export async function startEtcd(options: StartOptions = {}): Promise<EtcdServer>
   const [clientPort, peerPort] = [await freePort(), await freePort()];
   const dataDir = mkdtempSync(join(tmpdir(), 'locklens-etcd-'));
   const spec = { name: 'solo', clientPort, peerPort, dataDir, tls: options.tls, extraArgs: options.extraArgs ?? [] };
-  const server = new EtcdServer(spec, `solo=http://127.0.0.1:${peerPort}`);
-  try {
-    await server.start();
-  } catch (e) {
-    await server.dispose();
-    throw e;
-  }
-  return server;
+  return startOrDispose(new EtcdServer(spec, `solo=http://127.0.0.1:${peerPort}`));
 }
 
 export class EtcdCluster {

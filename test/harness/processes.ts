@@ -10,3 +10,14 @@ export function killOnExit<P extends ChildProcess>(proc: P): P {
   running.add(proc);
   return proc;
 }
+
+/** Starts `server`; if it does not come up, disposes of it (its process and its dir) and rethrows. */
+export async function startOrDispose<S extends { start(): Promise<void>; dispose(): Promise<void> }>(server: S): Promise<S> {
+  try {
+    await server.start();
+  } catch (e) {
+    await server.dispose();
+    throw e;
+  }
+  return server;
+}

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { freePort } from './ports';
-import { killOnExit } from './processes';
+import { killOnExit, startOrDispose } from './processes';
 
 /**
  * Real Redis servers for tests: Debian's `redis-server` (installed by scripts/setup.sh) on a free loopback port with a
@@ -114,14 +114,7 @@ export class RedisServer {
 }
 
 export async function startRedis(options: RedisStartOptions = {}): Promise<RedisServer> {
-  const server = new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'locklens-redis-')), options);
-  try {
-    await server.start();
-  } catch (e) {
-    await server.dispose();
-    throw e;
-  }
-  return server;
+  return startOrDispose(new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'locklens-redis-')), options));
 }
 
 /** Independent redis-servers, as a redlock client uses them, each with a raw client for the test's own reads and writes. */
