@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sleep } from '../src/core/sleep';
-import { Group } from './processes';
+import { Services, type ServicesOptions } from './services';
 
 /**
  * The demo's Redis services: real clients (redis-py, Debian's python3-redis for /usr/bin/python3) writing the layouts
@@ -205,20 +205,14 @@ except Exception as e:
     sys.exit(1)
 `;
 
-export interface RedisWorkloadOptions {
+export interface RedisWorkloadOptions extends ServicesOptions {
   /** redis://127.0.0.1:PORT */
   readonly url: string;
   /** The demo's temp dir: the peers' script is written there. */
   readonly root: string;
-  readonly runId: string;
-  readonly log: (who: string, message: string) => void;
-  readonly verbose: boolean;
 }
 
-export class RedisWorkload {
-  private readonly abort = new AbortController();
-  private readonly tasks: Promise<void>[] = [];
-  private readonly groups = new Set<Group>();
+export class RedisWorkload extends Services {
   private readonly script: string;
   /** The stuck token of `app:stuck-migration` while it is there. */
   stuckToken?: string;
@@ -227,11 +221,8 @@ export class RedisWorkload {
   private readyChanged?: () => void;
 
   constructor(private readonly options: RedisWorkloadOptions) {
+    super(options);
     this.script = join(options.root, 'redis-peers.py');
-  }
-
-  private get stopping(): boolean {
-    return this.abort.signal.aborted;
   }
 
   /** Starts every service; resolves once the stuck token and the fair lock's queue are in place. */
@@ -246,31 +237,6 @@ export class RedisWorkload {
     if (!this.stopping && !(this.stuckToken && this.fairReady)) {
       throw new Error(`the Redis workload did not set up ${!this.stuckToken ? REDIS_LOCKS.stuck : REDIS_LOCKS.report} within 20 s`);
     }
-  }
-
-  async stop(): Promise<void> {
-    this.abort.abort();
-    await Promise.all([...this.groups].map((g) => g.stop(2000)));
-    await Promise.race([Promise.all(this.tasks), sleep(5000)]);
-  }
-
-  private log(who: string, message: string, verbose = false): void {
-    if (!verbose || this.options.verbose) this.options.log(who, message);
-  }
-
-  private run(who: string, service: () => Promise<void>): void {
-    const loop = async () => {
-      while (!this.stopping) {
-        try {
-          await service();
-        } catch (e) {
-          if (this.stopping) break;
-          this.log(who, `failed: ${e instanceof Error ? e.message : String(e)}; restarting in 3 s`);
-          await sleep(3000, this.abort.signal);
-        }
-      }
-    };
-    this.tasks.push(loop());
   }
 
   /** A long-running peer; if it exits it is started again after 3 s. */
@@ -313,24 +279,12 @@ export class RedisWorkload {
   }
 
   /** Runs `python3 redis-peers.py ARGS…` to its end (or the workload's), passing on each line it prints. */
-  private async runPeer(who: string, args: string[], onReport: (level: string, message: string) => void): Promise<string> {
-    if (this.stopping) return 'not started';
+  private runPeer(who: string, args: string[], onReport: (level: string, message: string) => void): Promise<string> {
     const onLine = (line: string) => {
       const m = /^(ready|info|debug|error) (.*)$/.exec(line);
       if (m) onReport(m[1], m[2]);
       else if (line.trim()) this.log(who, line, true);
     };
-    const group = new Group(who, PYTHON, ['-u', this.script, args[0], this.options.url, ...args.slice(1)], this.options.runId, { onLine });
-    this.groups.add(group);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        group.proc.once('error', reject);
-        group.proc.once('exit', () => resolve());
-      });
-      return group.proc.exitCode !== null ? `exit ${group.proc.exitCode}` : `${group.proc.signalCode}`;
-    } finally {
-      this.groups.delete(group);
-      if (group.alive) await group.stop(1000);
-    }
+    return this.runGroup(who, PYTHON, ['-u', this.script, args[0], this.options.url, ...args.slice(1)], { onLine });
   }
 }

@@ -5,7 +5,7 @@ import { leaseDecimal } from '../src/core/keys';
 import { Mutex } from '../src/core/etcd/mutex';
 import { Session } from '../src/core/etcd/session';
 import { sleep } from '../src/core/sleep';
-import { Group } from './processes';
+import { Services, type ServicesOptions } from './services';
 
 /**
  * The simulated services of the demo, contending for named locks the way real ones do:
@@ -33,13 +33,8 @@ export const LOCKS = {
   election: '/election/scheduler',
 } as const;
 
-export interface WorkloadOptions {
+export interface WorkloadOptions extends ServicesOptions {
   readonly endpoints: readonly string[];
-  readonly runId: string;
-  /** Every log line, with the service it is about. */
-  readonly log: (who: string, message: string) => void;
-  /** Log every acquire and release, not only what matters (stuck holder, lost locks, errors). */
-  readonly verbose: boolean;
   /** How to start this program again, for the stuck holder's own process: `[node, dist/demo.js]`. */
   readonly self: readonly [string, string];
 }
@@ -54,22 +49,16 @@ export interface StuckReport {
 /** Random whole milliseconds in [min, max] seconds. */
 const between = (min: number, max: number) => Math.round((min + Math.random() * (max - min)) * 1000);
 
-export class Workload {
-  private readonly abort = new AbortController();
-  private readonly tasks: Promise<void>[] = [];
-  private readonly groups = new Set<Group>();
+export class Workload extends Services {
   private readonly connections = new Set<EtcdConnection>();
   /** The stuck holder's current hold, as it last reported it. */
   stuck?: StuckReport['held'];
   private stuckHeld?: () => void;
 
   constructor(private readonly options: WorkloadOptions) {
+    super(options);
     // Every service's waits listen to the one stop signal.
     setMaxListeners(200, this.abort.signal);
-  }
-
-  private get stopping(): boolean {
-    return this.abort.signal.aborted;
   }
 
   /** Starts every service; resolves once the stuck holder holds its lock and its waiters are queued behind it. */
@@ -95,34 +84,10 @@ export class Workload {
     this.run('node-b', () => this.elect('node-b', [15, 25]));
   }
 
-  /** Stops every service: waiters leave their queues, holders release, sessions are revoked, processes end. */
-  async stop(): Promise<void> {
-    this.abort.abort();
-    // Processes: SIGTERM, SIGKILL after 2 s. In-process services release within a few round trips; a dead etcd would
-    // make them wait for call deadlines, so they get 5 s.
-    await Promise.all([...this.groups].map((g) => g.stop(2000)));
-    await Promise.race([Promise.all(this.tasks), sleep(5000)]);
+  /** Stops every service (sessions are revoked as their services end), then closes the connections left. */
+  override async stop(): Promise<void> {
+    await super.stop();
     for (const c of this.connections) c.close();
-  }
-
-  private log(who: string, message: string, verbose = false): void {
-    if (!verbose || this.options.verbose) this.options.log(who, message);
-  }
-
-  /** Runs a service until the workload stops; a crash is logged and the service restarted after a pause. */
-  private run(who: string, service: () => Promise<void>): void {
-    const loop = async () => {
-      while (!this.stopping) {
-        try {
-          await service();
-        } catch (e) {
-          if (this.stopping) break;
-          this.log(who, `failed: ${errorMessage(e)}; restarting in 3 s`);
-          await sleep(3000, this.abort.signal);
-        }
-      }
-    };
-    this.tasks.push(loop());
   }
 
   private async connect(): Promise<EtcdConnection> {
@@ -292,23 +257,10 @@ export class Workload {
   }
 
   /** Runs a process group to its end (or the workload's), returning how it ended. */
-  private async runProcess(who: string, command: string, args: string[], onLine?: (line: string) => void): Promise<string> {
-    if (this.stopping) return 'not started';
+  private runProcess(who: string, command: string, args: string[], onLine?: (line: string) => void): Promise<string> {
     // The user's ETCDCTL_* settings (certificates, another cluster's endpoints) must not leak into the demo's etcdctl.
     const env: NodeJS.ProcessEnv = { ETCDCTL_API: '3' };
     for (const k of Object.keys(process.env)) if (k.startsWith('ETCDCTL_') && k !== 'ETCDCTL_API') env[k] = undefined;
-    const group = new Group(who, command, args, this.options.runId, { env, onLine });
-    this.groups.add(group);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        group.proc.once('error', reject);
-        group.proc.once('exit', () => resolve());
-      });
-      return group.proc.exitCode !== null ? `exit ${group.proc.exitCode}` : `${group.proc.signalCode}`;
-    } finally {
-      this.groups.delete(group);
-      // The watchdog leads the group; whatever it started that is still there goes with it.
-      if (group.alive) await group.stop(1000);
-    }
+    return this.runGroup(who, command, args, { env, onLine });
   }
 }
