@@ -1,9 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { format as formatArgs } from 'node:util';
 import { chromium, type BrowserContext, type ConsoleMessage, type Locator, type Page } from 'playwright-core';
-import { testOutput, type CodeServer } from './codeServer';
+import { repoRoot, startCodeServer, testOutput, type CodeServer } from './codeServer';
 import { eventually } from './etcd';
 
 /**
@@ -106,6 +106,71 @@ export async function openWorkbench(server: CodeServer, options: OpenOptions = {
     await close();
     throw e;
   }
+}
+
+/** Runs every cleanup step in order, each even when one before it failed (the failure is logged): nothing may outlive a test. */
+export async function cleanUpEach(steps: readonly (() => unknown)[]): Promise<void> {
+  for (const step of steps) await Promise.resolve().then(step).catch((e: unknown) => console.error('cleanup:', e));
+}
+
+export interface LockLensUiOptions {
+  /** Names the workspace folder (`locklens-ui-<name>-…`) and says what it is for in its README. */
+  readonly name: string;
+  readonly readme: string;
+  /** User settings over code-server's base ones: `locklens.connections`, say. */
+  readonly settings: Readonly<Record<string, unknown>>;
+  readonly viewport?: { width: number; height: number };
+}
+
+export interface LockLensUi {
+  readonly server: CodeServer;
+  readonly workbench: Workbench;
+  readonly page: Page;
+  /** Closes the browser, stops code-server and removes the workspace folder. */
+  close(): Promise<void>;
+}
+
+/**
+ * The built extension installed in a fresh code-server with `settings`, and its workbench open in Chromium on a new
+ * workspace folder (a README in it). What it started is ended again if it fails part-way.
+ */
+export async function openLockLensUi(options: LockLensUiOptions): Promise<LockLensUi> {
+  const folder = mkdtempSync(join(tmpdir(), `locklens-ui-${options.name}-`));
+  let server: CodeServer | undefined;
+  let workbench: Workbench | undefined;
+  const close = () => cleanUpEach([() => workbench?.close(), () => server?.stop(), () => rmSync(folder, { recursive: true, force: true })]);
+  try {
+    writeFileSync(join(folder, 'README.md'), `# ${options.readme}\n`);
+    server = await startCodeServer({ installExtensionFrom: repoRoot, extraSettings: options.settings });
+    workbench = await openWorkbench(server, { folder, viewport: options.viewport });
+    return { server, workbench, page: workbench.page, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}
+
+/**
+ * Finders for the sidebar's tree, quick inputs and toasts of whichever page `page()` returns when they are called (a
+ * suite's page, opened in its `before`).
+ */
+export function viewHelpers(page: () => Page) {
+  return {
+    /** The sidebar row whose label is exactly `label`. */
+    rowLabelled: (label: string): Locator =>
+      page().locator('.part.sidebar .monaco-list-row').filter({ has: page().locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(label)}$`) }) }).first(),
+    /** Labels of the sidebar's rows, in order. */
+    rowLabels: (): Promise<string[]> => page().locator('.part.sidebar .monaco-list-row .label-name').allTextContents(),
+    /** The row's description (the grey text after its label). */
+    description: async (row: Locator): Promise<string> => ((await row.locator('.label-description').first().textContent()) ?? '').trim(),
+    /** Waits for the quick input (pick or input box) whose title matches. */
+    quickInputTitled: async (title: RegExp): Promise<void> => {
+      const titleOf = page().locator('.quick-input-widget .quick-input-title');
+      await eventually(async () => (await page().locator('.quick-input-widget').isVisible()) && title.test((await titleOf.textContent()) ?? ''), 20_000, `quick input ${title}`);
+    },
+    /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */
+    toast: (text: string | RegExp): Locator => page().locator('.notification-toast.notification-fade-in-done').filter({ hasText: text }).first(),
+  };
 }
 
 /** Resolves once the workbench, its activity bar and status bar are on screen. */

@@ -1,13 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { Procs } from '../harness/cli';
-import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
 import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
-import { confirmFromContextMenu, escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, treeRows, widenSidebar, type Workbench } from '../harness/workbench';
+import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, screenshot, treeRows, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
 
 /**
  * The Locks view as a user works it (issue 3): a real etcd with `etcdctl lock` holders and waiters, a single-key lock
@@ -32,10 +28,8 @@ interface Kv {
 describe('Locks view, commands and status bar (code-server + Chromium + etcd)', { timeout: 8 * 60_000 }, () => {
   let etcd: EtcdServer;
   let procs: Procs;
-  let server: CodeServer;
-  let workbench: Workbench;
+  let ui: LockLensUi | undefined;
   let page: Page;
-  let folder: string;
   /** The jobs queue as etcdctl wrote it: holder, waiter #1, waiter #2. */
   let queue: Kv[] = [];
 
@@ -57,16 +51,7 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     }, 20_000, `etcdctl ${args.join(' ')}`);
   }
 
-  /** The row's description (the grey text after its label). */
-  const description = async (row: Locator) => ((await row.locator('.label-description').first().textContent()) ?? '').trim();
-
-  /** The sidebar row whose label is exactly `label`. */
-  function rowLabelled(label: string): Locator {
-    return page.locator('.part.sidebar .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(label)}$`) }) }).first();
-  }
-
-  /** Labels of the sidebar's rows, in order. */
-  const rowLabels = () => page.locator('.part.sidebar .monaco-list-row .label-name').allTextContents();
+  const { rowLabelled, rowLabels, description, quickInputTitled, toast } = viewHelpers(() => page);
 
   /** Expands a collapsed tree row with a click. */
   async function expand(row: Locator): Promise<void> {
@@ -82,15 +67,6 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     return page.locator('.quick-input-widget input');
   }
 
-  /** Waits for the quick input (pick or input box) whose title matches. */
-  async function quickInputTitled(title: RegExp): Promise<void> {
-    const titleOf = page.locator('.quick-input-widget .quick-input-title');
-    await eventually(async () => (await page.locator('.quick-input-widget').isVisible()) && title.test((await titleOf.textContent()) ?? ''), 20_000, `quick input ${title}`);
-  }
-
-  /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */
-  const toast = (text: string | RegExp) => page.locator('.notification-toast.notification-fade-in-done').filter({ hasText: text }).first();
-
   before(async () => {
     etcd = await startEtcd();
     procs = new Procs(etcd.endpoint);
@@ -102,21 +78,17 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     await startAndWait(['elect', '/election/leader', 'node-a'], '/election/leader/', 1);
     await startAndWait(['elect', '/election/leader', 'node-b'], '/election/leader/', 2);
 
-    folder = mkdtempSync(join(tmpdir(), 'locklens-ui-locks-'));
-    writeFileSync(join(folder, 'README.md'), '# a workspace for the LockLens Locks view tests\n');
-    server = await startCodeServer({
-      installExtensionFrom: repoRoot,
-      extraSettings: { 'locklens.connections': [{ name: CONNECTION, endpoints: [etcd.endpoint], prefixes: PREFIXES }] },
+    ui = await openLockLensUi({
+      name: 'locks',
+      readme: 'a workspace for the LockLens Locks view tests',
+      settings: { 'locklens.connections': [{ name: CONNECTION, endpoints: [etcd.endpoint], prefixes: PREFIXES }] },
+      viewport: { width: 1600, height: 900 },
     });
-    workbench = await openWorkbench(server, { folder, viewport: { width: 1600, height: 900 } });
-    page = workbench.page;
+    page = ui.page;
   });
 
   after(async () => {
-    // Each step even when one before it failed: nothing may outlive the test.
-    const steps = [() => workbench?.close(), () => server?.stop(), () => procs?.dispose(), () => etcd?.dispose()];
-    for (const step of steps) await Promise.resolve().then(step).catch((e: unknown) => console.error('cleanup:', e));
-    if (folder) rmSync(folder, { recursive: true, force: true });
+    await cleanUpEach([() => ui?.close(), () => procs?.dispose(), () => etcd?.dispose()]);
   });
 
   test('the Locks view shows the jobs holder, then its waiters #1 and #2 in create-revision order', async () => {

@@ -1,15 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
-import { repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
 import { eventually } from '../harness/etcd';
 import { startRedis, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
-import { confirmFromContextMenu, escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, widenSidebar, type Workbench } from '../harness/workbench';
+import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, screenshot, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
 
 /**
  * The Locks view on a Redis connection, as a user works it: a real redis-server (keyspace notifications on, `KEA`, as
@@ -46,22 +44,11 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
   let peer: RedisPyLock;
   /** The redis-py Lock's token (uuid1().hex), as the peer printed it. */
   let exportToken = '';
-  let server: CodeServer;
-  let workbench: Workbench;
+  let ui: LockLensUi | undefined;
   let page: Page;
-  let folder: string;
   let renewer: NodeJS.Timeout | undefined;
 
-  /** The row's description (the grey text after its label). */
-  const description = async (row: Locator) => ((await row.locator('.label-description').first().textContent()) ?? '').trim();
-
-  /** The sidebar row whose label is exactly `label`. */
-  function rowLabelled(label: string): Locator {
-    return page.locator('.part.sidebar .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(label)}$`) }) }).first();
-  }
-
-  /** Labels of the sidebar's rows, in order. */
-  const rowLabels = () => page.locator('.part.sidebar .monaco-list-row .label-name').allTextContents();
+  const { rowLabelled, rowLabels, description, quickInputTitled, toast } = viewHelpers(() => page);
 
   /** Expands a collapsed tree row with a click on its twistie. */
   async function expand(row: Locator): Promise<void> {
@@ -72,15 +59,6 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
       return false;
     }, 20_000, 'row expanded');
   }
-
-  /** Waits for the quick input (pick or input box) whose title matches. */
-  async function quickInputTitled(title: RegExp): Promise<void> {
-    const titleOf = page.locator('.quick-input-widget .quick-input-title');
-    await eventually(async () => (await page.locator('.quick-input-widget').isVisible()) && title.test((await titleOf.textContent()) ?? ''), 20_000, `quick input ${title}`);
-  }
-
-  /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */
-  const toast = (text: string | RegExp) => page.locator('.notification-toast.notification-fade-in-done').filter({ hasText: text }).first();
 
   const exists = async (key: string) => (await redis.cli(['EXISTS', key])) === '1';
 
@@ -121,22 +99,18 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await redis.cli(['SET', STUCK, STUCK_TOKEN]);
     renewer = setInterval(() => void renew().catch(() => undefined), 5000);
 
-    folder = mkdtempSync(join(tmpdir(), 'locklens-ui-redis-'));
-    writeFileSync(join(folder, 'README.md'), '# a workspace for the LockLens Redis UI tests\n');
-    server = await startCodeServer({
-      installExtensionFrom: repoRoot,
-      extraSettings: { 'locklens.connections': [{ name: CONNECTION, store: 'redis', endpoints: [redis.url], prefixes: [PREFIX] }] },
+    ui = await openLockLensUi({
+      name: 'redis',
+      readme: 'a workspace for the LockLens Redis UI tests',
+      settings: { 'locklens.connections': [{ name: CONNECTION, store: 'redis', endpoints: [redis.url], prefixes: [PREFIX] }] },
+      viewport: { width: 1600, height: 900 },
     });
-    workbench = await openWorkbench(server, { folder, viewport: { width: 1600, height: 900 } });
-    page = workbench.page;
+    page = ui.page;
   });
 
   after(async () => {
     clearInterval(renewer);
-    // Each step even when one before it failed: nothing may outlive the test.
-    const steps = [() => workbench?.close(), () => server?.stop(), () => peer?.dispose(), () => redis?.dispose()];
-    for (const step of steps) await Promise.resolve().then(step).catch((e: unknown) => console.error('cleanup:', e));
-    if (folder) rmSync(folder, { recursive: true, force: true });
+    await cleanUpEach([() => ui?.close(), () => peer?.dispose(), () => redis?.dispose()]);
   });
 
   test('the tree shows redis-py\'s token lock, the re-entrant Redisson lock and the stuck lock with no expiry', async () => {
@@ -293,7 +267,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await eventually(async () => expected.test(((await output.first().textContent().catch(() => '')) ?? '').replace(/\u00a0/g, ' ')), 20_000, 'the forceRelease line in the Output panel');
     await shot('redis-audit');
     // And the channel's log file, under the user data dir (a log output channel writes one).
-    const file = await eventually(() => findFile(server.userDataDir, (name) => /LockLens Audit/.test(name)), 20_000, 'the audit log file');
+    const file = await eventually(() => findFile(ui!.server.userDataDir, (name) => /LockLens Audit/.test(name)), 20_000, 'the audit log file');
     const lines = readFileSync(file, 'utf8').split('\n').filter((l) => /forceRelease/.test(l));
     assert.equal(lines.length, 1, `one forceRelease line: ${JSON.stringify(lines)}`);
     assert.match(lines[0], expected);
