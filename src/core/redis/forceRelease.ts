@@ -17,13 +17,16 @@ function isHolder(lock: LockState, member: LockMember): boolean {
   return [lock.holder, ...(lock.sharedWith ?? [])].some((m) => m && m.key.equals(member.key) && m.owner === member.owner);
 }
 
-/** Runs a compare-and-delete script on every instance (one, or a redlock set); how many deleted. */
-async function onEvery(clients: readonly Redis[], run: (c: Redis) => Promise<unknown>): Promise<number> {
+/**
+ * Runs a compare-and-delete script on every instance (one, or a redlock set): on how many it deleted, and how many
+ * could not be asked. Throws only when none could.
+ */
+async function onEvery(clients: readonly Redis[], run: (c: Redis) => Promise<unknown>): Promise<{ deleted: number; unreachable: number }> {
   const results = await Promise.allSettled(clients.map(run));
-  const n = results.filter((r) => r.status === 'fulfilled' && r.value === 1).length;
-  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (n === 0 && failed && results.every((r) => r.status === 'rejected')) throw failed.reason;
-  return n;
+  const deleted = results.filter((r) => r.status === 'fulfilled' && r.value === 1).length;
+  const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (deleted === 0 && failed.length === results.length) throw failed[0].reason;
+  return { deleted, unreachable: failed.length };
 }
 
 function where(deleted: number, of: number): string {
@@ -63,34 +66,28 @@ export async function forceRelease(clients: readonly Redis[], lock: LockState, m
         if (member.valueSize !== member.valuePreview.length) throw new LockLensError('INVALID_ARGUMENT', 'the value shown was cut short: read it again');
         // Under redlock the same token is on every instance that agreed: compare-and-delete on every instance, and
         // say on how many it was still there. An instance that is down keeps its copy until its TTL.
-        const results = await Promise.allSettled(clients.map((c) => c.eval(TOKEN_RELEASE, 1, lock.name, member.valuePreview)));
-        const deleted = results.filter((r) => r.status === 'fulfilled' && r.value === 1).length;
-        if (deleted === 0) {
-          const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-          if (failed && results.every((r) => r.status === 'rejected')) throw failed.reason;
-          throw changed();
-        }
+        const { deleted, unreachable } = await onEvery(clients, (c) => c.eval(TOKEN_RELEASE, 1, lock.name, member.valuePreview));
+        if (deleted === 0) throw changed();
         if (clients.length === 1) return { keys: [lock.name], action: 'deleted the key' };
-        const unreachable = results.filter((r) => r.status === 'rejected').length;
         return {
           keys: [lock.name],
           action: `deleted the key on ${deleted} of ${clients.length} instances${unreachable ? ` (${unreachable} unreachable)` : ''}`,
         };
       }
       case CONVENTIONS.redissonRwLock: {
-        const n = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, rwLockChannel(lock.name), member.key, UNLOCK_MESSAGE, member.mode ?? ''));
+        const { deleted: n } = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, rwLockChannel(lock.name), member.key, UNLOCK_MESSAGE, member.mode ?? ''));
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the read/write lock hash and woke its waiters' + where(n, clients.length) };
       }
       case CONVENTIONS.redissonFairLock: {
-        const n = await onEvery(clients, (c) =>
+        const { deleted: n } = await onEvery(clients, (c) =>
           c.eval(FAIR_FORCE_UNLOCK, 4, lock.name, lockQueueKey(lock.name), lockTimeoutKey(lock.name), lockChannel(lock.name), member.key, UNLOCK_MESSAGE, Date.now()),
         );
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the lock hash and woke the first waiter, if any' + where(n, clients.length) };
       }
       case CONVENTIONS.redissonLock: {
-        const n = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, lockChannel(lock.name), member.key, UNLOCK_MESSAGE, ''));
+        const { deleted: n } = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, lockChannel(lock.name), member.key, UNLOCK_MESSAGE, ''));
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the lock hash and woke its waiters' + where(n, clients.length) };
       }
