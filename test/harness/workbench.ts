@@ -253,17 +253,23 @@ export function treeRow(page: Page, label: string, within = '.part.sidebar'): Lo
 /**
  * Right-clicks `row`, then the context-menu item `item` (hovered first: a click that lands on a menu item just shown
  * is often ignored), until the command's modal confirmation shows; returns that dialog. A row command must get its
- * row: if a quick pick opens instead (the command asking what to act on), the tree dropped the row's handle under the
- * menu, and this throws.
+ * row. VS Code drops a row's handle while its parent redraws (its children are fetched again), and a menu item
+ * clicked in that moment runs the command with no argument, which then asks what to act on: that quick pick is
+ * closed and the menu tried again, as a user would. Asked every time (`maxAsked`), the command never gets its row,
+ * and this throws.
  */
-export async function confirmFromContextMenu(page: Page, row: Locator, item: string, timeoutMs = 30_000): Promise<Locator> {
+export async function confirmFromContextMenu(page: Page, row: Locator, item: string, timeoutMs = 30_000, maxAsked = 3): Promise<Locator> {
   const menuItem = page.locator('.monaco-menu .action-item', { hasText: item }).first();
   const dialog = page.locator('.monaco-dialog-box');
   const quickInput = page.locator('.quick-input-widget');
-  let askedInstead = false;
+  let asked = 0;
   await eventually(async () => {
     if (await dialog.isVisible()) return true;
-    if (await quickInput.isVisible()) return (askedInstead = true);
+    if (await quickInput.isVisible()) {
+      if (++asked >= maxAsked) return true;
+      await page.keyboard.press('Escape');
+      await quickInput.waitFor({ state: 'hidden', timeout: 2000 }).catch(() => undefined);
+    }
     if (!(await menuItem.isVisible())) await row.click({ button: 'right', timeout: 5000 });
     await menuItem.hover({ timeout: 2000 }).catch(() => undefined);
     await menuItem.click({ timeout: 2000 }).catch(() => undefined);
@@ -272,7 +278,7 @@ export async function confirmFromContextMenu(page: Page, row: Locator, item: str
       () => false,
     );
   }, timeoutMs, `the confirmation of "${item}"`);
-  if (askedInstead) throw new Error(`"${item}" from the row's context menu asked what to act on instead of using the row`);
+  if (asked >= maxAsked) throw new Error(`"${item}" from the row's context menu asked what to act on ${asked} times instead of using the row`);
   return dialog;
 }
 
