@@ -5,7 +5,8 @@
 //
 // Stores are separate bundles so that nothing loads a store's client (etcd3 + gRPC + protobufjs, ioredis, …) until a
 // connection of that kind is first opened: activation stays flat however many stores exist, and each store's code is
-// downloaded once (not once per host bundle). A store bundle does not carry its own copy of the store-neutral core
+// downloaded once (not once per host bundle), and by those who use that store only: the extension's package carries
+// etcd's, and every other store's bundle is packaged as its own extension (packages/<store>/, scripts/package.mjs). A store bundle does not carry its own copy of the store-neutral core
 // (src/ outside src/core/<store>/): it uses the loading bundle's modules, handed over by `openBackend`'s loader, so
 // `instanceof LockLensError` and module state work across the two files and the core is not duplicated.
 import * as esbuild from 'esbuild';
@@ -95,7 +96,8 @@ function storeBundle({ store, entry, dir }) {
 
 /**
  * In a host bundle (extension, CLI, demo): `require('./<store>/<store>Backend')` in src/core/backends.ts becomes a
- * runtime require of dist/stores/<store>.js, handed this bundle's copies of the core modules the store bundles use.
+ * runtime load of the store's bundle (dist/stores/<store>.js beside it, else the store package's copy: see
+ * src/core/storeBundles.ts), handed this bundle's copies of the core modules the store bundles use.
  * Host code that imports a store's modules directly (pure helpers) gets them without their side effects, and the build
  * fails if a store's client library still ends up in the host bundle.
  */
@@ -111,17 +113,7 @@ function hostStores(sharedCore, { storeClientsAllowed = false } = {}) {
         );
       }
       build.onLoad({ filter: /.*/, namespace: 'locklens-store-loader' }, (args) => ({
-        contents: [
-          `const { LockLensError } = require(${JSON.stringify(join(ROOT, 'src/core/errors.ts'))});`,
-          `let store;`,
-          `try {`,
-          `  store = require(require('node:path').join(__dirname, 'stores', ${JSON.stringify(`${args.path}.js`)}));`,
-          `} catch (e) {`,
-          `  if (e && e.code === 'MODULE_NOT_FOUND') throw new LockLensError('INVALID_ARGUMENT', ${JSON.stringify(`this build of LockLens has no ${args.path} store (dist/stores/${args.path}.js is missing)`)}, { cause: e });`,
-          `  throw e;`,
-          `}`,
-          `module.exports = store.load(require('locklens:core'));`,
-        ].join('\n'),
+        contents: `module.exports = require(${JSON.stringify(join(ROOT, 'src/core/storeBundles.ts'))}).loadStoreBundle(${JSON.stringify(args.path)}, __dirname, require('locklens:core'));`,
         loader: 'js',
         resolveDir: ROOT,
       }));

@@ -15,6 +15,7 @@ export const EXIT_CODES: Record<ErrorCode, number> = {
   ETCD: 1,
   STORE: 1,
   CLOSED: 1,
+  NOT_INSTALLED: 1,
   INVALID_ARGUMENT: 2,
   UNREACHABLE: 3,
   TIMEOUT: 3,

@@ -17,6 +17,8 @@ export type ErrorCode =
   | 'CANCELLED'
   | 'CLOSED'
   | 'ETCD'
+  /** The store's support is not in this installation (its store package is not installed). */
+  | 'NOT_INSTALLED'
   /** Any other failure reported by a store (Redis, …), with its message. */
   | 'STORE';
 

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { LockBackend, LockWatch } from '../core/backend';
+import type { LockBackend, LockWatch, StoreKind } from '../core/backend';
 import { openBackend } from '../core/backends';
 import { Emitter } from '../core/emitter';
 import { LockLensError, errorMessage } from '../core/errors';
@@ -47,6 +47,10 @@ export class ClusterConnection implements vscode.Disposable {
 
   get name(): string {
     return this.settings.name;
+  }
+
+  get store(): StoreKind {
+    return this.settings.store ?? 'etcd';
   }
 
   get state(): ConnectionState {

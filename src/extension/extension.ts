@@ -10,6 +10,7 @@ import { LockTreeProvider } from './lockTree';
 import { ConnectionSecretStore } from './secrets';
 import { autoConnect } from './settings';
 import { HeldLocksStatus } from './statusBar';
+import { StorePackages } from './storePackages';
 import { registerTimeline } from './timelinePanel';
 
 /** What activate returns: the live parts, for tests and for extensions that build on LockLens. */
@@ -40,6 +41,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   const tree = new LockTreeProvider(registry, heldLocks);
   const view = vscode.window.createTreeView('locklens.locks', { treeDataProvider: tree, showCollapseAll: true });
   const register = commandRegistrar(log);
+  const stores = new StorePackages(context.extension);
 
   heldLocks.onDidLose(({ lock, reason }) => {
     void vscode.window.showErrorMessage(vscode.l10n.t('You lost the lock "{0}" on {1}: {2}', displayKey(lock.name), lock.connection.name, reason.message));
@@ -53,17 +55,23 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   };
   registry.onDidChange(updateContext);
   registry.onDidChangeState(updateContext);
+  // A store package installed (or updated) while this window runs: connections that were missing it try again.
 
   context.subscriptions.push(
     log,
     audit,
     view,
     tree,
+    stores,
     new HeldLocksStatus(heldLocks),
-    ...registerConnectionCommands(register, registry, secrets),
+    ...registerConnectionCommands(register, registry, secrets, stores),
     ...registerLockCommands(register, registry, heldLocks, tree, audit),
     ...registerTimeline(context, registry, tree, view),
     register('locklens.showAuditLog', () => audit.channel.show(true)),
+    // A store package installed (or updated) while this window runs: connections that were missing it try again.
+    stores.onDidChange(() => {
+      for (const c of registry.all()) if (c.error?.code === 'NOT_INSTALLED' && stores.has(c.store)) void c.connect();
+    }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('locklens.connections')) void registry.sync();
       if (e.affectsConfiguration('locklens.longHoldSeconds')) tree.redraw();

@@ -135,7 +135,8 @@ export function stateText(c: ClusterConnection): string {
     case 'reconnecting':
       return reason ? vscode.l10n.t('reconnecting: {0}', reason) : vscode.l10n.t('reconnecting');
     case 'error':
-      return vscode.l10n.t('error: {0}', reason ?? '');
+      // Not a failure of the store: what to install, said as it is.
+      return c.error?.code === 'NOT_INSTALLED' ? c.error.message : vscode.l10n.t('error: {0}', reason ?? '');
     case 'disconnected':
       return vscode.l10n.t('disconnected');
   }

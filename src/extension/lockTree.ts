@@ -426,15 +426,19 @@ const CONNECTION_ICONS: Record<ClusterConnection['state'], vscode.ThemeIcon> = {
   disconnected: new vscode.ThemeIcon('debug-disconnect'),
 };
 
+const NOT_INSTALLED_ICON = new vscode.ThemeIcon('extensions', new vscode.ThemeColor('list.warningForeground'));
+
 function connectionItem(node: ConnectionNode): vscode.TreeItem {
   const c = node.connection;
   const item = new vscode.TreeItem(c.name, vscode.TreeItemCollapsibleState.Expanded);
   item.id = node.id;
-  item.contextValue = `connection.${c.state}`;
-  item.iconPath = CONNECTION_ICONS[c.state];
+  // A store whose package is not installed offers to install it instead of connecting.
+  const notInstalled = c.error?.code === 'NOT_INSTALLED';
+  item.contextValue = notInstalled ? 'connection.notInstalled' : `connection.${c.state}`;
+  item.iconPath = notInstalled ? NOT_INSTALLED_ICON : CONNECTION_ICONS[c.state];
   item.description = stateText(c);
   const md = tooltip().appendMarkdown(`**`);
-  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${STORE_NAMES[c.settings.store ?? 'etcd']}\n\n${vscode.l10n.t('Endpoints')}: `);
+  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${STORE_NAMES[c.store]}\n\n${vscode.l10n.t('Endpoints')}: `);
   appendUntrusted(md, c.settings.endpoints.join(', '));
   if (c.settings.username) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('User')}: `), c.settings.username);
   if (c.settings.namespace) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Namespace')}: `), c.settings.namespace);

@@ -6,33 +6,41 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { inflateRawSync } from 'node:zlib';
 import { cleanEnv, codeServerEntry, checkInstalled, node24, node24Dir, repoRoot, startCodeServer, type CodeServer } from '../harness/codeServer';
+import { Redis } from 'ioredis';
 import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
+import { startRedis, type RedisServer } from '../harness/redis';
 import { localizedManifest } from '../harness/manifest';
-import { openViewContainer, openWorkbench, runCommand, screenshot, type Workbench } from '../harness/workbench';
+import { openViewContainer, openWorkbench, runCommand, screenshot, viewHelpers, type Workbench } from '../harness/workbench';
 
 /**
- * The .vsix a desktop user installs: packaged by vsce from the built bundles (what `npm run package` runs after its
- * build; here vsce alone, since npm test has just built dist/ and other test files read it while this one runs), with
- * only the allowed files and a bounded size, then installed into code-server with `--install-extension` (the same
- * install path as desktop VS Code) and seen working from there: listed as installed, and its Locks view showing a
- * lock from a real etcd (which needs the extension bundle and etcd3's .proto files from the package, nothing else).
+ * The .vsix files a desktop user installs: packaged by scripts/package.mjs (what `npm run package` runs after its
+ * build; here the script alone, since npm test has just built dist/ and other test files read it while this one runs)
+ * from the built bundles: the extension with etcd's store, and LockLens for Redis with Redis's. Each holds only its
+ * allowed files within a bounded size. The extension is installed into code-server with `--install-extension` (the
+ * same install path as desktop VS Code) and seen working from there: listed as installed, its Locks view showing a lock
+ * from a real etcd (which needs the extension bundle and etcd3's .proto files from the package, nothing else), and a
+ * Redis connection saying that Redis support is not installed, with an action to install it. Then the Redis package
+ * is installed beside it while the window runs, and that connection shows a lock from a real redis-server.
  */
 
-/** What may be in the package: the extension's files, under `extension/`, plus vsce's two manifest files. */
+/** What may be in the packages: each one's files, under `extension/`, plus vsce's two manifest files. */
+const PACKAGE_FILES = [/^extension\.vsixmanifest$/, /^\[Content_Types\]\.xml$/, /^extension\/(package\.json|readme\.md|LICENSE\.txt)$/];
 const ALLOWED = [
-  /^extension\.vsixmanifest$/,
-  /^\[Content_Types\]\.xml$/,
-  /^extension\/(package\.json|package\.nls(\.[a-z-]+)?\.json|readme\.md|changelog\.md|LICENSE\.txt)$/,
+  ...PACKAGE_FILES,
+  /^extension\/(package\.nls(\.[a-z-]+)?\.json|changelog\.md)$/,
   /^extension\/dist\/extension\.js(\.LEGAL\.txt)?$/,
-  /^extension\/dist\/stores\/[a-z]+\.js(\.LEGAL\.txt)?$/,
+  /^extension\/dist\/stores\/etcd\.js(\.LEGAL\.txt)?$/,
   /^extension\/dist\/proto\/[a-z]+\.proto$/,
   /^extension\/dist\/webview\/[^/]+\.(js|css|LEGAL\.txt)$/,
   /^extension\/l10n\/bundle\.l10n(\.[a-z-]+)?\.json$/,
   /^extension\/media\/[\w/-]+\.(svg|png|md)$/,
 ];
-/** The package today is about 250 KB (the extension bundle is most of it): room to grow, not to double. */
+const REDIS_ALLOWED = [...PACKAGE_FILES, /^extension\/dist\/stores\/redis\.js(\.LEGAL\.txt)?$/, /^extension\/media\/icon\.png$/];
+/** The extension's package is about 280 KB (etcd's client is most of it): room to grow, not to double. */
 const MAX_VSIX_BYTES = 600 * 1024;
 const MAX_UNPACKED_BYTES = 2 * 1024 * 1024;
+/** LockLens for Redis is about 90 KB (ioredis). */
+const MAX_REDIS_VSIX_BYTES = 200 * 1024;
 
 interface Manifest {
   publisher: string;
@@ -52,22 +60,29 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
   let tmp: string;
   let vsix: string;
   let entries: ZipEntry[];
+  let redisVsix: string;
+  let redisEntries: ZipEntry[];
   let etcd: EtcdServer | undefined;
+  let redis: RedisServer | undefined;
   let server: CodeServer | undefined;
   let workbench: Workbench | undefined;
 
   before(async () => {
     checkInstalled();
     tmp = mkdtempSync(join(tmpdir(), 'locklens-vsix-'));
+    const packaged = await run(process.execPath, [join(repoRoot, 'scripts/package.mjs'), '--out', tmp], repoRoot, 120_000);
     vsix = join(tmp, `${manifest.name}-${manifest.version}.vsix`);
-    await run(process.execPath, [join(repoRoot, 'node_modules/@vscode/vsce/vsce'), 'package', '--no-dependencies', '--out', vsix], repoRoot, 120_000);
+    redisVsix = join(tmp, `${manifest.name}-redis-${manifest.version}.vsix`);
+    assert.deepEqual(packaged.trim().split('\n'), [vsix, redisVsix], 'the packages the script made');
     entries = readZip(readFileSync(vsix));
+    redisEntries = readZip(readFileSync(redisVsix));
   });
 
   after(async () => {
     await workbench?.close();
     await server?.stop();
     await etcd?.dispose();
+    await redis?.dispose();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
 
@@ -75,6 +90,7 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     const names = entries.map((e) => e.name);
     const unexpected = names.filter((n) => !ALLOWED.some((re) => re.test(n)));
     assert.deepEqual(unexpected, [], `files that must not be in the .vsix:\n${unexpected.join('\n')}`);
+    assert.ok(!names.includes('extension/dist/stores/redis.js'), 'Redis comes in its own package');
     for (const forbidden of [/\.map$/, /\.ts$/, /dist\/(locklens|demo)\.js/, /node_modules\//, /^extension\/(src|test|demo|docs|scripts|out)\//]) {
       assert.ok(!names.some((n) => forbidden.test(n)), `nothing matching ${forbidden}`);
     }
@@ -99,11 +115,25 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     assert.deepEqual(missing, [], 'files the manifest needs');
   });
 
-  test(`its size is bounded (${MAX_VSIX_BYTES / 1024} KB packed, ${MAX_UNPACKED_BYTES / 1024} KB unpacked)`, () => {
+  test('LockLens for Redis holds its manifest, README, licence, icon and the Redis store bundle; same version, depends on LockLens', () => {
+    const names = redisEntries.map((e) => e.name);
+    const unexpected = names.filter((n) => !REDIS_ALLOWED.some((re) => re.test(n)));
+    assert.deepEqual(unexpected, [], `files that must not be in the Redis .vsix:\n${unexpected.join('\n')}`);
+    for (const needed of ['extension/dist/stores/redis.js', 'extension/package.json', 'extension/readme.md', 'extension/LICENSE.txt', 'extension/media/icon.png']) {
+      assert.ok(names.includes(needed), needed);
+    }
+    const redisManifest = JSON.parse(redisEntries.find((e) => e.name === 'extension/package.json')!.text()) as Manifest & { extensionDependencies: string[]; main?: string };
+    assert.equal(redisManifest.version, manifest.version);
+    assert.deepEqual(redisManifest.extensionDependencies, [`${manifest.publisher}.${manifest.name}`]);
+    assert.equal(redisManifest.main, undefined, 'no code of its own: LockLens loads its bundle');
+  });
+
+  test(`their sizes are bounded (${MAX_VSIX_BYTES / 1024} KB packed, ${MAX_UNPACKED_BYTES / 1024} KB unpacked; Redis ${MAX_REDIS_VSIX_BYTES / 1024} KB)`, () => {
     const packed = statSync(vsix).size;
     const unpacked = entries.reduce((n, e) => n + e.size, 0);
     assert.ok(packed <= MAX_VSIX_BYTES, `${packed} bytes packed`);
     assert.ok(unpacked <= MAX_UNPACKED_BYTES, `${unpacked} bytes unpacked`);
+    assert.ok(statSync(redisVsix).size <= MAX_REDIS_VSIX_BYTES, `${statSync(redisVsix).size} bytes packed (Redis)`);
   });
 
   test('the packaged README links images by absolute https URLs (vsce rewrites relative ones from `repository`)', () => {
@@ -118,11 +148,7 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     const extensions = join(tmp, 'extensions');
     mkdirSync(userData, { recursive: true });
     mkdirSync(extensions, { recursive: true });
-    await run(node24, [codeServerEntry, '--install-extension', vsix, '--extensions-dir', extensions, '--user-data-dir', userData], tmp, 120_000, {
-      PATH: `${join(node24Dir, 'bin')}:${process.env.PATH ?? ''}`,
-      XDG_CONFIG_HOME: join(tmp, 'config'),
-      XDG_DATA_HOME: join(tmp, 'data'),
-    });
+    await installExtension(vsix, extensions, userData);
     // Installed from the package: exactly its files, unpacked.
     const installed = join(extensions, `${manifest.publisher}.${manifest.name}-${manifest.version}`);
     const files = listFiles(installed).sort();
@@ -131,10 +157,19 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
 
     etcd = await startEtcd();
     await etcd.etcdctl(['put', '/locks/from-the-vsix', 'held']);
+    redis = await startRedis();
+    const client = new Redis(redis.url);
+    await client.set('lock:redis-from-the-vsix', 'a-token', 'PX', 600_000);
+    client.disconnect();
     server = await startCodeServer({
       userDataDir: userData,
       extensionsDir: extensions,
-      extraSettings: { 'locklens.connections': [{ name: 'vsix', endpoints: [etcd.endpoint], prefixes: ['/locks/'] }] },
+      extraSettings: {
+        'locklens.connections': [
+          { name: 'vsix', endpoints: [etcd.endpoint], prefixes: ['/locks/'] },
+          { name: 'vsix-redis', store: 'redis', endpoints: [redis.url], prefixes: ['lock:'] },
+        ],
+      },
     });
     const folder = join(tmp, 'workspace');
     mkdirSync(folder, { recursive: true });
@@ -156,6 +191,32 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     await screenshot(page, 'vsix-installed');
   });
 
+  test('a Redis connection says Redis support is not installed and offers to install it; installing LockLens for Redis beside it makes it connect', async () => {
+    const { page } = workbench!;
+    const { rowLabelled, description } = viewHelpers(() => page);
+    const connection = rowLabelled('vsix-redis');
+    await eventually(async () => /Redis support is not installed: install the extension locklens\.locklens-redis/.test(await description(connection)), 30_000, 'the Redis connection says what is missing');
+    await connection.hover();
+    await connection.locator('.action-label[aria-label="Install Store Support"]').waitFor({ state: 'visible', timeout: 10_000 });
+    await screenshot(page, 'vsix-redis-missing');
+    // Adding a Redis connection offers the package before asking anything else; declining ends the flow.
+    await runCommand(page, 'LockLens: Add Connection…');
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Redis' }).first().click();
+    const dialog = page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+    assert.match((await dialog.textContent()) ?? '', /Redis support is not installed\. Install the extension locklens\.locklens-redis\?/);
+    await dialog.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+    await dialog.waitFor({ state: 'hidden', timeout: 10_000 });
+    // No endpoint step after declining: the quick input closes.
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+    // Installed from outside the window, as `code --install-extension` or the Marketplace would: the window picks it up
+    // without a reload, and the connection that was missing it connects.
+    await installExtension(redisVsix, join(tmp, 'extensions'), join(tmp, 'user-data'));
+    await eventually(async () => /^connected/.test(await description(connection)), 90_000, 'the Redis connection connects once LockLens for Redis is installed');
+    await rowLabelled('redis-from-the-vsix').waitFor({ state: 'visible', timeout: 30_000 });
+    await screenshot(page, 'vsix-redis-installed');
+  });
+
   test('its Getting started walkthrough opens with its four steps and their pages', async () => {
     const { page } = workbench!;
     const walkthrough = (localizedManifest(repoRoot) as Manifest & { contributes: { walkthroughs: { title: string; steps: { title: string }[] }[] } }).contributes.walkthroughs[0];
@@ -174,6 +235,15 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     await screenshot(page, 'vsix-walkthrough');
   });
 });
+
+/** `code-server --install-extension`, the same install path as desktop VS Code's `code --install-extension`. */
+function installExtension(file: string, extensionsDir: string, userDataDir: string): Promise<string> {
+  return run(node24, [codeServerEntry, '--install-extension', file, '--extensions-dir', extensionsDir, '--user-data-dir', userDataDir], tmpdir(), 120_000, {
+    PATH: `${join(node24Dir, 'bin')}:${process.env.PATH ?? ''}`,
+    XDG_CONFIG_HOME: join(extensionsDir, '..', 'config'),
+    XDG_DATA_HOME: join(extensionsDir, '..', 'data'),
+  });
+}
 
 function run(command: string, args: readonly string[], cwd: string, timeout: number, env: Record<string, string> = {}): Promise<string> {
   return new Promise((resolve, reject) => {

@@ -7,8 +7,9 @@ import { splitEndpoints } from '../../core/profile';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
 import { STORE_NAMES } from '../format';
 import { nodeId, type LockTreeNode } from '../lockTree';
-import { orCancel, pickConnection } from '../pickers';
+import { Cancelled, orCancel, pickConnection } from '../pickers';
 import type { ConnectionSecretStore } from '../secrets';
+import type { StorePackages } from '../storePackages';
 import { readConnections, writeConnections, type ConnectionSecrets, type ConnectionSettings } from '../settings';
 
 /** What `locklens.addConnection` accepts from scripts and tests instead of asking: settings plus the secrets. */
@@ -16,7 +17,7 @@ export type ConnectionInput = ConnectionSettings & ConnectionSecrets;
 
 type Node = LockTreeNode | undefined;
 
-export function registerConnectionCommands(register: RegisterCommand, registry: ConnectionRegistry, secrets: ConnectionSecretStore): vscode.Disposable[] {
+export function registerConnectionCommands(register: RegisterCommand, registry: ConnectionRegistry, secrets: ConnectionSecretStore, stores: StorePackages): vscode.Disposable[] {
   const connectionOf = async (node: Node, title: string) => node?.connection ?? (await pickConnection(registry, title));
   const saveAndSync = async (list: ConnectionSettings[]) => {
     await writeConnections(list);
@@ -25,23 +26,23 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
 
   return [
     register('locklens.addConnection', async (input?: ConnectionInput) => {
-      const { password, keyPassphrase, ...settings } = input ?? (await askConnection(undefined, readConnections().map((c) => c.name)));
+      const { password, keyPassphrase, ...settings } = input ?? (await askConnection(undefined, readConnections().map((c) => c.name), false, stores));
       await secrets.set(settings.name, { password, keyPassphrase });
       await saveAndSync([...readConnections().filter((c) => c.name !== settings.name), settings]);
-      await connectWithProgress(registry.get(settings.name)!);
+      await connectWithProgress(registry.get(settings.name)!, stores);
     }),
 
     register('locklens.editConnection', async (node?: Node) => {
       const current = (await connectionOf(node, vscode.l10n.t('Edit connection'))).settings;
       const others = readConnections().filter((c) => c.name !== current.name);
       const stored = await secrets.get(current.name);
-      const { password, keyPassphrase, ...settings } = await askConnection(current, others.map((c) => c.name), stored.password !== undefined);
+      const { password, keyPassphrase, ...settings } = await askConnection(current, others.map((c) => c.name), stored.password !== undefined, stores);
       await secrets.rename(current.name, settings.name);
       await secrets.set(settings.name, { password, keyPassphrase });
       const list = readConnections().map((c) => (c.name === current.name ? { ...settings, prefixes: current.prefixes } : c));
       await saveAndSync(list);
       const edited = registry.get(settings.name);
-      if (edited && edited.state !== 'connected') await connectWithProgress(edited);
+      if (edited && edited.state !== 'connected') await connectWithProgress(edited, stores);
     }),
 
     register('locklens.removeConnection', async (node?: Node) => {
@@ -58,7 +59,12 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
       await saveAndSync(readConnections().filter((s) => s.name !== c.name));
     }),
 
-    register('locklens.connect', async (node?: Node) => connectWithProgress(await connectionOf(node, vscode.l10n.t('Connect')))),
+    register('locklens.connect', async (node?: Node) => connectWithProgress(await connectionOf(node, vscode.l10n.t('Connect')), stores)),
+
+    register('locklens.installStoreSupport', async (node?: Node) => {
+      const c = await connectionOf(node, vscode.l10n.t('Install store support'));
+      if (await stores.ensure(c.store)) await connectWithProgress(c, stores);
+    }),
 
     register('locklens.disconnect', async (node?: Node) => (await connectionOf(node, vscode.l10n.t('Disconnect'))).disconnect()),
 
@@ -69,7 +75,7 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
 
     register('locklens.addPrefix', async (node?: Node, given?: string) => {
       const c = await connectionOf(node, vscode.l10n.t('Watch a prefix'));
-      const etcd = (c.settings.store ?? 'etcd') === 'etcd';
+      const etcd = c.store === 'etcd';
       const prefix =
         given ??
         orCancel(
@@ -96,13 +102,20 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
   ];
 }
 
-/** Connects with a progress notification, and says why it could not, offering to edit the connection. */
-export async function connectWithProgress(c: ClusterConnection): Promise<void> {
+/** Connects with a progress notification, and says why it could not, offering to edit the connection (or to install its store). */
+export async function connectWithProgress(c: ClusterConnection, stores: StorePackages): Promise<void> {
   await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Connecting to {0}…', c.name) },
     () => c.connect(),
   );
   if (c.state !== 'error') return;
+  if (c.error?.code === 'NOT_INSTALLED') {
+    const install = vscode.l10n.t('Install');
+    if ((await vscode.window.showErrorMessage(vscode.l10n.t('Cannot connect to {0}: {1}', c.name, c.error.message), install)) === install && (await stores.ensure(c.store))) {
+      await connectWithProgress(c, stores);
+    }
+    return;
+  }
   const edit = vscode.l10n.t('Edit Connection');
   const answer = await vscode.window.showErrorMessage(vscode.l10n.t('Cannot connect to {0}: {1}', c.name, c.error?.message ?? ''), edit);
   if (answer === edit) await vscode.commands.executeCommand('locklens.editConnection', { kind: 'connection', id: nodeId('c', c.name), connection: c });
@@ -112,9 +125,11 @@ export async function connectWithProgress(c: ClusterConnection): Promise<void> {
  * The add/edit flow: the store (when adding), endpoints, name, authentication, TLS, namespace (etcd), and (when adding)
  * a first prefix. Escape at any step cancels the whole flow; `current` fills in every default when editing.
  */
-async function askConnection(current: ConnectionSettings | undefined, takenNames: readonly string[], hasPassword = false): Promise<ConnectionInput> {
-  // Which store comes before the numbered steps: it decides how many there are (etcd alone has namespaces).
+async function askConnection(current: ConnectionSettings | undefined, takenNames: readonly string[], hasPassword: boolean, stores: StorePackages): Promise<ConnectionInput> {
+  // Which store comes before the numbered steps: it decides how many there are (etcd alone has namespaces). A store
+  // whose package is missing is installed first (or the flow ends): a connection that cannot connect is no use.
   const store = current ? (current.store ?? 'etcd') : await askStore();
+  if (!current && !(await stores.ensure(store))) throw new Cancelled();
   const etcd = store === 'etcd';
   const steps = (etcd ? 5 : 4) + (current ? 0 : 1);
   const title = (n: number) => (current ? vscode.l10n.t('Edit connection ({0}/{1})', n, steps) : vscode.l10n.t('Add connection ({0}/{1})', n, steps));
