@@ -5,10 +5,11 @@
 //
 // Stores are separate bundles so that nothing loads a store's client (etcd3 + gRPC + protobufjs, ioredis, …) until a
 // connection of that kind is first opened: activation stays flat however many stores exist, and each store's code is
-// downloaded once (not once per host bundle), and by those who use that store only: the extension's package carries
-// etcd's, and every other store's bundle is packaged as its own extension (packages/<store>/, scripts/package.mjs). A store bundle does not carry its own copy of the store-neutral core
-// (src/ outside src/core/<store>/): it uses the loading bundle's modules, handed over by `openBackend`'s loader, so
-// `instanceof LockLensError` and module state work across the two files and the core is not duplicated.
+// downloaded once (not once per host bundle), and only by those who use that store: the extension's package carries
+// etcd's, and every other store's bundle is packaged as its own extension (packages/<store>/, scripts/package.mjs).
+// A store bundle does not carry its own copy of the store-neutral core (src/ outside src/core/<store>/): it uses the
+// loading bundle's modules, handed over by `openBackend`'s loader, so `instanceof LockLensError` and module state work
+// across the two files and the core is not duplicated.
 import * as esbuild from 'esbuild';
 import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
@@ -112,6 +113,8 @@ function hostStores(sharedCore, { storeClientsAllowed = false } = {}) {
           args.importer === backends ? { path: store, namespace: 'locklens-store-loader' } : undefined,
         );
       }
+      // A load that throws (NOT_INSTALLED: the store's package is missing) is tried again on the next connection:
+      // esbuild's lazy CommonJS wrapper forgets a module whose body threw, so installing the package later works.
       build.onLoad({ filter: /.*/, namespace: 'locklens-store-loader' }, (args) => ({
         contents: `module.exports = require(${JSON.stringify(join(ROOT, 'src/core/storeBundles.ts'))}).loadStoreBundle(${JSON.stringify(args.path)}, __dirname, require('locklens:core'));`,
         loader: 'js',

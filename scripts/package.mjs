@@ -37,7 +37,8 @@ try {
   mkdirSync(out, { recursive: true });
   pack(root, manifest.name);
 
-  for (const store of readdirSync(join(root, 'packages'))) {
+  const stores = readdirSync(join(root, 'packages'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  for (const store of stores) {
     const source = join(root, 'packages', store);
     const storeManifest = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'));
     if (storeManifest.version !== manifest.version) {

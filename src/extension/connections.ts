@@ -61,6 +61,11 @@ export class ClusterConnection implements vscode.Disposable {
     return this.lastError;
   }
 
+  /** Failed because its store's package is not installed (or not of this version): installing it is the fix. */
+  get storeMissing(): boolean {
+    return this.currentState === 'error' && this.lastError?.code === 'NOT_INSTALLED';
+  }
+
   get prefixes(): readonly string[] {
     return this.settings.prefixes ?? [];
   }

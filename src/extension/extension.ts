@@ -55,7 +55,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   };
   registry.onDidChange(updateContext);
   registry.onDidChangeState(updateContext);
-  // A store package installed (or updated) while this window runs: connections that were missing it try again.
 
   context.subscriptions.push(
     log,
@@ -70,7 +69,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     register('locklens.showAuditLog', () => audit.channel.show(true)),
     // A store package installed (or updated) while this window runs: connections that were missing it try again.
     stores.onDidChange(() => {
-      for (const c of registry.all()) if (c.error?.code === 'NOT_INSTALLED' && stores.has(c.store)) void c.connect();
+      for (const c of registry.all()) if (c.storeMissing && stores.has(c.store)) void c.connect();
     }),
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('locklens.connections')) void registry.sync();

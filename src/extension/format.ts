@@ -136,7 +136,7 @@ export function stateText(c: ClusterConnection): string {
       return reason ? vscode.l10n.t('reconnecting: {0}', reason) : vscode.l10n.t('reconnecting');
     case 'error':
       // Not a failure of the store: what to install, said as it is.
-      return c.error?.code === 'NOT_INSTALLED' ? c.error.message : vscode.l10n.t('error: {0}', reason ?? '');
+      return c.storeMissing ? (reason ?? '') : vscode.l10n.t('error: {0}', reason ?? '');
     case 'disconnected':
       return vscode.l10n.t('disconnected');
   }

@@ -433,9 +433,8 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   const item = new vscode.TreeItem(c.name, vscode.TreeItemCollapsibleState.Expanded);
   item.id = node.id;
   // A store whose package is not installed offers to install it instead of connecting.
-  const notInstalled = c.error?.code === 'NOT_INSTALLED';
-  item.contextValue = notInstalled ? 'connection.notInstalled' : `connection.${c.state}`;
-  item.iconPath = notInstalled ? NOT_INSTALLED_ICON : CONNECTION_ICONS[c.state];
+  item.contextValue = c.storeMissing ? 'connection.notInstalled' : `connection.${c.state}`;
+  item.iconPath = c.storeMissing ? NOT_INSTALLED_ICON : CONNECTION_ICONS[c.state];
   item.description = stateText(c);
   const md = tooltip().appendMarkdown(`**`);
   appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${STORE_NAMES[c.store]}\n\n${vscode.l10n.t('Endpoints')}: `);

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { join } from 'node:path';
 import type { StoreKind } from '../core/backend';
-import { LockLensError } from '../core/errors';
+import { LockLensError, errorMessage } from '../core/errors';
 import { addStoreSource, findStoreBundle } from '../core/storeBundles';
 import { STORE_NAMES } from './format';
 
@@ -32,38 +32,49 @@ export class StorePackages implements vscode.Disposable {
   readonly onDidChange = vscode.extensions.onDidChange;
 
   has(store: StoreKind): boolean {
-    try {
-      return findStoreBundle(store, this.dist) !== undefined;
-    } catch {
-      return false; // a package of another version: not usable, and connecting says why
-    }
+    return this.status(store).kind === 'ok';
   }
 
   /**
    * Resolves true once `store` can be used: at once if it is installed, else after the user agreed to install its
-   * package and it has arrived in this extension host. False if the user declined.
+   * package and it has arrived in this extension host. False if the user declined or the install failed (said).
    */
   async ensure(store: StoreKind): Promise<boolean> {
-    if (this.has(store)) return true;
+    const status = this.status(store);
+    if (status.kind === 'ok') return true;
     const id = storePackageId(store);
+    if (status.kind === 'mismatch') {
+      const show = vscode.l10n.t('Show in Extensions');
+      if ((await vscode.window.showErrorMessage(status.message, show)) === show) await vscode.commands.executeCommand('workbench.extensions.search', `@id:${id}`);
+      return false;
+    }
     const install = vscode.l10n.t('Install');
     const answer = await vscode.window.showInformationMessage(
       vscode.l10n.t('{0} support is not installed. Install the extension {1}?', STORE_NAMES[store], id),
       {
         modal: true,
         detail: vscode.l10n.t(
-          'Each store other than etcd comes as its own small extension, so that nobody downloads a store they do not use. Without the Marketplace, install its .vsix with "Extensions: Install from VSIX…".',
+          'Each store other than etcd comes as its own small extension, so that nobody downloads a store they do not use. If it is installed but disabled, enable it instead. Without the Marketplace, install its .vsix with "Extensions: Install from VSIX…".',
         ),
       },
       install,
     );
     if (answer !== install) return false;
-    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Installing {0}…', id) }, async () => {
-      await vscode.commands.executeCommand('workbench.extensions.installExtension', id);
-      if (!(await this.appears(store))) {
-        throw new LockLensError('NOT_INSTALLED', vscode.l10n.t('{0} was installed but is not running yet: reload the window (Developer: Reload Window).', id));
-      }
-    });
+    try {
+      await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Installing {0}…', id) }, () =>
+        vscode.commands.executeCommand('workbench.extensions.installExtension', id),
+      );
+    } catch (e) {
+      // Offline, or no Marketplace (VS Code forks, air-gapped networks): the .vsix is the way.
+      const fromVsix = vscode.l10n.t('Install from VSIX…');
+      const choice = await vscode.window.showErrorMessage(vscode.l10n.t('Could not install {0}: {1}', id, errorMessage(e)), fromVsix);
+      if (choice === fromVsix) await vscode.commands.executeCommand('workbench.extensions.action.installVSIX');
+      return false;
+    }
+    if (!(await this.appears(store))) {
+      void vscode.window.showWarningMessage(vscode.l10n.t('{0} was installed but is not running yet: reload the window (Developer: Reload Window).', id));
+      return false;
+    }
     return true;
   }
 
@@ -71,12 +82,23 @@ export class StorePackages implements vscode.Disposable {
     this.source.dispose();
   }
 
-  /** Where an installed package of `store` keeps its bundle; refuses one built with another version of LockLens. */
+  /**
+   * Whether `store` can be loaded: from this extension's own build, or from its package, which must be of this very
+   * version (a store bundle uses this bundle's core modules as they are: only the same build fits).
+   */
+  private status(store: StoreKind): { kind: 'ok' | 'missing' } | { kind: 'mismatch'; message: string } {
+    try {
+      return { kind: findStoreBundle(store, this.dist) ? 'ok' : 'missing' };
+    } catch (e) {
+      return { kind: 'mismatch', message: errorMessage(e) };
+    }
+  }
+
+  /** Where an installed package of `store` keeps its bundle; refuses one of another version. */
   private bundleOfPackage(store: StoreKind): string | undefined {
     const extension = vscode.extensions.getExtension(storePackageId(store));
     if (!extension) return undefined;
     const { version } = extension.packageJSON as { version: string };
-    // A store bundle uses this bundle's core modules as they are: only the same build fits.
     if (version !== this.version) {
       throw new LockLensError('NOT_INSTALLED', vscode.l10n.t('{0} {1} does not fit LockLens {2}: install the same version of both.', storePackageId(store), version, this.version));
     }

@@ -194,6 +194,7 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
   test('a Redis connection says Redis support is not installed and offers to install it; installing LockLens for Redis beside it makes it connect', async () => {
     const { page } = workbench!;
     const { rowLabelled, description } = viewHelpers(() => page);
+    const dialog = page.locator('.monaco-dialog-box');
     const connection = rowLabelled('vsix-redis');
     await eventually(async () => /Redis support is not installed: install the extension locklens\.locklens-redis/.test(await description(connection)), 30_000, 'the Redis connection says what is missing');
     await connection.hover();
@@ -202,13 +203,24 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     // Adding a Redis connection offers the package before asking anything else; declining ends the flow.
     await runCommand(page, 'LockLens: Add Connection…');
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'Redis' }).first().click();
-    const dialog = page.locator('.monaco-dialog-box');
     await dialog.waitFor({ state: 'visible', timeout: 20_000 });
     assert.match((await dialog.textContent()) ?? '', /Redis support is not installed\. Install the extension locklens\.locklens-redis\?/);
     await dialog.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
     await dialog.waitFor({ state: 'hidden', timeout: 10_000 });
     // No endpoint step after declining: the quick input closes.
     await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
+    // Its Install Store Support action asks, then tries the Marketplace; there is none here, so the install fails and
+    // LockLens says so, offering the .vsix way instead.
+    await connection.hover();
+    await connection.locator('.action-label[aria-label="Install Store Support"]').click();
+    await dialog.waitFor({ state: 'visible', timeout: 20_000 });
+    assert.match((await dialog.textContent()) ?? '', /Install the extension locklens\.locklens-redis\?/);
+    await dialog.locator('.monaco-button', { hasText: /^Install$/ }).first().click();
+    const failed = page.locator('.notification-toast').filter({ hasText: /Could not install locklens\.locklens-redis/ }).first();
+    await failed.waitFor({ state: 'visible', timeout: 90_000 });
+    await failed.locator('.monaco-button', { hasText: 'Install from VSIX…' }).waitFor({ state: 'visible', timeout: 5000 });
+    await screenshot(page, 'vsix-redis-install-failed');
+    await runCommand(page, 'Notifications: Clear All Notifications');
     // Installed from outside the window, as `code --install-extension` or the Marketplace would: the window picks it up
     // without a reload, and the connection that was missing it connects.
     await installExtension(redisVsix, join(tmp, 'extensions'), join(tmp, 'user-data'));

@@ -1,9 +1,9 @@
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Procs, show } from '../harness/cli';
+import { CLI, Procs, show } from '../harness/cli';
 import { eventually, startRedis, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
 import { FakeRedisson } from '../harness/redisson';
@@ -195,5 +195,14 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     assert.equal(await redis.cli(['EXISTS', 'app:stuck']), '0');
     py.release();
     assert.equal(await py.until(['released', 'release-failed']), 'release-failed LockNotOwnedError', 'redis-py learns at release that it had lost the lock');
+  });
+
+  test('a CLI built without the Redis store says so and exits 1, instead of a module-not-found crash', async () => {
+    // The CLI bundle alone, without dist/stores/ beside it.
+    copyFileSync(CLI, join(dir, 'locklens.js'));
+    const r = await procs.spawn(process.execPath, [join(dir, 'locklens.js'), 'list', '--url', url(), '--prefix', 'app:']).exited;
+    assert.equal(r.code, 1, show(r));
+    assert.match(r.stderr, /this build of LockLens has no redis store \(.*stores\/redis\.js is missing\)/, show(r));
+    assert.doesNotMatch(r.stderr, /MODULE_NOT_FOUND|\n\s+at /, 'a sentence, not a stack trace');
   });
 });

@@ -109,9 +109,9 @@ export async function connectWithProgress(c: ClusterConnection, stores: StorePac
     () => c.connect(),
   );
   if (c.state !== 'error') return;
-  if (c.error?.code === 'NOT_INSTALLED') {
-    const install = vscode.l10n.t('Install');
-    if ((await vscode.window.showErrorMessage(vscode.l10n.t('Cannot connect to {0}: {1}', c.name, c.error.message), install)) === install && (await stores.ensure(c.store))) {
+  if (c.storeMissing) {
+    const install = vscode.l10n.t('Install Store Support');
+    if ((await vscode.window.showErrorMessage(vscode.l10n.t('Cannot connect to {0}: {1}', c.name, c.error?.message ?? ''), install)) === install && (await stores.ensure(c.store))) {
       await connectWithProgress(c, stores);
     }
     return;
