@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EtcdConnection } from '../src/core/etcd/connection';
 import { startEtcd } from '../test/harness/etcd';
+import { download } from './download';
 import { ROOT } from './paths';
 import * as redis from './redis';
 import * as scenarios from './scenarios';
@@ -27,6 +28,7 @@ async function main(): Promise<void> {
   };
   try {
     await run('extension', () => scenarios.extension(b));
+    await run('download', async () => download());
     // `handoff` (or `handoff_12`, `handoff_20`) runs both sizes of queue.
     for (const contenders of [12, 20]) {
       if (only.has('handoff')) only.add(`handoff_${contenders}`);

@@ -34,6 +34,7 @@ async function openError(profile: ConnectionProfile): Promise<LockLensError> {
 describe('opening a Redis connection says why it failed', { timeout: 120_000 }, () => {
   let secured: RedisServer;
   let tlsServer: RedisServer;
+  let mtlsServer: RedisServer;
   let certs: TestCerts;
   let http: Server;
   let silent: Server;
@@ -42,12 +43,14 @@ describe('opening a Redis connection says why it failed', { timeout: 120_000 }, 
     certs = makeTestCerts();
     secured = await startRedis({ password: PASSWORD, users: [`alice on >${ALICE} ~* &* +@all`] });
     tlsServer = await startRedis({ tls: { certFile: certs.serverCert, keyFile: certs.serverKey } });
+    mtlsServer = await startRedis({ tls: { certFile: certs.serverCert, keyFile: certs.serverKey, clientCaFile: certs.caFile } });
     http = await listen((s) => s.on('data', () => s.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n')));
     silent = await listen(() => undefined);
   });
   after(async () => {
     await secured?.dispose();
     await tlsServer?.dispose();
+    await mtlsServer?.dispose();
     http?.close();
     silent?.close();
     removeTestCerts(certs);
@@ -112,5 +115,30 @@ describe('opening a Redis connection says why it failed', { timeout: 120_000 }, 
     const backend = await RedisBackend.open({ store: 'redis', endpoints: [tlsServer.url], tls: { caFile: certs.caFile } });
     await backend.list([Buffer.from('x')]);
     backend.close();
+  });
+
+  test('client certificates (tls-auth-clients yes): none, or one from another CA, is a TLS error saying so; the right one opens, its key encrypted too', async () => {
+    const none = await openError({ endpoints: [mtlsServer.url], tls: { caFile: certs.caFile } });
+    assert.equal(none.code, 'TLS');
+    assert.match(none.message, /client certificate/);
+    const otherCa = await openError({ endpoints: [mtlsServer.url], tls: { caFile: certs.caFile, certFile: certs.otherCaClientCert, keyFile: certs.otherCaClientKey } });
+    assert.equal(otherCa.code, 'TLS');
+    assert.match(otherCa.message, /rejected the TLS handshake or the client certificate/);
+    const wrongPassphrase = await openError({
+      endpoints: [mtlsServer.url],
+      tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile: certs.clientKeyPkcs8Encrypted, keyPassphrase: 'not-the-passphrase' },
+    });
+    assert.equal(wrongPassphrase.code, 'TLS');
+    assert.match(wrongPassphrase.message, /wrong passphrase/);
+    assert.ok(!wrongPassphrase.message.includes('not-the-passphrase'));
+    for (const keyFile of [certs.clientKeyPkcs1, certs.clientKeyPkcs8Encrypted]) {
+      const backend = await RedisBackend.open({
+        store: 'redis',
+        endpoints: [mtlsServer.url],
+        tls: { caFile: certs.caFile, certFile: certs.clientCert, keyFile, keyPassphrase: certs.clientKeyPassphrase },
+      });
+      assert.deepEqual((await backend.list([Buffer.from('x')])).locks, []);
+      backend.close();
+    }
   });
 });
