@@ -4,6 +4,7 @@ import { Cluster } from 'ioredis';
 import { RedisBackend } from '../../src/core/redis/redisBackend';
 import type { LockLensError } from '../../src/core/errors';
 import type { LockHold } from '../../src/core/backend';
+import { keyId } from '../../src/core/keys';
 import { CONVENTIONS } from '../../src/core/redis/recognize';
 import { lockQueueKey, lockTimeoutKey } from '../../src/core/redis/redissonNames';
 import { FAIR_LOCK, FAIR_THREAD_WAIT_MS, REDISSON_LOCK } from '../../src/core/redis/scripts';
@@ -146,6 +147,41 @@ describe('Redis Cluster: three masters, detected on open', { timeout: 180_000 },
       const lock = listing.locks.find((l) => l.name.toString() === name)!;
       await backend.forceRelease(lock, lock.holder!);
       assert.equal(await raw.exists(name), 0, `${name} released`);
+    }
+  });
+});
+
+describe('Redis Cluster with keyspace notifications on every master', { timeout: 180_000 }, () => {
+  let cluster: RedisCluster;
+  let backend: RedisBackend;
+  let raw: Cluster;
+
+  before(async () => {
+    cluster = await startRedisCluster(3, { notify: 'KEA' });
+    backend = await RedisBackend.open({ store: 'redis', endpoints: [cluster.url] });
+    raw = new Cluster([{ host: '127.0.0.1', port: cluster.servers[0].port }], { redisOptions: { protocol: 2 } });
+  });
+  after(async () => {
+    backend?.close();
+    raw?.disconnect();
+    await cluster?.dispose();
+  });
+
+  test('changes on every master arrive pushed: a poll interval of a minute never comes into it', async () => {
+    const names: string[] = [];
+    for (let i = 0; i < 200 && names.filter(Boolean).length < 3; i++) names[await cluster.nodeOf(`n/lock-${i}`)] ??= `n/lock-${i}`;
+    assert.equal(names.filter(Boolean).length, 3, 'a name on each master');
+    const watch = backend.watch([b('n/')], { pollIntervalMs: 60_000, leaseSampleIntervalMs: 200 });
+    try {
+      await watch.start();
+      assert.equal(watch.status.state, 'live');
+      assert.equal(watch.status.detail, 'keyspace notifications');
+      for (const name of names) await raw.set(name, `tok-${name}`, 'PX', 60_000);
+      await eventually(() => names.every((n) => watch.lock(keyId(b(n)))?.holder?.owner === `tok-${n}`), 10_000, 'a new lock on each master seen');
+      for (const name of names) await raw.del(name);
+      await eventually(() => watch.locks().length === 0, 10_000, 'each removal seen');
+    } finally {
+      watch.dispose();
     }
   });
 });
