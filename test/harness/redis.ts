@@ -29,6 +29,8 @@ export interface RedisStartOptions {
   readonly notify?: string;
   /** A Redis Cluster node (its nodes.conf in the server's dir); see startRedisCluster. */
   readonly cluster?: boolean;
+  /** How long a cluster node may be silent before it is failed over (cluster-node-timeout; default 5 s). */
+  readonly clusterNodeTimeoutMs?: number;
 }
 
 export class RedisServer {
@@ -62,7 +64,7 @@ export class RedisServer {
     // redis-server joins the words after --user into one ACL rule; a single quoted argument is taken as the user name.
     for (const u of o.users ?? []) args.push('--user', ...u.split(' '));
     if (o.notify) args.push('--notify-keyspace-events', o.notify);
-    if (o.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', '5000');
+    if (o.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', String(o.clusterNodeTimeoutMs ?? 5000));
     return args;
   }
 
@@ -172,7 +174,10 @@ export async function eventually(check: () => boolean | Promise<boolean>, timeou
   }
 }
 
-/** A real Redis Cluster of `masters` masters and no replicas, its slots spread by `redis-cli --cluster create`. */
+/**
+ * A real Redis Cluster of `masters` masters, each with `replicas` replicas (servers: the masters first, then the
+ * replicas), its slots spread by `redis-cli --cluster create`.
+ */
 export class RedisCluster {
   constructor(readonly servers: readonly RedisServer[]) {}
 
@@ -207,15 +212,15 @@ export class RedisCluster {
   }
 }
 
-export async function startRedisCluster(masters = 3, options: RedisStartOptions = {}): Promise<RedisCluster> {
+export async function startRedisCluster(masters = 3, options: RedisStartOptions = {}, replicas = 0): Promise<RedisCluster> {
   const servers: RedisServer[] = [];
   const cluster = new RedisCluster(servers);
   try {
-    for (let i = 0; i < masters; i++) servers.push(await startRedis({ ...options, cluster: true }));
+    for (let i = 0; i < masters * (1 + replicas); i++) servers.push(await startRedis({ ...options, cluster: true }));
     await new Promise<void>((resolve, reject) => {
       execFile(
         'redis-cli',
-        ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+        ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'],
         { timeout: 30_000 },
         (err, stdout, stderr) => (err ? reject(new Error(`redis-cli --cluster create: ${stderr || stdout || err.message}`)) : resolve()),
       );

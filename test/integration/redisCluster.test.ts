@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Cluster } from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
 import { RedisBackend } from '../../src/core/redis/redisBackend';
 import type { LockLensError } from '../../src/core/errors';
 import type { LockHold } from '../../src/core/backend';
@@ -180,6 +180,52 @@ describe('Redis Cluster with keyspace notifications on every master', { timeout:
       await eventually(() => names.every((n) => watch.lock(keyId(b(n)))?.holder?.owner === `tok-${n}`), 10_000, 'a new lock on each master seen');
       for (const name of names) await raw.del(name);
       await eventually(() => watch.locks().length === 0, 10_000, 'each removal seen');
+    } finally {
+      watch.dispose();
+    }
+  });
+});
+
+describe('Redis Cluster failover: a master killed, its replica promoted', { timeout: 180_000 }, () => {
+  let cluster: RedisCluster;
+  let backend: RedisBackend;
+
+  before(async () => {
+    // A one-second node timeout: the replica takes over in a few seconds instead of fifteen.
+    cluster = await startRedisCluster(3, { clusterNodeTimeoutMs: 1000 }, 1);
+    backend = await RedisBackend.open({ store: 'redis', endpoints: [cluster.url] });
+  });
+  after(async () => {
+    backend?.close();
+    await cluster?.dispose();
+  });
+
+  test('the watch says which master is unreachable, then shows the lock again from the promoted replica; acquire works there', async () => {
+    const name = 'f/lock-0';
+    const master = cluster.servers[await cluster.nodeOf(name)];
+    // Written to the master and acknowledged by its replica (WAIT), as a lock a service took before the crash.
+    const direct = new Redis(master.port, '127.0.0.1', { protocol: 2 });
+    try {
+      await direct.set(name, 'tok-f', 'PX', 120_000);
+      assert.equal(await direct.wait(1, 5000), 1, 'the replica has the lock');
+    } finally {
+      direct.disconnect();
+    }
+    const watch = backend.watch([b('f/')], { pollIntervalMs: 200, leaseSampleIntervalMs: 200 });
+    try {
+      await watch.start();
+      assert.equal(watch.lock(keyId(b(name)))?.holder?.owner, 'tok-f');
+      const details: string[] = [];
+      watch.onDidChangeStatus((status) => details.push(status.detail ?? ''));
+      await master.stop();
+      const downSaid = new RegExp(`; 1 of 3 masters unreachable \\(127\\.0\\.0\\.1:${master.port}\\): the locks on it are not shown$`);
+      await eventually(() => details.some((d) => downSaid.test(d)), 20_000, 'the status names the master that went away');
+      await eventually(() => watch.status.state === 'live' && !/unreachable/.test(watch.status.detail ?? '') && watch.lock(keyId(b(name)))?.holder?.owner === 'tok-f', 60_000, 'the lock shown again, from the promoted replica');
+      // The name's slot is served by the new master: acquire and release go there.
+      const other = 'f/lock-0-after';
+      const hold = await backend.acquire(b(other), { ttlSeconds: 10 });
+      assert.equal(await cluster.cli(['GET', other]), hold.owner);
+      assert.equal(await hold.release(), true);
     } finally {
       watch.dispose();
     }

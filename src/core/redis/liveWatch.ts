@@ -149,7 +149,9 @@ export class RedisLockWatch implements LockWatch {
     const how = this.notifications ? 'keyspace notifications' : this.pacer.describe();
     const topology = this.deps.topology;
     if (this.down.length === 0) return how;
-    const total = Math.max(topology.nodes().length, this.down.length);
+    // A cluster master that is down is not among the connected ones; a redlock instance that is down still is.
+    const connected = new Set(topology.nodes().map((n) => n.label));
+    const total = connected.size + this.down.filter((d) => !connected.has(d.label)).length;
     const which = this.down.map((d) => d.label).join(', ');
     const consequence =
       topology.kind === 'cluster' ? 'the locks on it are not shown' : 'its locks count as not agreeing, the others are shown';

@@ -51,6 +51,11 @@ function totalCost(costs: readonly ReadCost[]): ReadCost | undefined {
   };
 }
 
+/** host:port, an IPv6 host in brackets, as labels and messages show a node. */
+function nodeLabel(host: string, port: number): string {
+  return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 /** Returns the PTTL of KEYS[1] only while it still holds ARGV[1]; -2 when it holds something else or nothing. */
 const PTTL_IF_VALUE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pttl', KEYS[1]) end return -2`;
 
@@ -70,15 +75,37 @@ export class Topology {
     return new Topology('cluster', [], cluster, seed);
   }
 
-  /** The instances, or the cluster's masters as ioredis knows them now. */
+  /** The instances, or the cluster's masters as ioredis knows them now (connected). */
   nodes(): RedisNode[] {
     if (!this.cluster) return [...this.instances];
     return this.cluster.nodes('master').map((client) => {
       const host = client.options.host ?? '127.0.0.1';
       const port = client.options.port ?? 6379;
-      const label = `${host.includes(':') ? `[${host}]` : host}:${port}`;
+      const label = nodeLabel(host, port);
       const seed = this.seed!;
       return { label, client, spec: { ...seed, endpoint: { ...seed.endpoint, host, port, db: 0, label } } };
+    });
+  }
+
+  /**
+   * A cluster's masters that serve slots in its slot map but have no connection: a master that died drops out of
+   * ioredis's pool at once, and its locks would silently go missing from a read of the others. Each is reported as
+   * down, and the slot map is asked for again, so that the replica promoted in its place is found (ioredis does not
+   * refresh it by itself) and connected (`+node`).
+   */
+  private missingMasters(connected: readonly RedisNode[]): Unreachable[] {
+    const cluster = this.cluster;
+    if (!cluster) return [];
+    const slots = (cluster as unknown as { slots: (string[] | undefined)[] }).slots;
+    const expected = new Set<string>();
+    for (const owners of slots) if (owners?.[0]) expected.add(owners[0]);
+    const have = new Set(connected.map((n) => `${n.client.options.host}:${n.client.options.port}`));
+    const missing = [...expected].filter((key) => !have.has(key));
+    if (missing.length) cluster.refreshSlotsCache();
+    return missing.map((key) => {
+      const at = key.lastIndexOf(':');
+      const label = nodeLabel(key.slice(0, at), Number(key.slice(at + 1)));
+      return { label, error: new LockLensError('UNREACHABLE', `the Redis Cluster master ${label} is not connected (down, or failing over)`) };
     });
   }
 
@@ -101,7 +128,9 @@ export class Topology {
   async read(prefixes: readonly Buffer[], options: ReadOptions = {}, plan?: ReadPlan): Promise<ReadResult> {
     const nodes = this.nodes();
     if (nodes.length === 0) throw new LockLensError('UNREACHABLE', 'the Redis Cluster has no reachable master');
-    return this.gather(nodes, (n) => readSnapshot(n.client, prefixes, options, plan), prefixes);
+    const read = await this.gather(nodes, (n) => readSnapshot(n.client, prefixes, options, plan), prefixes);
+    const missing = this.missingMasters(nodes);
+    return missing.length ? { ...read, down: [...read.down, ...missing] } : read;
   }
 
   /** Reads the named locks again. Undefined for a cluster: its names live on different masters, so read it whole. */
