@@ -27,6 +27,8 @@ export interface RedisStartOptions {
   readonly tls?: RedisTls;
   /** notify-keyspace-events, e.g. 'KEA'. */
   readonly notify?: string;
+  /** Commands renamed away (`rename-command NAME ""`), as managed services do with CONFIG. */
+  readonly disabledCommands?: readonly string[];
   /** A Redis Cluster node (its nodes.conf in the server's dir); see startRedisCluster. */
   readonly cluster?: boolean;
   /** How long a cluster node may be silent before it is failed over (cluster-node-timeout; default 5 s). */
@@ -64,6 +66,7 @@ export class RedisServer {
     // redis-server joins the words after --user into one ACL rule; a single quoted argument is taken as the user name.
     for (const u of o.users ?? []) args.push('--user', ...u.split(' '));
     if (o.notify) args.push('--notify-keyspace-events', o.notify);
+    for (const command of o.disabledCommands ?? []) args.push('--rename-command', command, '');
     if (o.cluster) args.push('--cluster-enabled', 'yes', '--cluster-config-file', join(this.dir, 'nodes.conf'), '--cluster-node-timeout', String(o.clusterNodeTimeoutMs ?? 5000));
     return args;
   }

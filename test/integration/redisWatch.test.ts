@@ -183,3 +183,37 @@ describe('Redis live watch over independent instances', { timeout: 60_000 }, () 
     }
   });
 });
+
+describe('Redis live watch where CONFIG is refused (managed services, a renamed command)', { timeout: 60_000 }, () => {
+  const servers: RedisServer[] = [];
+  after(async () => {
+    for (const s of servers) await s.dispose();
+  });
+
+  for (const notify of [true, false]) {
+    test(`polls, says why, and follows keyspace notifications when the server sends them (${notify ? 'it does' : 'it does not'})`, async () => {
+      const server = await startRedis({ disabledCommands: ['CONFIG'], ...(notify ? { notify: 'KEA' } : {}) });
+      servers.push(server);
+      const backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
+      const raw = new Redis(server.url, { protocol: 2 });
+      // With notifications, a one-minute poll never comes into it; without, polling every 200 ms does the work.
+      const watch = backend.watch([b('cfg/')], { pollIntervalMs: notify ? 60_000 : 200, leaseSampleIntervalMs: 200 });
+      try {
+        await watch.start();
+        assert.equal(watch.status.state, 'live');
+        assert.equal(
+          watch.status.detail,
+          `polling every ${notify ? '60 s' : '200 ms'}: CONFIG is refused, so LockLens cannot tell whether keyspace notifications are on: it follows them if they come`,
+        );
+        await raw.set('cfg/lock', 'tok-1', 'PX', 60_000);
+        await eventually(() => watch.lock(keyId(b('cfg/lock')))?.holder?.owner === 'tok-1', 10_000, 'a new lock seen');
+        await raw.del('cfg/lock');
+        await eventually(() => watch.locks().length === 0, 10_000, 'its release seen');
+      } finally {
+        watch.dispose();
+        raw.disconnect();
+        backend.close();
+      }
+    });
+  }
+});

@@ -29,6 +29,11 @@ describe('Redis poll pacing (pure)', () => {
     assert.equal(slow.observe({ keys: 2_100_000, ms: 320 }), true);
     assert.equal(slow.intervalMs, 3200);
     assert.equal(slow.describe(), 'polling every 3.2 s: a full read of 2.1M keys takes 320 ms; turn on keyspace notifications for live updates');
+    // CONFIG refused: turning notifications on is not advice LockLens can check.
+    assert.equal(
+      slow.describe('unreadable'),
+      'polling every 3.2 s: a full read of 2.1M keys takes 320 ms; CONFIG is refused, so LockLens cannot tell whether keyspace notifications are on: it follows them if they come',
+    );
     // Reads vary a little from poll to poll: the status does not flicker.
     for (const ms of [330, 310, 335, 300, 325]) assert.equal(slow.observe({ keys: 2_100_000, ms }), false, `${ms} ms keeps the interval`);
     assert.equal(slow.intervalMs, 3200);

@@ -105,6 +105,11 @@ export class RedisLockWatch implements LockWatch {
   private fullTimer: NodeJS.Timeout | undefined;
   private fullTimerDone: (() => void) | undefined;
   private notifications = false;
+  /**
+   * Some node refused `CONFIG GET` (managed services, a renamed command): whether it sends keyspace notifications
+   * cannot be read, so everything is polled, and notifications, if it sends them, are followed as well.
+   */
+  private configRefused = false;
   /** Per node label: its subscriber and what it is subscribed to. */
   private readonly subscribers = new Map<string, NodeSubscription>();
   /** Nodes the last full read could not reach (redlock instances, cluster masters). */
@@ -146,7 +151,7 @@ export class RedisLockWatch implements LockWatch {
   }
 
   private get detail(): string {
-    const how = this.notifications ? 'keyspace notifications' : this.pacer.describe();
+    const how = this.notifications ? 'keyspace notifications' : this.pacer.describe(this.configRefused ? 'unreadable' : 'off');
     const topology = this.deps.topology;
     if (this.down.length === 0) return how;
     // A cluster master that is down is not among the connected ones; a redlock instance that is down still is.
@@ -224,6 +229,7 @@ export class RedisLockWatch implements LockWatch {
     const nodes = this.deps.topology.nodes();
     const results = await Promise.all(nodes.map((n) => this.detectNode(n)));
     if (this.disposed) return;
+    this.configRefused = results.some((r) => r === 'unreadable');
     for (const label of [...this.subscribers.keys()]) {
       if (nodes.some((n) => n.label === label)) continue;
       // A master that left the cluster.
@@ -232,17 +238,19 @@ export class RedisLockWatch implements LockWatch {
       gone.subscriptions.forEach((d) => d.dispose());
       gone.subscriber.dispose();
     }
-    this.notifications = results.length > 0 && results.every(Boolean);
+    this.notifications = results.length > 0 && results.every((r) => r === 'on');
     if (this.current.state === 'live') this.setStatus({ state: 'live', detail: this.detail });
   }
 
-  private async detectNode(node: RedisNode): Promise<boolean> {
-    let on = false;
+  /** Whether `node` sends keyspace notifications (`unreadable`: CONFIG refused), subscribing to what it sends. */
+  private async detectNode(node: RedisNode): Promise<'on' | 'off' | 'unreadable'> {
+    let mode: 'on' | 'off' | 'unreadable' = 'off';
     try {
       const reply = (await node.client.config('GET', 'notify-keyspace-events')) as string[];
-      on = keyspaceNotificationsOn(reply?.[1] ?? '');
+      if (keyspaceNotificationsOn(reply?.[1] ?? '')) mode = 'on';
     } catch (e) {
-      this.options.log?.(`Redis CONFIG GET refused at ${node.label} (${errorMessage(e)}): polling`);
+      mode = 'unreadable';
+      this.options.log?.(`Redis CONFIG GET refused at ${node.label} (${errorMessage(e)}): polling, and following keyspace notifications if it sends them`);
     }
     try {
       let entry = this.subscribers.get(node.label);
@@ -262,11 +270,11 @@ export class RedisLockWatch implements LockWatch {
         }
         if (this.disposed) {
           subscriber.dispose();
-          return false;
+          return 'off';
         }
         this.subscribers.set(node.label, entry);
       }
-      if (on && !entry.notifications) {
+      if (mode !== 'off' && !entry.notifications) {
         const base = Buffer.from(`__keyspace@${node.spec.endpoint.db}__:`);
         const onKey = (channel: Buffer) => this.touch(channel.subarray(base.length));
         for (const p of [...this.prefixes.map(globPrefix), Buffer.from('redisson_lock_queue:*')]) {
@@ -274,10 +282,10 @@ export class RedisLockWatch implements LockWatch {
         }
         entry.notifications = true;
       }
-      return on;
+      return mode;
     } catch (e) {
       this.options.log?.(`Redis subscribe failed at ${node.label} (${errorMessage(e)}): polling`);
-      return false;
+      return mode === 'unreadable' ? mode : 'off';
     }
   }
 

@@ -77,11 +77,16 @@ export class PollPacer {
     return true;
   }
 
-  /** "polling every 3.2 s: a full read of 2.1M keys takes 320 ms; turn on …", or the plain one when not slowed. */
-  describe(): string {
-    if (!this.slowed) return `polling every ${formatMs(this.pollMs)}: keyspace notifications are off`;
+  /**
+   * "polling every 3.2 s: a full read of 2.1M keys takes 320 ms; turn on …", or the plain one when not slowed.
+   * `notifications`: off on the server, or `unreadable` (CONFIG refused: followed if the server sends them).
+   */
+  describe(notifications: 'off' | 'unreadable' = 'off'): string {
+    const unreadable = 'CONFIG is refused, so LockLens cannot tell whether keyspace notifications are on: it follows them if they come';
+    if (!this.slowed) return `polling every ${formatMs(this.pollMs)}: ${notifications === 'off' ? 'keyspace notifications are off' : unreadable}`;
     const of = this.keys === undefined ? '' : ` of ${formatCount(this.keys)} keys`;
-    return `polling every ${formatMs(this.chosen)}: a full read${of} takes ${formatMs(roundTo2(this.readMs))}; turn on keyspace notifications for live updates`;
+    const advice = notifications === 'off' ? 'turn on keyspace notifications for live updates' : unreadable;
+    return `polling every ${formatMs(this.chosen)}: a full read${of} takes ${formatMs(roundTo2(this.readMs))}; ${advice}`;
   }
 }
 
