@@ -40,6 +40,11 @@ export interface LiveStatus {
   readonly error?: LockLensError;
   /** How the view is kept current, when that is worth saying ("polling every 1 s: keyspace notifications are off"). */
   readonly detail?: string;
+  /**
+   * Nodes of the store that could not be read (a redlock instance, a cluster master) while the others were: the view
+   * is partial, and `detail` says what that means for it.
+   */
+  readonly unreachable?: readonly string[];
 }
 
 /** The live locks under a connection's prefixes, and the TTLs of what they expire with. */

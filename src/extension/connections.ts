@@ -29,6 +29,8 @@ export class ClusterConnection implements vscode.Disposable {
   private disconnecting?: Promise<void>;
   /** When the shown data stopped being current (the watch broke); undefined while live. */
   staleSince?: number;
+  /** Live, but some of the store's nodes could not be read: which, and what that means for what is shown. */
+  partial?: { readonly unreachable: readonly string[]; readonly detail: string };
   clock = new LockClock();
 
   private readonly stateEmitter = new Emitter<ClusterConnection>();
@@ -179,7 +181,13 @@ export class ClusterConnection implements vscode.Disposable {
       watch.onDidChangeLeases((infos) => this.leasesEmitter.fire(infos)),
       watch.onDidChangeStatus((status) => {
         if (status.detail) this.log.info(`${this.name}: ${status.detail}`);
-        if (status.state === 'live') this.setState('connected');
+        const partial = status.state === 'live' && status.unreachable?.length ? { unreachable: status.unreachable, detail: status.detail ?? '' } : undefined;
+        const partialChanged = JSON.stringify(partial) !== JSON.stringify(this.partial);
+        this.partial = partial;
+        if (status.state === 'live') {
+          if (partialChanged && this.currentState === 'connected') this.stateEmitter.fire(this);
+          else this.setState('connected');
+        }
         else if (status.state === 'reconnecting' || status.state === 'resyncing') {
           this.lastError = status.error;
           this.setState('reconnecting');
@@ -200,6 +208,7 @@ export class ClusterConnection implements vscode.Disposable {
     this.watchSubscriptions = [];
     this.lockWatch?.dispose();
     this.lockWatch = undefined;
+    this.partial = undefined;
   }
 
   private setState(state: ConnectionState): void {

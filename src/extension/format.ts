@@ -129,7 +129,7 @@ export function stateText(c: ClusterConnection): string {
   const reason = c.error?.message;
   switch (c.state) {
     case 'connected':
-      return vscode.l10n.t('connected');
+      return c.partial ? vscode.l10n.t('connected; unreachable: {0}', c.partial.unreachable.join(', ')) : vscode.l10n.t('connected');
     case 'connecting':
       return vscode.l10n.t('connecting…');
     case 'reconnecting':

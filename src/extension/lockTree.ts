@@ -427,6 +427,8 @@ const CONNECTION_ICONS: Record<ClusterConnection['state'], vscode.ThemeIcon> = {
 };
 
 const NOT_INSTALLED_ICON = new vscode.ThemeIcon('extensions', new vscode.ThemeColor('list.warningForeground'));
+/** Connected, but some of the store's nodes cannot be read: what is shown may be missing locks. */
+const PARTIAL_ICON = new vscode.ThemeIcon('database', new vscode.ThemeColor('list.warningForeground'));
 
 function connectionItem(node: ConnectionNode): vscode.TreeItem {
   const c = node.connection;
@@ -434,7 +436,7 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   item.id = node.id;
   // A store whose package is not installed offers to install it instead of connecting.
   item.contextValue = c.storeMissing ? 'connection.notInstalled' : `connection.${c.state}`;
-  item.iconPath = c.storeMissing ? NOT_INSTALLED_ICON : CONNECTION_ICONS[c.state];
+  item.iconPath = c.storeMissing ? NOT_INSTALLED_ICON : c.partial ? PARTIAL_ICON : CONNECTION_ICONS[c.state];
   item.description = stateText(c);
   const md = tooltip().appendMarkdown(`**`);
   appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${STORE_NAMES[c.store]}\n\n${vscode.l10n.t('Endpoints')}: `);
@@ -443,6 +445,7 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   if (c.settings.namespace) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Namespace')}: `), c.settings.namespace);
   if (c.settings.tls) md.appendMarkdown(`\n\n$(shield) ${vscode.l10n.t('TLS')}${c.settings.tls.insecureSkipVerify ? ` (${vscode.l10n.t('certificate not verified')})` : ''}`);
   if (c.error) appendUntrusted(md.appendMarkdown(`\n\n$(warning) `), c.error.message);
+  if (c.partial) appendUntrusted(md.appendMarkdown(`\n\n$(warning) `), c.partial.detail);
   item.tooltip = md;
   return item;
 }

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { createServer } from 'node:net';
 import { freePort } from './ports';
 import { killOnExit, startOrDispose } from './processes';
 
@@ -119,7 +120,28 @@ export class RedisServer {
 }
 
 export async function startRedis(options: RedisStartOptions = {}): Promise<RedisServer> {
-  return startOrDispose(new RedisServer(await freePort(), mkdtempSync(join(tmpdir(), 'locklens-redis-')), options));
+  const port = options.cluster ? await freeClusterPort() : await freePort();
+  return startOrDispose(new RedisServer(port, mkdtempSync(join(tmpdir(), 'locklens-redis-')), options));
+}
+
+/**
+ * A free port for a cluster node: its bus listens on port + 10000 (redis-server refuses a port above 55535), and that
+ * one must be free too. Linux hands out ports up to 60999, so a plain free port failed the cluster's start now and then.
+ */
+async function freeClusterPort(): Promise<number> {
+  for (let tries = 0; tries < 100; tries++) {
+    const port = await freePort();
+    if (port <= 55535 && (await canListen(port + 10000))) return port;
+  }
+  throw new Error('no free port pair (port, port + 10000) for a cluster node');
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
 }
 
 /** Independent redis-servers, as a redlock client uses them, each with a raw client for the test's own reads and writes. */

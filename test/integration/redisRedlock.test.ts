@@ -138,8 +138,10 @@ describe('redlock: list, watch and force-release over three independent redis-se
       await eventually(() => /1 of 3 instances unreachable/.test(watch.status.detail ?? ''), 10_000, 'the status to say so');
       assert.equal(watch.status.state, 'live');
       assert.ok(watch.status.detail!.includes(labels[1]), watch.status.detail);
+      assert.deepEqual(watch.status.unreachable, [labels[1]], 'the view is partial, and says which node is missing');
       await servers[1].start();
       await eventually(() => !/unreachable/.test(watch.status.detail ?? ''), 15_000, 'the status to clear once it is back');
+      assert.equal(watch.status.unreachable, undefined);
       assert.equal(watch.locks()[0]?.holder?.quorum?.agree, 2, 'restarted empty: still 2/3');
     } finally {
       watch.dispose();

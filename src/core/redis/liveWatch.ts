@@ -163,6 +163,10 @@ export class RedisLockWatch implements LockWatch {
     return `${how}; ${this.down.length} of ${total} ${topology.noun(total)} unreachable (${which}): ${consequence}`;
   }
 
+  private get liveStatus(): LiveStatus {
+    return this.down.length ? { state: 'live', detail: this.detail, unreachable: this.down.map((d) => d.label) } : { state: 'live', detail: this.detail };
+  }
+
   /** The one instance's label, for messages. */
   private get label(): string {
     return this.deps.topology.nodes().map((n) => n.label).join(', ');
@@ -202,7 +206,7 @@ export class RedisLockWatch implements LockWatch {
     }
     await this.fullRead(true, true);
     await this.detectMode();
-    this.setStatus({ state: 'live', detail: this.detail });
+    this.setStatus(this.liveStatus);
     this.schedulePoll();
     this.scheduleSample();
   }
@@ -239,7 +243,7 @@ export class RedisLockWatch implements LockWatch {
       gone.subscriber.dispose();
     }
     this.notifications = results.length > 0 && results.every((r) => r === 'on');
-    if (this.current.state === 'live') this.setStatus({ state: 'live', detail: this.detail });
+    if (this.current.state === 'live') this.setStatus(this.liveStatus);
   }
 
   /** Whether `node` sends keyspace notifications (`unreadable`: CONFIG refused), subscribing to what it sends. */
@@ -385,7 +389,7 @@ export class RedisLockWatch implements LockWatch {
       this.emit(this.model.replaceAll(locks, resynced || wasReconnecting));
       this.observeTtls([...ttls.values()], now);
       const restate = downChanged || (paceChanged && !this.notifications);
-      if (wasReconnecting || (restate && this.current.state === 'live')) this.setStatus({ state: 'live', detail: this.detail });
+      if (wasReconnecting || (restate && this.current.state === 'live')) this.setStatus(this.liveStatus);
     } catch (e) {
       // The failed read's time (a timeout, say) spaces nothing: the read after it is wanted soon.
       // Asked for again by the next read.
