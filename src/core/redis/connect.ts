@@ -214,6 +214,17 @@ export async function explainOpenFailure(spec: ClientSpec, rejection: Error | un
     if (plain.kind === 'redis') {
       return new LockLensError('TLS', `${at} speaks plain Redis, not TLS: use redis:// instead of rediss://`, { cause });
     }
+    // Under TLS 1.3 the server checks the client's certificate after the handshake: its alert can be lost to the
+    // close that follows it, and the client then sees only a closed connection. Ask once more, and listen for it.
+    const after = await tlsAfterHandshake(spec, probeMs);
+    const reason = after.kind === 'error' ? certificateProblem(after.error, spec) : undefined;
+    if (reason) return new LockLensError('TLS', `${at}: ${reason}`, { cause });
+    if (after.kind === 'closed') {
+      const why = spec.tls?.cert
+        ? 'it may not accept the client certificate (is it signed by a CA the server trusts?)'
+        : 'it may require a client certificate (set one, with its key)';
+      return new LockLensError('TLS', `${at} closed the TLS connection without answering: ${why}`, { cause });
+    }
   } else if (tlsAnswers) {
     return new LockLensError('TLS', `${at} speaks TLS: use rediss:// (and set the CA file that signed its certificate)`, { cause });
   }
@@ -294,6 +305,28 @@ function probePlain(endpoint: RedisEndpoint, timeoutMs: number): Promise<PlainPr
 
 function printable(s: string): string {
   return s.replace(/[^\x20-\x7e]/g, '?');
+}
+
+/**
+ * With the connection's own TLS settings: the handshake, then a PING. `answered`: the server replied; `closed`: it
+ * hung up after the handshake without a word; `error`: what failed (an alert, a certificate), to diagnose.
+ */
+function tlsAfterHandshake(spec: ClientSpec, timeoutMs: number): Promise<{ kind: 'answered' | 'closed' | 'silent' } | { kind: 'error'; error: Error }> {
+  return new Promise((resolve) => {
+    const socket = tlsConnect({ host: spec.endpoint.host, port: spec.endpoint.port, ...tlsOptions(spec) });
+    let settled = false;
+    const done = (outcome: { kind: 'answered' | 'closed' | 'silent' } | { kind: 'error'; error: Error }) => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      resolve(outcome);
+    };
+    socket.setTimeout(timeoutMs, () => done({ kind: 'silent' }));
+    socket.once('secureConnect', () => socket.write('PING\r\n'));
+    socket.once('data', () => done({ kind: 'answered' }));
+    socket.once('error', (error) => done({ kind: 'error', error }));
+    socket.once('close', () => done({ kind: 'closed' }));
+  });
 }
 
 /** Whether a TLS handshake (without verification) completes: the port speaks TLS. */
