@@ -19,6 +19,23 @@ export function redissonPrefixName(prefix: string, name: Uint8Array): Buffer {
     : Buffer.concat([Buffer.from(`${prefix}:{`), n, Buffer.from('}')]);
 }
 
+/**
+ * What a read/write lock's timeout keys start with, `{name}` (or the name itself when it has a `{`): RedissonReadLock's
+ * `getKeyPrefix`, the `suffixName` of the name without its suffix. Its scripts build every reader's timeout key from it.
+ */
+export function rwKeyPrefix(name: Uint8Array): Buffer {
+  const n = Buffer.from(name);
+  return hasBrace(n) ? n : Buffer.concat([Buffer.from('{'), n, Buffer.from('}')]);
+}
+
+/**
+ * A reader's timeout keys `{name}:<uuid>:<thread>:rwlock_timeout:<n>` without the `:<n>`: getReadWriteTimeoutNamePrefix,
+ * `suffixName(name, field) + ':rwlock_timeout'` (suffixName is `{name}:suffix`, or `name:suffix` when the name has a `{`).
+ */
+export function rwTimeoutPrefix(name: Uint8Array, readerField: string): Buffer {
+  return Buffer.concat([rwKeyPrefix(name), Buffer.from(`:${readerField}:rwlock_timeout`)]);
+}
+
 /** The inverse of `redissonPrefixName`, or undefined when `key` does not start with `prefix:`. */
 export function redissonNameFromPrefixed(prefix: string, key: Uint8Array): Buffer | undefined {
   const head = Buffer.from(`${prefix}:`);

@@ -1,7 +1,8 @@
 /**
- * The Lua each lock layout is taken, kept and released with. Redisson's are its own (RedissonLock.tryLockInnerAsync,
- * renewExpirationAsync, unlockInnerAsync, forceUnlockAsync) so a LockLens hold is indistinguishable from a Redisson
- * one and Redisson's waiters wake when it ends; the token ones are the classic compare-and-set recipe.
+ * The Lua each lock layout is taken, kept and released with. Redisson's are its own (RedissonLock, RedissonFairLock,
+ * RedissonReadLock, RedissonWriteLock: tryLockInnerAsync, renewExpirationAsync, unlockInnerAsync, forceUnlockAsync) so
+ * a LockLens hold is indistinguishable from a Redisson one and Redisson's waiters wake when it ends; the token ones are
+ * the classic compare-and-set recipe.
  */
 
 /** KEYS[1] lock; ARGV[1] lease ms, ARGV[2] field. nil: taken (or re-entered); else the holder's PTTL. */
@@ -65,9 +66,163 @@ if redis.call('get', KEYS[1]) == ARGV[1] then
 end;
 return 0;`;
 
+// --- Redisson RReadWriteLock: one hash `mode` = read|write, readers `<uuid>:<thread>`, a writer `<uuid>:<thread>:write`,
+// each read hold with its own timeout key; unlocks published on `redisson_rwlock:{name}` (RedissonReadLock,
+// RedissonWriteLock). A writer's renewal is REDISSON_RENEW with its `:write` field.
+
+/**
+ * RedissonReadLock.tryLockInnerAsync. KEYS: lock, the reader's timeout key prefix (`{name}:<field>:rwlock_timeout`).
+ * ARGV: lease ms, reader field, the same thread's writer field. nil: held (shared, re-entered, or inside our own write
+ * hold); else the holder's PTTL.
+ */
+export const RW_READ_LOCK = `
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call('hset', KEYS[1], 'mode', 'read');
+  redis.call('hset', KEYS[1], ARGV[2], 1);
+  redis.call('set', KEYS[2] .. ':1', 1);
+  redis.call('pexpire', KEYS[2] .. ':1', ARGV[1]);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if (mode == 'read') or (mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1) then
+  local ind = redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  local key = KEYS[2] .. ':' .. ind;
+  redis.call('set', key, 1);
+  redis.call('pexpire', key, ARGV[1]);
+  local remainTime = redis.call('pttl', KEYS[1]);
+  redis.call('pexpire', KEYS[1], math.max(remainTime, ARGV[1]));
+  return nil;
+end;
+return redis.call('pttl', KEYS[1]);`;
+
+/** RedissonWriteLock.tryLockInnerAsync. KEYS: lock. ARGV: lease ms, writer field. nil: held (or re-entered); else the holder's PTTL. */
+export const RW_WRITE_LOCK = `
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call('hset', KEYS[1], 'mode', 'write');
+  redis.call('hset', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+if (mode == 'write') then
+  if (redis.call('hexists', KEYS[1], ARGV[2]) == 1) then
+    redis.call('hincrby', KEYS[1], ARGV[2], 1);
+    local currentExpire = redis.call('pttl', KEYS[1]);
+    redis.call('pexpire', KEYS[1], currentExpire + ARGV[1]);
+    return nil;
+  end;
+end;
+return redis.call('pttl', KEYS[1]);`;
+
+/**
+ * RedissonWriteLock.unlockInnerAsync. KEYS: lock, channel. ARGV: message (Redisson sends READ_UNLOCK_MESSAGE here, which
+ * wakes every waiter, not one), lease ms, writer field. nil: not ours; 0: still held (re-entered); 1: our write hold
+ * ended (the hash deleted and its waiters told, or left in read mode for the same thread's read holds), or the lock
+ * was gone already.
+ */
+export const RW_WRITE_UNLOCK = `
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call('publish', KEYS[2], ARGV[1]);
+  return 1;
+end;
+if (mode == 'write') then
+  local lockExists = redis.call('hexists', KEYS[1], ARGV[3]);
+  if (lockExists == 0) then
+    return nil;
+  else
+    local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1);
+    if (counter > 0) then
+      redis.call('pexpire', KEYS[1], ARGV[2]);
+      return 0;
+    else
+      redis.call('hdel', KEYS[1], ARGV[3]);
+      if (redis.call('hlen', KEYS[1]) == 1) then
+        redis.call('del', KEYS[1]);
+        redis.call('publish', KEYS[2], ARGV[1]);
+      else
+        redis.call('hset', KEYS[1], 'mode', 'read');
+      end;
+      return 1;
+    end;
+  end;
+end;
+return nil;`;
+
+/**
+ * RedissonReadLock.unlockInnerAsync. KEYS: lock, channel, the reader's timeout key prefix, the timeout keys' common
+ * prefix (`{name}`). ARGV: message (UNLOCK_MESSAGE), reader field. nil: not ours; 0: released, others still hold
+ * (the hash kept alive as long as their longest timeout); 1: the last hold ended, the hash deleted and waiters told.
+ */
+export const RW_READ_UNLOCK = `
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call('publish', KEYS[2], ARGV[1]);
+  return 1;
+end;
+local lockExists = redis.call('hexists', KEYS[1], ARGV[2]);
+if (lockExists == 0) then
+  return nil;
+end;
+local counter = redis.call('hincrby', KEYS[1], ARGV[2], -1);
+if (counter == 0) then
+  redis.call('hdel', KEYS[1], ARGV[2]);
+end;
+redis.call('del', KEYS[3] .. ':' .. (counter+1));
+if (redis.call('hlen', KEYS[1]) > 1) then
+  local maxRemainTime = -3;
+  local keys = redis.call('hkeys', KEYS[1]);
+  for n, key in ipairs(keys) do
+    counter = tonumber(redis.call('hget', KEYS[1], key));
+    if type(counter) == 'number' then
+      for i=counter, 1, -1 do
+        local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i);
+        maxRemainTime = math.max(remainTime, maxRemainTime);
+      end;
+    end;
+  end;
+  if maxRemainTime > 0 then
+    redis.call('pexpire', KEYS[1], maxRemainTime);
+    return 0;
+  end;
+  if mode == 'write' then
+    return 0;
+  end;
+end;
+redis.call('del', KEYS[1]);
+redis.call('publish', KEYS[2], ARGV[1]);
+return 1;`;
+
+/**
+ * RedissonReadLock.renewExpirationAsync. KEYS: lock, the timeout keys' common prefix (`{name}`). ARGV: lease ms, reader
+ * field. 1 while we hold a read: the hash and every reader's timeout keys renewed; 0: our field is gone.
+ */
+export const RW_READ_RENEW = `
+local counter = redis.call('hget', KEYS[1], ARGV[2]);
+if (counter ~= false) then
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  if (redis.call('hlen', KEYS[1]) > 1) then
+    local keys = redis.call('hkeys', KEYS[1]);
+    for n, key in ipairs(keys) do
+      counter = tonumber(redis.call('hget', KEYS[1], key));
+      if type(counter) == 'number' then
+        for i=counter, 1, -1 do
+          redis.call('pexpire', KEYS[2] .. ':' .. key .. ':rwlock_timeout:' .. i, ARGV[1]);
+        end;
+      end;
+    end;
+  end;
+  return 1;
+end;
+return 0;`;
+
 /** Redisson's unlock message (LockPubSub.UNLOCK_MESSAGE). */
 export const UNLOCK_MESSAGE = '0';
-/** Redisson's read/write lock unlock message (LockPubSub.READ_UNLOCK_MESSAGE), for readers woken by a writer's end. */
+/**
+ * Redisson's read/write lock unlock message (LockPubSub.READ_UNLOCK_MESSAGE): a writer's unlock and forceUnlock send it,
+ * and it wakes every waiter of the lock (readers may all enter), where UNLOCK_MESSAGE wakes one.
+ */
 export const READ_UNLOCK_MESSAGE = '1';
 
 /**
