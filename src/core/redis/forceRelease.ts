@@ -11,7 +11,7 @@ import type { LockMember, LockState } from '../lockState';
 import { storeError } from './keyspaceReader';
 import { CONVENTIONS } from './recognize';
 import { lockChannel, lockQueueKey, lockTimeoutKey, rwLockChannel } from './redissonNames';
-import { FAIR_FORCE_UNLOCK, REDISSON_FORCE_UNLOCK, TOKEN_RELEASE, UNLOCK_MESSAGE } from './scripts';
+import { FAIR_FORCE_UNLOCK, READ_UNLOCK_MESSAGE, REDISSON_FORCE_UNLOCK, TOKEN_RELEASE, UNLOCK_MESSAGE } from './scripts';
 
 function isHolder(lock: LockState, member: LockMember): boolean {
   return [lock.holder, ...(lock.sharedWith ?? [])].some((m) => m && m.key.equals(member.key) && m.owner === member.owner);
@@ -75,7 +75,10 @@ export async function forceRelease(clients: readonly Redis[], lock: LockState, m
         };
       }
       case CONVENTIONS.redissonRwLock: {
-        const { deleted: n } = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, rwLockChannel(lock.name), member.key, UNLOCK_MESSAGE, member.mode ?? ''));
+        // As RedissonWriteLock.forceUnlockAsync and RedissonReadLock's: a writer's end wakes every waiter (readers may
+        // all enter), a reader's one.
+        const message = member.mode === 'write' ? READ_UNLOCK_MESSAGE : UNLOCK_MESSAGE;
+        const { deleted: n } = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, rwLockChannel(lock.name), member.key, message, member.mode ?? ''));
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the read/write lock hash and woke its waiters' + where(n, clients.length) };
       }
