@@ -30,7 +30,15 @@ export interface Capabilities {
   readonly revokeOwner: boolean;
   /** Acquire from LockLens queues fairly and reports its position (false: it retries until the lock is free). */
   readonly queuedAcquire: boolean;
+  /**
+   * The store has read/write locks that LockLens takes for reading or for writing (Redisson's RReadWriteLock):
+   * `AcquireOptions.mode` is then accepted, and an acquire on such a lock needs one.
+   */
+  readonly readWriteLocks: boolean;
 }
+
+/** How a read/write lock is taken: shared with other readers, or alone. */
+export type LockMode = 'read' | 'write';
 
 export type LiveState = 'loading' | 'live' | 'resyncing' | 'reconnecting' | 'closed';
 
@@ -99,6 +107,11 @@ export interface AcquireOptions {
   readonly tryOnly?: boolean;
   /** Told the queue position at once and as it moves (stores without a queue: ahead 1 while held by another). */
   readonly onQueue?: (position: QueuePosition) => void;
+  /**
+   * Take a read/write lock for reading or writing (a free name becomes one). Only where `capabilities.readWriteLocks`;
+   * elsewhere, or on a name that holds another kind of lock, the acquire is refused with INVALID_ARGUMENT.
+   */
+  readonly mode?: LockMode;
 }
 
 /** A lock held from LockLens. It says the moment it is lost: a holder is never silently assumed. */

@@ -20,8 +20,16 @@ describe('EtcdBackend against a real etcd', () => {
   test('says what etcd has: waiters, fencing tokens, TTLs, revocable leases, a queue', async () => {
     const backend = await open();
     assert.equal(backend.kind, 'etcd');
-    assert.deepEqual(backend.capabilities, { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', revokeOwner: true, queuedAcquire: true });
+    assert.deepEqual(backend.capabilities, { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', revokeOwner: true, queuedAcquire: true, readWriteLocks: false });
     assert.ok(backend.leases, 'lease operations are offered');
+  });
+
+  test('a read or write mode is refused (etcd has no read/write locks), and nothing is written', async () => {
+    const backend = await open();
+    for (const mode of ['read', 'write'] as const) {
+      await assert.rejects(backend.acquire(Buffer.from('be/rw'), { ttlSeconds: 10, mode }), (e) => isLockLensError(e, 'INVALID_ARGUMENT') && /etcd has no read\/write locks/.test(e.message));
+    }
+    assert.deepEqual(await keysUnder('be/rw'), []);
   });
 
   test('acquire queues behind a holder, reports its place and token, and the listing shows both in order', async () => {

@@ -21,6 +21,7 @@ const CAPABILITIES: Capabilities = {
   owner: 'lease',
   revokeOwner: true,
   queuedAcquire: true,
+  readWriteLocks: false,
 };
 
 /**
@@ -68,6 +69,9 @@ export class EtcdBackend implements LockBackend {
   }
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
+    if (options.mode !== undefined) {
+      throw new LockLensError('INVALID_ARGUMENT', `etcd has no read/write locks: ${displayKey(name)} is taken without a mode (read/write is for Redisson's RReadWriteLock in Redis)`);
+    }
     const session = await Session.create(this.connection, options.ttlSeconds);
     // Releasing revokes this session's lease; with the call open beforehand, that is one write when the time comes.
     session.prepareRevoke();

@@ -1,20 +1,21 @@
 /**
  * Taking a lock from LockLens so that it excludes the services that use the same name: a name that is a Redisson lock
- * now is taken with Redisson's own scripts and field format (its waiters wake when we release); any other name with
- * the token recipe redis-py, redlock, Spring and the classic article share (SET NX PX, compare-and-delete), on a
- * majority of the instances when several are configured (redlock). A hold renews itself every TTL/3 and says at once
- * when a renewal finds it gone: a holder is never silently assumed.
+ * now is taken with Redisson's own scripts and field format (its waiters wake when we release); a read/write lock (or
+ * a free name, asked for with a mode) with RedissonReadLock's and RedissonWriteLock's; any other name with the token
+ * recipe redis-py, redlock, Spring and the classic article share (SET NX PX, compare-and-delete), on a majority of the
+ * instances when several are configured (redlock). A hold renews itself every TTL/3 and says at once when a renewal
+ * finds it gone: a holder is never silently assumed.
  */
 import { randomBytes } from 'node:crypto';
 import type Redis from 'ioredis';
-import type { AcquireOptions, LockHold, QueuePosition } from '../backend';
+import type { AcquireOptions, LockHold, LockMode, QueuePosition } from '../backend';
 import { Emitter, type Disposable, type Event } from '../emitter';
 import { LockLensError, abortError, errorMessage, throwIfAborted } from '../errors';
-import { displayKey } from '../keys';
+import { displayKey, keyId } from '../keys';
 import { sleep } from '../sleep';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
-import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey } from './redissonNames';
+import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey, rwKeyPrefix, rwLockChannel, rwTimeoutPrefix } from './redissonNames';
 import {
   FAIR_LEAVE,
   FAIR_LOCK,
@@ -23,6 +24,12 @@ import {
   REDISSON_LOCK,
   REDISSON_RENEW,
   REDISSON_UNLOCK,
+  READ_UNLOCK_MESSAGE,
+  RW_READ_LOCK,
+  RW_READ_RENEW,
+  RW_READ_UNLOCK,
+  RW_WRITE_LOCK,
+  RW_WRITE_UNLOCK,
   TOKEN_RELEASE,
   TOKEN_RENEW,
   UNLOCK_MESSAGE,
@@ -35,6 +42,8 @@ export interface AcquireContext {
   readonly subscriber: () => Promise<Subscriber>;
   /** A fresh Redisson-style field `<uuid>:<n>` for this hold. */
   readonly newField: () => string;
+  /** The read/write holds taken through this connection, whose Redisson thread a new one on the same name re-enters. */
+  readonly readWriteHolds: ReadWriteHolds;
 }
 
 /** How often a waiter tries again when nothing wakes it sooner (redis-py polls every 0.1 s). */
@@ -44,23 +53,29 @@ const RENEW_RETRY_MS = 250;
 /** The longest a Redisson waiter sleeps between tries when no unlock message comes (a holder that died). */
 const REDISSON_RETRY_MAX_MS = 1000;
 
-type Layout = 'redisson' | 'redisson-fair' | 'token';
+type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw';
+
+/** What a name is now, for a sentence: "… is a token lock". */
+const LAYOUT_NAMES: Record<Exclude<Layout, 'free' | 'redisson-rw'>, string> = {
+  token: 'a token lock (SET NX PX: redis-py, redlock, the classic recipe)',
+  redisson: 'a Redisson lock (RLock)',
+  'redisson-fair': 'a Redisson fair lock (RFairLock)',
+};
 
 async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
   const [type, queueLen] = await Promise.all([client.type(name), client.llen(lockQueueKey(name))]);
   if (queueLen > 0 && (type === 'hash' || type === 'none')) return 'redisson-fair';
-  if (type === 'none' || type === 'string') return 'token';
+  if (type === 'none') return 'free';
+  if (type === 'string') return 'token';
   if (type === 'hash') {
     const size = await client.hlen(name);
     if (size <= 16) {
       const flat = (await client.callBuffer('HGETALL', name)) as Buffer[];
       const fields: [Buffer, Buffer][] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) fields.push([flat[i], flat[i + 1]]);
-      if (fields.length === 0) return 'token';
+      if (fields.length === 0) return 'free';
       if (redissonLockField(fields)) return 'redisson';
-      if (redissonRwShape(fields)) {
-        throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a Redisson read/write lock: LockLens does not take those (take it from the service's own RReadWriteLock)`);
-      }
+      if (redissonRwShape(fields)) return 'redisson-rw';
     }
   }
   throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} holds a Redis ${type} that is not a lock layout LockLens knows: it will not overwrite it`);
@@ -69,12 +84,33 @@ async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
 export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<RenewingHold> {
   const name = Buffer.from(nameBytes);
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL must be positive');
+  const mode = options.mode;
+  if (mode !== undefined && mode !== 'read' && mode !== 'write') throw new LockLensError('INVALID_ARGUMENT', `the mode is read or write, not '${String(mode)}'`);
   throwIfAborted(options.signal);
   const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000));
   try {
-    const layout = ctx.clients.length > 1 ? 'token' : await layoutOf(ctx.clients[0], name);
-    if (layout === 'token') return await acquireToken(ctx, name, ttlMs, options);
-    return await acquireRedisson(ctx, name, ttlMs, options, layout === 'redisson-fair');
+    if (ctx.clients.length > 1) {
+      if (mode) {
+        throw new LockLensError('INVALID_ARGUMENT', `a Redisson read/write lock lives on one Redis: ${displayKey(name)} cannot be taken for ${mode} on ${ctx.clients.length} independent instances`);
+      }
+      return await acquireToken(ctx, name, ttlMs, options);
+    }
+    const layout = await layoutOf(ctx.clients[0], name);
+    if (mode) {
+      if (layout !== 'free' && layout !== 'redisson-rw') {
+        throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES[layout]}, not a read/write lock: take it without a read or write mode`);
+      }
+      return await acquireReadWrite(ctx, name, ttlMs, options, mode);
+    }
+    switch (layout) {
+      case 'free':
+      case 'token':
+        return await acquireToken(ctx, name, ttlMs, options);
+      case 'redisson-rw':
+        throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a Redisson read/write lock: choose read or write to take it`);
+      default:
+        return await acquireRedisson(ctx, name, ttlMs, options, layout === 'redisson-fair');
+    }
   } catch (e) {
     throw e instanceof LockLensError ? e : storeError(e);
   }
@@ -292,29 +328,42 @@ class TokenHold extends RenewingHold {
   }
 }
 
-// --- Redisson RLock / RFairLock ---
+// --- Redisson RLock / RFairLock / RReadWriteLock ---
 
-async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, fair: boolean): Promise<RenewingHold> {
+/** How far the lock script of an attempt that did not end in a hold got, for what there is to undo. */
+type Outcome = 'taken' | 'refused' | 'unknown';
+
+/**
+ * One kind of Redisson lock: its scripts, its channel, its hold. The waiting is the same for every kind (waitRedisson):
+ * run the lock script, and until it says held, sleep until an unlock message on the channel or the holder's PTTL,
+ * as Redisson's own lock() does.
+ */
+interface RedissonWay<H extends RenewingHold> {
+  /** The field we hold with, told in onQueue. */
+  readonly field: string;
+  /** Where the lock's unlocks are published. */
+  readonly channel: Buffer;
+  /** The lock script, once: null when held; else the holder's PTTL (or the wait the script asks for). */
+  lock(): Promise<number | null>;
+  /** Members ahead of us after a refusal: our place in a fair queue, else 1 (the holder). */
+  ahead(): Promise<number>;
+  /** With tryOnly: whether to run the lock script at all (Redisson's fair tryLock() without waiting never queues). */
+  mayTry?(): Promise<boolean>;
+  /** Leaves nothing of ours behind when the attempt does not end in a hold. */
+  undo(outcome: Outcome): Promise<void>;
+  hold(until: number): H;
+}
+
+async function waitRedisson<H extends RenewingHold>(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, way: RedissonWay<H>): Promise<H> {
   const client = ctx.clients[0];
-  const field = ctx.newField();
-  const queue = lockQueueKey(name);
-  const timeouts = lockTimeoutKey(name);
+  let outcome: Outcome = 'refused';
   /** nil when taken, with the time its lock script was sent (see validUntil); else the holder's PTTL. */
   const tryLock = async (): Promise<{ held: true; until: number } | { held: false; ttl: number }> => {
     const sentAt = Date.now();
-    const ttl = fair
-      ? ((await client.eval(FAIR_LOCK, 3, name, queue, timeouts, ttlMs, field, FAIR_THREAD_WAIT_MS, sentAt)) as number | null)
-      : ((await client.eval(REDISSON_LOCK, 1, name, ttlMs, field)) as number | null);
+    outcome = 'unknown';
+    const ttl = await way.lock();
+    outcome = ttl === null ? 'taken' : 'refused';
     return ttl === null ? { held: true, until: validUntil(sentAt, ttlMs) } : { held: false, ttl };
-  };
-  const hold = (until: number) => new RedissonHold(client, name, field, ttlMs, fair, until);
-  /**
-   * Leaves nothing of ours behind when we do not end up holding: our place in a fair queue, and the lock itself if a
-   * lock script that failed here (a timeout) ran on the server anyway. Both scripts act on our own fresh field only.
-   */
-  const undo = async () => {
-    if (fair) await client.eval(FAIR_LEAVE, 2, queue, timeouts, field, FAIR_THREAD_WAIT_MS).catch(() => undefined);
-    await unlockRedisson(client, name, field, ttlMs, fair).catch(() => undefined);
   };
 
   let wake: { promise: Promise<void>; resolve: () => void } | undefined;
@@ -329,42 +378,132 @@ async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number,
   try {
     for (;;) {
       throwIfAborted(options.signal);
-      if (options.tryOnly && fair) {
-        // Redisson's tryLock() without waiting never joins the queue: only a free lock with nobody waiting is taken.
-        const [exists, waiting] = await Promise.all([client.exists(name), client.llen(queue)]);
-        if (exists === 0 && waiting === 0) {
+      if (options.tryOnly && way.mayTry) {
+        if (await way.mayTry()) {
           const tried = await tryLock();
-          if (tried.held) return hold(tried.until);
+          if (tried.held) return way.hold(tried.until);
         }
         throw await lockedError(client, name);
       }
       const tried = await tryLock();
       if (tried.held) {
         if (options.signal?.aborted) throw abortError(options.signal);
-        if (announced !== 0) options.onQueue?.({ key: Buffer.from(field), ahead: 0, fencingToken: null });
-        return hold(tried.until);
+        if (announced !== 0) options.onQueue?.({ key: Buffer.from(way.field), ahead: 0, fencingToken: null });
+        return way.hold(tried.until);
       }
       if (options.tryOnly) throw await lockedError(client, name);
-      const ahead = fair ? await positionOf(client, queue, field) : 1;
+      const ahead = await way.ahead();
       if (announced !== ahead) {
         announced = ahead;
-        options.onQueue?.({ key: Buffer.from(field), ahead, fencingToken: null });
+        options.onQueue?.({ key: Buffer.from(way.field), ahead, fencingToken: null });
       }
       if (!subscription) {
-        // Redisson wakes RLock waiters on the lock's channel and each fair waiter on its own.
         const sub = await ctx.subscriber();
-        subscription = await sub.subscribe(fair ? fairLockChannel(name, Buffer.from(field)) : lockChannel(name), () => wake?.resolve());
+        subscription = await sub.subscribe(way.channel, () => wake?.resolve());
         continue; // a release between our try and the subscription would otherwise be missed
       }
       await sleep(Math.max(RETRY_MS, Math.min(tried.ttl > 0 ? tried.ttl : RETRY_MS, REDISSON_RETRY_MAX_MS)), options.signal, { wake: wake?.promise });
       renewWake();
     }
   } catch (e) {
-    await undo();
+    await way.undo(outcome);
     throw e;
   } finally {
     subscription?.dispose();
   }
+}
+
+async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, fair: boolean): Promise<RenewingHold> {
+  const client = ctx.clients[0];
+  const field = ctx.newField();
+  const queue = lockQueueKey(name);
+  const timeouts = lockTimeoutKey(name);
+  return waitRedisson(ctx, name, ttlMs, options, {
+    field,
+    // Redisson wakes RLock waiters on the lock's channel and each fair waiter on its own.
+    channel: fair ? fairLockChannel(name, Buffer.from(field)) : lockChannel(name),
+    lock: async () =>
+      (fair
+        ? await client.eval(FAIR_LOCK, 3, name, queue, timeouts, ttlMs, field, FAIR_THREAD_WAIT_MS, Date.now())
+        : await client.eval(REDISSON_LOCK, 1, name, ttlMs, field)) as number | null,
+    ahead: () => (fair ? positionOf(client, queue, field) : Promise.resolve(1)),
+    ...(fair && {
+      mayTry: async () => {
+        // Only a free lock with nobody waiting is taken.
+        const [exists, waiting] = await Promise.all([client.exists(name), client.llen(queue)]);
+        return exists === 0 && waiting === 0;
+      },
+    }),
+    /**
+     * Our place in a fair queue, and the lock itself if a lock script that failed here (a timeout) ran on the server
+     * anyway. Both scripts act on our own fresh field only.
+     */
+    undo: async () => {
+      if (fair) await client.eval(FAIR_LEAVE, 2, queue, timeouts, field, FAIR_THREAD_WAIT_MS).catch(() => undefined);
+      await unlockRedisson(client, name, field, ttlMs, fair).catch(() => undefined);
+    },
+    hold: (until) => new RedissonHold(client, name, field, ttlMs, fair, until),
+  });
+}
+
+/**
+ * The read/write holds taken through one connection, by lock name. In Redisson a hold belongs to a thread, and a thread
+ * that holds a read/write lock takes it again at once: for reading inside its own read or write hold, for writing
+ * inside its own write hold (re-entrant). LockLens's thread is the connection: a read/write acquire on a name it holds
+ * re-enters with the same `<uuid>:<n>`; on any other name it gets a fresh one, as every RLock acquire does.
+ */
+export class ReadWriteHolds {
+  private readonly byName = new Map<string, ReadWriteHold[]>();
+
+  /** Our holds on `name` that have not ended. */
+  of(name: Buffer): readonly ReadWriteHold[] {
+    const id = keyId(name);
+    const live = (this.byName.get(id) ?? []).filter((h) => !h.ended);
+    if (live.length) this.byName.set(id, live);
+    else this.byName.delete(id);
+    return live;
+  }
+
+  add(hold: ReadWriteHold): void {
+    this.byName.set(keyId(hold.name), [...this.of(hold.name), hold]);
+  }
+}
+
+const rwField = (thread: string, mode: LockMode): string => (mode === 'read' ? thread : `${thread}:write`);
+
+async function acquireReadWrite(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, mode: LockMode): Promise<RenewingHold> {
+  const client = ctx.clients[0];
+  const ours = ctx.readWriteHolds.of(name);
+  const writing = ours.find((h) => h.mode === 'write');
+  if (mode === 'write' && ours.length > 0 && !writing) {
+    // Redisson's write script admits no reader, its own thread included: the acquire would wait for itself.
+    throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is held for reading through this connection: a Redisson read lock cannot be upgraded to write; release the read hold first`);
+  }
+  const reentrant = ours.length > 0;
+  const thread = (writing ?? ours[0])?.thread ?? ctx.newField();
+  const reader = rwField(thread, 'read');
+  const writer = rwField(thread, 'write');
+  const hold = await waitRedisson(ctx, name, ttlMs, options, {
+    field: rwField(thread, mode),
+    channel: rwLockChannel(name),
+    lock: async () =>
+      (mode === 'read'
+        ? await client.eval(RW_READ_LOCK, 2, name, rwTimeoutPrefix(name, reader), ttlMs, reader, writer)
+        : await client.eval(RW_WRITE_LOCK, 1, name, ttlMs, writer)) as number | null,
+    ahead: () => Promise.resolve(1),
+    /**
+     * A hold we took and then gave up (cancelled in that moment) is unlocked: one count of our own field. After a lock
+     * script that failed here (a timeout) and may have run on the server, a fresh thread's field is unlocked too, as
+     * nobody else has it; a re-entering one is our other holds' as well, and their counts are not taken from them (an
+     * extra count, if any, ends with the TTL). A refused attempt left nothing.
+     */
+    undo: async (outcome) => {
+      if (outcome === 'taken' || (outcome === 'unknown' && !reentrant)) await unlockReadWrite(client, name, thread, mode, ttlMs).catch(() => undefined);
+    },
+    hold: (until) => new ReadWriteHold(client, name, thread, mode, ttlMs, until),
+  });
+  ctx.readWriteHolds.add(hold);
+  return hold;
 }
 
 async function positionOf(client: Redis, queue: Buffer, field: string): Promise<number> {
@@ -374,7 +513,8 @@ async function positionOf(client: Redis, queue: Buffer, field: string): Promise<
 }
 
 async function lockedError(client: Redis, name: Buffer): Promise<LockLensError> {
-  const flat = ((await client.callBuffer('HKEYS', name).catch(() => [])) as Buffer[]) ?? [];
+  // A read/write lock's `mode` field is no holder.
+  const flat = (((await client.callBuffer('HKEYS', name).catch(() => [])) as Buffer[]) ?? []).filter((f) => f.toString('latin1') !== 'mode');
   const owner = flat.length ? flat.map((f) => displayKey(f)).join(', ') : 'another client';
   return new LockLensError('LOCKED', `${displayKey(name)} is held by ${owner}`);
 }
@@ -406,4 +546,45 @@ async function unlockRedisson(client: Redis, name: Buffer, field: string, ttlMs:
     ? await client.eval(FAIR_UNLOCK, 4, name, lockQueueKey(name), lockTimeoutKey(name), lockChannel(name), UNLOCK_MESSAGE, ttlMs, field, Date.now())
     : await client.eval(REDISSON_UNLOCK, 2, name, lockChannel(name), UNLOCK_MESSAGE, ttlMs, field);
   return result === 1;
+}
+
+/** A read or write hold on a Redisson read/write lock, through thread `<uuid>:<n>`: its field is the thread (read) or `<thread>:write`. */
+class ReadWriteHold extends RenewingHold {
+  constructor(
+    private readonly client: Redis,
+    name: Buffer,
+    readonly thread: string,
+    readonly mode: LockMode,
+    ttlMs: number,
+    until: number,
+  ) {
+    super(name, Buffer.from(rwField(thread, mode)), rwField(thread, mode), ttlMs, until);
+  }
+
+  /** A reader renews the hash and every reader's timeout keys (RedissonReadLock); a writer as RedissonLock does, with its `:write` field. */
+  protected async renew(): Promise<boolean> {
+    const result =
+      this.mode === 'read'
+        ? await this.client.eval(RW_READ_RENEW, 2, this.name, rwKeyPrefix(this.name), this.ttlMs, this.thread)
+        : await this.client.eval(REDISSON_RENEW, 1, this.name, this.ttlMs, this.owner);
+    return result === 1;
+  }
+
+  protected unlock(): Promise<boolean> {
+    return unlockReadWrite(this.client, this.name, this.thread, this.mode, this.ttlMs);
+  }
+}
+
+/**
+ * Redisson's read or write unlock for our thread: true when it ended our hold or one count of it (0: our thread still
+ * holds), false when it was not ours. As in Redisson, unlocking a lock that is gone altogether publishes and says 1.
+ * A writer's end is published with READ_UNLOCK_MESSAGE (every waiter wakes: readers may all enter), a reader's with
+ * UNLOCK_MESSAGE, as RedissonWriteLock and RedissonReadLock do.
+ */
+async function unlockReadWrite(client: Redis, name: Buffer, thread: string, mode: LockMode, ttlMs: number): Promise<boolean> {
+  const result =
+    mode === 'read'
+      ? await client.eval(RW_READ_UNLOCK, 4, name, rwLockChannel(name), rwTimeoutPrefix(name, thread), rwKeyPrefix(name), UNLOCK_MESSAGE, thread)
+      : await client.eval(RW_WRITE_UNLOCK, 2, name, rwLockChannel(name), READ_UNLOCK_MESSAGE, ttlMs, rwField(thread, 'write'));
+  return result === 0 || result === 1;
 }

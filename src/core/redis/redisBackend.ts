@@ -12,7 +12,7 @@ import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
-import { acquire, type RenewingHold } from './acquire';
+import { acquire, ReadWriteHolds, type RenewingHold } from './acquire';
 import { clientSpecs, isClusterNode, openClient, openCluster, type ClientSpec } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
 import type { ReadOptions } from './keyspaceReader';
@@ -28,6 +28,7 @@ export const REDIS_CAPABILITIES: Capabilities = {
   owner: 'token',
   revokeOwner: false,
   queuedAcquire: false,
+  readWriteLocks: true,
 };
 
 export class RedisBackend implements LockBackend {
@@ -36,6 +37,8 @@ export class RedisBackend implements LockBackend {
   /** Our Redisson client id: fields `<uuid>:<n>` of the locks we take the Redisson way. */
   private readonly uuid = randomUUID();
   private threads = 0;
+  /** Our read/write holds, whose thread a new acquire on the same name re-enters (see ReadWriteHolds). */
+  private readonly readWriteHolds = new ReadWriteHolds();
   private sharedSubscriber: Promise<Subscriber> | undefined;
   private readonly watches = new Set<RedisLockWatch>();
   /** Holds taken through this connection and not yet ended: lost at once when it closes. */
@@ -121,16 +124,21 @@ export class RedisBackend implements LockBackend {
     return { revision: null, locks, lease: (id) => table.get(id) };
   }
 
-  /** Redisson locks (plain and fair) and token keys; a read/write lock only from Redisson itself. */
+  /** Redisson locks (plain, fair, read/write: the last with a mode) and token keys. */
   acquirable(lock: LockState): boolean {
-    return lock.kind === 'queue' || lock.kind === 'single';
+    return lock.kind === 'queue' || lock.kind === 'single' || lock.kind === 'readwrite';
   }
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.checkOpen();
     const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
     const hold = await acquire(
-      { clients: this.topology.writeClients, subscriber: () => this.subscriber(), newField: () => `${this.uuid}:${++this.threads}` },
+      {
+        clients: this.topology.writeClients,
+        subscriber: () => this.subscriber(),
+        newField: () => `${this.uuid}:${++this.threads}`,
+        readWriteHolds: this.readWriteHolds,
+      },
       name,
       { ...options, signal },
     );
