@@ -391,6 +391,14 @@ describe('redlock: several independent instances', { timeout: 60_000 }, () => {
     assert.equal(await raws[0].exists('rl/b'), 0, 'the instance that said yes was undone');
   });
 
+  test('a read or write mode is refused: a Redisson read/write lock lives on one Redis, and nothing is written', async () => {
+    await assert.rejects(
+      backend.acquire(b('rl/rw'), { ttlSeconds: 10, mode: 'write' }),
+      (e: LockLensError) => e.code === 'INVALID_ARGUMENT' && /read\/write lock lives on one Redis.*3 independent instances/.test(e.message),
+    );
+    assert.deepEqual(await Promise.all(raws.map((r) => r.exists('rl/rw'))), [0, 0, 0]);
+  });
+
   test('one instance down: still held by the other two', async () => {
     await servers[2].stop();
     try {
