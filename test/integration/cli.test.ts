@@ -399,8 +399,10 @@ describe('locklens acquire', () => {
     assert.equal(holder.proc.running, true);
   });
 
-  test('bad arguments exit 2: --ttl 0, a bad --timeout, nothing after --, no lock name', async () => {
+  test('bad arguments exit 2: --ttl 0, a bad --timeout, nothing after --, no lock name, --mode (etcd has no read/write locks)', async () => {
     const cases: [string[], RegExp][] = [
+      [['acquire', 'argsx', '--mode', 'read'], /etcd has no read\/write locks/],
+      [['acquire', 'argsx', '--mode', 'shared'], /--mode shared: read or write/],
       [['acquire', 'argsx', '--ttl', '0'], /--ttl/],
       [['acquire', 'argsx', '--ttl', 'ten'], /--ttl/],
       [['acquire', 'argsx', '--timeout', 'soon'], /--timeout/],

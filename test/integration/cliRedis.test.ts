@@ -1,6 +1,6 @@
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, Procs, show } from '../harness/cli';
@@ -126,6 +126,45 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     assert.deepEqual(readFileSync(log, 'utf8').trim().split('\n'), ['py-released', 'locklens-start', 'locklens-end']);
     waiter.release();
     await waiter.until(['released']);
+  });
+
+  test('locklens acquire --mode read shares a Redisson read/write lock with its readers, --mode write waits for every reader; without --mode it exits 2', async () => {
+    const redisson = FakeRedisson.connect(url());
+    procs.defer(() => redisson.dispose());
+    const name = 'app:report';
+    const fields = () => redisson.client.hgetall(name);
+    assert.equal(await redisson.readLock(name, 1, 60_000), null);
+    const plain = await procs.run(['acquire', name, '--url', url()]);
+    assert.equal(plain.code, 2, show(plain));
+    assert.match(plain.stderr, /app:report is a Redisson read\/write lock: choose read or write/, show(plain));
+
+    // Our reader runs at once beside Redisson's; a Redisson writer is refused (its script answers a PTTL).
+    const log = join(dir, 'order');
+    const reader = procs.locklens(['acquire', name, '--url', url(), '--mode', 'read', '--', 'sh', '-c', MARK_WAIT_MARK, 'sh', log, 'read-start', join(dir, 'read-go'), 'read-end']);
+    await eventually(() => existsSync(log) && readFileSync(log, 'utf8').includes('read-start'), 15_000, 'the reader`s command runs');
+    const readers = Object.keys(await fields()).filter((f) => f !== 'mode');
+    assert.equal(readers.length, 2, JSON.stringify(readers));
+    assert.notEqual(await redisson.writeLock(name, 2), null, 'a Redisson writer waits for the readers');
+
+    // Our writer waits for both readers: ours ending is not enough, Redisson's last unlock (and its publish) lets it in.
+    const writer = procs.locklens(['acquire', name, '--url', url(), '--mode', 'write', '--', 'sh', '-c', MARK_WAIT_MARK, 'sh', log, 'write-start', join(dir, 'write-go'), 'write-end']);
+    writeFileSync(join(dir, 'read-go'), '');
+    const read = await reader.wait();
+    assert.equal(read.code, 0, show(read));
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(!readFileSync(log, 'utf8').includes('write-start'), 'the writer waits while Redisson`s reader holds');
+    appendFileSync(log, 'redisson-read-unlock\n');
+    assert.equal(await redisson.readUnlock(name, 1), 1);
+    await eventually(() => readFileSync(log, 'utf8').includes('write-start'), 15_000, 'the writer`s command runs');
+    const held = Object.keys(await fields());
+    assert.ok(held.includes('mode') && held.length === 2 && held.some((f) => /^[0-9a-f-]{36}:\d+:write$/.test(f)), JSON.stringify(held));
+    assert.notEqual(await redisson.readLock(name, 1), null, 'a Redisson reader waits for our writer');
+    writeFileSync(join(dir, 'write-go'), '');
+    const write = await writer.wait();
+    assert.equal(write.code, 0, show(write));
+    assert.deepEqual(readFileSync(log, 'utf8').trim().split('\n'), ['read-start', 'read-end', 'redisson-read-unlock', 'write-start', 'write-end']);
+    assert.equal(await redisson.writeLock(name, 2), null, 'released: the Redisson writer takes it');
+    assert.equal(await redisson.writeUnlock(name, 2), 1);
   });
 
   test('locklens acquire --try on a lock redis-py holds exits 6 naming the holder, and leaves the token alone', async () => {

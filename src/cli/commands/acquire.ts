@@ -1,4 +1,4 @@
-import type { LockHold } from '../../core/backend';
+import type { LockHold, LockMode } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { GatedCommand } from '../gatedCommand';
@@ -11,12 +11,15 @@ const DEFAULT_TTL = 10;
 export const acquire: Command = {
   name: 'acquire',
   summary: "take a lock the way its store's clients do (etcd: Go's Mutex and etcdctl lock); run a command while holding it",
-  help: `Usage: locklens acquire NAME [--ttl S] [--try] [--timeout D] [-- COMMAND ARGS...]
+  help: `Usage: locklens acquire NAME [--ttl S] [--try] [--timeout D] [--mode read|write] [-- COMMAND ARGS...]
 
 etcd: queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock
 and jetcd on the same name). Redis (--url redis://…): takes NAME with Redisson's own script and field when a
 Redisson lock holds that name, else with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe),
 renewed while held and released only if still ours; several --url instances: held on a majority (redlock).
+A Redisson read/write lock (RReadWriteLock) is taken with --mode: read shares it with other readers, write waits
+until every reader and writer has left; a free NAME becomes one. Redisson's readers and writers on the same name are
+excluded as by Redisson itself, and woken when locklens releases.
 Once held it prints the key and the fencing token (etcd: the key's create revision; Redis has none), then:
   - with a COMMAND: runs it with ETCD_LOCK_KEY and ETCD_LOCK_REV (the key, and the revision the lock was taken
     at, as etcdctl lock sets them) and LOCKLENS_FENCING_TOKEN (the key's create revision) in its environment,
@@ -29,9 +32,11 @@ still running) and locklens exits 7. As with etcdctl, processes the command star
   --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock)
   --try          do not wait: exit 6 at once if the lock is held
   --timeout D    give up waiting after D (e.g. 30s); exit 3
+  --mode M       read or write: take a Redisson read/write lock (Redis, one instance or a cluster); without it, a
+                 read/write lock is refused (exit 2), as is --mode on another lock or store
 
 ${CONNECTION_HELP}`,
-  options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' } },
+  options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' } },
   async run(argv, connect, out) {
     const dash = argv.indexOf('--');
     const command = dash >= 0 ? argv.slice(dash + 1) : [];
@@ -39,6 +44,7 @@ ${CONNECTION_HELP}`,
     if (dash >= 0 && command.length === 0) throw new LockLensError('INVALID_ARGUMENT', "nothing after '--': give the command to run");
     const ttl = parsePositiveInt(values.ttl as string | undefined, '--ttl', DEFAULT_TTL);
     const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout as string, '--timeout');
+    const mode = parseMode(values.mode as string | undefined);
 
     const backend = await connect(values);
     const stop = new AbortController();
@@ -55,6 +61,7 @@ ${CONNECTION_HELP}`,
         ttlSeconds: ttl,
         signal,
         tryOnly: values.try === true,
+        mode,
         onQueue: (position) => {
           const { key, ahead, fencingToken } = position;
           if (command.length && !gate) gate = new GatedCommand(command, lockEnv(displayKey(key), fencingToken));
@@ -79,6 +86,11 @@ ${CONNECTION_HELP}`,
     }
   },
 };
+
+function parseMode(value: string | undefined): LockMode | undefined {
+  if (value === undefined || value === 'read' || value === 'write') return value;
+  throw new LockLensError('INVALID_ARGUMENT', `--mode ${value}: read or write`);
+}
 
 /** The environment known when the command is started; ETCD_LOCK_REV comes through the gate once the lock is held. */
 function lockEnv(key: string, fencingToken: number | null): NodeJS.ProcessEnv {
