@@ -1,5 +1,5 @@
 import type * as vscode from 'vscode';
-import type { Capabilities, LockHold, QueuePosition } from '../core/backend';
+import type { Capabilities, LockHold, LockMode, QueuePosition } from '../core/backend';
 import { Emitter } from '../core/emitter';
 import { LockLensError, errorMessage } from '../core/errors';
 import { ownerField, type AuditEntry, type AuditLog } from './audit';
@@ -18,6 +18,8 @@ export interface AcquireRequest {
   readonly connection: ClusterConnection;
   readonly name: Buffer;
   readonly ttl: number;
+  /** A read/write lock: for reading or writing. */
+  readonly mode?: LockMode;
   readonly signal?: AbortSignal;
   readonly onQueue?: (position: QueuePosition) => void;
 }
@@ -73,7 +75,7 @@ export class HeldLocks implements vscode.Disposable {
       try {
         const backend = await connection.open();
         ownerKind = backend.capabilities.owner;
-        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue });
+        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue, mode: request.mode });
         if (hold.lost) throw hold.lost;
         if (signal.aborted) throw new LockLensError('CANCELLED', 'cancelled');
         const lock: HeldLock = { connection, name, hold, ownerKind };

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
-import type { LeaseOperations, LockBackend } from '../../core/backend';
+import type { LeaseOperations, LockBackend, LockMode } from '../../core/backend';
 import { LockLensError, errorMessage } from '../../core/errors';
 import { revokeEffects } from '../../core/revokeEffects';
 import { displayKey, keyId, parseLeaseHex } from '../../core/keys';
@@ -18,6 +18,8 @@ export interface AcquireInput {
   readonly connection: string;
   readonly name: string;
   readonly ttl?: number;
+  /** A read/write lock (where the store has them): take it for reading or writing. */
+  readonly mode?: LockMode;
 }
 
 /** What `locklens.revokeLease` accepts from scripts and tests instead of a tree node. */
@@ -65,8 +67,9 @@ export function registerLockCommands(
     const lockOfNode = node?.kind === 'lock' ? tree.lock(node) : undefined;
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
+    const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
     const ttl = input?.ttl ?? (await askTtl(backend.capabilities.owner));
-    if (!input && !(await confirmJoin(connection, backend, name))) return;
+    if (!input && !(await confirmJoin(connection, backend, name, mode))) return;
     const controller = new AbortController();
     const label = displayKey(name);
     const held = await vscode.window.withProgress(
@@ -77,6 +80,7 @@ export function registerLockCommands(
           connection,
           name,
           ttl,
+          mode,
           signal: controller.signal,
           onQueue: ({ ahead, fencingToken }) => progress.report({ message: queueMessage(ahead, fencingToken, backend.capabilities.queuedAcquire) }),
         });
@@ -372,10 +376,30 @@ async function askTtl(owner: LockBackend['capabilities']['owner']): Promise<numb
   return Number(text);
 }
 
-/** Joining a lock others use makes them wait while you hold: say who, and ask. */
-async function confirmJoin(connection: ClusterConnection, backend: LockBackend, name: Buffer): Promise<boolean> {
+/**
+ * A read/write lock is taken for reading or for writing: asked where the store has them (its capability) and the name
+ * is one now. Anything else is taken without a mode.
+ */
+async function askMode(connection: ClusterConnection, backend: LockBackend, name: Buffer, shown: LockState | undefined): Promise<LockMode | undefined> {
+  if (!backend.capabilities.readWriteLocks) return undefined;
+  const lock = shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
+  if (lock?.kind !== 'readwrite') return undefined;
+  const items: (vscode.QuickPickItem & { mode: LockMode })[] = [
+    { label: vscode.l10n.t('Read'), description: vscode.l10n.t('shared: other readers hold it at the same time; writers wait'), mode: 'read' },
+    { label: vscode.l10n.t('Write'), description: vscode.l10n.t('exclusive: waits until every reader and writer has left'), mode: 'write' },
+  ];
+  const picked = await vscode.window.showQuickPick(items, {
+    title: vscode.l10n.t('Lock mode (read or write)'),
+    placeHolder: vscode.l10n.t('"{0}" is a read/write lock: take it for reading or for writing', displayKey(name)),
+  });
+  return orCancel(picked).mode;
+}
+
+/** Joining a lock others use makes them wait while you hold: say who, and ask. Reading beside other readers waits for no one. */
+async function confirmJoin(connection: ClusterConnection, backend: LockBackend, name: Buffer, mode: LockMode | undefined): Promise<boolean> {
   const lock = connection.watch?.locks().find((l) => backend.acquirable(l) && l.name.equals(name));
   if (!lock?.holder) return true;
+  if (mode === 'read' && lock.holder.mode === 'read') return true;
   const queued = backend.capabilities.queuedAcquire;
   const join = queued ? vscode.l10n.t('Join Queue') : vscode.l10n.t('Wait');
   const answer = await vscode.window.showWarningMessage(

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
+import type { HeldLock } from '../../../src/extension/heldLocks';
 import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { eventually } from '../../harness/etcd';
 import { startRedis, type RedisServer } from '../../harness/redis';
@@ -104,6 +105,50 @@ describe('Locks tree and commands against a real Redis', function () {
     assert.ok(errors().some((e) => /no fencing token/.test(e)), JSON.stringify(errors()));
     // A Redisson lock with a queue is one to join: Acquire Lock shows on its row.
     assert.ok(menuCommands(row('fair').item.contextValue!).includes('locklens.acquireLock'), row('fair').item.contextValue);
+  });
+
+  it('Acquire on a read/write lock row asks Read or Write: read holds beside a Redisson reader, shown as yours, and Release ends it; write from a script waits for the reader', async () => {
+    assert.equal(await redisson.readLock('rt:report', 1, 60_000), null);
+    await sync();
+    const lockRow = row('report');
+    assert.equal(lockRow.item.contextValue, 'lock.readwrite.acquirable');
+    assert.ok(menuCommands(lockRow.item.contextValue!).includes('locklens.acquireLock'), lockRow.item.contextValue);
+
+    stubs
+      .picks((items) => items.find((i) => i.label === 'Read'))
+      .inputs((o) => o.value ?? '')
+      .warnings((_m, items) => items[0]);
+    const held = (await vscode.commands.executeCommand('locklens.acquireLock', lockRow.node)) as HeldLock;
+    assert.ok(held, JSON.stringify(stubs.shown));
+    const pick = stubs.shown.find((s) => s.kind === 'pick');
+    assert.equal(pick?.message, 'Lock mode (read or write)');
+    assert.equal(pick?.detail, 'Read\nWrite');
+    assert.equal(confirmations().length, 0, 'reading beside readers waits for no one: nothing to confirm');
+    assert.match(held.hold.owner, /^[0-9a-f-]{36}:\d+$/);
+    assert.deepEqual(await redisson.client.hgetall('rt:report'), { mode: 'read', [`${REDISSON_UUID}:1`]: '1', [held.hold.owner]: '1' });
+
+    await sync();
+    const members = rows(row('report').node);
+    assert.equal(members.length, 2);
+    const mine = members.filter((m) => /held by you/.test(String(m.item.description)));
+    assert.equal(mine.length, 1, JSON.stringify(members.map((m) => m.item.description)));
+    assert.equal(mine[0].item.contextValue, 'member.unleased.own.holder.owner');
+    await vscode.commands.executeCommand('locklens.releaseLock', mine[0].node);
+    assert.equal(api.heldLocks.all().length, 0);
+    assert.deepEqual(await redisson.client.hkeys('rt:report').then((k) => k.sort()), [`${REDISSON_UUID}:1`, 'mode']);
+
+    // From a script: no mode on a read/write lock is refused with the reason; write waits until the reader leaves.
+    await vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: 'rt:report', ttl: 30 });
+    assert.ok(errors().some((e) => /rt:report is a Redisson read\/write lock: choose read or write/.test(e)), JSON.stringify(errors()));
+    const writing = vscode.commands.executeCommand('locklens.acquireLock', { connection: CONNECTION, name: 'rt:report', ttl: 30, mode: 'write' }) as Thenable<HeldLock>;
+    await new Promise((r) => setTimeout(r, 300));
+    assert.equal(api.heldLocks.all().length, 0, 'the writer waits for the Redisson reader');
+    assert.equal(await redisson.readUnlock('rt:report', 1), 1);
+    const writer = await writing;
+    assert.match(writer.hold.owner, /^[0-9a-f-]{36}:\d+:write$/);
+    assert.notEqual(await redisson.readLock('rt:report', 1), null, 'a Redisson reader now waits for us');
+    await vscode.commands.executeCommand('locklens.releaseLock', writer);
+    assert.equal(await redis.cli(['EXISTS', 'rt:report']), '0');
   });
 
   it('Force Release from a row refuses when the token lock changed hands since the row was drawn, and frees what it shows', async () => {
