@@ -1,4 +1,4 @@
-import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Redis from 'ioredis';
 import { RedisBackend } from '../../src/core/redis/redisBackend';
@@ -9,53 +9,35 @@ import type { LockLensError } from '../../src/core/errors';
 import { CONVENTIONS, keyTtlId } from '../../src/core/redis/recognize';
 import { eventually, startRedis, startRedisInstances, type RedisInstances, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
-import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../harness/redisson';
+import { OTHER_UUID, REDISSON_UUID } from '../harness/redisson';
+import { redisSuite } from '../harness/redisSuite';
 import { FAIR_UNLOCK, REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
 import { lockChannel } from '../../src/core/redis/redissonNames';
 
 const b = (s: string) => Buffer.from(s);
 
 describe('Redis backend against a real redis-server', { timeout: 120_000 }, () => {
-  let server: RedisServer;
-  let backend: RedisBackend;
-  let raw: Redis;
-  let redisson: FakeRedisson;
-  const cleanups: (() => unknown)[] = [];
+  const t = redisSuite();
   let n = 0;
   let prefix = '';
 
-  before(async () => {
-    server = await startRedis();
-    backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
-    raw = new Redis(server.url, { protocol: 2 });
-    redisson = FakeRedisson.connect(server.url);
-  });
-  after(async () => {
-    backend?.close();
-    raw?.disconnect();
-    redisson?.dispose();
-    await server?.dispose();
-  });
   beforeEach(() => {
     prefix = `t${++n}/`;
   });
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
 
   const peer = (name: string, mode: 'hold' | 'try', timeout: number | null = 30) => {
-    const p = new RedisPyLock(server.url, name, mode, timeout);
-    cleanups.push(() => p.dispose());
+    const p = new RedisPyLock(t.server.url, name, mode, timeout);
+    t.defer(() => p.dispose());
     return p;
   };
-  const listed = async () => (await backend.list([b(prefix)])).locks;
+  const listed = async () => (await t.backend.list([b(prefix)])).locks;
 
   test('list: Redisson holder with hold count and TTL, written by Redisson`s Lua', async () => {
     const name = `${prefix}orders`;
-    assert.equal(await redisson.lock(name, 1), null);
-    assert.equal(await redisson.lock(name, 1), null, 're-entered');
-    assert.notEqual(await redisson.lock(name, 2), null, 'another thread waits');
-    const listing = await backend.list([b(prefix)]);
+    assert.equal(await t.redisson.lock(name, 1), null);
+    assert.equal(await t.redisson.lock(name, 1), null, 're-entered');
+    assert.notEqual(await t.redisson.lock(name, 2), null, 'another thread waits');
+    const listing = await t.backend.list([b(prefix)]);
     assert.equal(listing.revision, null);
     const [lock] = listing.locks;
     assert.equal(lock.kind, 'queue');
@@ -69,17 +51,17 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
 
   test('list: a fair lock`s waiters in queue order with deadlines; a free fair lock still shows its queue', async () => {
     const name = `${prefix}fair`;
-    assert.equal(await redisson.fairLock(name, 1), null);
-    assert.notEqual(await redisson.fairLock(name, 2, 30_000, OTHER_UUID), null);
-    assert.notEqual(await redisson.fairLock(name, 3), null);
+    assert.equal(await t.redisson.fairLock(name, 1), null);
+    assert.notEqual(await t.redisson.fairLock(name, 2, 30_000, OTHER_UUID), null);
+    assert.notEqual(await t.redisson.fairLock(name, 3), null);
     let [lock] = await listed();
     assert.equal(lock.holder?.convention, CONVENTIONS.redissonFairLock);
     assert.deepEqual(lock.waiters.map((w) => w.owner), [`${OTHER_UUID}:2`, `${REDISSON_UUID}:3`]);
     const [d1, d2] = lock.waiters.map((w) => w.deadline!);
     assert.ok(d1 > Date.now() && d2 > d1, 'deadlines in the future, later for later waiters');
-    const listing = await backend.list([b(prefix)]);
+    const listing = await t.backend.list([b(prefix)]);
     assert.ok(listing.lease(listing.locks[0].waiters[0].lease)!.ttl > 0, 'a waiter counts down to its give-up time');
-    await raw.del(name);
+    await t.raw.del(name);
     [lock] = await listed();
     assert.equal(lock.holder, null);
     assert.equal(lock.waiters.length, 2);
@@ -87,8 +69,8 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
 
   test('list: a read/write lock with two readers, its timeout strings not locks', async () => {
     const name = `${prefix}rw`;
-    assert.equal(await redisson.readLock(name, 1), null);
-    assert.equal(await redisson.readLock(name, 2, 30_000, OTHER_UUID), null);
+    assert.equal(await t.redisson.readLock(name, 1), null);
+    assert.equal(await t.redisson.readLock(name, 2, 30_000, OTHER_UUID), null);
     const locks = await listed();
     assert.equal(locks.length, 1, JSON.stringify(locks.map((l) => l.name.toString())));
     assert.equal(locks[0].kind, 'readwrite');
@@ -99,7 +81,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
   });
 
   test('list: ShedLock host; a redis-py lock with its token as owner and no expiry flagged', async () => {
-    await raw.set(`${prefix}job-lock:default:report`, `ADDED:2024-05-01T10:00:00.000Z@batch-7:${REDISSON_UUID}`, 'PX', 60_000);
+    await t.raw.set(`${prefix}job-lock:default:report`, `ADDED:2024-05-01T10:00:00.000Z@batch-7:${REDISSON_UUID}`, 'PX', 60_000);
     const py = peer(`${prefix}py`, 'hold', null);
     const token = (await py.until(['acquired'])).split(' ')[1];
     const locks = await listed();
@@ -116,7 +98,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
   test('acquire excludes redis-py both ways', async () => {
     const name = `${prefix}shared`;
     // LockLens holds: redis-py's non-blocking acquire fails, its blocking one waits for our release.
-    const hold = await backend.acquire(b(name), { ttlSeconds: 10 });
+    const hold = await t.backend.acquire(b(name), { ttlSeconds: 10 });
     assert.equal((await peer(name, 'try').until(['busy', 'acquired'])), 'busy');
     const waiter = peer(name, 'hold');
     await waiter.until(['waiting']);
@@ -126,7 +108,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     const token = (await waiter.until(['acquired'])).split(' ')[1];
     // redis-py holds: our acquire waits (told ahead 1) until it releases, then holds.
     const positions: number[] = [];
-    const ours = backend.acquire(b(name), { ttlSeconds: 10, onQueue: (p) => positions.push(p.ahead) });
+    const ours = t.backend.acquire(b(name), { ttlSeconds: 10, onQueue: (p) => positions.push(p.ahead) });
     await eventually(() => positions.includes(1), 10_000, 'told we wait');
     const [lock] = (await listed()).filter((l) => l.name.equals(b(name)));
     assert.equal(lock.holder?.owner, token, 'still redis-py`s');
@@ -142,85 +124,85 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
 
   test('acquire on a Redisson-held name uses a Redisson field and wakes on Redisson`s unlock publish', async () => {
     const name = `${prefix}redisson`;
-    assert.equal(await redisson.lock(name, 1, 60_000), null);
+    assert.equal(await t.redisson.lock(name, 1, 60_000), null);
     const positions: number[] = [];
-    const pending = backend.acquire(b(name), { ttlSeconds: 30, onQueue: (p) => positions.push(p.ahead) });
+    const pending = t.backend.acquire(b(name), { ttlSeconds: 30, onQueue: (p) => positions.push(p.ahead) });
     await eventually(() => positions.includes(1), 10_000, 'queued');
     // Redisson's unlock: hincrby -1, then del and publish 0 (what REDISSON_UNLOCK does for a Redisson client).
-    assert.equal(await raw.eval(REDISSON_UNLOCK, 2, name, lockChannel(b(name)), UNLOCK_MESSAGE, 60_000, `${REDISSON_UUID}:1`), 1);
+    assert.equal(await t.raw.eval(REDISSON_UNLOCK, 2, name, lockChannel(b(name)), UNLOCK_MESSAGE, 60_000, `${REDISSON_UUID}:1`), 1);
     const hold = await pending;
     assert.match(hold.owner, /^[0-9a-f-]{36}:\d+$/);
-    const fields = await raw.hgetall(name);
+    const fields = await t.raw.hgetall(name);
     assert.deepEqual(fields, { [hold.owner]: '1' }, 'a Redisson-shaped field with count 1');
     const [lock] = await listed();
     assert.equal(lock.holder?.owner, hold.owner);
     assert.equal(lock.holder?.convention, CONVENTIONS.redissonLock);
     // A Redisson client now waits for us: our release publishes so it wakes.
-    const sub = new Redis(server.url, { protocol: 2 });
-    cleanups.push(() => sub.disconnect());
+    const sub = new Redis(t.server.url, { protocol: 2 });
+    t.defer(() => sub.disconnect());
     const messages: string[] = [];
     sub.on('message', (_c: string, m: string) => messages.push(m));
     await sub.subscribe(`redisson_lock__channel:{${name}}`);
     assert.equal(await hold.release(), true);
     await eventually(() => messages.includes('0'), 5000, 'unlock message');
-    assert.equal(await raw.exists(name), 0);
+    assert.equal(await t.raw.exists(name), 0);
   });
 
   test('acquire on a Redisson fair lock queues behind its waiters and is served in queue order', async () => {
     const name = `${prefix}fairq`;
     const queueKey = `redisson_lock_queue:{${name}}`;
     const fairUnlock = (field: string) =>
-      raw.eval(FAIR_UNLOCK, 4, name, queueKey, `redisson_lock_timeout:{${name}}`, `redisson_lock__channel:{${name}}`, UNLOCK_MESSAGE, 30_000, field, Date.now());
-    assert.equal(await redisson.fairLock(name, 1), null);
-    assert.notEqual(await redisson.fairLock(name, 2), null, 'a Redisson waiter queued first');
+      t.raw.eval(FAIR_UNLOCK, 4, name, queueKey, `redisson_lock_timeout:{${name}}`, `redisson_lock__channel:{${name}}`, UNLOCK_MESSAGE, 30_000, field, Date.now());
+    assert.equal(await t.redisson.fairLock(name, 1), null);
+    assert.notEqual(await t.redisson.fairLock(name, 2), null, 'a Redisson waiter queued first');
     const positions: number[] = [];
-    const pending = backend.acquire(b(name), { ttlSeconds: 30, onQueue: (p) => positions.push(p.ahead) });
+    const pending = t.backend.acquire(b(name), { ttlSeconds: 30, onQueue: (p) => positions.push(p.ahead) });
     pending.catch(() => undefined);
-    await eventually(async () => (await raw.llen(queueKey)) === 2, 10_000, 'we are queued behind it');
+    await eventually(async () => (await t.raw.llen(queueKey)) === 2, 10_000, 'we are queued behind it');
     const [lock] = await listed();
     assert.equal(lock.waiters.length, 2);
     assert.equal(lock.waiters[0].owner, `${REDISSON_UUID}:2`);
     // The holder leaves: Redisson wakes only the head of the queue, which takes it; we are still waiting.
     assert.equal(await fairUnlock(`${REDISSON_UUID}:1`), 1);
-    assert.equal(await redisson.fairLock(name, 2), null, 'the head of the queue is served first');
-    assert.deepEqual(Object.keys(await raw.hgetall(name)), [`${REDISSON_UUID}:2`]);
+    assert.equal(await t.redisson.fairLock(name, 2), null, 'the head of the queue is served first');
+    assert.deepEqual(Object.keys(await t.raw.hgetall(name)), [`${REDISSON_UUID}:2`]);
     assert.equal(await fairUnlock(`${REDISSON_UUID}:2`), 1);
     const hold = await pending;
     assert.equal(positions[positions.length - 1], 0);
     assert.ok(positions.includes(2), `told two ahead first: ${positions.join(',')}`);
-    assert.equal(await raw.llen(queueKey), 0, 'left the queue');
+    assert.equal(await t.raw.llen(queueKey), 0, 'left the queue');
     assert.equal(await hold.release(), true);
   });
 
   test('tryOnly: LOCKED naming the holder', async () => {
     const py = peer(`${prefix}busy`, 'hold');
     const token = (await py.until(['acquired'])).split(' ')[1];
-    await assert.rejects(backend.acquire(b(`${prefix}busy`), { ttlSeconds: 5, tryOnly: true }), (e: LockLensError) => e.code === 'LOCKED' && e.message.includes(token));
-    await redisson.lock(`${prefix}rbusy`, 4);
-    await assert.rejects(backend.acquire(b(`${prefix}rbusy`), { ttlSeconds: 5, tryOnly: true }), (e: LockLensError) => e.code === 'LOCKED' && e.message.includes(`${REDISSON_UUID}:4`));
+    await assert.rejects(t.backend.acquire(b(`${prefix}busy`), { ttlSeconds: 5, tryOnly: true }), (e: LockLensError) => e.code === 'LOCKED' && e.message.includes(token));
+    await t.redisson.lock(`${prefix}rbusy`, 4);
+    await assert.rejects(t.backend.acquire(b(`${prefix}rbusy`), { ttlSeconds: 5, tryOnly: true }), (e: LockLensError) => e.code === 'LOCKED' && e.message.includes(`${REDISSON_UUID}:4`));
     py.release();
   });
 
   test('cancel while waiting: CANCELLED and nothing left behind (token and fair queue)', async () => {
-    await raw.set(`${prefix}c1`, 'someone', 'PX', 30_000);
+    await t.raw.set(`${prefix}c1`, 'someone', 'PX', 30_000);
     const abort = new AbortController();
-    const waiting = backend.acquire(b(`${prefix}c1`), { ttlSeconds: 5, signal: abort.signal, onQueue: () => abort.abort() });
+    const waiting = t.backend.acquire(b(`${prefix}c1`), { ttlSeconds: 5, signal: abort.signal, onQueue: () => abort.abort() });
     await assert.rejects(waiting, (e: LockLensError) => e.code === 'CANCELLED');
-    assert.equal(await raw.get(`${prefix}c1`), 'someone');
+    assert.equal(await t.raw.get(`${prefix}c1`), 'someone');
     const fair = `${prefix}c2`;
-    await redisson.fairLock(fair, 1);
+    await t.redisson.fairLock(fair, 1);
     const abort2 = new AbortController();
-    const waiting2 = backend.acquire(b(fair), { ttlSeconds: 5, signal: abort2.signal, onQueue: () => abort2.abort() });
+    const waiting2 = t.backend.acquire(b(fair), { ttlSeconds: 5, signal: abort2.signal, onQueue: () => abort2.abort() });
     await assert.rejects(waiting2, (e: LockLensError) => e.code === 'CANCELLED');
-    assert.equal(await raw.llen(`redisson_lock_queue:{${fair}}`), 0);
-    assert.equal(await raw.zcard(`redisson_lock_timeout:{${fair}}`), 0);
-    assert.deepEqual(Object.keys(await raw.hgetall(fair)), [`${REDISSON_UUID}:1`]);
+    assert.equal(await t.raw.llen(`redisson_lock_queue:{${fair}}`), 0);
+    assert.equal(await t.raw.zcard(`redisson_lock_timeout:{${fair}}`), 0);
+    assert.deepEqual(Object.keys(await t.raw.hgetall(fair)), [`${REDISSON_UUID}:1`]);
   });
 
   test('a hold says it is lost when someone deletes its key; release then returns false', async () => {
-    const hold: LockHold = await backend.acquire(b(`${prefix}lost`), { ttlSeconds: 1.5 });
+    const hold: LockHold = await t.backend.acquire(b(`${prefix}lost`), { ttlSeconds: 1.5 });
     const lost = new Promise<LockLensError>((resolve) => hold.onDidLose(resolve));
-    await raw.del(`${prefix}lost`);
+    await t.raw.del(`${prefix}lost`);
     const error = await lost;
     assert.equal(error.code, 'LOCK_LOST');
     assert.equal(hold.lost, error);
@@ -228,7 +210,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
   });
 
   test('closing the backend loses its holds at once and stops their renewal', async () => {
-    const own = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
+    const own = await RedisBackend.open({ store: 'redis', endpoints: [t.server.url] });
     const name = `${prefix}closing`;
     const hold = await own.acquire(b(name), { ttlSeconds: 30 });
     const lost: LockLensError[] = [];
@@ -238,117 +220,117 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     assert.equal(lost[0].code, 'LOCK_LOST');
     assert.equal(hold.lost?.code, 'LOCK_LOST');
     assert.equal(await hold.release(), false, 'nothing left to release from here');
-    assert.equal(await raw.get(name), hold.owner, 'the key is left to expire by its TTL');
-    await raw.del(name);
+    assert.equal(await t.raw.get(name), hold.owner, 'the key is left to expire by its TTL');
+    await t.raw.del(name);
   });
 
   test('a hold renews its TTL while held', async () => {
-    const hold = await backend.acquire(b(`${prefix}renew`), { ttlSeconds: 0.6 });
-    await eventually(async () => (await raw.pttl(`${prefix}renew`)) > 450, 2000, 'renewed once');
+    const hold = await t.backend.acquire(b(`${prefix}renew`), { ttlSeconds: 0.6 });
+    await eventually(async () => (await t.raw.pttl(`${prefix}renew`)) > 450, 2000, 'renewed once');
     await new Promise((r) => setTimeout(r, 1200));
     assert.equal(hold.lost, undefined);
-    assert.ok((await raw.exists(`${prefix}renew`)) === 1, 'still there after twice its TTL');
+    assert.ok((await t.raw.exists(`${prefix}renew`)) === 1, 'still there after twice its TTL');
     assert.equal(await hold.release(), true);
   });
 
   test('force-release compares with what was shown', async () => {
     // Token: deleted only if it still holds the token seen.
-    await raw.set(`${prefix}f1`, 'token-A', 'PX', 30_000);
+    await t.raw.set(`${prefix}f1`, 'token-A', 'PX', 30_000);
     const [shown] = await listed();
-    assert.match(backend.describeForceRelease(shown, shown.holder!), /only if it still holds token token-A.*not told/);
-    await raw.set(`${prefix}f1`, 'token-B', 'PX', 30_000);
-    await assert.rejects(backend.forceRelease(shown, shown.holder!), (e: LockLensError) => e.code === 'LOCK_CHANGED');
-    assert.equal(await raw.get(`${prefix}f1`), 'token-B');
+    assert.match(t.backend.describeForceRelease(shown, shown.holder!), /only if it still holds token token-A.*not told/);
+    await t.raw.set(`${prefix}f1`, 'token-B', 'PX', 30_000);
+    await assert.rejects(t.backend.forceRelease(shown, shown.holder!), (e: LockLensError) => e.code === 'LOCK_CHANGED');
+    assert.equal(await t.raw.get(`${prefix}f1`), 'token-B');
     const [fresh] = await listed();
-    const result = await backend.forceRelease(fresh, fresh.holder!);
+    const result = await t.backend.forceRelease(fresh, fresh.holder!);
     assert.deepEqual(result.keys, [b(`${prefix}f1`)]);
-    assert.equal(await raw.exists(`${prefix}f1`), 0);
+    assert.equal(await t.raw.exists(`${prefix}f1`), 0);
 
     // Redisson: the hash deleted and Redisson's waiters woken, only if the field is still the holder.
     const name = `${prefix}f2`;
-    await redisson.lock(name, 1);
+    await t.redisson.lock(name, 1);
     const [r1] = await listed();
-    await raw.del(name);
-    await redisson.lock(name, 2);
-    await assert.rejects(backend.forceRelease(r1, r1.holder!), (e: LockLensError) => e.code === 'LOCK_CHANGED');
-    const sub = new Redis(server.url, { protocol: 2 });
-    cleanups.push(() => sub.disconnect());
+    await t.raw.del(name);
+    await t.redisson.lock(name, 2);
+    await assert.rejects(t.backend.forceRelease(r1, r1.holder!), (e: LockLensError) => e.code === 'LOCK_CHANGED');
+    const sub = new Redis(t.server.url, { protocol: 2 });
+    t.defer(() => sub.disconnect());
     const messages: string[] = [];
     sub.on('message', (_c: string, m: string) => messages.push(m));
     await sub.subscribe(`redisson_lock__channel:{${name}}`);
     const [r2] = await listed();
-    await backend.forceRelease(r2, r2.holder!);
-    assert.equal(await raw.exists(name), 0);
+    await t.backend.forceRelease(r2, r2.holder!);
+    assert.equal(await t.raw.exists(name), 0);
     await eventually(() => messages.includes('0'), 5000, 'waiters woken');
 
     // Read/write lock: mode-aware.
     const rw = `${prefix}f3`;
-    await redisson.readLock(rw, 1);
+    await t.redisson.readLock(rw, 1);
     const [rwLock] = await listed();
-    assert.match(backend.describeForceRelease(rwLock, rwLock.holder!), /read\/write/);
-    await backend.forceRelease(rwLock, rwLock.holder!);
-    assert.equal(await raw.exists(rw), 0);
+    assert.match(t.backend.describeForceRelease(rwLock, rwLock.holder!), /read\/write/);
+    await t.backend.forceRelease(rwLock, rwLock.holder!);
+    assert.equal(await t.raw.exists(rw), 0);
   });
 
   test('force-release of a fair lock wakes its first live waiter, past waiters that gave up', async () => {
     const name = `${prefix}fairforce`;
-    assert.equal(await redisson.fairLock(name, 1), null);
-    assert.notEqual(await redisson.fairLock(name, 2), null);
-    assert.notEqual(await redisson.fairLock(name, 3), null);
+    assert.equal(await t.redisson.fairLock(name, 1), null);
+    assert.notEqual(await t.redisson.fairLock(name, 2), null);
+    assert.notEqual(await t.redisson.fairLock(name, 3), null);
     // Thread 2 gave up long ago (its process died): its give-up time has passed, but it still heads the queue.
-    await raw.zadd(`redisson_lock_timeout:{${name}}`, Date.now() - 60_000, `${REDISSON_UUID}:2`);
-    const sub = new Redis(server.url, { protocol: 2 });
-    cleanups.push(() => sub.disconnect());
+    await t.raw.zadd(`redisson_lock_timeout:{${name}}`, Date.now() - 60_000, `${REDISSON_UUID}:2`);
+    const sub = new Redis(t.server.url, { protocol: 2 });
+    t.defer(() => sub.disconnect());
     const woken: string[] = [];
     sub.on('message', (channel: string) => woken.push(channel.slice(channel.lastIndexOf(':') + 1)));
     await sub.subscribe(`redisson_lock__channel:{${name}}:${REDISSON_UUID}:2`, `redisson_lock__channel:{${name}}:${REDISSON_UUID}:3`);
     const [lock] = await listed();
     assert.equal(lock.holder?.convention, CONVENTIONS.redissonFairLock);
-    await backend.forceRelease(lock, lock.holder!);
-    assert.equal(await raw.exists(name), 0);
+    await t.backend.forceRelease(lock, lock.holder!);
+    assert.equal(await t.raw.exists(name), 0);
     await eventually(() => woken.length > 0, 5000, 'a waiter woken');
     assert.deepEqual(woken, ['3'], 'the live waiter, not the one that gave up');
-    assert.deepEqual(await raw.lrange(`redisson_lock_queue:{${name}}`, 0, -1), [`${REDISSON_UUID}:3`]);
+    assert.deepEqual(await t.raw.lrange(`redisson_lock_queue:{${name}}`, 0, -1), [`${REDISSON_UUID}:3`]);
   });
 
   test('a name holding something that is not a lock is not overwritten', async () => {
-    await raw.hset(`${prefix}profile`, 'name', 'alice');
-    await assert.rejects(backend.acquire(b(`${prefix}profile`), { ttlSeconds: 5 }), (e: LockLensError) => e.code === 'INVALID_ARGUMENT');
-    await raw.rpush(`${prefix}list`, 'x');
-    await assert.rejects(backend.acquire(b(`${prefix}list`), { ttlSeconds: 5 }), (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT'));
+    await t.raw.hset(`${prefix}profile`, 'name', 'alice');
+    await assert.rejects(t.backend.acquire(b(`${prefix}profile`), { ttlSeconds: 5 }), (e: LockLensError) => e.code === 'INVALID_ARGUMENT');
+    await t.raw.rpush(`${prefix}list`, 'x');
+    await assert.rejects(t.backend.acquire(b(`${prefix}list`), { ttlSeconds: 5 }), (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT'));
   });
 
   test('binary key names survive listing, acquire and release', async () => {
     const name = Buffer.concat([b(prefix), Buffer.from([0xff, 0x00, 0xfe])]);
-    const hold = await backend.acquire(name, { ttlSeconds: 5 });
+    const hold = await t.backend.acquire(name, { ttlSeconds: 5 });
     const [lock] = await listed();
     assert.deepEqual(lock.name, name);
     assert.equal(lock.id, keyId(name));
     assert.equal(lock.holder?.lease, keyTtlId(name));
     assert.equal(await hold.release(), true);
-    assert.equal(await raw.exists(name), 0);
+    assert.equal(await t.raw.exists(name), 0);
   });
 
   test('a huge hash and other types under the prefix are skipped without loading them', async () => {
     const big = `${prefix}big`;
     const args: string[] = [];
     for (let i = 0; i < 100_000; i++) args.push(`f${i}`, '1');
-    for (let i = 0; i < args.length; i += 20_000) await raw.hset(big, ...args.slice(i, i + 20_000));
-    await raw.sadd(`${prefix}set`, 'a');
-    await raw.xadd(`${prefix}stream`, '*', 'a', '1');
-    await raw.set(`${prefix}tok`, 't');
+    for (let i = 0; i < args.length; i += 20_000) await t.raw.hset(big, ...args.slice(i, i + 20_000));
+    await t.raw.sadd(`${prefix}set`, 'a');
+    await t.raw.xadd(`${prefix}stream`, '*', 'a', '1');
+    await t.raw.set(`${prefix}tok`, 't');
     const locks = await listed();
     assert.deepEqual(locks.map((l) => l.name.toString()), [`${prefix}tok`]);
   });
 
   test('a key that changes type between SCAN and the read is skipped, not a crash', async () => {
-    await raw.set(`${prefix}flip`, 'token');
-    await raw.set(`${prefix}stay`, 'token2');
-    backend.readOptions = {
+    await t.raw.set(`${prefix}flip`, 'token');
+    await t.raw.set(`${prefix}stay`, 'token2');
+    t.backend.readOptions = {
       afterScanPage: async (keys) => {
         if (keys.some((k) => k.toString() === `${prefix}flip`)) {
-          await raw.del(`${prefix}flip`);
-          await raw.rpush(`${prefix}flip`, 'now a list');
+          await t.raw.del(`${prefix}flip`);
+          await t.raw.rpush(`${prefix}flip`, 'now a list');
         }
       },
     };
@@ -356,7 +338,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
       const locks = await listed();
       assert.deepEqual(locks.map((l) => l.name.toString()), [`${prefix}stay`]);
     } finally {
-      backend.readOptions = {};
+      t.backend.readOptions = {};
     }
   });
 });

@@ -1,12 +1,12 @@
-import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Redis from 'ioredis';
 import type { LockHold, QueuePosition } from '../../src/core/backend';
 import { isLockLensError, type LockLensError } from '../../src/core/errors';
 import { CONVENTIONS } from '../../src/core/redis/recognize';
-import { RedisBackend } from '../../src/core/redis/redisBackend';
-import { eventually, sleep, startRedis, type RedisServer } from '../harness/redis';
-import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../harness/redisson';
+import { eventually, sleep } from '../harness/redis';
+import { OTHER_UUID, REDISSON_UUID } from '../harness/redisson';
+import { redisSuite } from '../harness/redisSuite';
 
 const b = (s: string) => Buffer.from(s);
 const FIELD = /^[0-9a-f-]{36}:\d+$/;
@@ -17,65 +17,45 @@ const FIELD = /^[0-9a-f-]{36}:\d+$/;
  * messages each side publishes on `redisson_rwlock:{name}`, and every hold leaves the hash as Redisson's would.
  */
 describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, () => {
-  let server: RedisServer;
-  let backend: RedisBackend;
-  let raw: Redis;
-  let redisson: FakeRedisson;
-  const cleanups: (() => unknown)[] = [];
+  const t = redisSuite();
   let n = 0;
   let name = '';
-
-  before(async () => {
-    server = await startRedis();
-    backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
-    raw = new Redis(server.url, { protocol: 2 });
-    redisson = FakeRedisson.connect(server.url);
-  });
-  after(async () => {
-    backend?.close();
-    raw?.disconnect();
-    redisson?.dispose();
-    await server?.dispose();
-  });
   beforeEach(() => {
     name = `rw${++n}`;
   });
-  afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
-  });
 
-  const fields = () => raw.hgetall(name);
+  const fields = () => t.raw.hgetall(name);
   const channel = () => `redisson_rwlock:{${name}}`;
   const timeoutKey = (field: string, i: number) => `{${name}}:${field}:rwlock_timeout:${i}`;
-  const subscribers = async () => ((await raw.pubsub('NUMSUB', channel())) as [string, number])[1];
-  const listed = async () => (await backend.list([b(name)])).locks.filter((l) => l.name.equals(b(name)));
+  const subscribers = async () => ((await t.raw.pubsub('NUMSUB', channel())) as [string, number])[1];
+  const listed = async () => (await t.backend.list([b(name)])).locks.filter((l) => l.name.equals(b(name)));
   /** The messages published on the lock's channel from now on. */
   const listen = async () => {
-    const sub = new Redis(server.url, { protocol: 2 });
-    cleanups.push(() => sub.disconnect());
+    const sub = new Redis(t.server.url, { protocol: 2 });
+    t.defer(() => sub.disconnect());
     const messages: string[] = [];
     sub.on('message', (_c: string, m: string) => messages.push(m));
     await sub.subscribe(channel());
     return messages;
   };
-  const release = (hold: LockHold) => cleanups.push(() => hold.release().catch(() => undefined));
+  const release = (hold: LockHold) => t.defer(() => hold.release().catch(() => undefined));
   /** An acquire that waits, with what it was told. */
   const waiting = (mode: 'read' | 'write', extra: { signal?: AbortSignal; onQueue?: (p: QueuePosition) => void } = {}) => {
     const positions: number[] = [];
-    const pending = backend.acquire(b(name), { ttlSeconds: 30, mode, ...extra, onQueue: (p) => (positions.push(p.ahead), extra.onQueue?.(p)) });
+    const pending = t.backend.acquire(b(name), { ttlSeconds: 30, mode, ...extra, onQueue: (p) => (positions.push(p.ahead), extra.onQueue?.(p)) });
     pending.catch(() => undefined);
     return { pending, positions };
   };
 
   test('our read lock shares with Redisson readers, either one first, and is listed as one of the readers', async () => {
-    assert.equal(await redisson.readLock(name, 1), null);
-    const ours = await backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
+    assert.equal(await t.redisson.readLock(name, 1), null);
+    const ours = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
     release(ours);
     assert.match(ours.owner, FIELD);
     assert.equal(ours.key.toString(), ours.owner, 'a reader holds with its `<uuid>:<thread>` field');
-    assert.equal(await redisson.readLock(name, 2, 30_000, OTHER_UUID), null, 'a Redisson reader enters beside us');
+    assert.equal(await t.redisson.readLock(name, 2, 30_000, OTHER_UUID), null, 'a Redisson reader enters beside us');
     assert.deepEqual(await fields(), { mode: 'read', [`${REDISSON_UUID}:1`]: '1', [ours.owner]: '1', [`${OTHER_UUID}:2`]: '1' });
-    assert.equal(await raw.exists(timeoutKey(ours.owner, 1)), 1, 'our read hold has its timeout key, as Redisson`s do');
+    assert.equal(await t.raw.exists(timeoutKey(ours.owner, 1)), 1, 'our read hold has its timeout key, as Redisson`s do');
     const [lock] = await listed();
     assert.equal(lock.kind, 'readwrite');
     const readers = [lock.holder!, ...(lock.sharedWith ?? [])];
@@ -87,17 +67,17 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
   });
 
   test('our write lock waits for Redisson readers to leave, subscribed to their channel, and wakes on the last one`s unlock publish', async () => {
-    assert.equal(await redisson.readLock(name, 1, 60_000), null);
-    assert.equal(await redisson.readLock(name, 2, 60_000, OTHER_UUID), null);
+    assert.equal(await t.redisson.readLock(name, 1, 60_000), null);
+    assert.equal(await t.redisson.readLock(name, 2, 60_000, OTHER_UUID), null);
     const messages = await listen();
     const writer = waiting('write');
     await eventually(() => writer.positions.includes(1), 10_000, 'told we wait');
     await eventually(async () => (await subscribers()) === 2, 10_000, 'subscribed to redisson_rwlock:{name}');
-    assert.equal(await redisson.readUnlock(name, 1), 0, 'another reader still holds: no publish');
+    assert.equal(await t.redisson.readUnlock(name, 1), 0, 'another reader still holds: no publish');
     await sleep(300);
     assert.deepEqual(messages, []);
     assert.equal((await fields()).mode, 'read', 'still read: we wait');
-    assert.equal(await redisson.readUnlock(name, 2, OTHER_UUID), 1, 'the last reader deletes the hash and publishes');
+    assert.equal(await t.redisson.readUnlock(name, 2, OTHER_UUID), 1, 'the last reader deletes the hash and publishes');
     const hold = await writer.pending;
     release(hold);
     await eventually(() => messages.length > 0, 5000, 'the unlock message');
@@ -112,42 +92,42 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
   });
 
   test('a Redisson writer waits while we hold read (its lock script answers a PTTL) and gets the lock after our release, woken by it', async () => {
-    const ours = await backend.acquire(b(name), { ttlSeconds: 20, mode: 'read' });
-    const pttl = await redisson.writeLock(name, 1);
+    const ours = await t.backend.acquire(b(name), { ttlSeconds: 20, mode: 'read' });
+    const pttl = await t.redisson.writeLock(name, 1);
     assert.ok(pttl !== null && pttl > 0 && pttl <= 20_000, `a PTTL: ${pttl}`);
     const messages = await listen();
     assert.equal(await ours.release(), true);
     await eventually(() => messages.includes('0'), 5000, 'our read unlock published UNLOCK_MESSAGE');
-    assert.equal(await raw.exists(name), 0);
-    assert.equal(await raw.exists(timeoutKey(ours.owner, 1)), 0, 'our timeout key is gone');
-    assert.equal(await redisson.writeLock(name, 1), null, 'the Redisson writer takes it');
-    assert.equal(await redisson.writeUnlock(name, 1), 1);
+    assert.equal(await t.raw.exists(name), 0);
+    assert.equal(await t.raw.exists(timeoutKey(ours.owner, 1)), 0, 'our timeout key is gone');
+    assert.equal(await t.redisson.writeLock(name, 1), null, 'the Redisson writer takes it');
+    assert.equal(await t.redisson.writeUnlock(name, 1), 1);
   });
 
   test('our write excludes Redisson readers and writers, and they exclude ours; a writer`s end wakes every waiter (READ_UNLOCK_MESSAGE)', async () => {
-    const ours = await backend.acquire(b(name), { ttlSeconds: 30, mode: 'write' });
-    assert.notEqual(await redisson.writeLock(name, 1), null, 'a Redisson writer waits');
-    assert.notEqual(await redisson.readLock(name, 2), null, 'a Redisson reader waits');
+    const ours = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'write' });
+    assert.notEqual(await t.redisson.writeLock(name, 1), null, 'a Redisson writer waits');
+    assert.notEqual(await t.redisson.readLock(name, 2), null, 'a Redisson reader waits');
     const messages = await listen();
     assert.equal(await ours.release(), true);
     await eventually(() => messages.includes('1'), 5000, 'our write unlock published READ_UNLOCK_MESSAGE');
-    assert.equal(await raw.exists(name), 0);
+    assert.equal(await t.raw.exists(name), 0);
 
     // Redisson's writer holds: our writer and our reader wait, and both wake on its unlock.
-    assert.equal(await redisson.writeLock(name, 1), null);
+    assert.equal(await t.redisson.writeLock(name, 1), null);
     const writer = waiting('write');
     await eventually(() => writer.positions.includes(1), 10_000, 'our writer waits');
     assert.deepEqual(Object.keys(await fields()).sort(), [`${REDISSON_UUID}:1:write`, 'mode']);
-    assert.equal(await redisson.writeUnlock(name, 1), 1);
+    assert.equal(await t.redisson.writeUnlock(name, 1), 1);
     const hold = await writer.pending;
     release(hold);
     assert.deepEqual(Object.keys(await fields()).sort(), [hold.owner, 'mode']);
 
     assert.equal(await hold.release(), true);
-    assert.equal(await redisson.writeLock(name, 1), null);
+    assert.equal(await t.redisson.writeLock(name, 1), null);
     const reader = waiting('read');
     await eventually(() => reader.positions.includes(1), 10_000, 'our reader waits for the Redisson writer');
-    assert.equal(await redisson.writeUnlock(name, 1), 1);
+    assert.equal(await t.redisson.writeUnlock(name, 1), 1);
     const read = await reader.pending;
     release(read);
     assert.equal((await fields()).mode, 'read');
@@ -155,115 +135,115 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
 
   test('re-entrant on our side: read in read, write in write, read in write (then left in read mode); write in read is refused', async () => {
     // read twice: one thread, count 2, one timeout key per hold; each release takes one.
-    const r1 = await backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
-    const r2 = await backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
+    const r1 = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
+    const r2 = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
     assert.equal(r2.owner, r1.owner, 'the same thread re-enters');
     assert.equal((await fields())[r1.owner], '2');
-    assert.equal(await raw.exists(timeoutKey(r1.owner, 1), timeoutKey(r1.owner, 2)), 2);
+    assert.equal(await t.raw.exists(timeoutKey(r1.owner, 1), timeoutKey(r1.owner, 2)), 2);
     await assert.rejects(
-      backend.acquire(b(name), { ttlSeconds: 30, mode: 'write' }),
+      t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'write' }),
       (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT') && /cannot be upgraded to write/.test(e.message),
     );
     assert.equal(await r2.release(), true);
     assert.equal((await fields())[r1.owner], '1');
-    assert.equal(await raw.exists(timeoutKey(r1.owner, 2)), 0, 'the newest timeout key goes, as in Redisson');
+    assert.equal(await t.raw.exists(timeoutKey(r1.owner, 2)), 0, 'the newest timeout key goes, as in Redisson');
     assert.equal(await r1.release(), true);
-    assert.equal(await raw.exists(name), 0);
+    assert.equal(await t.raw.exists(name), 0);
 
     // write twice: count 2 and the TTL extended by a lease (Redisson adds it to what is left); a Redisson writer waits throughout.
-    const w1 = await backend.acquire(b(name), { ttlSeconds: 10, mode: 'write' });
-    const w2 = await backend.acquire(b(name), { ttlSeconds: 10, mode: 'write' });
+    const w1 = await t.backend.acquire(b(name), { ttlSeconds: 10, mode: 'write' });
+    const w2 = await t.backend.acquire(b(name), { ttlSeconds: 10, mode: 'write' });
     assert.equal(w2.owner, w1.owner);
     assert.equal((await fields())[w1.owner], '2');
-    assert.ok((await raw.pttl(name)) > 10_000, 'currentExpire + lease');
+    assert.ok((await t.raw.pttl(name)) > 10_000, 'currentExpire + lease');
     assert.equal(await w2.release(), true);
     assert.equal((await fields())[w1.owner], '1');
-    assert.notEqual(await redisson.writeLock(name, 1), null, 'still ours');
+    assert.notEqual(await t.redisson.writeLock(name, 1), null, 'still ours');
 
     // read inside our write: Redisson's downgrade; once the write ends, the hash stays in read mode with our reader.
-    const r = await backend.acquire(b(name), { ttlSeconds: 10, mode: 'read' });
+    const r = await t.backend.acquire(b(name), { ttlSeconds: 10, mode: 'read' });
     assert.equal(`${r.owner}:write`, w1.owner, 'the writer`s thread reads');
     assert.deepEqual(await fields(), { mode: 'write', [w1.owner]: '1', [r.owner]: '1' });
     assert.equal(await w1.release(), true);
     assert.deepEqual(await fields(), { mode: 'read', [r.owner]: '1' });
-    assert.notEqual(await redisson.writeLock(name, 1), null, 'a Redisson writer still waits for our reader');
-    assert.equal(await redisson.readLock(name, 2), null, 'a Redisson reader enters');
-    assert.equal(await redisson.readUnlock(name, 2), 0);
+    assert.notEqual(await t.redisson.writeLock(name, 1), null, 'a Redisson writer still waits for our reader');
+    assert.equal(await t.redisson.readLock(name, 2), null, 'a Redisson reader enters');
+    assert.equal(await t.redisson.readUnlock(name, 2), 0);
     assert.equal(await r.release(), true);
-    assert.equal(await raw.exists(name), 0);
+    assert.equal(await t.raw.exists(name), 0);
   });
 
   test('releasing our read while a Redisson reader holds keeps the hash, expiring with the longest timeout left (maxRemainTime)', async () => {
-    assert.equal(await redisson.readLock(name, 1, 60_000), null);
-    const ours = await backend.acquire(b(name), { ttlSeconds: 5, mode: 'read' });
+    assert.equal(await t.redisson.readLock(name, 1, 60_000), null);
+    const ours = await t.backend.acquire(b(name), { ttlSeconds: 5, mode: 'read' });
     const messages = await listen();
     assert.equal(await ours.release(), true);
     assert.deepEqual(await fields(), { mode: 'read', [`${REDISSON_UUID}:1`]: '1' });
-    assert.equal(await raw.exists(timeoutKey(ours.owner, 1)), 0);
-    const pttl = await raw.pttl(name);
+    assert.equal(await t.raw.exists(timeoutKey(ours.owner, 1)), 0);
+    const pttl = await t.raw.pttl(name);
     assert.ok(pttl > 50_000 && pttl <= 60_000, `the Redisson reader's timeout: ${pttl}`);
     await sleep(200);
     assert.deepEqual(messages, [], 'nobody is told: the lock is still held');
-    assert.equal(await redisson.readUnlock(name, 1), 1);
+    assert.equal(await t.redisson.readUnlock(name, 1), 1);
   });
 
   test('cancel while waiting: CANCELLED, and nothing of ours left (no field, no timeout key, no subscription)', async () => {
-    assert.equal(await redisson.writeLock(name, 1), null);
+    assert.equal(await t.redisson.writeLock(name, 1), null);
     for (const mode of ['read', 'write'] as const) {
       const abort = new AbortController();
       const attempt = waiting(mode, { signal: abort.signal, onQueue: (p) => p.ahead > 0 && setTimeout(() => abort.abort(), 300) });
       await assert.rejects(attempt.pending, (e: LockLensError) => e.code === 'CANCELLED');
       assert.deepEqual(await fields(), { mode: 'write', [`${REDISSON_UUID}:1:write`]: '1' }, mode);
-      assert.deepEqual(await raw.keys(`{${name}}:*`), [], `${mode}: no timeout key`);
+      assert.deepEqual(await t.raw.keys(`{${name}}:*`), [], `${mode}: no timeout key`);
       await eventually(async () => (await subscribers()) === 0, 5000, `${mode}: unsubscribed`);
     }
-    assert.equal(await redisson.writeUnlock(name, 1), 1);
+    assert.equal(await t.redisson.writeUnlock(name, 1), 1);
   });
 
   test('renewal keeps our read`s timeout key and the hash alive past the TTL; a renewal that finds our field gone says lost', async () => {
-    const read = await backend.acquire(b(name), { ttlSeconds: 0.6, mode: 'read' });
+    const read = await t.backend.acquire(b(name), { ttlSeconds: 0.6, mode: 'read' });
     await sleep(1500);
     assert.equal(read.lost, undefined);
-    assert.equal(await raw.exists(name, timeoutKey(read.owner, 1)), 2, 'both still there after more than twice the TTL');
+    assert.equal(await t.raw.exists(name, timeoutKey(read.owner, 1)), 2, 'both still there after more than twice the TTL');
     const lost = new Promise<LockLensError>((resolve) => read.onDidLose(resolve));
-    await raw.hdel(name, read.owner);
+    await t.raw.hdel(name, read.owner);
     assert.equal((await lost).code, 'LOCK_LOST');
     assert.equal(await read.release(), false);
-    await raw.del(name, timeoutKey(read.owner, 1));
+    await t.raw.del(name, timeoutKey(read.owner, 1));
 
-    const write = await backend.acquire(b(name), { ttlSeconds: 0.6, mode: 'write' });
+    const write = await t.backend.acquire(b(name), { ttlSeconds: 0.6, mode: 'write' });
     await sleep(1500);
     assert.equal(write.lost, undefined);
-    assert.equal(await raw.hget(name, write.owner), '1');
+    assert.equal(await t.raw.hget(name, write.owner), '1');
     const writeLost = new Promise<LockLensError>((resolve) => write.onDidLose(resolve));
-    await raw.del(name);
+    await t.raw.del(name);
     assert.equal((await writeLost).code, 'LOCK_LOST');
   });
 
   test('a name with a hash tag: timeout keys named as Redisson`s suffixName does (no extra braces)', async () => {
     const tagged = `{${name}}x`;
-    const ours = await backend.acquire(b(tagged), { ttlSeconds: 30, mode: 'read' });
-    assert.equal(await raw.exists(`${tagged}:${ours.owner}:rwlock_timeout:1`), 1);
-    assert.equal(await redisson.readLock(tagged, 1), null);
-    assert.equal(await redisson.readUnlock(tagged, 1), 0);
+    const ours = await t.backend.acquire(b(tagged), { ttlSeconds: 30, mode: 'read' });
+    assert.equal(await t.raw.exists(`${tagged}:${ours.owner}:rwlock_timeout:1`), 1);
+    assert.equal(await t.redisson.readLock(tagged, 1), null);
+    assert.equal(await t.redisson.readUnlock(tagged, 1), 0);
     assert.equal(await ours.release(), true);
-    assert.equal(await raw.exists(tagged, `${tagged}:${ours.owner}:rwlock_timeout:1`), 0);
+    assert.equal(await t.raw.exists(tagged, `${tagged}:${ours.owner}:rwlock_timeout:1`), 0);
   });
 
   test('tryOnly on a read/write lock another writer holds: LOCKED naming the writer, not its mode field', async () => {
-    assert.equal(await redisson.writeLock(name, 3), null);
+    assert.equal(await t.redisson.writeLock(name, 3), null);
     await assert.rejects(
-      backend.acquire(b(name), { ttlSeconds: 5, mode: 'read', tryOnly: true }),
+      t.backend.acquire(b(name), { ttlSeconds: 5, mode: 'read', tryOnly: true }),
       (e: LockLensError) => e.code === 'LOCKED' && e.message === `${name} is held by ${REDISSON_UUID}:3:write`,
     );
-    assert.equal(await redisson.writeUnlock(name, 3), 1);
+    assert.equal(await t.redisson.writeUnlock(name, 3), 1);
   });
 
   test('a mode on a Redisson RLock, a fair lock or a token lock is refused, and the lock is left as it was', async () => {
-    assert.equal(await redisson.lock(name, 1), null);
-    await raw.set(`${name}t`, 'tok', 'PX', 30_000);
-    assert.equal(await redisson.fairLock(`${name}f`, 1), null);
-    assert.notEqual(await redisson.fairLock(`${name}f`, 2), null);
+    assert.equal(await t.redisson.lock(name, 1), null);
+    await t.raw.set(`${name}t`, 'tok', 'PX', 30_000);
+    assert.equal(await t.redisson.fairLock(`${name}f`, 1), null);
+    assert.notEqual(await t.redisson.fairLock(`${name}f`, 2), null);
     const cases: [string, RegExp][] = [
       [name, /is a Redisson lock \(RLock\), not a read\/write lock/],
       [`${name}t`, /is a token lock .*, not a read\/write lock/],
@@ -271,36 +251,36 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     ];
     for (const [lock, message] of cases) {
       for (const mode of ['read', 'write'] as const) {
-        await assert.rejects(backend.acquire(b(lock), { ttlSeconds: 5, mode }), (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT') && message.test(e.message));
+        await assert.rejects(t.backend.acquire(b(lock), { ttlSeconds: 5, mode }), (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT') && message.test(e.message));
       }
     }
     assert.deepEqual(await fields(), { [`${REDISSON_UUID}:1`]: '1' });
-    assert.equal(await raw.get(`${name}t`), 'tok');
+    assert.equal(await t.raw.get(`${name}t`), 'tok');
   });
 
   test('no mode on a read/write lock is refused, saying to choose read or write', async () => {
-    assert.equal(await redisson.readLock(name, 1), null);
+    assert.equal(await t.redisson.readLock(name, 1), null);
     await assert.rejects(
-      backend.acquire(b(name), { ttlSeconds: 5 }),
+      t.backend.acquire(b(name), { ttlSeconds: 5 }),
       (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT') && e.message === `${name} is a Redisson read/write lock: choose read or write to take it`,
     );
     assert.deepEqual(Object.keys(await fields()).sort(), [`${REDISSON_UUID}:1`, 'mode']);
-    assert.equal(await redisson.readUnlock(name, 1), 1);
+    assert.equal(await t.redisson.readUnlock(name, 1), 1);
   });
 
   test('force-release wakes a read/write lock`s waiters as Redisson`s forceUnlock does: READ_UNLOCK_MESSAGE for a writer, UNLOCK_MESSAGE for readers', async () => {
-    assert.equal(await redisson.writeLock(name, 1), null);
+    assert.equal(await t.redisson.writeLock(name, 1), null);
     let messages = await listen();
     let [lock] = await listed();
-    await backend.forceRelease(lock, lock.holder!);
+    await t.backend.forceRelease(lock, lock.holder!);
     await eventually(() => messages.length > 0, 5000, 'a message');
     assert.deepEqual(messages, ['1']);
-    assert.equal(await redisson.readLock(name, 2), null);
+    assert.equal(await t.redisson.readLock(name, 2), null);
     messages = await listen();
     [lock] = await listed();
-    await backend.forceRelease(lock, lock.holder!);
+    await t.backend.forceRelease(lock, lock.holder!);
     await eventually(() => messages.length > 0, 5000, 'a message');
     assert.deepEqual(messages, ['0']);
-    assert.equal(await raw.exists(name), 0);
+    assert.equal(await t.raw.exists(name), 0);
   });
 });

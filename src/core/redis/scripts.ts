@@ -116,17 +116,23 @@ end;
 return redis.call('pttl', KEYS[1]);`;
 
 /**
+ * How both of Redisson's read/write unlocks begin (KEYS[1] lock, KEYS[2] channel, ARGV[1] message): a lock that is
+ * gone already is said released (1), and its waiters told. `mode` stays the scripts' local.
+ */
+const RW_UNLOCK_GONE = `
+local mode = redis.call('hget', KEYS[1], 'mode');
+if (mode == false) then
+  redis.call('publish', KEYS[2], ARGV[1]);
+  return 1;
+end;`;
+
+/**
  * RedissonWriteLock.unlockInnerAsync. KEYS: lock, channel. ARGV: message (Redisson sends READ_UNLOCK_MESSAGE here, which
  * wakes every waiter, not one), lease ms, writer field. nil: not ours; 0: still held (re-entered); 1: our write hold
  * ended (the hash deleted and its waiters told, or left in read mode for the same thread's read holds), or the lock
  * was gone already.
  */
-export const RW_WRITE_UNLOCK = `
-local mode = redis.call('hget', KEYS[1], 'mode');
-if (mode == false) then
-  redis.call('publish', KEYS[2], ARGV[1]);
-  return 1;
-end;
+export const RW_WRITE_UNLOCK = `${RW_UNLOCK_GONE}
 if (mode == 'write') then
   local lockExists = redis.call('hexists', KEYS[1], ARGV[3]);
   if (lockExists == 0) then
@@ -151,16 +157,28 @@ end;
 return nil;`;
 
 /**
+ * The loop RedissonReadLock's unlock and renewal share: for every field of the hash KEYS[1] that has a count (every
+ * read hold and the writer; not `mode`), each of its timeout keys `<prefix>:<field>:rwlock_timeout:<count…1>`, with
+ * `body` given that key as a Lua expression. Redisson's own text, with `counter` the scripts' local.
+ */
+function eachReadTimeout(prefix: string, body: (timeoutKey: string) => string): string {
+  return `local keys = redis.call('hkeys', KEYS[1]);
+  for n, key in ipairs(keys) do
+    counter = tonumber(redis.call('hget', KEYS[1], key));
+    if type(counter) == 'number' then
+      for i=counter, 1, -1 do
+        ${body(`${prefix} .. ':' .. key .. ':rwlock_timeout:' .. i`)}
+      end;
+    end;
+  end;`;
+}
+
+/**
  * RedissonReadLock.unlockInnerAsync. KEYS: lock, channel, the reader's timeout key prefix, the timeout keys' common
  * prefix (`{name}`). ARGV: message (UNLOCK_MESSAGE), reader field. nil: not ours; 0: released, others still hold
  * (the hash kept alive as long as their longest timeout); 1: the last hold ended, the hash deleted and waiters told.
  */
-export const RW_READ_UNLOCK = `
-local mode = redis.call('hget', KEYS[1], 'mode');
-if (mode == false) then
-  redis.call('publish', KEYS[2], ARGV[1]);
-  return 1;
-end;
+export const RW_READ_UNLOCK = `${RW_UNLOCK_GONE}
 local lockExists = redis.call('hexists', KEYS[1], ARGV[2]);
 if (lockExists == 0) then
   return nil;
@@ -172,16 +190,8 @@ end;
 redis.call('del', KEYS[3] .. ':' .. (counter+1));
 if (redis.call('hlen', KEYS[1]) > 1) then
   local maxRemainTime = -3;
-  local keys = redis.call('hkeys', KEYS[1]);
-  for n, key in ipairs(keys) do
-    counter = tonumber(redis.call('hget', KEYS[1], key));
-    if type(counter) == 'number' then
-      for i=counter, 1, -1 do
-        local remainTime = redis.call('pttl', KEYS[4] .. ':' .. key .. ':rwlock_timeout:' .. i);
-        maxRemainTime = math.max(remainTime, maxRemainTime);
-      end;
-    end;
-  end;
+  ${eachReadTimeout('KEYS[4]', (key) => `local remainTime = redis.call('pttl', ${key});
+        maxRemainTime = math.max(remainTime, maxRemainTime);`)}
   if maxRemainTime > 0 then
     redis.call('pexpire', KEYS[1], maxRemainTime);
     return 0;
@@ -203,15 +213,7 @@ local counter = redis.call('hget', KEYS[1], ARGV[2]);
 if (counter ~= false) then
   redis.call('pexpire', KEYS[1], ARGV[1]);
   if (redis.call('hlen', KEYS[1]) > 1) then
-    local keys = redis.call('hkeys', KEYS[1]);
-    for n, key in ipairs(keys) do
-      counter = tonumber(redis.call('hget', KEYS[1], key));
-      if type(counter) == 'number' then
-        for i=counter, 1, -1 do
-          redis.call('pexpire', KEYS[2] .. ':' .. key .. ':rwlock_timeout:' .. i, ARGV[1]);
-        end;
-      end;
-    end;
+    ${eachReadTimeout('KEYS[2]', (key) => `redis.call('pexpire', ${key}, ARGV[1]);`)}
   end;
   return 1;
 end;
