@@ -90,9 +90,9 @@ export class Proc {
     return this.child.pid!;
   }
 
-  /** Non-empty stdout lines so far. */
+  /** Non-empty complete stdout lines so far (a line whose end has not arrived yet is not one). */
   get lines(): string[] {
-    return this.stdout.split('\n').filter((l) => l.length > 0);
+    return this.stdout.slice(0, this.stdout.lastIndexOf('\n') + 1).split('\n').filter((l) => l.length > 0);
   }
 
   signal(signal: NodeJS.Signals): void {

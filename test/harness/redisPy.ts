@@ -56,8 +56,9 @@ export class RedisPyLock {
     return join(this.gateDir, 'release');
   }
 
+  /** Complete lines only: a line whose end has not arrived yet (stdout comes in chunks) would give a cut token. */
   get lines(): string[] {
-    return this.out.split('\n').filter(Boolean);
+    return this.out.slice(0, this.out.lastIndexOf('\n') + 1).split('\n').filter(Boolean);
   }
 
   /** Resolves with the line starting with one of `words` once printed; rejects if the peer exits first. */

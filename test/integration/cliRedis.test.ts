@@ -184,7 +184,7 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     const parsed = (): Line[] => w.lines.map((l) => JSON.parse(l) as Line);
     const py = peer('wt:job', 'hold');
     const token = (await py.until(['acquired'])).split(' ')[1];
-    const held = await w.until(() => parsed().find((l) => l.lock?.holder?.owner === token), 'a line with redis-py\'s token as holder');
+    const held = await w.until(() => parsed().find((l) => l.lock?.holder?.owner === token), `a line with redis-py's token ${token} as holder (peer said: ${py.lines.join(' | ')})`);
     assert.equal(held.lock!.name, 'wt:job');
     py.release();
     await py.until(['released']);

@@ -39,8 +39,11 @@ ${CONNECTION_HELP}`,
       }
     });
     live.onDidChangeStatus((s) => out.stderr(`locklens: ${s.state}${s.error ? `: ${s.error.message}` : ''}${s.detail ? ` (${s.detail})` : ''}`));
+    // Listening before the first load: its locks are printed while start() is still running, and a Ctrl-C that
+    // follows them at once must end the watch cleanly, not kill the process.
+    const stopped = new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
     await live.start();
-    await new Promise<void>((resolve) => ['SIGINT', 'SIGTERM'].forEach((s) => process.once(s, () => resolve())));
+    await stopped;
     live.dispose();
     backend.close();
     return 0;
