@@ -168,6 +168,28 @@ export function viewHelpers(page: () => Page) {
       const titleOf = page().locator('.quick-input-widget .quick-input-title');
       await eventually(async () => (await page().locator('.quick-input-widget').isVisible()) && title.test((await titleOf.textContent()) ?? ''), 20_000, `quick input ${title}`);
     },
+    /**
+     * Waits for the input box titled `title` and accepts its value with Enter; again if the box is still there with
+     * that title a moment later (an Enter that lands while the box is being shown, on a loaded machine, is lost).
+     */
+    acceptInputTitled: async (title: RegExp): Promise<void> => {
+      const titleOf = page().locator('.quick-input-widget .quick-input-title');
+      const showing = async () => (await page().locator('.quick-input-widget').isVisible()) && title.test((await titleOf.textContent().catch(() => '')) ?? '');
+      await eventually(showing, 20_000, `quick input ${title}`);
+      await eventually(
+        async () => {
+          await page().keyboard.press('Enter');
+          const deadline = Date.now() + 3000;
+          while (Date.now() < deadline) {
+            if (!(await showing())) return true;
+            await page().waitForTimeout(100);
+          }
+          return false;
+        },
+        20_000,
+        `quick input ${title} accepted`,
+      );
+    },
     /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */
     toast: (text: string | RegExp): Locator => page().locator('.notification-toast.notification-fade-in-done').filter({ hasText: text }).first(),
   };

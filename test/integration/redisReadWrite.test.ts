@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import Redis from 'ioredis';
 import type { LockHold, QueuePosition } from '../../src/core/backend';
 import { isLockLensError, type LockLensError } from '../../src/core/errors';
+import { READ_LEASE_MS } from '../../src/core/redis/acquire';
 import { CONVENTIONS } from '../../src/core/redis/recognize';
 import { eventually, sleep } from '../harness/redis';
 import { OTHER_UUID, REDISSON_UUID } from '../harness/redisson';
@@ -92,9 +93,10 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
   });
 
   test('a Redisson writer waits while we hold read (its lock script answers a PTTL) and gets the lock after our release, woken by it', async () => {
-    const ours = await t.backend.acquire(b(name), { ttlSeconds: 20, mode: 'read' });
+    // A read hold's lease is Redisson's watchdog, 30 s, whatever TTL is asked (READ_LEASE_MS).
+    const ours = await t.backend.acquire(b(name), { ttlSeconds: 5, mode: 'read' });
     const pttl = await t.redisson.writeLock(name, 1);
-    assert.ok(pttl !== null && pttl > 0 && pttl <= 20_000, `a PTTL: ${pttl}`);
+    assert.ok(pttl !== null && pttl > 5_000 && pttl <= READ_LEASE_MS, `a PTTL of the read lease: ${pttl}`);
     const messages = await listen();
     assert.equal(await ours.release(), true);
     await eventually(() => messages.includes('0'), 5000, 'our read unlock published UNLOCK_MESSAGE');
@@ -133,43 +135,50 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     assert.equal((await fields()).mode, 'read');
   });
 
-  test('re-entrant on our side: read in read, write in write, read in write (then left in read mode); write in read is refused', async () => {
-    // read twice: one thread, count 2, one timeout key per hold; each release takes one.
+  test('two holds through one connection are two Redisson threads: two reads share; anything that would wait for our own hold is refused', async () => {
     const r1 = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
     const r2 = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
-    assert.equal(r2.owner, r1.owner, 'the same thread re-enters');
-    assert.equal((await fields())[r1.owner], '2');
-    assert.equal(await t.raw.exists(timeoutKey(r1.owner, 1), timeoutKey(r1.owner, 2)), 2);
+    assert.notEqual(r2.owner, r1.owner, 'each hold its own thread');
+    assert.deepEqual(await fields(), { mode: 'read', [r1.owner]: '1', [r2.owner]: '1' });
     await assert.rejects(
       t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'write' }),
-      (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT') && /cannot be upgraded to write/.test(e.message),
+      (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT') && /held for reading through this connection: taking it for writing would wait for that hold/.test(e.message),
     );
+    // One ending does not touch the other: its count and timeout key stay.
     assert.equal(await r2.release(), true);
-    assert.equal((await fields())[r1.owner], '1');
-    assert.equal(await t.raw.exists(timeoutKey(r1.owner, 2)), 0, 'the newest timeout key goes, as in Redisson');
+    assert.deepEqual(await fields(), { mode: 'read', [r1.owner]: '1' });
+    assert.equal(await t.raw.exists(timeoutKey(r1.owner, 1)), 1);
     assert.equal(await r1.release(), true);
     assert.equal(await t.raw.exists(name), 0);
 
-    // write twice: count 2 and the TTL extended by a lease (Redisson adds it to what is left); a Redisson writer waits throughout.
-    const w1 = await t.backend.acquire(b(name), { ttlSeconds: 10, mode: 'write' });
-    const w2 = await t.backend.acquire(b(name), { ttlSeconds: 10, mode: 'write' });
-    assert.equal(w2.owner, w1.owner);
-    assert.equal((await fields())[w1.owner], '2');
-    assert.ok((await t.raw.pttl(name)) > 10_000, 'currentExpire + lease');
-    assert.equal(await w2.release(), true);
-    assert.equal((await fields())[w1.owner], '1');
-    assert.notEqual(await t.redisson.writeLock(name, 1), null, 'still ours');
+    const w = await t.backend.acquire(b(name), { ttlSeconds: 10, mode: 'write' });
+    for (const mode of ['read', 'write'] as const) {
+      await assert.rejects(
+        t.backend.acquire(b(name), { ttlSeconds: 10, mode }),
+        (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT') && /held for writing through this connection/.test(e.message),
+      );
+    }
+    assert.equal(await w.release(), true);
+    assert.equal(await t.raw.exists(name), 0);
+  });
 
-    // read inside our write: Redisson's downgrade; once the write ends, the hash stays in read mode with our reader.
-    const r = await t.backend.acquire(b(name), { ttlSeconds: 10, mode: 'read' });
-    assert.equal(`${r.owner}:write`, w1.owner, 'the writer`s thread reads');
-    assert.deepEqual(await fields(), { mode: 'write', [w1.owner]: '1', [r.owner]: '1' });
-    assert.equal(await w1.release(), true);
-    assert.deepEqual(await fields(), { mode: 'read', [r.owner]: '1' });
-    assert.notEqual(await t.redisson.writeLock(name, 1), null, 'a Redisson writer still waits for our reader');
-    assert.equal(await t.redisson.readLock(name, 2), null, 'a Redisson reader enters');
-    assert.equal(await t.redisson.readUnlock(name, 2), 0);
-    assert.equal(await r.release(), true);
+  test('a read hold whose lock was deleted cannot end another hold of ours that took the name again', async () => {
+    const r1 = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
+    await t.raw.del(name);
+    const r2 = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
+    // r2 is another thread: r1's field stays gone (its next renewal says lost), and r1's release takes nothing of r2's.
+    assert.equal(await t.raw.hexists(name, r1.owner), 0);
+    assert.equal(await r1.release(), false);
+    assert.deepEqual(await fields(), { mode: 'read', [r2.owner]: '1' });
+    assert.equal(await r2.release(), true);
+  });
+
+  test('a read/write lock with many readers (more than a small hash) is still recognised and taken', async () => {
+    for (let tid = 1; tid <= 20; tid++) assert.equal(await t.redisson.readLock(name, tid), null);
+    const ours = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'read' });
+    assert.equal(Object.keys(await fields()).length, 22, 'mode, 20 Redisson readers and ours');
+    assert.equal(await ours.release(), true);
+    for (let tid = 1; tid <= 20; tid++) await t.redisson.readUnlock(name, tid);
     assert.equal(await t.raw.exists(name), 0);
   });
 

@@ -8,7 +8,7 @@ import { demoSettings } from '../../demo/editor';
 import { repoRoot, startCodeServer, testOutput, type CodeServer } from '../harness/codeServer';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually } from '../harness/etcd';
-import { clickDialogButton, confirmFromContextMenu, escapeRegExp, openViewContainer, openWorkbench, runCommand, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
+import { clickDialogButton, confirmFromContextMenu, escapeRegExp, openViewContainer, openWorkbench, runCommand, viewHelpers, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
 
 /**
  * The README's screenshots, taken from the demo as a user sees it: `demo.js --no-editor` (its etcd and workload), and
@@ -135,8 +135,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     await input.fill(BILLING);
     await page.locator('.quick-input-list .monaco-list-row', { hasText: BILLING }).first().waitFor({ state: 'visible', timeout: 20_000 });
     await page.keyboard.press('Enter');
-    await eventually(async () => /Lease TTL/.test((await page.locator('.quick-input-widget .quick-input-title').textContent().catch(() => '')) ?? ''), 20_000, 'TTL input');
-    await page.keyboard.press('Enter');
+    await viewHelpers(() => page).acceptInputTitled(/Lease TTL/);
     // Billing is always contended in the demo: LockLens asks before joining the services' queue.
     assert.match(await clickDialogButton(page, 'Join Queue'), /Join the queue\?/);
     const progress = page.locator('.notification-toast').filter({ hasText: /ahead in the queue/ }).first();

@@ -51,7 +51,7 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     }, 20_000, `etcdctl ${args.join(' ')}`);
   }
 
-  const { rowLabelled, rowLabels, description, quickInputTitled, toast } = viewHelpers(() => page);
+  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast } = viewHelpers(() => page);
 
   /** Expands a collapsed tree row with a click. */
   async function expand(row: Locator): Promise<void> {
@@ -127,8 +127,7 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'new lock' }).first().waitFor({ state: 'visible', timeout: 20_000 });
     await page.keyboard.press('Enter');
     // The TTL input box, with the default filled in.
-    await quickInputTitled(/Lease TTL/);
-    await page.keyboard.press('Enter');
+    await acceptInputTitled(/Lease TTL/);
 
     const item = page.locator('.part.statusbar .statusbar-item', { hasText: BY_HAND });
     await item.waitFor({ state: 'visible', timeout: 30_000 });
@@ -144,8 +143,7 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     await input.fill(JOBS);
     await page.locator('.quick-input-list .monaco-list-row', { hasText: JOBS }).first().waitFor({ state: 'visible', timeout: 20_000 });
     await page.keyboard.press('Enter');
-    await quickInputTitled(/Lease TTL/);
-    await page.keyboard.press('Enter');
+    await acceptInputTitled(/Lease TTL/);
 
     const dialog = page.locator('.monaco-dialog-box');
     await dialog.waitFor({ state: 'visible', timeout: 20_000 });

@@ -48,7 +48,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
   let page: Page;
   let renewer: NodeJS.Timeout | undefined;
 
-  const { rowLabelled, rowLabels, description, quickInputTitled, toast } = viewHelpers(() => page);
+  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast } = viewHelpers(() => page);
 
   /** Expands a collapsed tree row with a click on its twistie. */
   async function expand(row: Locator): Promise<void> {
@@ -182,7 +182,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     // The TTL input box, with the default filled in.
     await quickInputTitled(/TTL/);
     const ttl = Number(await page.locator('.quick-input-widget input').inputValue());
-    await page.keyboard.press('Enter');
+    await acceptInputTitled(/TTL/);
 
     const item = page.locator('.part.statusbar .statusbar-item', { hasText: BY_HAND });
     await item.waitFor({ state: 'visible', timeout: 30_000 });
@@ -213,8 +213,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await page.locator('.quick-input-list .monaco-list-row', { hasText: BILLING }).first().waitFor({ state: 'visible', timeout: 20_000 });
     assert.equal(await page.locator('.quick-input-list .monaco-list-row', { hasText: 'new lock' }).count(), 0, 'a held name is not offered as a new lock');
     await page.keyboard.press('Enter');
-    await quickInputTitled(/TTL/);
-    await page.keyboard.press('Enter');
+    await acceptInputTitled(/TTL/);
 
     const dialog = page.locator('.monaco-dialog-box');
     await dialog.waitFor({ state: 'visible', timeout: 20_000 });

@@ -33,7 +33,8 @@ still running) and locklens exits 7. As with etcdctl, processes the command star
   --try          do not wait: exit 6 at once if the lock is held
   --timeout D    give up waiting after D (e.g. 30s); exit 3
   --mode M       read or write: take a Redisson read/write lock (Redis, one instance or a cluster); without it, a
-                 read/write lock is refused (exit 2), as is --mode on another lock or store
+                 read/write lock is refused (exit 2), as is --mode on another lock or store. A read hold's lease is
+                 Redisson's 30 s watchdog whatever --ttl says: every reader's renewal sets every reader's lease
 
 ${CONNECTION_HELP}`,
   options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' } },
@@ -45,6 +46,7 @@ ${CONNECTION_HELP}`,
     const ttl = parsePositiveInt(values.ttl as string | undefined, '--ttl', DEFAULT_TTL);
     const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout as string, '--timeout');
     const mode = parseMode(values.mode as string | undefined);
+    if (mode === 'read' && values.ttl !== undefined) out.stderr("locklens: a read hold's lease is Redisson's watchdog (30 s, see --help); --ttl does not apply");
 
     const backend = await connect(values);
     const stop = new AbortController();

@@ -69,6 +69,9 @@ async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
   if (type === 'string') return 'token';
   if (type === 'hash') {
     const size = await client.hlen(name);
+    // A read/write lock has one field per reader: many readers are normal, and its `mode` field says what it is.
+    const mode = await client.hget(name, 'mode');
+    if (mode === 'read' || mode === 'write') return 'redisson-rw';
     if (size <= 16) {
       const flat = (await client.callBuffer('HGETALL', name)) as Buffer[];
       const fields: [Buffer, Buffer][] = [];
@@ -447,10 +450,10 @@ async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: number,
 }
 
 /**
- * The read/write holds taken through one connection, by lock name. In Redisson a hold belongs to a thread, and a thread
- * that holds a read/write lock takes it again at once: for reading inside its own read or write hold, for writing
- * inside its own write hold (re-entrant). LockLens's thread is the connection: a read/write acquire on a name it holds
- * re-enters with the same `<uuid>:<n>`; on any other name it gets a fresh one, as every RLock acquire does.
+ * The read/write holds taken through one connection, by lock name. Each hold is its own Redisson thread (as every
+ * RLock acquire is): holds do not share a hash count, so one ending, being lost or expiring never changes another.
+ * Two of ours on one name can still exclude each other (a writer and anything else): such an acquire would wait for
+ * ourselves, and is refused instead.
  */
 export class ReadWriteHolds {
   private readonly byName = new Map<string, ReadWriteHold[]>();
@@ -469,36 +472,59 @@ export class ReadWriteHolds {
   }
 }
 
+/**
+ * A read hold's lease, whatever TTL was asked: Redisson's default watchdog (lockWatchdogTimeout). Every reader's
+ * renewal sets every reader's timeout to its own lease (RedissonReadLock), so readers with different leases cut each
+ * other short, and a writer could get in while a long-lease reader believes it reads; LockLens readers therefore all
+ * use the lease Redisson's readers use.
+ */
+export const READ_LEASE_MS = 30_000;
+
 const rwField = (thread: string, mode: LockMode): string => (mode === 'read' ? thread : `${thread}:write`);
 
-async function acquireReadWrite(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, mode: LockMode): Promise<RenewingHold> {
+/** What RW_GUARD answers when the name holds something other than a read/write lock (never a PTTL: those are >= -2). */
+const NOT_READ_WRITE = -10;
+/**
+ * Runs before Redisson's read and write lock scripts, which take a hash without a `mode` field for a free name: an
+ * RLock or a fair lock that took the name after we looked would get our `mode` written into it (two holders). Only
+ * refuses, so Redisson's own clients see nothing different.
+ */
+const RW_GUARD = `local t = redis.call('type', KEYS[1])['ok']; if t ~= 'none' and (t ~= 'hash' or redis.call('hexists', KEYS[1], 'mode') == 0) then return ${NOT_READ_WRITE} end; `;
+
+async function acquireReadWrite(ctx: AcquireContext, name: Buffer, askedTtlMs: number, options: AcquireOptions, mode: LockMode): Promise<RenewingHold> {
   const client = ctx.clients[0];
   const ours = ctx.readWriteHolds.of(name);
-  const writing = ours.find((h) => h.mode === 'write');
-  if (mode === 'write' && ours.length > 0 && !writing) {
-    // Redisson's write script admits no reader, its own thread included: the acquire would wait for itself.
-    throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is held for reading through this connection: a Redisson read lock cannot be upgraded to write; release the read hold first`);
+  const conflicting = ours.find((h) => h.mode === 'write' || mode === 'write');
+  if (conflicting) {
+    throw new LockLensError(
+      'INVALID_ARGUMENT',
+      `${displayKey(name)} is held for ${conflicting.mode === 'write' ? 'writing' : 'reading'} through this connection: taking it for ${mode === 'write' ? 'writing' : 'reading'} would wait for that hold; release it first`,
+    );
   }
-  const reentrant = ours.length > 0;
-  const thread = (writing ?? ours[0])?.thread ?? ctx.newField();
+  const ttlMs = mode === 'read' ? READ_LEASE_MS : askedTtlMs;
+  const thread = ctx.newField();
   const reader = rwField(thread, 'read');
   const writer = rwField(thread, 'write');
   const hold = await waitRedisson(ctx, name, ttlMs, options, {
     field: rwField(thread, mode),
     channel: rwLockChannel(name),
-    lock: async () =>
-      (mode === 'read'
-        ? await client.eval(RW_READ_LOCK, 2, name, rwTimeoutPrefix(name, reader), ttlMs, reader, writer)
-        : await client.eval(RW_WRITE_LOCK, 1, name, ttlMs, writer)) as number | null,
+    lock: async () => {
+      const result = (
+        mode === 'read'
+          ? await client.eval(RW_GUARD + RW_READ_LOCK, 2, name, rwTimeoutPrefix(name, reader), ttlMs, reader, writer)
+          : await client.eval(RW_GUARD + RW_WRITE_LOCK, 1, name, ttlMs, writer)
+      ) as number | null;
+      if (result === NOT_READ_WRITE) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} stopped being a read/write lock while we waited (another kind of lock took the name)`);
+      return result;
+    },
     ahead: () => Promise.resolve(1),
     /**
-     * A hold we took and then gave up (cancelled in that moment) is unlocked: one count of our own field. After a lock
-     * script that failed here (a timeout) and may have run on the server, a fresh thread's field is unlocked too, as
-     * nobody else has it; a re-entering one is our other holds' as well, and their counts are not taken from them (an
-     * extra count, if any, ends with the TTL). A refused attempt left nothing.
+     * A hold we took and then gave up (cancelled in that moment), or a lock script that failed here (a timeout) and
+     * may have run on the server, is unlocked: the thread is this hold's alone, so nobody else's count is taken. A
+     * refused attempt left nothing.
      */
     undo: async (outcome) => {
-      if (outcome === 'taken' || (outcome === 'unknown' && !reentrant)) await unlockReadWrite(client, name, thread, mode, ttlMs).catch(() => undefined);
+      if (outcome === 'taken' || outcome === 'unknown') await unlockReadWrite(client, name, thread, mode, ttlMs).catch(() => undefined);
     },
     hold: (until) => new ReadWriteHold(client, name, thread, mode, ttlMs, until),
   });

@@ -68,7 +68,8 @@ export function registerLockCommands(
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
     const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
-    const ttl = input?.ttl ?? (await askTtl(backend.capabilities.owner));
+    // A read hold's lease is the store's own (Redisson's watchdog): there is no TTL to ask.
+    const ttl = input?.ttl ?? (mode === 'read' ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
     if (!input && !(await confirmJoin(connection, backend, name, mode))) return;
     const controller = new AbortController();
     const label = displayKey(name);
