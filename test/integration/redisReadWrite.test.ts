@@ -4,6 +4,8 @@ import Redis from 'ioredis';
 import type { LockHold, QueuePosition } from '../../src/core/backend';
 import { isLockLensError, type LockLensError } from '../../src/core/errors';
 import { READ_LEASE_MS } from '../../src/core/redis/acquire';
+import { rwLockChannel } from '../../src/core/redis/redissonNames';
+import { READ_UNLOCK_MESSAGE, REDISSON_LOCK, RW_WRITE_UNLOCK } from '../../src/core/redis/scripts';
 import { CONVENTIONS } from '../../src/core/redis/recognize';
 import { eventually, sleep } from '../harness/redis';
 import { OTHER_UUID, REDISSON_UUID } from '../harness/redisson';
@@ -171,6 +173,22 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     assert.equal(await r1.release(), false);
     assert.deepEqual(await fields(), { mode: 'read', [r2.owner]: '1' });
     assert.equal(await r2.release(), true);
+  });
+
+  test('a waiter whose name became another kind of lock meanwhile refuses it, and writes nothing into that lock', async () => {
+    assert.equal(await t.redisson.writeLock(name, 1), null);
+    const writer = waiting('write');
+    await eventually(() => writer.positions.includes(1), 10_000, 'our writer waits');
+    // In one step: Redisson's writer leaves (publishing, so ours tries again) and a plain RLock takes the free name.
+    const rlockField = `${OTHER_UUID}:7`;
+    await t.raw
+      .multi()
+      .eval(RW_WRITE_UNLOCK, 2, name, rwLockChannel(b(name)), READ_UNLOCK_MESSAGE, 30_000, `${REDISSON_UUID}:1:write`)
+      .eval(REDISSON_LOCK, 1, name, 30_000, rlockField)
+      .exec();
+    await assert.rejects(writer.pending, (e: LockLensError) => isLockLensError(e, 'INVALID_ARGUMENT') && /stopped being a read\/write lock/.test(e.message));
+    assert.deepEqual(await fields(), { [rlockField]: '1' }, 'the RLock as it was: no mode, no field of ours');
+    await t.raw.del(name);
   });
 
   test('a read/write lock with many readers (more than a small hash) is still recognised and taken', async () => {
