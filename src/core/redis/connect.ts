@@ -4,7 +4,7 @@
  * failure is explained by what the server said (WRONGPASS, NOAUTH) or, when it said nothing useful, by asking the
  * socket directly (plain RESP? TLS?). Afterwards commands fail fast while disconnected and the client reconnects.
  */
-import { createConnection } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
 import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import Redis, { Cluster, type RedisOptions } from 'ioredis';
 import { LockLensError, errorMessage } from '../errors';
@@ -281,18 +281,28 @@ function certificateProblem(cause: Error | undefined, spec: ClientSpec): string 
 
 type PlainProbe = { kind: 'redis' | 'other'; text: string } | { kind: 'silent' | 'closed' | 'refused' };
 
-/** Sends an inline PING in the clear and looks at the first bytes back: RESP starts with + - : $ or *. */
-function probePlain(endpoint: RedisEndpoint, timeoutMs: number): Promise<PlainProbe> {
+/**
+ * A diagnostic look at a socket: the first outcome `listen` reports wins (or `silent` after `timeoutMs`), and the
+ * socket is closed at once.
+ */
+function probe<T>(socket: Socket, timeoutMs: number, silent: T, listen: (done: (outcome: T) => void) => void): Promise<T> {
   return new Promise((resolve) => {
-    const socket = createConnection({ host: endpoint.host, port: endpoint.port });
     let settled = false;
-    const done = (p: PlainProbe) => {
+    const done = (outcome: T) => {
       if (settled) return;
       settled = true;
       socket.destroy();
-      resolve(p);
+      resolve(outcome);
     };
-    socket.setTimeout(timeoutMs, () => done({ kind: 'silent' }));
+    socket.setTimeout(timeoutMs, () => done(silent));
+    listen(done);
+  });
+}
+
+/** Sends an inline PING in the clear and looks at the first bytes back: RESP starts with + - : $ or *. */
+function probePlain(endpoint: RedisEndpoint, timeoutMs: number): Promise<PlainProbe> {
+  const socket = createConnection({ host: endpoint.host, port: endpoint.port });
+  return probe<PlainProbe>(socket, timeoutMs, { kind: 'silent' }, (done) => {
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.once('data', (d: Buffer) => {
       const text = d.toString('latin1', 0, Math.min(d.length, 60)).split('\r\n')[0];
@@ -307,21 +317,15 @@ function printable(s: string): string {
   return s.replace(/[^\x20-\x7e]/g, '?');
 }
 
+type AfterHandshake = { kind: 'answered' | 'closed' | 'silent' } | { kind: 'error'; error: Error };
+
 /**
  * With the connection's own TLS settings: the handshake, then a PING. `answered`: the server replied; `closed`: it
  * hung up after the handshake without a word; `error`: what failed (an alert, a certificate), to diagnose.
  */
-function tlsAfterHandshake(spec: ClientSpec, timeoutMs: number): Promise<{ kind: 'answered' | 'closed' | 'silent' } | { kind: 'error'; error: Error }> {
-  return new Promise((resolve) => {
-    const socket = tlsConnect({ host: spec.endpoint.host, port: spec.endpoint.port, ...tlsOptions(spec) });
-    let settled = false;
-    const done = (outcome: { kind: 'answered' | 'closed' | 'silent' } | { kind: 'error'; error: Error }) => {
-      if (settled) return;
-      settled = true;
-      socket.destroy();
-      resolve(outcome);
-    };
-    socket.setTimeout(timeoutMs, () => done({ kind: 'silent' }));
+function tlsAfterHandshake(spec: ClientSpec, timeoutMs: number): Promise<AfterHandshake> {
+  const socket = tlsConnect({ host: spec.endpoint.host, port: spec.endpoint.port, ...tlsOptions(spec) });
+  return probe<AfterHandshake>(socket, timeoutMs, { kind: 'silent' }, (done) => {
     socket.once('secureConnect', () => socket.write('PING\r\n'));
     socket.once('data', () => done({ kind: 'answered' }));
     socket.once('error', (error) => done({ kind: 'error', error }));
@@ -331,16 +335,8 @@ function tlsAfterHandshake(spec: ClientSpec, timeoutMs: number): Promise<{ kind:
 
 /** Whether a TLS handshake (without verification) completes: the port speaks TLS. */
 function speaksTls(endpoint: RedisEndpoint, timeoutMs: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = tlsConnect({ host: endpoint.host, port: endpoint.port, rejectUnauthorized: false, servername: isIp(endpoint.host) ? undefined : endpoint.host });
-    let settled = false;
-    const done = (yes: boolean) => {
-      if (settled) return;
-      settled = true;
-      socket.destroy();
-      resolve(yes);
-    };
-    socket.setTimeout(timeoutMs, () => done(false));
+  const socket = tlsConnect({ host: endpoint.host, port: endpoint.port, rejectUnauthorized: false, servername: isIp(endpoint.host) ? undefined : endpoint.host });
+  return probe(socket, timeoutMs, false, (done) => {
     socket.once('secureConnect', () => done(true));
     // A TLS alert is an answer in TLS too (a server that wants a client certificate).
     socket.once('error', (e) => done(/alert/i.test(errorMessage(e))));
