@@ -155,6 +155,9 @@ export async function openLockLensUi(options: LockLensUiOptions): Promise<LockLe
  * suite's page, opened in its `before`).
  */
 export function viewHelpers(page: () => Page) {
+  /** Whether the quick input (pick or input box) is shown with a title that matches. */
+  const quickInputShowing = async (title: RegExp): Promise<boolean> =>
+    (await page().locator('.quick-input-widget').isVisible()) && title.test((await page().locator('.quick-input-widget .quick-input-title').textContent().catch(() => '')) ?? '');
   return {
     /** The sidebar row whose label is exactly `label`. */
     rowLabelled: (label: string): Locator =>
@@ -165,16 +168,14 @@ export function viewHelpers(page: () => Page) {
     description: async (row: Locator): Promise<string> => ((await row.locator('.label-description').first().textContent()) ?? '').trim(),
     /** Waits for the quick input (pick or input box) whose title matches. */
     quickInputTitled: async (title: RegExp): Promise<void> => {
-      const titleOf = page().locator('.quick-input-widget .quick-input-title');
-      await eventually(async () => (await page().locator('.quick-input-widget').isVisible()) && title.test((await titleOf.textContent()) ?? ''), 20_000, `quick input ${title}`);
+      await eventually(() => quickInputShowing(title), 20_000, `quick input ${title}`);
     },
     /**
      * Waits for the input box titled `title` and accepts its value with Enter; again if the box is still there with
      * that title a moment later (an Enter that lands while the box is being shown, on a loaded machine, is lost).
      */
     acceptInputTitled: async (title: RegExp): Promise<void> => {
-      const titleOf = page().locator('.quick-input-widget .quick-input-title');
-      const showing = async () => (await page().locator('.quick-input-widget').isVisible()) && title.test((await titleOf.textContent().catch(() => '')) ?? '');
+      const showing = () => quickInputShowing(title);
       await eventually(showing, 20_000, `quick input ${title}`);
       await eventually(
         async () => {

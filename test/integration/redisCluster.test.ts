@@ -14,6 +14,17 @@ import { REDISSON_UUID, OTHER_UUID } from '../harness/redisson';
 
 const b = (s: string) => Buffer.from(s);
 
+/** A name under `prefix` on each of the cluster's three masters (index = master). */
+async function namesOnEachMaster(cluster: RedisCluster, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  for (let i = 0; i < 200 && found.filter(Boolean).length < 3; i++) {
+    const node = await cluster.nodeOf(`${prefix}lock-${i}`);
+    found[node] ??= `${prefix}lock-${i}`;
+  }
+  assert.equal(found.filter(Boolean).length, 3, `a name under ${prefix} on each master`);
+  return found;
+}
+
 describe('Redis Cluster: three masters, detected on open', { timeout: 180_000 }, () => {
   let cluster: RedisCluster;
   let backend: RedisBackend;
@@ -21,16 +32,7 @@ describe('Redis Cluster: three masters, detected on open', { timeout: 180_000 },
   /** Lock names under `c/`, one served by each master (index = master). */
   let names: string[] = [];
 
-  /** A name under `prefix` on each of the three masters. */
-  async function onEachMaster(prefix: string): Promise<string[]> {
-    const found: string[] = [];
-    for (let i = 0; i < 200 && found.filter(Boolean).length < 3; i++) {
-      const node = await cluster.nodeOf(`${prefix}lock-${i}`);
-      found[node] ??= `${prefix}lock-${i}`;
-    }
-    assert.equal(found.filter(Boolean).length, 3, `a name under ${prefix} on each master`);
-    return found;
-  }
+  const onEachMaster = (prefix: string) => namesOnEachMaster(cluster, prefix);
 
   before(async () => {
     cluster = await startRedisCluster(3);
@@ -168,9 +170,7 @@ describe('Redis Cluster with keyspace notifications on every master', { timeout:
   });
 
   test('changes on every master arrive pushed: a poll interval of a minute never comes into it', async () => {
-    const names: string[] = [];
-    for (let i = 0; i < 200 && names.filter(Boolean).length < 3; i++) names[await cluster.nodeOf(`n/lock-${i}`)] ??= `n/lock-${i}`;
-    assert.equal(names.filter(Boolean).length, 3, 'a name on each master');
+    const names = await namesOnEachMaster(cluster, 'n/');
     const watch = backend.watch([b('n/')], { pollIntervalMs: 60_000, leaseSampleIntervalMs: 200 });
     try {
       await watch.start();
