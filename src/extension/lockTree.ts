@@ -70,9 +70,10 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   private generation = 0;
   /**
    * The member each member row was last drawn with: a revoke or a force-release acts on what the user saw (its lease,
-   * its owner and fencing token), or refuses.
+   * its owner and fencing token), or refuses. Kept per node object, not per id: a lock that goes and comes back between
+   * two change sets gets a new node, while the row on screen still holds the old one and what it was drawn with.
    */
-  private readonly shownMembers = new Map<string, LockMember>();
+  private readonly shownMembers = new WeakMap<MemberNode, LockMember>();
   /** Member rows last drawn as held from this window: taking or releasing a lock redraws just the rows it changes. */
   private readonly shownOwn = new Set<string>();
   /** The trouble each lock row was last drawn with: a lease sweep redraws a lock row only when it changes. */
@@ -161,7 +162,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
 
   /** The member a member row showed when last drawn. */
   shownMember(node: MemberNode): LockMember | undefined {
-    return this.shownMembers.get(node.id);
+    return this.shownMembers.get(node);
   }
 
   lock(node: LockNode | MemberNode): LockState | undefined {
@@ -273,7 +274,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const { member } = health;
     const own = this.heldLocks.owns(node.connection, member);
     const caps = capabilities(node.connection);
-    this.shownMembers.set(node.id, member);
+    this.shownMembers.set(node, member);
     if (own) this.shownOwn.add(node.id);
     else this.shownOwn.delete(node.id);
     const label = memberLabel(lock, member, node.prefix);
@@ -392,7 +393,6 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       this.nodes.delete(id);
       this.shownTrouble.delete(id);
       this.shownOwn.delete(id);
-      this.shownMembers.delete(id);
     }
   }
 
