@@ -1,5 +1,6 @@
 import type { Disposable, Event } from './emitter';
 import type { LockLensError } from './errors';
+import type { HistoryOperations } from './history';
 import type { LeaseInfo } from './leaseInfo';
 import type { ChangeSet, LockMember, LockState } from './lockState';
 
@@ -35,6 +36,8 @@ export interface Capabilities {
    * `AcquireOptions.mode` is then accepted, and an acquire on such a lock needs one.
    */
   readonly readWriteLocks: boolean;
+  /** The store keeps its past and can replay a lock's holds from it (etcd's MVCC revisions): `history` is then present. */
+  readonly history: boolean;
 }
 
 /** How a read/write lock is taken: shared with other readers, or alone. */
@@ -154,6 +157,8 @@ export interface LockBackend extends Disposable {
   readonly capabilities: Capabilities;
   /** Present when `capabilities.revokeOwner`. */
   readonly leases?: LeaseOperations;
+  /** Present when `capabilities.history`. */
+  readonly history?: HistoryOperations;
   /** Follows the locks under `prefixes` (bytes, as the store's keys are). */
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch;
   list(prefixes: readonly Uint8Array[]): Promise<Listing>;

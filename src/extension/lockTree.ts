@@ -528,7 +528,7 @@ function ownerKind(connection: ClusterConnection): Capabilities['owner'] {
   return capabilities(connection).owner;
 }
 
-const NOTHING: Capabilities = { waiters: false, fencingTokens: false, ttl: false, owner: 'token', revokeOwner: false, queuedAcquire: false, readWriteLocks: false };
+const NOTHING: Capabilities = { waiters: false, fencingTokens: false, ttl: false, owner: 'token', revokeOwner: false, queuedAcquire: false, readWriteLocks: false, history: false };
 
 const LOCK_ICONS: Record<LockState['kind'], string> = { queue: 'lock', single: 'key', election: 'organization', readwrite: 'book' };
 

@@ -20,7 +20,7 @@ describe('EtcdBackend against a real etcd', () => {
   test('says what etcd has: waiters, fencing tokens, TTLs, revocable leases, a queue', async () => {
     const backend = await open();
     assert.equal(backend.kind, 'etcd');
-    assert.deepEqual(backend.capabilities, { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', revokeOwner: true, queuedAcquire: true, readWriteLocks: false });
+    assert.deepEqual(backend.capabilities, { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', revokeOwner: true, queuedAcquire: true, readWriteLocks: false, history: false });
     assert.ok(backend.leases, 'lease operations are offered');
   });
 

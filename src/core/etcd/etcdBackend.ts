@@ -22,6 +22,7 @@ const CAPABILITIES: Capabilities = {
   revokeOwner: true,
   queuedAcquire: true,
   readWriteLocks: false,
+  history: false,
 };
 
 /**

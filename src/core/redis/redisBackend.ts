@@ -29,6 +29,7 @@ export const REDIS_CAPABILITIES: Capabilities = {
   revokeOwner: false,
   queuedAcquire: false,
   readWriteLocks: true,
+  history: false,
 };
 
 export class RedisBackend implements LockBackend {

@@ -1,0 +1,70 @@
+/**
+ * A lock's past: the holds it had, in the order it had them. Two sources fill it: a store that keeps its own history
+ * replays it (etcd's MVCC revisions, back to the last compaction: `HistoryOperations`), and every store's live watch
+ * is recorded while LockLens looks (`lockStats.ts`). The types are store-neutral, as `lockState.ts` is.
+ */
+
+/**
+ * How a hold ended, as far as can be told. A store rarely records why a key went:
+ * - `released`: its key was deleted while what it expires with still lived (an etcd lease alive afterwards, a Redis
+ *   key with TTL left) or it had nothing to expire with: its owner's unlock, or someone's plain delete;
+ * - `revokedOrExpired`: its key went with its lease (etcd: a revoke, an expiry, or a session closed as it unlocked;
+ *   etcd's history cannot tell these apart);
+ * - `expired`: LockLens watched its TTL run out (live only: its lease stalled, or its time was up).
+ */
+export type HoldEnd = 'released' | 'revokedOrExpired' | 'expired';
+
+/** One hold rebuilt from a store's history. */
+export interface ReplayedHold {
+  /** The member that held: its key (etcd), as the lock's members show it. */
+  readonly key: Buffer;
+  /** What it expires with, in the store's terms (an etcd lease in hex); '' without one. */
+  readonly lease: string;
+  readonly owner: string;
+  /** The fencing token it held the lock with (etcd: its key's create revision), or null. */
+  readonly token: number | null;
+  /**
+   * The revision it became the holder at: its key's create revision on a free lock, or the revision its predecessor's
+   * key went. For a hold already in place at `LockHistory.fromRevision`, that revision (`beforeHistory` is then true).
+   */
+  readonly acquiredRevision: number;
+  /** True when it already held at the oldest revision read: it began earlier, at a revision history no longer has. */
+  readonly beforeHistory: boolean;
+  /** The revision its key went at; null while it still holds. */
+  readonly endedRevision: number | null;
+  readonly end: HoldEnd | null;
+  /** The keys waiting when it became the holder, in queue order. */
+  readonly waiters: readonly Buffer[];
+}
+
+export interface LockHistory {
+  readonly name: Buffer;
+  /** The lock's identity in the live model (`LockState.id`): replayed holds and live ones of one lock share it. */
+  readonly lockId: string;
+  /** The oldest revision read: 1, or the compaction revision when compaction cut the history. */
+  readonly fromRevision: number;
+  /** The store's revision the replay read up to (now, when it ran). */
+  readonly toRevision: number;
+  /** The revision etcd compacted at, when that cut this history short; null when history goes back to revision 1. */
+  readonly compactedAt: number | null;
+  /** Events read from the store (every key of the lock's range, this lock's or not). */
+  readonly events: number;
+  /** Oldest first. */
+  readonly holds: readonly ReplayedHold[];
+}
+
+export interface ReplayOptions {
+  /** Abort to stop reading: the replay rejects with CANCELLED. */
+  readonly signal?: AbortSignal;
+  /** Told as events arrive: the revision reached, out of `toRevision`. */
+  readonly onProgress?: (revision: number, toRevision: number) => void;
+}
+
+/** A store that keeps its past (etcd: MVCC revisions until compaction): `LockBackend.history`. */
+export interface HistoryOperations {
+  /**
+   * Rebuilds the holds of the lock `name`: its queue (keys `name/…`), or, when `single` is set, the single key `name`
+   * (a single-key lock and a queue of the same name are two locks, as in the live model).
+   */
+  replay(name: Uint8Array, options?: ReplayOptions & { readonly single?: boolean }): Promise<LockHistory>;
+}
