@@ -1,0 +1,497 @@
+import { Emitter, type Event } from './emitter';
+import type { HoldEnd } from './history';
+import { displayKey, keyId } from './keys';
+import type { LeaseInfo } from './leaseInfo';
+import { members, type ChangeSet, type LockMember, type LockState } from './lockState';
+import { percentile } from './percentile';
+
+/**
+ * What LockLens has seen of each lock while it watched, for every store: the holds (who, from when to when, how it
+ * ended, how long it had waited), and figures over them. Fed the same change sets and TTL samples as the views, in
+ * order; pure (no store, no timers: `now` is passed in), and kept across restarts by whoever owns it (`toJSON`,
+ * `fromJSON`). Bounded: MAX_LOCKS locks a connection (the least recently active go first), MAX_HOLDS holds a lock,
+ * MAX_SAMPLES samples a figure.
+ *
+ * Only what was seen from its start counts as a sample: a hold or a wait already in place when LockLens looked (the
+ * first read, a resync after a disconnection) is recorded as inexact and never measured, so no figure is made up.
+ */
+
+/** One hold as LockLens saw it. Plain data (JSON as it is): the records are saved as they are. */
+export interface ObservedHold {
+  /** The member that held, as display text. */
+  readonly key: string;
+  readonly owner: string;
+  /** What it expired with (an etcd lease in hex, a Redis key), '' for nothing. */
+  readonly lease: string;
+  readonly token: number | null;
+  /** Epoch ms it was seen to become the holder; with `acquiredExact` false, when it was found holding. */
+  readonly acquiredAt: number;
+  readonly acquiredExact: boolean;
+  /** The store revision it was seen holding at, where the store has revisions. */
+  readonly acquiredRevision: number | null;
+  /** How long it had waited in the queue before it held, when LockLens saw it queue. */
+  readonly waitedMs: number | null;
+  readonly endedAt: number | null;
+  readonly endedRevision: number | null;
+  /** How it ended (see HoldEnd); null while it holds, and while the store has not yet said (see `unsettled`). */
+  readonly end: HoldEnd | null;
+  /** Its TTL was seen not being renewed while it held. */
+  readonly stalled: boolean;
+}
+
+/** Samples of a duration: percentiles over the most recent MAX_SAMPLES, the maximum and count over all seen. */
+export interface Spread {
+  readonly p50: number;
+  readonly p95: number;
+  readonly max: number;
+  readonly count: number;
+}
+
+export interface Longest {
+  readonly ms: number;
+  /** Its owner, or its key where it has none. */
+  readonly who: string;
+}
+
+export interface LockFigures {
+  /** Epoch ms LockLens first saw the lock. */
+  readonly since: number;
+  /** Holds seen, found in place or seen from their start. */
+  readonly holds: number;
+  /** Holds seen from start to end; null before the first. */
+  readonly hold: Spread | null;
+  /** Waits seen from start to end (whether they ended holding or leaving); null before the first. */
+  readonly wait: Spread | null;
+  /** Handoffs (a waiter taking over) per minute over the last HANDOFF_WINDOW_MS. */
+  readonly handoffsPerMinute: number;
+  /** Times the holder changed while LockLens watched. */
+  readonly transitions: number;
+  readonly longestHold: Longest | null;
+  readonly longestWait: Longest | null;
+  /** Holds whose TTL was seen not being renewed. */
+  readonly stalls: number;
+}
+
+export interface ObserveOptions {
+  /** Members' leases outlive their keys and can be revoked (etcd): how a deleted key ended is the store's to say. */
+  readonly revocableLeases: boolean;
+  /** Change sets carry the store's revision (etcd), not a count of reads. */
+  readonly hasRevisions: boolean;
+  /** The last TTL sample of what a member expires with. */
+  readonly lease: (id: string) => LeaseInfo | undefined;
+}
+
+export const MAX_LOCKS = 200;
+export const MAX_HOLDS = 50;
+export const MAX_SAMPLES = 256;
+const MAX_REVISION_TIMES = 4096;
+const HANDOFF_WINDOW_MS = 10 * 60_000;
+/**
+ * Two change sets at most this far apart bracket the time of every revision between them: the watch delivers within
+ * milliseconds, so an unseen revision in between happened in that interval (placed at its end).
+ */
+const REVISION_BRACKET_MS = 1000;
+const FORMAT = 1;
+
+/** The last TTL sample of the current holder's lease, enough to tell an expiry. */
+interface TtlSample {
+  readonly ttl: number;
+  readonly observedAt: number;
+  readonly expired: boolean;
+  readonly stalled: boolean;
+}
+
+interface Wait {
+  readonly since: number;
+  readonly exact: boolean;
+  readonly who: string;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+interface LockRecord {
+  since: number;
+  lastActive: number;
+  /** Oldest first; the last is open while `current` is set. */
+  holds: Mutable<ObservedHold>[];
+  /** The holder now: its member's keyId, lease and last TTL sample. */
+  current: { member: string; lease: string; sample: TtlSample | null } | null;
+  /** Members queued now, by keyId. */
+  waits: Record<string, Wait>;
+  holdMs: number[];
+  waitMs: number[];
+  holdsSeen: number;
+  holdCount: number;
+  waitCount: number;
+  transitions: number;
+  /** When handoffs happened (epoch ms), the most recent MAX_SAMPLES. */
+  handoffs: number[];
+  longestHold: Longest | null;
+  longestWait: Longest | null;
+  stalls: number;
+}
+
+interface ConnectionRecord {
+  readonly locks: Map<string, LockRecord>;
+  /** [revision, epoch ms] pairs seen live, in revision order. */
+  revisionTimes: [number, number][];
+}
+
+export interface LockStatsChange {
+  readonly connection: string;
+  readonly lockIds: readonly string[];
+}
+
+export class LockStats {
+  private readonly byConnection = new Map<string, ConnectionRecord>();
+  /** Connections observed by this instance: their first change set decides which recorded holds still hold. */
+  private readonly looked = new Set<string>();
+  private readonly revocable = new Map<string, boolean>();
+  private readonly changeEmitter = new Emitter<LockStatsChange>();
+  readonly onDidChange: Event<LockStatsChange> = this.changeEmitter.event;
+
+  /** Folds in one change set of `connection`'s watch; call it for every change set, in order. */
+  observe(connection: string, changes: ChangeSet, options: ObserveOptions, now = Date.now()): void {
+    const c = this.record(connection);
+    this.revocable.set(connection, options.revocableLeases);
+    const revision = options.hasRevisions ? changes.revision : null;
+    if (revision !== null) noteRevision(c, revision, now);
+    const exact = !changes.resynced;
+    const touched = new Set<string>();
+    for (const lock of changes.changed) {
+      let r = c.locks.get(lock.id);
+      if (!r) c.locks.set(lock.id, (r = newRecord(now)));
+      observeLock(r, lock, { exact, revision, now, options });
+      touched.add(lock.id);
+    }
+    for (const id of changes.removed) {
+      const r = c.locks.get(id);
+      if (!r) continue;
+      observeLock(r, { holder: null, waiters: [] }, { exact, revision, now, options });
+      touched.add(id);
+    }
+    // What was holding when the records were saved but is not in the first load is gone, at some unseen time.
+    if (!this.looked.has(connection) && changes.resynced) {
+      for (const [id, r] of c.locks) {
+        if (touched.has(id) || (!r.current && Object.keys(r.waits).length === 0)) continue;
+        observeLock(r, { holder: null, waiters: [] }, { exact: false, revision: null, now, options });
+        touched.add(id);
+      }
+    }
+    this.looked.add(connection);
+    pruneLocks(c);
+    if (touched.size) this.changeEmitter.fire({ connection, lockIds: [...touched] });
+  }
+
+  /** Folds in TTL samples: the current holders' last samples, and stalls (a holder's TTL not being renewed). */
+  observeLeases(connection: string, infos: readonly LeaseInfo[]): void {
+    const c = this.byConnection.get(connection);
+    if (!c || infos.length === 0) return;
+    const holding = new Map<string, [string, LockRecord][]>();
+    for (const [id, r] of c.locks) {
+      if (r.current?.lease) holding.set(r.current.lease, [...(holding.get(r.current.lease) ?? []), [id, r]]);
+    }
+    const touched: string[] = [];
+    for (const info of infos) {
+      for (const [id, r] of holding.get(info.id) ?? []) {
+        const wasStalled = r.current!.sample?.stalled ?? false;
+        r.current!.sample = { ttl: info.ttl, observedAt: info.observedAt, expired: info.state === 'expired', stalled: info.stalled };
+        if (info.stalled && !wasStalled) {
+          r.stalls++;
+          r.holds[r.holds.length - 1].stalled = true;
+          touched.push(id);
+        }
+      }
+    }
+    if (touched.length) this.changeEmitter.fire({ connection, lockIds: touched });
+  }
+
+  /** Leases of ended holds whose end only the store can tell (a key deleted while its lease had time left). */
+  unsettled(connection: string): string[] {
+    if (!this.revocable.get(connection)) return [];
+    const leases = new Set<string>();
+    for (const r of this.byConnection.get(connection)?.locks.values() ?? []) {
+      for (const h of r.holds) if (h.endedAt !== null && h.end === null && h.lease) leases.add(h.lease);
+    }
+    return [...leases];
+  }
+
+  /** The store's answer for a lease of `unsettled`. */
+  settle(connection: string, lease: string, end: HoldEnd): void {
+    const touched: string[] = [];
+    for (const [id, r] of this.byConnection.get(connection)?.locks ?? []) {
+      for (const h of r.holds) {
+        if (h.lease === lease && h.endedAt !== null && h.end === null) {
+          h.end = end;
+          if (!touched.includes(id)) touched.push(id);
+        }
+      }
+    }
+    if (touched.length) this.changeEmitter.fire({ connection, lockIds: touched });
+  }
+
+  /** The holds of a lock seen so far, oldest first. */
+  holds(connection: string, lockId: string): readonly ObservedHold[] {
+    return this.byConnection.get(connection)?.locks.get(lockId)?.holds.map((h) => ({ ...h })) ?? [];
+  }
+
+  figures(connection: string, lockId: string, now = Date.now()): LockFigures | undefined {
+    const r = this.byConnection.get(connection)?.locks.get(lockId);
+    if (!r) return undefined;
+    const recent = r.handoffs.filter((t) => now - t <= HANDOFF_WINDOW_MS).length;
+    const minutes = Math.max(1, Math.min(HANDOFF_WINDOW_MS, now - r.since) / 60_000);
+    return {
+      since: r.since,
+      holds: r.holdsSeen,
+      hold: spread(r.holdMs, r.holdCount, r.longestHold),
+      wait: spread(r.waitMs, r.waitCount, r.longestWait),
+      handoffsPerMinute: recent / minutes,
+      transitions: r.transitions,
+      longestHold: r.longestHold,
+      longestWait: r.longestWait,
+      stalls: r.stalls,
+    };
+  }
+
+  /**
+   * When `revision` happened, where LockLens saw it live: a change set at that revision, or two change sets close
+   * enough together around it. Undefined otherwise: the store keeps no time.
+   */
+  timeOfRevision(connection: string, revision: number): number | undefined {
+    const times = this.byConnection.get(connection)?.revisionTimes ?? [];
+    const i = times.findIndex(([r]) => r >= revision);
+    if (i < 0) return undefined;
+    const [r, at] = times[i];
+    if (r === revision) return at;
+    return i > 0 && at - times[i - 1][1] <= REVISION_BRACKET_MS ? at : undefined;
+  }
+
+  connections(): string[] {
+    return [...this.byConnection.keys()];
+  }
+
+  forget(connection: string): void {
+    this.byConnection.delete(connection);
+    this.looked.delete(connection);
+    this.revocable.delete(connection);
+  }
+
+  toJSON(): unknown {
+    const connections: Record<string, unknown> = {};
+    for (const [name, c] of this.byConnection) connections[name] = { locks: [...c.locks], revisionTimes: c.revisionTimes };
+    return { format: FORMAT, connections };
+  }
+
+  /** Records saved by `toJSON`; throws on anything else, so that a damaged file is never half believed. */
+  static fromJSON(json: unknown): LockStats {
+    if (!isObj(json) || json.format !== FORMAT || !isObj(json.connections)) throw new Error('not LockLens lock records');
+    const stats = new LockStats();
+    for (const [name, c] of Object.entries(json.connections)) {
+      if (!isObj(c) || !Array.isArray(c.locks) || !isRevisionTimes(c.revisionTimes)) throw new Error(`damaged records of ${name}`);
+      const locks = new Map<string, LockRecord>();
+      for (const entry of c.locks) {
+        if (!Array.isArray(entry) || typeof entry[0] !== 'string' || !isLockRecord(entry[1])) throw new Error(`damaged lock record in ${name}`);
+        locks.set(entry[0], entry[1]);
+      }
+      stats.byConnection.set(name, { locks, revisionTimes: c.revisionTimes });
+    }
+    return stats;
+  }
+
+  private record(connection: string): ConnectionRecord {
+    let c = this.byConnection.get(connection);
+    if (!c) this.byConnection.set(connection, (c = { locks: new Map(), revisionTimes: [] }));
+    return c;
+  }
+}
+
+interface Moment {
+  /** Seen as it happened (a watch event), not found so by a (re)load. */
+  readonly exact: boolean;
+  readonly revision: number | null;
+  readonly now: number;
+}
+
+function newRecord(now: number): LockRecord {
+  return {
+    since: now,
+    lastActive: now,
+    holds: [],
+    current: null,
+    waits: {},
+    holdMs: [],
+    waitMs: [],
+    holdsSeen: 0,
+    holdCount: 0,
+    waitCount: 0,
+    transitions: 0,
+    handoffs: [],
+    longestHold: null,
+    longestWait: null,
+    stalls: 0,
+  };
+}
+
+function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'waiters'>, at: Moment & { readonly options: ObserveOptions }): void {
+  r.lastActive = at.now;
+  const present = new Set(members(lock as LockState).map((m) => keyId(m.key)));
+  const holder = lock.holder;
+  const holderId = holder && keyId(holder.key);
+  if (r.current && r.current.member !== holderId) {
+    // An end found by a (re)load happened at some unseen time: no TTL sample can say how.
+    const end = present.has(r.current.member) ? 'released' : at.exact ? endOfGone(r.current, at.options.revocableLeases, at.now) : null;
+    endHold(r, at, end);
+  }
+  if (holder && holderId && !r.current) startHold(r, holder, holderId, at);
+  for (const w of lock.waiters) r.waits[keyId(w.key)] ??= { since: at.now, exact: at.exact, who: whoOf(w) };
+  // A wait that ends without holding (given up, expired) is a wait all the same.
+  for (const [id, wait] of Object.entries(r.waits)) {
+    if (present.has(id)) continue;
+    delete r.waits[id];
+    if (wait.exact && at.exact) sampleWait(r, at.now - wait.since, wait.who);
+  }
+}
+
+function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Moment & { readonly options: ObserveOptions }): void {
+  const wait = r.waits[holderId];
+  delete r.waits[holderId];
+  const waitedMs = wait?.exact && at.exact ? at.now - wait.since : null;
+  if (waitedMs !== null) sampleWait(r, waitedMs, wait!.who);
+  if (at.exact) {
+    r.transitions++;
+    if (wait) r.handoffs = [...r.handoffs, at.now].slice(-MAX_SAMPLES);
+  }
+  r.holdsSeen++;
+  r.holds.push({
+    key: displayKey(holder.key),
+    owner: holder.owner,
+    lease: holder.lease,
+    token: holder.token,
+    acquiredAt: at.now,
+    acquiredExact: at.exact,
+    acquiredRevision: at.revision,
+    waitedMs,
+    endedAt: null,
+    endedRevision: null,
+    end: null,
+    stalled: false,
+  });
+  if (r.holds.length > MAX_HOLDS) r.holds.splice(0, r.holds.length - MAX_HOLDS);
+  const info = holder.lease ? at.options.lease(holder.lease) : undefined;
+  r.current = {
+    member: holderId,
+    lease: holder.lease,
+    sample: info ? { ttl: info.ttl, observedAt: info.observedAt, expired: info.state === 'expired', stalled: info.stalled } : null,
+  };
+}
+
+function endHold(r: LockRecord, at: Moment, end: HoldEnd | null): void {
+  const hold = r.holds[r.holds.length - 1];
+  r.current = null;
+  if (!hold || hold.endedAt !== null) return;
+  hold.endedAt = at.now;
+  hold.endedRevision = at.revision;
+  hold.end = end;
+  if (!hold.acquiredExact || !at.exact) return;
+  const ms = at.now - hold.acquiredAt;
+  const who = hold.owner || hold.key;
+  r.holdMs = [...r.holdMs, ms].slice(-MAX_SAMPLES);
+  r.holdCount++;
+  if (!r.longestHold || ms > r.longestHold.ms) r.longestHold = { ms, who };
+}
+
+function sampleWait(r: LockRecord, ms: number, who: string): void {
+  r.waitMs = [...r.waitMs, ms].slice(-MAX_SAMPLES);
+  r.waitCount++;
+  if (!r.longestWait || ms > r.longestWait.ms) r.longestWait = { ms, who };
+}
+
+/**
+ * How a holder whose key just went ended, from the last TTL sample of what it expired with: its TTL seen running out
+ * is an expiry; a key without one was deleted. Otherwise, where leases outlive keys (etcd), a key deleted while its
+ * lease had time left was released or revoked, and only the store can tell (null: ask it, see `unsettled`); a key
+ * that carried its own TTL (Redis) and went with time left was deleted: released, or force-released.
+ */
+function endOfGone(current: NonNullable<LockRecord['current']>, revocableLeases: boolean, now: number): HoldEnd | null {
+  if (!current.lease) return 'released';
+  const s = current.sample;
+  const left = s && !s.expired ? s.ttl - (now - s.observedAt) / 1000 : 0;
+  if (s && !s.expired && left <= 0) return 'expired';
+  if (revocableLeases) return s?.expired ? 'revokedOrExpired' : null;
+  return s?.expired ? 'expired' : 'released';
+}
+
+function whoOf(m: LockMember): string {
+  return m.owner || displayKey(m.key);
+}
+
+function spread(recent: readonly number[], count: number, longest: Longest | null): Spread | null {
+  if (count === 0 || !longest) return null;
+  return { p50: percentile(recent, 50), p95: percentile(recent, 95), max: longest.ms, count };
+}
+
+function noteRevision(c: ConnectionRecord, revision: number, now: number): void {
+  const last = c.revisionTimes[c.revisionTimes.length - 1];
+  if (last && last[0] === revision) return;
+  // Revisions going back: the store was wiped or restored, and its old revisions name other events now.
+  if (last && last[0] > revision) c.revisionTimes = c.revisionTimes.filter(([r]) => r < revision);
+  c.revisionTimes.push([revision, now]);
+  if (c.revisionTimes.length > MAX_REVISION_TIMES) c.revisionTimes.splice(0, c.revisionTimes.length - MAX_REVISION_TIMES);
+}
+
+function pruneLocks(c: ConnectionRecord): void {
+  if (c.locks.size <= MAX_LOCKS) return;
+  const byActivity = [...c.locks].sort(([, a], [, b]) => a.lastActive - b.lastActive);
+  for (const [id] of byActivity.slice(0, c.locks.size - MAX_LOCKS)) c.locks.delete(id);
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
+const isNumOrNull = (v: unknown) => v === null || isNum(v);
+const isNums = (v: unknown) => Array.isArray(v) && v.every(isNum);
+const isLongest = (v: unknown) => v === null || (isObj(v) && isNum(v.ms) && typeof v.who === 'string');
+const ENDS: readonly unknown[] = ['released', 'revokedOrExpired', 'expired', null];
+
+function isRevisionTimes(v: unknown): v is [number, number][] {
+  return Array.isArray(v) && v.every((p) => Array.isArray(p) && p.length === 2 && isNum(p[0]) && isNum(p[1]));
+}
+
+function isSample(v: unknown): boolean {
+  return isObj(v) && isNum(v.ttl) && isNum(v.observedAt) && typeof v.expired === 'boolean' && typeof v.stalled === 'boolean';
+}
+
+function isHold(v: unknown): boolean {
+  return (
+    isObj(v) &&
+    typeof v.key === 'string' &&
+    typeof v.owner === 'string' &&
+    typeof v.lease === 'string' &&
+    isNumOrNull(v.token) &&
+    isNum(v.acquiredAt) &&
+    typeof v.acquiredExact === 'boolean' &&
+    isNumOrNull(v.acquiredRevision) &&
+    isNumOrNull(v.waitedMs) &&
+    isNumOrNull(v.endedAt) &&
+    isNumOrNull(v.endedRevision) &&
+    ENDS.includes(v.end) &&
+    typeof v.stalled === 'boolean'
+  );
+}
+
+function isLockRecord(v: unknown): v is LockRecord {
+  if (!isObj(v) || !Array.isArray(v.holds) || !v.holds.every(isHold) || !isObj(v.waits)) return false;
+  const current = v.current;
+  const currentOk =
+    current === null || (isObj(current) && typeof current.member === 'string' && typeof current.lease === 'string' && (current.sample === null || isSample(current.sample)));
+  return (
+    currentOk &&
+    Object.values(v.waits).every((w) => isObj(w) && isNum(w.since) && typeof w.exact === 'boolean' && typeof w.who === 'string') &&
+    [v.since, v.lastActive, v.holdsSeen, v.holdCount, v.waitCount, v.transitions, v.stalls].every(isNum) &&
+    [v.holdMs, v.waitMs, v.handoffs].every(isNums) &&
+    isLongest(v.longestHold) &&
+    isLongest(v.longestWait)
+  );
+}

@@ -1,0 +1,207 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { LockModel, lockId } from '../../src/core/etcd/lockModel';
+import type { KeyRecord } from '../../src/core/etcd/records';
+import type { LeaseInfo } from '../../src/core/leaseInfo';
+import type { ChangeSet } from '../../src/core/lockState';
+import { LockStats, MAX_HOLDS, MAX_LOCKS, type LockStatsChange, type ObserveOptions } from '../../src/core/lockStats';
+
+function mutexKey(name: string, lease: string, create: number): KeyRecord {
+  return { key: Buffer.from(`${name}/${lease}`), valuePreview: Buffer.alloc(0), valueSize: 0, createRevision: create, modRevision: create, version: 1, lease };
+}
+
+function lease(id: string, ttl: number, observedAt: number, o: Partial<LeaseInfo> = {}): LeaseInfo {
+  return { id, state: 'alive', grantedTtl: 10, ttl, observedAt, firstSeenAt: 0, refreshes: [], stalled: false, keys: [], ...o };
+}
+
+const JOBS = lockId(Buffer.from('/locks/jobs'), 'go-mutex');
+
+/** An etcd model and LockStats fed as the extension feeds them: one change set per step, the first a reload. */
+function harness(options: Partial<ObserveOptions> = {}, stats = new LockStats()) {
+  const model = new LockModel();
+  const leases = new Map<string, LeaseInfo>();
+  let first = true;
+  let revision = 0;
+  const opts: ObserveOptions = { revocableLeases: true, hasRevisions: true, lease: (id) => leases.get(id), ...options };
+  const step = (now: number, change: (m: LockModel, rev: number) => void): ChangeSet => {
+    change(model, ++revision);
+    const set = model.takeChanges();
+    stats.observe('local', first ? { ...set, resynced: true } : set, opts, now);
+    first = false;
+    return set;
+  };
+  const put = (now: number, owner: string) => step(now, (m, rev) => m.put(mutexKey('/locks/jobs', owner, rev)));
+  const del = (now: number, owner: string) => step(now, (m, rev) => m.delete(Buffer.from(`/locks/jobs/${owner}`), rev));
+  return { stats, model, leases, step, put, del };
+}
+
+describe('LockStats', () => {
+  test('holds and waits seen live: in order, exact, with waits, hold and wait spreads, handoffs', () => {
+    const { stats, put, del } = harness();
+    put(1000, 'a'); // the first read: found holding, inexact
+    put(2000, 'b');
+    put(3000, 'c');
+    del(5000, 'a'); // b takes over after waiting 3 s
+    del(6000, 'b'); // c after 3 s; b held 1 s
+    del(6500, 'c'); // c held 0.5 s
+    const holds = stats.holds('local', JOBS);
+    assert.deepEqual(
+      holds.map((h) => [h.owner, h.acquiredAt, h.acquiredExact, h.waitedMs, h.endedAt]),
+      [
+        ['a', 1000, false, null, 5000],
+        ['b', 5000, true, 3000, 6000],
+        ['c', 6000, true, 3000, 6500],
+      ],
+    );
+    assert.deepEqual(holds.map((h) => h.acquiredRevision), [1, 4, 5]);
+    const f = stats.figures('local', JOBS, 7000)!;
+    assert.equal(f.holds, 3);
+    assert.deepEqual(f.hold, { p50: 500, p95: 1000, max: 1000, count: 2 }, 'the inexact hold is no sample');
+    assert.deepEqual(f.wait, { p50: 3000, p95: 3000, max: 3000, count: 2 });
+    assert.equal(f.transitions, 2);
+    assert.equal(f.handoffsPerMinute, 2, 'two handoffs within the first minute');
+    assert.deepEqual(f.longestHold, { ms: 1000, who: 'b' });
+    assert.deepEqual(f.longestWait, { ms: 3000, who: 'b' });
+  });
+
+  test('how a hold ended: TTL seen running out is expired, a key without lease released, else the store says', () => {
+    const { stats, leases, put, del, step } = harness();
+    put(0, 'x');
+    step(100, (m, rev) => m.put({ ...mutexKey('/locks/other', '', rev), key: Buffer.from('/locks/other/k') }));
+    leases.set('a', lease('a', 2, 1000));
+    put(1000, 'a');
+    del(1100, 'x');
+    stats.observeLeases('local', [lease('a', 2, 1000)]);
+    del(4000, 'a'); // 3 s after a 2 s sample: it ran out
+    put(5000, 'b');
+    leases.set('b', lease('b', 9, 5000));
+    stats.observeLeases('local', [lease('b', 9, 5000)]);
+    del(6000, 'b'); // deleted with time left: released or revoked
+    const ends = () => stats.holds('local', JOBS).map((h) => [h.owner, h.end]);
+    assert.deepEqual(ends(), [
+      ['x', null],
+      ['a', 'expired'],
+      ['b', null],
+    ]);
+    assert.deepEqual(stats.unsettled('local').sort(), ['b', 'x']);
+    stats.settle('local', 'b', 'revokedOrExpired');
+    stats.settle('local', 'x', 'released');
+    assert.deepEqual(ends(), [
+      ['x', 'released'],
+      ['a', 'expired'],
+      ['b', 'revokedOrExpired'],
+    ]);
+    assert.deepEqual(stats.unsettled('local'), []);
+  });
+
+  test('a store whose keys carry their own TTL (Redis): gone with time left is released, run out is expired', () => {
+    const { stats, leases, put, del } = harness({ revocableLeases: false, hasRevisions: false });
+    put(0, 'seed');
+    leases.set('a', lease('a', 5, 1000));
+    put(1000, 'a');
+    del(1100, 'seed');
+    del(2000, 'a');
+    leases.set('b', lease('b', 1, 2000));
+    put(2000, 'b');
+    del(9000, 'b');
+    assert.deepEqual(stats.holds('local', JOBS).map((h) => [h.owner, h.end, h.acquiredRevision]), [
+      ['seed', 'released', null],
+      ['a', 'released', null],
+      ['b', 'expired', null],
+    ]);
+    assert.deepEqual(stats.unsettled('local'), [], 'nothing to ask a store without revocable leases');
+  });
+
+  test('stalls: a holder whose TTL is seen not being renewed counts once per hold', () => {
+    const { stats, leases, put } = harness();
+    leases.set('a', lease('a', 10, 0));
+    put(0, 'a');
+    const changes: LockStatsChange[] = [];
+    stats.onDidChange((c) => changes.push(c));
+    stats.observeLeases('local', [lease('a', 4, 6000, { stalled: true })]);
+    stats.observeLeases('local', [lease('a', 2, 8000, { stalled: true })]);
+    assert.equal(stats.figures('local', JOBS)!.stalls, 1);
+    assert.equal(stats.holds('local', JOBS)[0].stalled, true);
+    assert.deepEqual(changes, [{ connection: 'local', lockIds: [JOBS] }]);
+  });
+
+  test('a waiter that gives up is a wait sample too; one already waiting at the first read is not', () => {
+    const { stats, put, del } = harness();
+    put(0, 'a');
+    put(10, 'early'); // the first read was the first step only: this one is seen live
+    put(1000, 'quitter');
+    del(4000, 'quitter');
+    const f = stats.figures('local', JOBS)!;
+    assert.deepEqual(f.wait, { p50: 3000, p95: 3000, max: 3000, count: 1 });
+    assert.deepEqual(f.longestWait, { ms: 3000, who: 'quitter' });
+  });
+
+  test('revisions seen live map to times; one between two close change sets too; others are unknown', () => {
+    const { stats, put, step } = harness();
+    put(1000, 'a'); // revision 1
+    step(1200, () => undefined); // revision 2 happened elsewhere
+    put(1300, 'b'); // revision 3
+    put(60_000, 'c'); // revision 4
+    assert.equal(stats.timeOfRevision('local', 1), 1000);
+    assert.equal(stats.timeOfRevision('local', 2), 1300, 'between change sets 300 ms apart');
+    assert.equal(stats.timeOfRevision('local', 4), 60_000);
+    assert.equal(stats.timeOfRevision('local', 99), undefined);
+  });
+
+  test('kept across restarts: a hold still in place goes on; one gone while LockLens was not looking ends, unsampled', () => {
+    const first = harness();
+    first.put(0, 'a');
+    first.put(1000, 'b');
+    first.del(2000, 'a');
+    const saved = JSON.parse(JSON.stringify(first.stats.toJSON()));
+    // Restarted with b still holding: the reload finds it, and its hold goes on.
+    const again = harness({}, LockStats.fromJSON(saved));
+    again.step(9000, (m) => m.reload(() => true, [mutexKey('/locks/jobs', 'b', 2)], 3));
+    assert.deepEqual(again.stats.holds('local', JOBS).map((h) => [h.owner, h.endedAt]), [
+      ['a', 2000],
+      ['b', null],
+    ]);
+    // Restarted after b went: the first load has no such lock.
+    const later = harness({}, LockStats.fromJSON(saved));
+    later.step(9000, (m) => m.reload(() => true, [{ ...mutexKey('/locks/else', 'z', 7), key: Buffer.from('/locks/else/z') }], 7));
+    const [, b] = later.stats.holds('local', JOBS);
+    assert.deepEqual([b.endedAt, b.end], [9000, null]);
+    assert.equal(later.stats.figures('local', JOBS)!.hold, null, 'a was found holding and the end of b was not seen: no sample');
+    assert.deepEqual(later.stats.unsettled('local').sort(), ['a', 'b'], 'the store is asked whether their leases live on');
+  });
+
+  test('bounded: holds per lock and locks per connection, the least recently active dropped', () => {
+    const { stats, step } = harness();
+    for (let i = 0; i < MAX_HOLDS + 10; i++) {
+      step(i * 10, (m, rev) => m.put(mutexKey('/locks/jobs', `h${i}`, rev)));
+      if (i > 0) step(i * 10 + 5, (m, rev) => m.delete(Buffer.from(`/locks/jobs/h${i - 1}`), rev));
+    }
+    assert.equal(stats.holds('local', JOBS).length, MAX_HOLDS);
+    assert.equal(stats.figures('local', JOBS)!.holds, MAX_HOLDS + 10, 'counts are over everything seen');
+    for (let i = 0; i < MAX_LOCKS + 5; i++) step(10_000 + i, (m, rev) => m.put(mutexKey(`/locks/n${i}`, 'x', rev)));
+    assert.equal(stats.figures('local', JOBS), undefined, 'the least recently active went first');
+    assert.ok(stats.figures('local', lockId(Buffer.from(`/locks/n${MAX_LOCKS + 4}`), 'go-mutex')));
+  });
+
+  test('fromJSON refuses anything but its own records, whole', () => {
+    const { stats, put } = harness();
+    put(0, 'a');
+    const good = JSON.parse(JSON.stringify(stats.toJSON()));
+    assert.deepEqual(LockStats.fromJSON(good).holds('local', JOBS), stats.holds('local', JOBS));
+    for (const bad of [null, [], { format: 2, connections: {} }, { format: 1 }, { format: 1, connections: { local: { locks: [[JOBS, { holds: 'x' }]], revisionTimes: [] } } }]) {
+      assert.throws(() => LockStats.fromJSON(bad), /record/);
+    }
+    const damaged = structuredClone(good);
+    damaged.connections.local.locks[0][1].holds[0].end = 'stolen';
+    assert.throws(() => LockStats.fromJSON(damaged), /damaged/);
+  });
+
+  test('forget drops a connection and its records', () => {
+    const { stats, put } = harness();
+    put(0, 'a');
+    assert.deepEqual(stats.connections(), ['local']);
+    stats.forget('local');
+    assert.deepEqual(stats.connections(), []);
+    assert.equal(stats.figures('local', JOBS), undefined);
+  });
+});
