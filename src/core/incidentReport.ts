@@ -1,0 +1,154 @@
+import type { Capabilities } from './backend';
+import type { HoldEnd, LockHistory } from './history';
+import { displayKey } from './keys';
+import type { MemberHealth, Trouble } from './lockHealth';
+import type { LockFigures, ObservedHold, Spread } from './lockStats';
+import type { LockState } from './lockState';
+
+/**
+ * A Markdown summary of one lock for an incident channel or ticket: who holds it and who waits (ages, TTLs, tokens,
+ * troubles), what LockLens recorded of it, and its replayed history when there is one. In English whatever the
+ * window's language: it is written for whoever reads the incident, not for the one who copied it. Every text from the
+ * store is a code span (one line, fenced so that no backtick, pipe or markup in a key can break out of it).
+ */
+export interface IncidentInput {
+  readonly connection: string;
+  /** The store's name for people: "etcd", "Redis". */
+  readonly store: string;
+  readonly lock: LockState;
+  /** The lock's members with their roles, ages, TTLs and troubles, holders first. */
+  readonly health: readonly MemberHealth[];
+  readonly capabilities: Capabilities;
+  readonly figures: LockFigures | undefined;
+  /** Holds seen live, oldest first. */
+  readonly holds: readonly ObservedHold[];
+  readonly history: LockHistory | undefined;
+  readonly now: number;
+}
+
+/** Recent holds listed, the newest. */
+const RECENT_HOLDS = 10;
+/** Replayed holds listed, the newest. */
+const REPLAYED_HOLDS = 20;
+
+export function incidentReport(input: IncidentInput): string {
+  const { lock, now } = input;
+  const lines = [
+    `# Lock ${code(displayKey(lock.name))} on ${code(input.connection)} (${input.store})`,
+    '',
+    `Reported ${new Date(now).toISOString()} by LockLens.`,
+    '',
+    '## Now',
+    '',
+    ...nowLines(input),
+    '',
+    ...figureLines(input.figures),
+    ...recentLines(input.holds, now),
+    ...historyLines(input.history),
+  ];
+  return lines.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
+}
+
+function nowLines({ lock, health, capabilities, now }: IncidentInput): string[] {
+  if (health.length === 0) return ['Free: no holder, nobody waiting.'];
+  const lines = lock.holder ? [] : ['Free: no holder.'];
+  for (const h of health) {
+    const who = h.position === 0 ? `**${h.role}**` : `${h.role} #${h.position}`;
+    const parts = [`${who} ${code(displayKey(h.member.key))}`];
+    if (h.member.owner && h.member.owner !== displayKey(h.member.key)) parts.push(`${capabilities.owner} ${code(h.member.owner)}`);
+    if (h.member.holds !== null) parts.push(`holds ${h.member.holds}`);
+    if (h.member.token !== null) parts.push(`token ${h.member.token}`);
+    parts.push(`${h.position === 0 ? 'held' : 'waiting'} ${h.since.exact ? '' : '≥ '}${duration(now - h.since.at)}`);
+    if (!h.member.lease) parts.push('never expires');
+    else if (h.ttl !== undefined) parts.push(`TTL ${Math.round(h.ttl)}s${h.lease?.grantedTtl ? ` of ${Math.round(h.lease.grantedTtl)}s` : ''}`);
+    if (h.troubles.length) parts.push(`⚠ ${h.troubles.map((t) => TROUBLES[t]).join(', ')}`);
+    lines.push(`- ${parts.join(' · ')}`);
+  }
+  return lines;
+}
+
+const TROUBLES: Record<Trouble, string> = {
+  leaseExpired: 'its TTL ran out',
+  stalled: 'TTL not being renewed',
+  noMajority: 'held on too few instances for a majority',
+  noLease: 'no TTL: held forever if its owner died',
+  longHold: 'long hold',
+};
+
+function figureLines(f: LockFigures | undefined): string[] {
+  if (!f) return [];
+  const row = (what: string, s: Spread | null) => (s ? `| ${what} | ${duration(s.p50)} | ${duration(s.p95)} | ${duration(s.max)} | ${s.count} |` : `| ${what} | – | – | – | 0 |`);
+  const lines = [
+    `## Figures (seen by LockLens since ${new Date(f.since).toISOString()})`,
+    '',
+    '| | p50 | p95 | max | seen |',
+    '|---|---|---|---|---|',
+    row('hold', f.hold),
+    row('wait', f.wait),
+    '',
+    `- ${f.holds} holds seen; ${f.transitions} holder changes; ${f.handoffsPerMinute.toFixed(1)} handoffs a minute over the last 10 minutes`,
+  ];
+  if (f.longestHold) lines.push(`- Longest hold: ${duration(f.longestHold.ms)} by ${code(f.longestHold.who)}`);
+  if (f.longestWait) lines.push(`- Longest wait: ${duration(f.longestWait.ms)} by ${code(f.longestWait.who)}`);
+  lines.push(`- Stalls (TTL not renewed while holding): ${f.stalls}`, '');
+  return lines;
+}
+
+function recentLines(holds: readonly ObservedHold[], now: number): string[] {
+  if (holds.length === 0) return [];
+  const lines = ['## Recent holds (seen live), newest first', '', '| holder | from | held | end | token | waited |', '|---|---|---|---|---|---|'];
+  for (const h of [...holds].reverse().slice(0, RECENT_HOLDS)) {
+    const held = `${h.acquiredExact ? '' : '≥ '}${duration((h.endedAt ?? now) - h.acquiredAt)}`;
+    const from = new Date(h.acquiredAt).toISOString() + (h.acquiredRevision !== null ? ` (rev ${h.acquiredRevision})` : '');
+    const end = h.endedAt === null ? 'holding' : END_TEXT[h.end ?? 'unknown'];
+    const cells = [code(h.owner || h.key, true), from, held, end, h.token ?? '–', h.waitedMs === null ? '–' : duration(h.waitedMs)];
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  lines.push('');
+  return lines;
+}
+
+const END_TEXT: Record<HoldEnd | 'unknown', string> = {
+  released: 'released',
+  revokedOrExpired: 'went with its lease (revoked, expired, or session closed)',
+  expired: 'expired',
+  unknown: 'ended',
+};
+
+function historyLines(history: LockHistory | undefined): string[] {
+  if (!history) return [];
+  const lines = [`## Replayed from the store's history (revisions ${history.fromRevision} to ${history.toRevision})`, ''];
+  if (history.compactedAt !== null) lines.push(`History before revision ${history.compactedAt} was compacted: older holds are not shown.`, '');
+  if (history.holds.length === 0) return [...lines, 'No hold in the history read.', ''];
+  const shown = [...history.holds].reverse().slice(0, REPLAYED_HOLDS);
+  if (shown.length < history.holds.length) lines.push(`The newest ${shown.length} of ${history.holds.length} holds:`, '');
+  lines.push('| key | lease | token | from revision | to revision | end | waiting |', '|---|---|---|---|---|---|---|');
+  for (const h of shown) {
+    const from = `${h.beforeHistory ? 'before ' : ''}${h.acquiredRevision}`;
+    const cells = [code(displayKey(h.key), true), h.lease ? code(h.lease, true) : '–', h.token ?? '–', from, h.endedRevision ?? 'holding', h.endedRevision === null ? '' : END_TEXT[h.end ?? 'unknown'], h.waiters.length];
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  lines.push('');
+  return lines;
+}
+
+/**
+ * Text from the store as a Markdown code span: on one line, fenced by more backticks than it contains, padded so that
+ * a leading or trailing backtick stays text. In a table cell a pipe would still end the cell (GFM), so it is escaped.
+ */
+export function code(text: string, inTable = false): string {
+  const oneLine = text.replace(/\r?\n|\r/g, '⏎');
+  const longest = Math.max(0, ...[...oneLine.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = '`'.repeat(longest + 1);
+  const body = inTable ? oneLine.replace(/\|/g, '\\|') : oneLine;
+  return longest || /^ | $/.test(body) ? `${fence} ${body} ${fence}` : `${fence}${body}${fence}`;
+}
+
+/** A duration for people: ms below a second (handoffs take milliseconds), then s, m s, h m. */
+export function duration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = Math.floor(ms / 1000);
+  if (s < 60) return `${(ms / 1000).toFixed(s < 10 ? 1 : 0)}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
