@@ -1,5 +1,7 @@
 import * as vscode from 'vscode';
 import { LockLensError } from '../core/errors';
+import { displayKey } from '../core/keys';
+import type { LockMember, LockState } from '../core/lockState';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
 import { stateText } from './format';
 
@@ -38,4 +40,25 @@ export async function acceptQuickPick<I extends vscode.QuickPickItem, T>(quickPi
   } finally {
     quickPick.dispose();
   }
+}
+
+/** A lock of the connection's watch that `wanted` accepts, picked by name (with its holder and queue beside it). */
+export async function pickLock(connection: ClusterConnection, title: string, wanted: (lock: LockState) => boolean, none: string): Promise<LockState> {
+  const locks = (connection.watch?.locks() ?? []).filter(wanted);
+  if (locks.length === 0) throw new LockLensError('INVALID_ARGUMENT', none);
+  const picked = await vscode.window.showQuickPick(
+    locks.map((l) => ({ label: displayKey(l.name), description: l.holder ? holderName(l, l.holder) : '', detail: lockSummary(l), lock: l })),
+    { title, matchOnDescription: true },
+  );
+  return orCancel(picked).lock;
+}
+
+/** Who holds, for a sentence: its key, or its owner where the one member is the lock's own key (a token lock). */
+export function holderName(lock: LockState, member: LockMember): string {
+  return member.key.equals(lock.name) ? member.owner : displayKey(member.key);
+}
+
+export function lockSummary(lock: LockState): string {
+  if (!lock.holder) return lock.waiters.length ? vscode.l10n.t('free · {0} waiting', lock.waiters.length) : vscode.l10n.t('free');
+  return lock.waiters.length ? vscode.l10n.t('held · {0} waiting', lock.waiters.length) : vscode.l10n.t('held');
 }

@@ -10,7 +10,7 @@ import type { ClusterConnection, ConnectionRegistry } from '../connections';
 import { formatTtl, roleLabel, troubleLabel } from '../format';
 import type { HeldLock, HeldLocks } from '../heldLocks';
 import type { LockTreeNode, LockTreeProvider, MemberNode } from '../lockTree';
-import { acceptQuickPick, orCancel, pickConnection } from '../pickers';
+import { acceptQuickPick, holderName, lockSummary, orCancel, pickConnection, pickLock } from '../pickers';
 import { defaultAcquireTtl, isReadOnly } from '../settings';
 
 /** What `locklens.acquireLock` accepts from scripts and tests instead of asking. */
@@ -216,7 +216,7 @@ export function registerLockCommands(
   const holderOf = async (input?: ForceReleaseInput) => {
     const connection = input ? connectionNamed(input.connection) : await pickConnection(registry, vscode.l10n.t('Force release'));
     await connection.open();
-    const lock = input ? heldLockNamed(connection, input.lock) : await pickHeldLock(connection);
+    const lock = input ? heldLockNamed(connection, input.lock) : await pickLock(connection, vscode.l10n.t('Force release on {0}', connection.name), (l) => !!l.holder, vscode.l10n.t('Nothing is held on {0}.', connection.name));
     if (input?.owner !== undefined && input.owner !== lock.holder!.owner) {
       throw new LockLensError('LOCK_CHANGED', vscode.l10n.t('"{0}" is held by {1} now, not by {2}: nothing was released.', input.lock, ownerText(lock.holder!), input.owner));
     }
@@ -291,11 +291,6 @@ export function registerLockCommands(
   ];
 }
 
-/** Who holds, for a sentence: its key, or its owner where the one member is the lock's own key (a token lock). */
-function holderName(lock: LockState, member: LockMember): string {
-  return member.key.equals(lock.name) ? member.owner : displayKey(member.key);
-}
-
 /** An owner for a sentence: a fencing token with it where the store has one. */
 function ownerText(member: LockMember): string {
   const who = member.owner || vscode.l10n.t('none');
@@ -332,16 +327,6 @@ function heldLockNamed(connection: ClusterConnection, name: string): LockState {
 }
 
 /** The connection's held locks to pick from, for Force Release from the palette. */
-async function pickHeldLock(connection: ClusterConnection): Promise<LockState> {
-  const held = (connection.watch?.locks() ?? []).filter((l) => l.holder);
-  if (held.length === 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('Nothing is held on {0}.', connection.name));
-  const picked = await vscode.window.showQuickPick(
-    held.map((l) => ({ label: displayKey(l.name), description: holderName(l, l.holder!), detail: lockSummary(l), lock: l })),
-    { title: vscode.l10n.t('Force release on {0}', connection.name), matchOnDescription: true },
-  );
-  return orCancel(picked).lock;
-}
-
 /** Existing locks to join, or a new name typed in. */
 async function askLockName(connection: ClusterConnection, backend: LockBackend): Promise<Buffer> {
   const locks = (connection.watch?.locks() ?? []).filter((l) => backend.acquirable(l));
@@ -355,11 +340,6 @@ async function askLockName(connection: ClusterConnection, backend: LockBackend):
     quickPick.items = [...typed, ...existing];
   });
   return acceptQuickPick(quickPick, () => quickPick.selectedItems[0]?.name ?? (quickPick.value ? Buffer.from(quickPick.value) : undefined));
-}
-
-function lockSummary(lock: LockState): string {
-  if (!lock.holder) return lock.waiters.length ? vscode.l10n.t('free · {0} waiting', lock.waiters.length) : vscode.l10n.t('free');
-  return lock.waiters.length ? vscode.l10n.t('held · {0} waiting', lock.waiters.length) : vscode.l10n.t('held');
 }
 
 async function askTtl(owner: LockBackend['capabilities']['owner']): Promise<number> {
