@@ -149,6 +149,15 @@ export const ENGLISH: TimelineStrings = {
   minutesSeconds: '{0}m {1}s',
   hours: '{0}h',
   actions: 'Lease actions',
+  pastTitle: 'Past of {0} on {1}: revisions {2} to {3}',
+  pastCompacted: 'History before revision {0} was compacted: older holds are not shown.',
+  pastEmpty: 'No hold in the history read.',
+  pastClose: 'Close',
+  pastHolding: 'holding since revision {0}',
+  pastSpan: 'revision {0} → {1}',
+  pastBefore: 'before {0}',
+  pastWaiting: '{0} waiting',
+  pastLabel: 'Holds replayed from history, oldest first',
 };
 
 /** `leases` rows in locks of ten (a holder and nine waiters), seen over the last few minutes, renewing every TTL/3. */

@@ -1,4 +1,5 @@
-import { compareRows, type TimelineDiff, type TimelineEnd, type TimelineRow, type TimelineRowEnd } from '../protocol/timeline';
+import { compareRows, type PastMessage, type TimelineDiff, type TimelineEnd, type TimelineRow, type TimelineRowEnd } from '../protocol/timeline';
+import type { LockHistory } from './history';
 import { displayKey, keyId } from './keys';
 import { remainingTtl, type LeaseInfo } from './leaseInfo';
 import { lockHealth, type LockClock } from './lockHealth';
@@ -290,6 +291,28 @@ function sameRow(a: TimelineRow, b: TimelineRow): boolean {
 
 function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
   return a === b || (a.length === b.length && a.every((x, i) => x === b[i]));
+}
+
+/** A replayed history as the timeline draws it: keys as text, waiters counted. */
+export function pastMessage(history: LockHistory, connection: string): PastMessage {
+  return {
+    type: 'past',
+    connection,
+    lockName: displayKey(history.name),
+    fromRevision: history.fromRevision,
+    toRevision: history.toRevision,
+    compactedAt: history.compactedAt,
+    holds: history.holds.map((h) => ({
+      key: displayKey(h.key),
+      lease: h.lease,
+      token: h.token,
+      acquiredRevision: h.acquiredRevision,
+      beforeHistory: h.beforeHistory,
+      endedRevision: h.endedRevision,
+      end: h.end,
+      waiters: h.waiters.length,
+    })),
+  };
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };

@@ -6,6 +6,9 @@ import { registerConnectionCommands } from './commands/connectionCommands';
 import { registerLockCommands } from './commands/lockCommands';
 import { ConnectionRegistry } from './connections';
 import { HeldLocks } from './heldLocks';
+import { registerHistory, type LockHistoryProvider } from './historyView';
+import { LeaseEndProbe } from './leaseEndProbe';
+import { LockRecords } from './lockRecords';
 import { LockTreeProvider } from './lockTree';
 import { ConnectionSecretStore } from './secrets';
 import { autoConnect } from './settings';
@@ -20,6 +23,10 @@ export interface LockLensApi {
   readonly tree: LockTreeProvider;
   readonly heldLocks: HeldLocks;
   readonly audit: AuditLog;
+  /** What LockLens recorded of every lock while it watched, kept across restarts. */
+  readonly records: LockRecords;
+  /** The Lock History view's data: the lock it shows, and replays of store history. */
+  readonly history: LockHistoryProvider;
   readonly log: vscode.LogOutputChannel;
   /** Where this extension's logs are written. */
   readonly logUri: vscode.Uri;
@@ -38,9 +45,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   const secrets = new ConnectionSecretStore(context.secrets);
   const registry = new ConnectionRegistry(secrets, log);
   const heldLocks = new HeldLocks(registry, audit);
-  const tree = new LockTreeProvider(registry, heldLocks);
-  const view = vscode.window.createTreeView('locklens.locks', { treeDataProvider: tree, showCollapseAll: true });
   const register = commandRegistrar(log);
+  const probe = new LeaseEndProbe(registry);
+  const records = new LockRecords(registry, probe, context.globalStorageUri, log);
+  const tree = new LockTreeProvider(registry, heldLocks, (c, lockId) => records.stats.figures(c.name, lockId));
+  const view = vscode.window.createTreeView('locklens.locks', { treeDataProvider: tree, showCollapseAll: true });
+  const timeline = registerTimeline(context, registry, tree, probe, view);
+  const history = registerHistory(register, registry, tree, view, records, timeline.showPast);
   const stores = new StorePackages(context.extension);
 
   heldLocks.onDidLose(({ lock, reason }) => {
@@ -65,7 +76,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     new HeldLocksStatus(heldLocks),
     ...registerConnectionCommands(register, registry, secrets, stores),
     ...registerLockCommands(register, registry, heldLocks, tree, audit),
-    ...registerTimeline(context, registry, tree, view),
+    ...timeline.disposables,
+    records,
+    ...history.disposables,
     register('locklens.showAuditLog', () => audit.channel.show(true)),
     // A store package installed (or updated) while this window runs: connections that were missing it try again.
     stores.onDidChange(() => {
@@ -78,16 +91,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   );
 
   shutdown = async () => {
-    await heldLocks.releaseAll();
+    await Promise.all([heldLocks.releaseAll(), records.save()]);
     registry.dispose();
     heldLocks.dispose();
   };
 
+  // Not awaited: reading what earlier sessions recorded never holds up activation.
+  void records.start();
   const connections = await registry.sync();
   updateContext();
   log.info(`LockLens ${context.extension.packageJSON.version} activated with ${connections.length} connection(s)`);
   if (autoConnect()) for (const c of connections) void c.connect();
-  return { registry, secrets, tree, heldLocks, audit, log, logUri: context.logUri };
+  return { registry, secrets, tree, heldLocks, audit, records, history: history.provider, log, logUri: context.logUri };
 }
 
 /** Releases every lock held from this window (revoking its lease) before the extension host goes. */

@@ -15,6 +15,13 @@ export function formatDuration(ms: number): string {
   return vscode.l10n.t('{0}d {1}h', Math.floor(h / 24), h % 24);
 }
 
+/** A measured duration (a hold, a wait): sub-second ones too, since handoffs take milliseconds. */
+export function formatSpan(ms: number): string {
+  if (ms < 1000) return vscode.l10n.t('{0} ms', Math.round(ms));
+  if (ms < 10_000) return vscode.l10n.t('{0}s', (ms / 1000).toFixed(1));
+  return formatDuration(ms);
+}
+
 /** An age that LockLens may have only found in place: "≥ 5m" then. */
 export function formatSince(since: Since, now = Date.now()): string {
   const d = formatDuration(now - since.at);

@@ -2,9 +2,10 @@ import * as vscode from 'vscode';
 import type { Capabilities } from '../core/backend';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
+import type { LockFigures } from '../core/lockStats';
 import { members, type LockMember, type LockState } from '../core/lockState';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
-import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
+import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
 
@@ -85,6 +86,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   constructor(
     private readonly registry: ConnectionRegistry,
     private readonly heldLocks: HeldLocks,
+    /** What LockLens recorded of a lock over time, for its tooltip. */
+    private readonly figures: (connection: ClusterConnection, lockId: string) => LockFigures | undefined = () => undefined,
   ) {
     this.subscriptions.push(
       this.changeEmitter,
@@ -258,7 +261,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   resolveTreeItem(item: vscode.TreeItem, node: LockTreeNode): vscode.TreeItem {
     if (node.kind === 'lock') {
       const lock = this.lock(node);
-      if (lock) item.tooltip = lockTooltip(lock, freshHealth(node.connection, lock), ownerKind(node.connection));
+      if (lock) item.tooltip = lockTooltip(lock, freshHealth(node.connection, lock), ownerKind(node.connection), this.figures(node.connection, lock.id));
     } else if (node.kind === 'member') {
       const lock = this.lock(node);
       const health = lock && freshHealth(node.connection, lock).find((h) => keyId(h.member.key) === node.keyId);
@@ -450,7 +453,7 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   return item;
 }
 
-function lockTooltip(lock: LockState, health: readonly MemberHealth[], owner: Capabilities['owner']): vscode.MarkdownString {
+function lockTooltip(lock: LockState, health: readonly MemberHealth[], owner: Capabilities['owner'], figures: LockFigures | undefined): vscode.MarkdownString {
   const md = tooltip().appendMarkdown(`**${vscode.l10n.t('Lock')}** `);
   appendUntrusted(md, lock.name).appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock)}\n\n`);
   for (const h of health) {
@@ -460,7 +463,18 @@ function lockTooltip(lock: LockState, health: readonly MemberHealth[], owner: Ca
     md.appendMarkdown('\n');
   }
   for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs(), owner))}`);
+  if (figures) md.appendMarkdown(`\n\n$(graph) ${escapeOwn(figuresLine(figures))}`);
   return md;
+}
+
+/** The figures in one line: "12 holds seen · hold p50 3 s, p95 8 s · wait p50 1 s, p95 4 s · 2.0 handoffs/min · 1 stall". */
+function figuresLine(f: LockFigures): string {
+  const parts = [f.holds === 1 ? vscode.l10n.t('1 hold seen') : vscode.l10n.t('{0} holds seen', f.holds)];
+  if (f.hold) parts.push(vscode.l10n.t('hold p50 {0}, p95 {1}', formatSpan(f.hold.p50), formatSpan(f.hold.p95)));
+  if (f.wait) parts.push(vscode.l10n.t('wait p50 {0}, p95 {1}', formatSpan(f.wait.p50), formatSpan(f.wait.p95)));
+  parts.push(vscode.l10n.t('{0} handoffs/min', f.handoffsPerMinute.toFixed(1)));
+  if (f.stalls) parts.push(f.stalls === 1 ? vscode.l10n.t('1 stall') : vscode.l10n.t('{0} stalls', f.stalls));
+  return parts.join(' · ');
 }
 
 function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: ClusterConnection): vscode.MarkdownString {

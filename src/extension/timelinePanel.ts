@@ -2,16 +2,19 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { errorMessage } from '../core/errors';
 import { displayKey } from '../core/keys';
-import { parseRowId, TimelineReducer, type TimelineSource } from '../core/timeline';
+import type { LockHistory } from '../core/history';
+import { parseRowId, pastMessage, TimelineReducer, type TimelineSource } from '../core/timeline';
 import {
   isEmptyDiff,
   isWebviewMessage,
   type HostMessage,
+  type PastMessage,
   type TimelineConfig,
   type TimelineRow,
   type TimelineStrings,
 } from '../protocol/timeline';
 import type { ConnectionRegistry } from './connections';
+import type { LeaseEndListener, LeaseEndProbe } from './leaseEndProbe';
 import type { LockTreeNode, LockTreeProvider } from './lockTree';
 import { isReadOnly, longHoldMs } from './settings';
 
@@ -28,8 +31,6 @@ const OPEN_COMMAND = 'locklens.openTimeline';
 const FLUSH_MS = 250;
 /** The time windows offered; ended bars are kept for the longest. */
 const WINDOWS_MS = [60_000, 5 * 60_000, 15 * 60_000, 60 * 60_000];
-/** Leases asked about at once when telling a release from a revoke. */
-const MAX_PROBES = 16;
 
 /** Shows a row's lock or member in the Locks tree. */
 export type RevealRow = (row: TimelineRow) => Thenable<void> | void;
@@ -38,6 +39,7 @@ interface PanelDeps {
   readonly extensionUri: vscode.Uri;
   readonly registry: ConnectionRegistry;
   readonly reveal: RevealRow;
+  readonly probe: LeaseEndProbe;
 }
 
 /**
@@ -48,10 +50,11 @@ export function registerTimeline(
   context: vscode.ExtensionContext,
   registry: ConnectionRegistry,
   tree: LockTreeProvider,
+  probe: LeaseEndProbe,
   treeView?: vscode.TreeView<LockTreeNode>,
-): vscode.Disposable[] {
-  const deps: PanelDeps = { extensionUri: context.extensionUri, registry, reveal: (row) => revealInTree(tree, treeView, row) };
-  return [
+): { readonly disposables: vscode.Disposable[]; readonly showPast: (history: LockHistory, connection: string) => void } {
+  const deps: PanelDeps = { extensionUri: context.extensionUri, registry, probe, reveal: (row) => revealInTree(tree, treeView, row) };
+  const disposables = [
     vscode.commands.registerCommand(OPEN_COMMAND, (node?: LockTreeNode) => {
       const lock = node && (node.kind === 'lock' || node.kind === 'member') ? tree.lock(node) : undefined;
       TimelinePanel.show(deps, lock ? displayKey(lock.name) : undefined);
@@ -64,6 +67,11 @@ export function registerTimeline(
     }),
     new vscode.Disposable(() => TimelinePanel.current?.dispose()),
   ];
+  return {
+    disposables,
+    // The past of one lock, filtered to it: what is live of it stays in view above.
+    showPast: (history, connection) => TimelinePanel.show(deps, displayKey(history.name)).showPast(pastMessage(history, connection)),
+  };
 }
 
 export class TimelinePanel implements vscode.Disposable {
@@ -75,8 +83,9 @@ export class TimelinePanel implements vscode.Disposable {
   private ready = false;
   private timer?: NodeJS.Timeout;
   private lastFlush = 0;
-  private readonly probing = new Set<string>();
   private disposed = false;
+  /** The replayed past shown under the live bars, sent again whenever the webview (re)loads. */
+  private past: PastMessage | undefined;
 
   /** Reveals the panel if open (pre-filtering it when asked), else opens it. */
   static show(deps: PanelDeps, filter?: string): TimelinePanel {
@@ -140,6 +149,11 @@ export class TimelinePanel implements vscode.Disposable {
     this.panel.dispose();
   }
 
+  showPast(past: PastMessage): void {
+    this.past = past;
+    this.post(past);
+  }
+
   private post(message: HostMessage): void {
     if (this.ready) void this.panel.webview.postMessage(message);
   }
@@ -152,6 +166,11 @@ export class TimelinePanel implements vscode.Disposable {
       const filter = this.pendingFilter;
       this.pendingFilter = undefined;
       this.post({ type: 'init', sentAt: Date.now(), rows: this.reducer.snapshot(), config: config(), strings: strings(), ...(filter !== undefined ? { filter } : {}) });
+      if (this.past) this.post(this.past);
+      return;
+    }
+    if (message.type === 'closePast') {
+      this.past = undefined;
       return;
     }
     const row = this.reducer.row(message.row);
@@ -204,28 +223,17 @@ export class TimelinePanel implements vscode.Disposable {
     return sources;
   }
 
-  /**
-   * A key deleted while its lease had time left: released (the lease lives on) or revoked (it is gone)? One
-   * TimeToLive call per lease answers it; the row stays `unknown` if etcd cannot be asked.
-   */
+  /** Rows that ended with their lease's time left wait for the probe's answer: released, or gone with the lease. */
   private settleEnds(): void {
     for (const row of this.reducer.unsettled()) {
-      const probe = `${row.connection}\0${row.lease}`;
-      if (this.probing.has(probe) || this.probing.size >= MAX_PROBES) continue;
-      const leases = this.deps.registry.get(row.connection)?.backend?.leases;
-      if (!leases) continue;
-      this.probing.add(probe);
-      leases
-        .describe(row.lease)
-        .then((sample) => {
-          const end = sample.ttl < 0 ? 'revokedOrExpired' : 'released';
-          for (const r of this.reducer.unsettled()) if (r.connection === row.connection && r.lease === row.lease) this.reducer.settle(r.id, end);
-          this.schedule();
-        })
-        .catch(() => undefined)
-        .finally(() => this.probing.delete(probe));
+      this.deps.probe.ask(row.connection, row.lease, this.settleLease);
     }
   }
+
+  private readonly settleLease: LeaseEndListener = (end, connection, lease) => {
+    for (const r of this.reducer.unsettled()) if (r.connection === connection && r.lease === lease) this.reducer.settle(r.id, end);
+    this.schedule();
+  };
 
   private html(webview: vscode.Webview): string {
     const nonce = randomBytes(18).toString('base64');
@@ -339,6 +347,15 @@ function strings(): TimelineStrings {
     minutesSeconds: vscode.l10n.t('{0}m {1}s'),
     hours: vscode.l10n.t('{0}h'),
     actions: vscode.l10n.t('Lease actions'),
+    pastTitle: vscode.l10n.t('Past of {0} on {1}: revisions {2} to {3}'),
+    pastCompacted: vscode.l10n.t('History before revision {0} was compacted: older holds are not shown.'),
+    pastEmpty: vscode.l10n.t('No hold in the history read.'),
+    pastClose: vscode.l10n.t('Close'),
+    pastHolding: vscode.l10n.t('holding since revision {0}'),
+    pastSpan: vscode.l10n.t('revision {0} → {1}'),
+    pastBefore: vscode.l10n.t('before {0}'),
+    pastWaiting: vscode.l10n.t('{0} waiting'),
+    pastLabel: vscode.l10n.t('Holds replayed from history, oldest first'),
   };
 }
 

@@ -131,6 +131,15 @@ export interface TimelineStrings {
   readonly minutesSeconds: string; // {0}m {1}s
   readonly hours: string; // {0}h
   readonly actions: string;
+  readonly pastTitle: string; // Past of {0} on {1}: revisions {2} to {3}
+  readonly pastCompacted: string; // History before revision {0} was compacted: older holds are not shown.
+  readonly pastEmpty: string;
+  readonly pastClose: string;
+  readonly pastHolding: string; // holding since revision {0}
+  readonly pastSpan: string; // revision {0} → {1}
+  readonly pastBefore: string; // before revision {0}
+  readonly pastWaiting: string; // {0} waiting
+  readonly pastLabel: string; // the list's label for screen readers
 }
 
 export interface InitMessage {
@@ -159,7 +168,33 @@ export interface FilterMessage {
   readonly filter: string;
 }
 
-export type HostMessage = InitMessage | DiffMessage | ConfigMessage | FilterMessage;
+/** One hold replayed from the store's history (src/core/history.ts), as text and numbers. */
+export interface PastHold {
+  readonly key: string;
+  readonly lease: string;
+  readonly token: number | null;
+  readonly acquiredRevision: number;
+  readonly beforeHistory: boolean;
+  readonly endedRevision: number | null;
+  readonly end: PastEnd | null;
+  readonly waiters: number;
+}
+
+export type PastEnd = 'released' | 'revokedOrExpired' | 'expired';
+
+/** A lock's past, replayed from its store's history: drawn on a revision axis (the store keeps no wall-clock time). */
+export interface PastMessage {
+  readonly type: 'past';
+  readonly connection: string;
+  readonly lockName: string;
+  readonly fromRevision: number;
+  readonly toRevision: number;
+  readonly compactedAt: number | null;
+  /** Oldest first. */
+  readonly holds: readonly PastHold[];
+}
+
+export type HostMessage = InitMessage | DiffMessage | ConfigMessage | FilterMessage | PastMessage;
 
 /** Asks for an `init`: on load, and on resume after a pause. */
 export interface ReadyMessage {
@@ -172,7 +207,12 @@ export interface RowActionMessage {
   readonly row: string;
 }
 
-export type WebviewMessage = ReadyMessage | RowActionMessage;
+/** The user closed the past section: the host stops sending it again after a reload. */
+export interface ClosePastMessage {
+  readonly type: 'closePast';
+}
+
+export type WebviewMessage = ReadyMessage | RowActionMessage | ClosePastMessage;
 
 /** What the webview keeps across hide/show (`vscode.setState`); the data itself comes back in `init`. */
 export interface TimelineViewState {
@@ -275,9 +315,35 @@ export function isHostMessage(v: unknown): v is HostMessage {
       return isConfig(v.config);
     case 'filter':
       return isStr(v.filter);
+    case 'past':
+      return (
+        isStr(v.connection) &&
+        isStr(v.lockName) &&
+        isNum(v.fromRevision) &&
+        isNum(v.toRevision) &&
+        (v.compactedAt === null || isNum(v.compactedAt)) &&
+        Array.isArray(v.holds) &&
+        v.holds.every(isPastHold)
+      );
     default:
       return false;
   }
+}
+
+const PAST_ENDS: readonly string[] = ['released', 'revokedOrExpired', 'expired'];
+
+function isPastHold(v: unknown): v is PastHold {
+  return (
+    isObj(v) &&
+    isStr(v.key) &&
+    isStr(v.lease) &&
+    (v.token === null || isNum(v.token)) &&
+    isNum(v.acquiredRevision) &&
+    isBool(v.beforeHistory) &&
+    (v.endedRevision === null || isNum(v.endedRevision)) &&
+    (v.end === null || PAST_ENDS.includes(v.end as string)) &&
+    isNum(v.waiters)
+  );
 }
 
 /** The host's check of what the webview sent. */
@@ -285,6 +351,7 @@ export function isWebviewMessage(v: unknown): v is WebviewMessage {
   if (!isObj(v)) return false;
   switch (v.type) {
     case 'ready':
+    case 'closePast':
       return true;
     case 'reveal':
     case 'copyLeaseId':

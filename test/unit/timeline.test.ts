@@ -4,7 +4,8 @@ import { observeLease, type LeaseInfo } from '../../src/core/leaseInfo';
 import { LockClock } from '../../src/core/lockHealth';
 import { LockModel, lockId } from '../../src/core/etcd/lockModel';
 import type { KeyRecord } from '../../src/core/etcd/records';
-import { TimelineReducer, rowId, timelineRows, type TimelineSource } from '../../src/core/timeline';
+import type { LockHistory } from '../../src/core/history';
+import { TimelineReducer, pastMessage, rowId, timelineRows, type TimelineSource } from '../../src/core/timeline';
 import { applyDiff, compareRows, isHostMessage, isTimelineRow, isWebviewMessage, type TimelineDiff, type TimelineRow } from '../../src/protocol/timeline';
 import { mulberry32 } from '../harness/random';
 
@@ -394,5 +395,38 @@ describe('protocol guards', () => {
     assert.equal(isHostMessage(diff([{ ...row, lockName: { toString: 1 } }])), false);
     assert.equal(isHostMessage(diff([{ ...row, refreshes: ['1'] }])), false);
     assert.equal(isHostMessage({ type: 'init', sentAt: 1, rows: [row], config: { longHoldMs: 1, readOnly: false, windowsMs: [] }, strings: {} }), false);
+  });
+});
+
+describe('the replayed past', () => {
+  const history: LockHistory = {
+    name: Buffer.from('/locks/<b>jobs</b>'),
+    lockId: 'x',
+    fromRevision: 40,
+    toRevision: 90,
+    compactedAt: 40,
+    events: 12,
+    holds: [
+      { key: Buffer.from('/locks/<b>jobs</b>/1a'), lease: '1a', owner: '1a', token: 31, acquiredRevision: 40, beforeHistory: true, endedRevision: 52, end: 'revokedOrExpired', waiters: [Buffer.from('/locks/<b>jobs</b>/2b')] },
+      { key: Buffer.from([0x2f, 0xff, 0x2f, 0x32]), lease: '2b', owner: '2b', token: 45, acquiredRevision: 52, beforeHistory: false, endedRevision: null, end: null, waiters: [] },
+    ],
+  };
+
+  test('pastMessage: keys as display text, waiters counted, and it passes the webview guard', () => {
+    const message = pastMessage(history, 'local');
+    assert.equal(message.lockName, '/locks/<b>jobs</b>');
+    assert.deepEqual(message.holds.map((h) => [h.key, h.waiters, h.end, h.endedRevision]), [
+      ['/locks/<b>jobs</b>/1a', 1, 'revokedOrExpired', 52],
+      ['/\\xff/2', 0, null, null],
+    ]);
+    assert.ok(isHostMessage(JSON.parse(JSON.stringify(message))));
+  });
+
+  test('the guard refuses a past with a wrong field, and the webview may say it closed the past', () => {
+    const message = pastMessage(history, 'local');
+    assert.equal(isHostMessage({ ...message, compactedAt: '40' }), false);
+    assert.equal(isHostMessage({ ...message, holds: [{ ...message.holds[0], end: 'stolen' }] }), false);
+    assert.equal(isHostMessage({ ...message, holds: [{ ...message.holds[0], waiters: [] }] }), false);
+    assert.ok(isWebviewMessage({ type: 'closePast' }));
   });
 });

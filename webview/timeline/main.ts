@@ -19,6 +19,7 @@ import {
   type WebviewMessage,
 } from '../../src/protocol/timeline';
 import { RowMirror } from './mirror';
+import { PastSection } from './past';
 import { TimelineStore, isLongHold, ttlLeft, type Layout } from './model';
 import { AXIS_H, LINE_H, Renderer, endLabel, lineAt, ownerParts, roleLabel } from './render';
 import { onThemeChange, readTheme, type Theme } from './theme';
@@ -98,12 +99,14 @@ const copyButton = el('vscode-button', { id: 'copy', secondary: '' }) as VscodeB
 const revokeButton = el('vscode-button', { id: 'revoke' }) as VscodeButton;
 const actions = el('div', { class: 'detail-actions', role: 'group' }, revealButton, copyButton, revokeButton);
 const detail = el('section', { id: 'detail', class: 'detail', 'aria-live': 'polite' }, el('div', { class: 'detail-text' }, detailTitle, detailInfo), actions);
+const pastSection = el('section', { id: 'past', class: 'past', 'aria-live': 'polite' });
 const legend = el('div', { class: 'legend' });
 const menu = el('vscode-context-menu', { id: 'menu' }) as VscodeContextMenu;
-app.append(el('header', { class: 'toolbar' }, filterField, windowSelect, pauseButton, summary), scroller, detail, legend, menu);
+app.append(el('header', { class: 'toolbar' }, filterField, windowSelect, pauseButton, summary), scroller, detail, pastSection, legend, menu);
 
 const renderer = new Renderer(canvas);
 const mirror = new RowMirror(rowList, scroller);
+const past = new PastSection(pastSection, () => post({ type: 'closePast' }));
 
 // ---- Messages.
 
@@ -136,6 +139,9 @@ function receive(message: HostMessage): void {
       break;
     case 'filter':
       setFilter(message.filter);
+      break;
+    case 'past':
+      if (strings) past.show(message, strings);
       break;
   }
   requestDraw();
@@ -176,6 +182,7 @@ function applyStrings(): void {
   actions.setAttribute('aria-label', s.actions);
   scroller.setAttribute('aria-label', s.rowsLabel);
   legend.textContent = s.legend;
+  past.render(s);
   updateDetail();
 }
 

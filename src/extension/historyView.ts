@@ -1,0 +1,341 @@
+import * as vscode from 'vscode';
+import { LockLensError } from '../core/errors';
+import type { HoldEnd, LockHistory, ReplayedHold } from '../core/history';
+import { incidentReport } from '../core/incidentReport';
+import { displayKey } from '../core/keys';
+import type { LockFigures, ObservedHold, Spread } from '../core/lockStats';
+import type { LockState } from '../core/lockState';
+import type { RegisterCommand } from './commandRunner';
+import type { ClusterConnection, ConnectionRegistry } from './connections';
+import { appendUntrusted, formatSpan, STORE_NAMES, tooltip } from './format';
+import type { LockRecords } from './lockRecords';
+import type { LockTreeNode, LockTreeProvider } from './lockTree';
+import { pickConnection, pickLock } from './pickers';
+
+export const HISTORY_VIEW = 'locklens.history';
+
+/** The lock the view shows: chosen in the Locks view (selection or Show History), or picked. */
+interface Target {
+  readonly connection: ClusterConnection;
+  readonly lockId: string;
+  readonly name: Buffer;
+  readonly single: boolean;
+}
+
+type HistoryNode =
+  | { readonly kind: 'section'; readonly section: 'figures' | 'live' | 'past' }
+  | { readonly kind: 'item'; readonly item: vscode.TreeItem };
+
+/**
+ * The Lock History view: for the lock selected in the Locks view, what LockLens recorded of it (figures, recent holds
+ * seen live) and, where the store keeps its past (etcd), the holds replayed from it. Redrawn when the records of that
+ * lock change, at most once a second.
+ */
+export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>, vscode.Disposable {
+  private readonly changeEmitter = new vscode.EventEmitter<HistoryNode | undefined>();
+  readonly onDidChangeTreeData = this.changeEmitter.event;
+  target: Target | undefined;
+  /** Replays by connection and lock: the view and the timeline show the same one until replayed again. */
+  private readonly replays = new Map<string, LockHistory>();
+  private redrawTimer?: NodeJS.Timeout;
+  private readonly subscription: vscode.Disposable;
+
+  constructor(private readonly records: LockRecords) {
+    this.subscription = records.onDidChange(({ connection, lockIds }) => {
+      const t = this.target;
+      if (t && t.connection.name === connection && lockIds.includes(t.lockId)) this.redrawSoon();
+    });
+  }
+
+  show(target: Target): void {
+    this.target = target;
+    this.redraw();
+  }
+
+  replay(target: Target): LockHistory | undefined {
+    return this.replays.get(replayKey(target));
+  }
+
+  setReplay(target: Target, history: LockHistory): void {
+    this.replays.set(replayKey(target), history);
+    this.show(target);
+  }
+
+  getChildren(node?: HistoryNode): HistoryNode[] {
+    const t = this.target;
+    if (!t) return [];
+    if (!node) {
+      const sections: HistoryNode[] = [{ kind: 'section', section: 'figures' }, { kind: 'section', section: 'live' }];
+      if (t.connection.backend?.capabilities.history) sections.push({ kind: 'section', section: 'past' });
+      return sections;
+    }
+    if (node.kind !== 'section') return [];
+    const items =
+      node.section === 'figures'
+        ? figureItems(this.records.stats.figures(t.connection.name, t.lockId))
+        : node.section === 'live'
+          ? liveItems(this.records.stats.holds(t.connection.name, t.lockId))
+          : pastItems(this.replay(t), t, (revision) => this.records.stats.timeOfRevision(t.connection.name, revision));
+    return items.map((item) => ({ kind: 'item', item }));
+  }
+
+  getTreeItem(node: HistoryNode): vscode.TreeItem {
+    if (node.kind === 'item') return node.item;
+    const item = new vscode.TreeItem(SECTION_LABELS[node.section](), vscode.TreeItemCollapsibleState.Expanded);
+    item.id = node.section;
+    item.iconPath = new vscode.ThemeIcon(SECTION_ICONS[node.section]);
+    item.contextValue = `history.${node.section}`;
+    return item;
+  }
+
+  private redrawSoon(): void {
+    this.redrawTimer ??= setTimeout(() => {
+      this.redrawTimer = undefined;
+      this.redraw();
+    }, 1000);
+  }
+
+  private redraw(): void {
+    const t = this.target;
+    void vscode.commands.executeCommand('setContext', 'locklens.historyReplayed', !!t && this.replays.has(replayKey(t)));
+    void vscode.commands.executeCommand('setContext', 'locklens.historyCanReplay', !!t?.connection.backend?.capabilities.history);
+    this.changeEmitter.fire(undefined);
+  }
+
+  dispose(): void {
+    clearTimeout(this.redrawTimer);
+    this.subscription.dispose();
+    this.changeEmitter.dispose();
+  }
+}
+
+const SECTION_LABELS = {
+  figures: () => vscode.l10n.t('Figures'),
+  live: () => vscode.l10n.t('Recent holds (seen live)'),
+  past: () => vscode.l10n.t("Replayed from the store's history"),
+};
+const SECTION_ICONS = { figures: 'graph', live: 'pulse', past: 'history' };
+
+function replayKey(t: Target): string {
+  return JSON.stringify([t.connection.name, t.lockId]);
+}
+
+function textItem(label: string, description?: string, icon?: string): vscode.TreeItem {
+  const item = new vscode.TreeItem(label);
+  item.description = description;
+  if (icon) item.iconPath = new vscode.ThemeIcon(icon);
+  return item;
+}
+
+function spreadText(s: Spread): string {
+  return vscode.l10n.t('p50 {0} · p95 {1} · max {2} ({3} seen)', formatSpan(s.p50), formatSpan(s.p95), formatSpan(s.max), s.count);
+}
+
+function figureItems(f: LockFigures | undefined): vscode.TreeItem[] {
+  if (!f) return [textItem(vscode.l10n.t('Nothing recorded yet: LockLens records holds and waits while it watches.'), undefined, 'info')];
+  const items = [
+    textItem(vscode.l10n.t('Holds seen'), vscode.l10n.t('{0} since {1}', f.holds, new Date(f.since).toLocaleString())),
+    textItem(vscode.l10n.t('Hold time'), f.hold ? spreadText(f.hold) : vscode.l10n.t('no hold seen from start to end yet')),
+    textItem(vscode.l10n.t('Wait time'), f.wait ? spreadText(f.wait) : vscode.l10n.t('no wait seen from start to end yet')),
+    textItem(vscode.l10n.t('Handoffs'), vscode.l10n.t('{0} per minute · {1} holder changes', f.handoffsPerMinute.toFixed(1), f.transitions)),
+  ];
+  if (f.longestHold) items.push(textItem(vscode.l10n.t('Longest hold'), vscode.l10n.t('{0} by {1}', formatSpan(f.longestHold.ms), f.longestHold.who)));
+  if (f.longestWait) items.push(textItem(vscode.l10n.t('Longest wait'), vscode.l10n.t('{0} by {1}', formatSpan(f.longestWait.ms), f.longestWait.who)));
+  items.push(textItem(vscode.l10n.t('Stalls'), vscode.l10n.t('{0} (TTL not renewed)', f.stalls), f.stalls ? 'warning' : undefined));
+  return items;
+}
+
+function endText(end: HoldEnd | null): string {
+  switch (end) {
+    case 'released':
+      return vscode.l10n.t('released');
+    case 'revokedOrExpired':
+      return vscode.l10n.t('revoked or expired');
+    case 'expired':
+      return vscode.l10n.t('expired');
+    default:
+      return vscode.l10n.t('ended');
+  }
+}
+
+const END_ICONS: Record<HoldEnd, string> = { released: 'unlock', revokedOrExpired: 'close', expired: 'flame' };
+
+function liveItems(holds: readonly ObservedHold[]): vscode.TreeItem[] {
+  if (holds.length === 0) return [textItem(vscode.l10n.t('No hold seen yet.'), undefined, 'info')];
+  const now = Date.now();
+  return [...holds].reverse().map((h) => {
+    const held = formatSpan((h.endedAt ?? now) - h.acquiredAt);
+    const parts = [h.endedAt === null ? vscode.l10n.t('holding for {0}{1}', h.acquiredExact ? '' : '≥ ', held) : vscode.l10n.t('held {0}{1}', h.acquiredExact ? '' : '≥ ', held)];
+    if (h.endedAt !== null) parts.push(endText(h.end));
+    if (h.token !== null) parts.push(vscode.l10n.t('token {0}', h.token));
+    if (h.waitedMs !== null) parts.push(vscode.l10n.t('waited {0}', formatSpan(h.waitedMs)));
+    const item = textItem(h.owner || h.key, parts.join(' · '), h.endedAt === null ? 'lock' : h.end ? END_ICONS[h.end] : 'circle-outline');
+    const md = tooltip();
+    appendUntrusted(md.appendMarkdown(`${vscode.l10n.t('Key')}: `), h.key);
+    appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Owner')}: `), h.owner || vscode.l10n.t('none'));
+    md.appendMarkdown(`\n\n${vscode.l10n.t('Acquired')}: ${new Date(h.acquiredAt).toLocaleString()}${h.acquiredExact ? '' : ` (${vscode.l10n.t('already held when LockLens looked')})`}`);
+    if (h.acquiredRevision !== null) md.appendMarkdown(` · ${vscode.l10n.t('revision {0}', h.acquiredRevision)}`);
+    if (h.endedAt !== null) md.appendMarkdown(`\n\n${vscode.l10n.t('Ended')}: ${new Date(h.endedAt).toLocaleString()} · ${endText(h.end)}`);
+    if (h.endedRevision !== null) md.appendMarkdown(` · ${vscode.l10n.t('revision {0}', h.endedRevision)}`);
+    item.tooltip = md;
+    return item;
+  });
+}
+
+function pastItems(history: LockHistory | undefined, t: Target, timeOf: (revision: number) => number | undefined): vscode.TreeItem[] {
+  if (!history) {
+    const item = textItem(vscode.l10n.t("Replay the store's history…"), vscode.l10n.t('every hold back to the last compaction'), 'play');
+    item.command = { command: 'locklens.replayHistory', title: vscode.l10n.t('Replay History'), arguments: [{ connection: t.connection.name, lockId: t.lockId }] };
+    return [item];
+  }
+  const items = [
+    textItem(
+      vscode.l10n.t('Revisions {0} to {1}', history.fromRevision, history.toRevision),
+      vscode.l10n.t('{0} holds · {1} events read', history.holds.length, history.events),
+      'info',
+    ),
+  ];
+  if (history.compactedAt !== null) {
+    items.push(textItem(vscode.l10n.t('History before revision {0} was compacted: older holds are not shown.', history.compactedAt), undefined, 'warning'));
+  }
+  const at = (revision: number) => {
+    const time = timeOf(revision);
+    return time === undefined ? vscode.l10n.t('revision {0}', revision) : vscode.l10n.t('revision {0} ({1})', revision, new Date(time).toLocaleTimeString());
+  };
+  for (const h of [...history.holds].reverse()) items.push(replayedItem(h, at));
+  return items;
+}
+
+function replayedItem(h: ReplayedHold, at: (revision: number) => string): vscode.TreeItem {
+  const from = h.beforeHistory ? vscode.l10n.t('before {0}', at(h.acquiredRevision)) : at(h.acquiredRevision);
+  const parts = [h.endedRevision === null ? vscode.l10n.t('holding since {0}', from) : vscode.l10n.t('{0} → {1}', from, at(h.endedRevision))];
+  if (h.endedRevision !== null) parts.push(endText(h.end));
+  if (h.token !== null) parts.push(vscode.l10n.t('token {0}', h.token));
+  if (h.waiters.length) parts.push(vscode.l10n.t('{0} waiting', h.waiters.length));
+  const item = textItem(displayKey(h.key), parts.join(' · '), h.endedRevision === null ? 'lock' : h.end ? END_ICONS[h.end] : 'circle-outline');
+  const md = tooltip();
+  appendUntrusted(md.appendMarkdown(`${vscode.l10n.t('Key')}: `), h.key);
+  md.appendMarkdown(`\n\n${vscode.l10n.t('Lease')}: ${h.lease || vscode.l10n.t('none')}`);
+  for (const w of h.waiters) appendUntrusted(md.appendMarkdown(`\n\n- ${vscode.l10n.t('waiting')}: `), w);
+  item.tooltip = md;
+  return item;
+}
+
+/** What a history command acts on: a Locks view row, a script's `{connection, lockId}`, the view's lock, or a pick. */
+type HistoryArg = LockTreeNode | { readonly connection: string; readonly lockId: string } | undefined;
+
+export function registerHistory(
+  register: RegisterCommand,
+  registry: ConnectionRegistry,
+  tree: LockTreeProvider,
+  treeView: vscode.TreeView<LockTreeNode>,
+  records: LockRecords,
+  showPastInTimeline: (history: LockHistory, connection: string) => void,
+): { readonly provider: LockHistoryProvider; readonly disposables: vscode.Disposable[] } {
+  const provider = new LockHistoryProvider(records);
+  const view = vscode.window.createTreeView(HISTORY_VIEW, { treeDataProvider: provider });
+
+  const targetOf = (connection: ClusterConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: lock.kind === 'single' });
+  const describe = (t: Target) => {
+    view.description = `${displayKey(t.name)} · ${t.connection.name}`;
+  };
+
+  /** The live lock an argument names, or the view's target, or one the user picks. */
+  const resolve = async (arg: HistoryArg, title: string): Promise<Target> => {
+    if (arg && 'kind' in arg && (arg.kind === 'lock' || arg.kind === 'member')) {
+      const lock = tree.lock(arg);
+      if (!lock) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That lock is gone since it was shown.'));
+      return targetOf(arg.connection, lock);
+    }
+    if (arg && !('kind' in arg)) {
+      const connection = registry.get(arg.connection);
+      const lock = connection?.watch?.lock(arg.lockId);
+      if (connection && lock) return targetOf(connection, lock);
+      if (connection && provider.target?.connection === connection && provider.target.lockId === arg.lockId) return provider.target;
+      throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No lock {0} on {1}.', arg.lockId, arg.connection));
+    }
+    if (provider.target) return provider.target;
+    const connection = await pickConnection(registry, title);
+    await connection.open();
+    return targetOf(connection, await pickLock(connection, title, () => true, vscode.l10n.t('No lock under the watched prefixes of {0}.', connection.name)));
+  };
+
+  const showHistory = async (arg?: HistoryArg) => {
+    const t = await resolve(arg, vscode.l10n.t('Show lock history'));
+    provider.show(t);
+    describe(t);
+    await vscode.commands.executeCommand(`${HISTORY_VIEW}.focus`);
+  };
+
+  const replayHistory = async (arg?: HistoryArg) => {
+    const t = await resolve(arg, vscode.l10n.t('Replay lock history'));
+    const history = (await t.connection.open()).history;
+    if (!history) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('{0} keeps no history of its locks: the Lock History view shows what LockLens recorded while it watched.', STORE_NAMES[t.connection.store]));
+    const replayed = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Replaying the history of "{0}"', displayKey(t.name)), cancellable: true },
+      async (progress, token) => {
+        const abort = new AbortController();
+        token.onCancellationRequested(() => abort.abort());
+        let done = 0;
+        return history.replay(t.name, {
+          single: t.single,
+          signal: abort.signal,
+          onProgress: (revision, toRevision) => {
+            const now = Math.floor((100 * revision) / Math.max(1, toRevision));
+            if (now > done) progress.report({ increment: now - done, message: vscode.l10n.t('revision {0} of {1}', revision, toRevision) });
+            done = Math.max(done, now);
+          },
+        });
+      },
+    );
+    provider.setReplay(t, replayed);
+    describe(t);
+    await vscode.commands.executeCommand(`${HISTORY_VIEW}.focus`);
+  };
+
+  const copyIncidentReport = async (arg?: HistoryArg) => {
+    const t = await resolve(arg, vscode.l10n.t('Copy incident report'));
+    const lock = t.connection.watch?.lock(t.lockId);
+    if (!lock) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('"{0}" is not under a watched prefix now: nothing to report on.', displayKey(t.name)));
+    const { stats } = records;
+    const report = incidentReport({
+      connection: t.connection.name,
+      store: STORE_NAMES[t.connection.store],
+      lock,
+      health: tree.health(t.connection, lock),
+      capabilities: t.connection.backend!.capabilities,
+      figures: stats.figures(t.connection.name, t.lockId),
+      holds: stats.holds(t.connection.name, t.lockId),
+      history: provider.replay(t),
+      now: Date.now(),
+    });
+    await vscode.env.clipboard.writeText(report);
+    void vscode.window.showInformationMessage(vscode.l10n.t('Copied an incident report on "{0}" (Markdown).', displayKey(t.name)));
+  };
+
+  const showPast = async () => {
+    const t = provider.target;
+    const history = t && provider.replay(t);
+    if (!t || !history) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('Replay a lock\'s history first (Lock History view).'));
+    showPastInTimeline(history, t.connection.name);
+  };
+
+  const disposables = [
+    provider,
+    view,
+    // Selecting a lock or member in the Locks view shows its history here.
+    treeView.onDidChangeSelection(({ selection }) => {
+      const node = selection[0];
+      const lock = node && (node.kind === 'lock' || node.kind === 'member') ? tree.lock(node) : undefined;
+      if (!node || !lock || node.kind === 'connection' || node.kind === 'prefix' || node.kind === 'hint') return;
+      const t = targetOf(node.connection, lock);
+      provider.show(t);
+      describe(t);
+    }),
+    register('locklens.showHistory', showHistory),
+    register('locklens.replayHistory', replayHistory),
+    register('locklens.copyIncidentReport', copyIncidentReport),
+    register('locklens.showPastInTimeline', showPast),
+  ];
+  return { provider, disposables };
+}

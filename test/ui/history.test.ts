@@ -1,0 +1,123 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FrameLocator, Locator, Page } from 'playwright-core';
+import { Procs } from '../harness/cli';
+import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
+import { cleanUpEach, openLockLensUi, openViewContainer, runCommand, screenshot, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+
+/**
+ * Contention history as a user sees it (issue 14): `etcdctl lock` runs that came and went before VS Code started, a
+ * holder and a waiter now; the lock selected in the Locks view shows in the Lock History view, "Replay History from
+ * the Store" rebuilds the runs from etcd's MVCC history, and "Show Past in Timeline" draws them on a revision axis
+ * under the live bars. A lock whose name is markup shows as text there and runs nothing.
+ */
+
+const CONNECTION = 'ui';
+const DEPLOY = '/locks/deploy';
+const HOSTILE = '/locks/<img src=x onerror=window.__pwned=1>';
+
+interface WebviewGlobals {
+  __pwned?: unknown;
+}
+
+describe('Lock History view and the timeline past (code-server + Chromium + etcd)', { timeout: 6 * 60_000 }, () => {
+  let etcd: EtcdServer;
+  let procs: Procs;
+  let ui: LockLensUi | undefined;
+  let page: Page;
+  let timeline: FrameLocator;
+  /** The leases of the runs that came and went, in the order they held; then the holder's. */
+  const past: string[] = [];
+  let holder = '';
+
+  const leasesUnder = async (name: string) =>
+    (await etcd.etcdctl(['get', '--prefix', `${name}/`, '--keys-only'])).split('\n').filter((l) => l).map((k) => k.slice(k.lastIndexOf('/') + 1));
+
+  /** `etcdctl lock NAME sleep SECONDS`, once its key is written (runs queue in the order started). */
+  async function etcdctlLock(name: string, seconds: number) {
+    const before = new Set(await leasesUnder(name));
+    const proc = procs.etcdctl(['lock', name, 'sleep', String(seconds)]);
+    const lease = await eventually(async () => {
+      if (!proc.running && proc.child.exitCode !== 0) throw new Error(`etcdctl lock exited: ${proc.stderr}`);
+      return (await leasesUnder(name)).find((l) => !before.has(l));
+    }, 20_000, `etcdctl lock ${name}`);
+    return { proc, lease };
+  }
+
+  const { rowLabelled, rowLabels, toast } = viewHelpers(() => page);
+  const historyView = () => page.locator('.pane', { has: page.locator('.pane-header', { hasText: /Lock History/i }) });
+
+  async function expand(row: Locator): Promise<void> {
+    await row.waitFor({ state: 'visible', timeout: 30_000 });
+    if ((await row.getAttribute('aria-expanded')) === 'false') await row.click();
+    await eventually(async () => (await row.getAttribute('aria-expanded')) === 'true', 10_000, 'row expanded');
+  }
+
+  /** Selects the lock row, replays its history from the palette, and waits for the replay in the Lock History view. */
+  async function replay(label: string): Promise<void> {
+    await rowLabelled(label).click();
+    await runCommand(page, 'LockLens: Replay History from the Store');
+    await eventually(async () => (await historyView().locator('.monaco-list-row', { hasText: /^Revisions \d+ to \d+/ }).count()) > 0, 30_000, 'the replay in the view');
+  }
+
+  before(async () => {
+    etcd = await startEtcd();
+    procs = new Procs(etcd.endpoint);
+    const runs = [await etcdctlLock(DEPLOY, 1), await etcdctlLock(DEPLOY, 1), await etcdctlLock(DEPLOY, 1)];
+    await Promise.all(runs.map((r) => r.proc.exited));
+    past.push(...runs.map((r) => r.lease));
+    holder = (await etcdctlLock(DEPLOY, 600)).lease;
+    await etcdctlLock(DEPLOY, 600);
+    await (await etcdctlLock(HOSTILE, 1)).proc.exited;
+    await etcdctlLock(HOSTILE, 600);
+    ui = await openLockLensUi({
+      name: 'history',
+      readme: 'a workspace for the LockLens history tests',
+      settings: { 'locklens.connections': [{ name: CONNECTION, endpoints: [etcd.endpoint], prefixes: ['/locks/'] }] },
+      viewport: { width: 1500, height: 950 },
+    });
+    page = ui.page;
+    timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
+    await openViewContainer(page, 'LockLens');
+    await widenSidebar(page, 620);
+    await expand(rowLabelled('/locks/'));
+  });
+
+  after(async () => {
+    await cleanUpEach([() => ui?.close(), () => procs?.dispose(), () => etcd?.dispose()]);
+  });
+
+  test('selecting a lock shows it in Lock History; Replay rebuilds the runs VS Code never saw, newest first', async () => {
+    await eventually(async () => (await rowLabels()).includes('deploy'), 30_000, 'the deploy lock in the tree');
+    await replay('deploy');
+    const rows = await historyView().locator('.monaco-list-row .label-name').allTextContents();
+    const replayed = rows.filter((r) => r.startsWith(`${DEPLOY}/`));
+    assert.deepEqual(replayed, [holder, ...[...past].reverse()].map((l) => `${DEPLOY}/${l}`), JSON.stringify(rows));
+    assert.ok(rows.includes('Figures') && rows.includes('Recent holds (seen live)'), JSON.stringify(rows));
+    await screenshot(page, 'history-view');
+  });
+
+  test('Show Past in Timeline draws the replayed holds on a revision axis under the live bars', async () => {
+    await runCommand(page, 'LockLens: Show Past in Timeline');
+    const holds = timeline.locator('#past li');
+    await eventually(async () => (await holds.count()) === 4, 30_000, 'four holds in the past section');
+    const texts = await timeline.locator('#past .past-key').allTextContents();
+    assert.deepEqual(texts, [...past, holder].map((l) => `${DEPLOY}/${l}`));
+    assert.match((await timeline.locator('#past .past-title').textContent()) ?? '', /Past of \/locks\/deploy on ui: revisions \d+ to \d+/);
+    assert.match((await holds.last().textContent()) ?? '', /holding since revision \d+/);
+    await page.waitForTimeout(500);
+    await screenshot(page, 'timeline-past');
+  });
+
+  test('a lock name that is markup shows as text in the view and the past, and runs nothing', async () => {
+    await page.keyboard.press('Escape');
+    await toast(/./).waitFor({ state: 'hidden', timeout: 1000 }).catch(() => undefined);
+    const label = HOSTILE.slice('/locks/'.length);
+    await eventually(async () => (await rowLabels()).includes(label), 30_000, 'the hostile lock in the tree');
+    await replay(label);
+    await runCommand(page, 'LockLens: Show Past in Timeline');
+    await eventually(async () => ((await timeline.locator('#past .past-title').textContent()) ?? '').includes(HOSTILE), 30_000, 'the hostile name as text');
+    assert.equal(await timeline.locator('#past img').count(), 0, 'no element was made from the name');
+    assert.equal(await timeline.locator('body').evaluate(() => (globalThis as unknown as WebviewGlobals).__pwned), undefined);
+  });
+});
