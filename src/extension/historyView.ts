@@ -310,7 +310,11 @@ export function registerHistory(
       now: Date.now(),
     });
     await vscode.env.clipboard.writeText(report);
-    void vscode.window.showInformationMessage(vscode.l10n.t('Copied an incident report on "{0}" (Markdown).', displayKey(t.name)));
+    // Not awaited: the command is done once the report is on the clipboard, whether or not the message is answered.
+    const open = vscode.l10n.t('Open as Markdown');
+    void vscode.window.showInformationMessage(vscode.l10n.t('Copied an incident report on "{0}" (Markdown).', displayKey(t.name)), open).then(async (choice) => {
+      if (choice === open) await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ language: 'markdown', content: report }));
+    });
   };
 
   const showPast = async () => {

@@ -8,8 +8,9 @@ import { cleanUpEach, openLockLensUi, openViewContainer, runCommand, screenshot,
 /**
  * Contention history as a user sees it (issue 14): `etcdctl lock` runs that came and went before VS Code started, a
  * holder and a waiter now; the lock selected in the Locks view shows in the Lock History view, "Replay History from
- * the Store" rebuilds the runs from etcd's MVCC history, and "Show Past in Timeline" draws them on a revision axis
- * under the live bars. A lock whose name is markup shows as text there and runs nothing.
+ * the Store" rebuilds the runs from etcd's MVCC history, "Show Past in Timeline" draws them on a revision axis
+ * under the live bars, and "Copy Incident Report" opens as Markdown. A lock whose name is markup shows as text there
+ * and runs nothing.
  */
 
 const CONNECTION = 'ui';
@@ -107,6 +108,23 @@ describe('Lock History view and the timeline past (code-server + Chromium + etcd
     assert.match((await holds.last().textContent()) ?? '', /holding since revision \d+/);
     await page.waitForTimeout(500);
     await screenshot(page, 'timeline-past');
+  });
+
+  test('Copy Incident Report, opened as Markdown: the holder and its waiter, the figures, the replayed holds', async () => {
+    await rowLabelled('deploy').click();
+    await runCommand(page, 'LockLens: Copy Incident Report');
+    const copied = toast(/Copied an incident report/);
+    await copied.waitFor({ state: 'visible', timeout: 20_000 });
+    await copied.locator('.monaco-button', { hasText: 'Open as Markdown' }).click();
+    const lines = page.locator('.editor-instance .view-lines').first();
+    const text = async () => ((await lines.textContent()) ?? '').replace(/\u00a0/g, ' ');
+    await eventually(async () => (await text()).includes('## Now'), 20_000, 'the report in an editor');
+    const report = await text();
+    assert.ok(report.includes(`# Lock \`${DEPLOY}\` on \`${CONNECTION}\` (etcd)`), report);
+    assert.ok(report.includes(`**holder** \`${DEPLOY}/${holder}\``), report);
+    assert.match(report, /waiter #1 `\/locks\/deploy\/[0-9a-f]+`/);
+    assert.ok(report.includes('## Figures'), report);
+    await screenshot(page, 'incident-report');
   });
 
   test('a lock name that is markup shows as text in the view and the past, and runs nothing', async () => {
