@@ -92,12 +92,19 @@ const HANDOFF_WINDOW_MS = 10 * 60_000;
  */
 const REVISION_BRACKET_MS = 1000;
 const FORMAT = 1;
+/**
+ * A key that goes this close to its countdown's end ran out: a Redis key's expiry is reported when the server evicts
+ * it, a few milliseconds either side of the PTTL sample's countdown.
+ */
+const EXPIRY_SLACK_S = 0.25;
 
-/** The last TTL sample of the current holder's lease, enough to tell an expiry. */
+/** What the last TTL samples of the current holder's lease say, enough to tell an expiry. */
 interface TtlSample {
+  /** The last sample that found it alive: seconds left, and when. */
   readonly ttl: number;
   readonly observedAt: number;
-  readonly expired: boolean;
+  /** A later sample found it gone (an etcd lease revoked or expired; a Redis key no longer there). */
+  readonly gone: boolean;
   readonly stalled: boolean;
 }
 
@@ -195,7 +202,7 @@ export class LockStats {
     for (const info of infos) {
       for (const [id, r] of holding.get(info.id) ?? []) {
         const wasStalled = r.current!.sample?.stalled ?? false;
-        r.current!.sample = { ttl: info.ttl, observedAt: info.observedAt, expired: info.state === 'expired', stalled: info.stalled };
+        r.current!.sample = sampleOf(info, r.current!.sample);
         if (info.stalled && !wasStalled) {
           r.stalls++;
           r.holds[r.holds.length - 1].stalled = true;
@@ -378,11 +385,13 @@ function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Mome
   });
   if (r.holds.length > MAX_HOLDS) r.holds.splice(0, r.holds.length - MAX_HOLDS);
   const info = holder.lease ? at.options.lease(holder.lease) : undefined;
-  r.current = {
-    member: holderId,
-    lease: holder.lease,
-    sample: info ? { ttl: info.ttl, observedAt: info.observedAt, expired: info.state === 'expired', stalled: info.stalled } : null,
-  };
+  r.current = { member: holderId, lease: holder.lease, sample: info ? sampleOf(info, null) : null };
+}
+
+/** A gone sample keeps the countdown of the last one that found the lease alive: that tells an expiry from a delete. */
+function sampleOf(info: LeaseInfo, previous: TtlSample | null): TtlSample | null {
+  if (info.state === 'alive') return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled };
+  return previous && { ...previous, gone: true };
 }
 
 function endHold(r: LockRecord, at: Moment, end: HoldEnd | null): void {
@@ -407,18 +416,19 @@ function sampleWait(r: LockRecord, ms: number, who: string): void {
 }
 
 /**
- * How a holder whose key just went ended, from the last TTL sample of what it expired with: its TTL seen running out
- * is an expiry; a key without one was deleted. Otherwise, where leases outlive keys (etcd), a key deleted while its
- * lease had time left was released or revoked, and only the store can tell (null: ask it, see `unsettled`); a key
- * that carried its own TTL (Redis) and went with time left was deleted: released, or force-released.
+ * How a holder whose key just went ended, from the TTL samples of what it expired with: a key without one was deleted;
+ * its countdown seen running out is an expiry. Otherwise, where leases outlive keys (etcd), a key deleted while its
+ * lease had time left went with its lease if a sample found the lease gone, and else only the store can tell whether
+ * the lease lives on (null: ask it, see `unsettled`); a key that carried its own TTL (Redis) and went with time left
+ * was deleted: released, or force-released.
  */
 function endOfGone(current: NonNullable<LockRecord['current']>, revocableLeases: boolean, now: number): HoldEnd | null {
   if (!current.lease) return 'released';
   const s = current.sample;
-  const left = s && !s.expired ? s.ttl - (now - s.observedAt) / 1000 : 0;
-  if (s && !s.expired && left <= 0) return 'expired';
-  if (revocableLeases) return s?.expired ? 'revokedOrExpired' : null;
-  return s?.expired ? 'expired' : 'released';
+  if (!s) return revocableLeases ? null : 'released';
+  if (s.ttl - (now - s.observedAt) / 1000 <= EXPIRY_SLACK_S) return 'expired';
+  if (revocableLeases) return s.gone ? 'revokedOrExpired' : null;
+  return 'released';
 }
 
 function whoOf(m: LockMember): string {
@@ -460,7 +470,7 @@ function isRevisionTimes(v: unknown): v is [number, number][] {
 }
 
 function isSample(v: unknown): boolean {
-  return isObj(v) && isNum(v.ttl) && isNum(v.observedAt) && typeof v.expired === 'boolean' && typeof v.stalled === 'boolean';
+  return isObj(v) && isNum(v.ttl) && isNum(v.observedAt) && typeof v.gone === 'boolean' && typeof v.stalled === 'boolean';
 }
 
 function isHold(v: unknown): boolean {

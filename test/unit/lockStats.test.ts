@@ -112,6 +112,17 @@ describe('LockStats', () => {
     assert.deepEqual(stats.unsettled('local'), [], 'nothing to ask a store without revocable leases');
   });
 
+  test('a sample that finds the lease gone before its key\'s delete arrives: went with its lease (etcd), deleted (Redis)', () => {
+    for (const [revocableLeases, end] of [[true, 'revokedOrExpired'], [false, 'released']] as const) {
+      const { stats, leases, put, del } = harness({ revocableLeases });
+      leases.set('a', lease('a', 30, 0));
+      put(0, 'a');
+      stats.observeLeases('local', [lease('a', 0, 900, { state: 'expired' })]);
+      del(1000, 'a');
+      assert.equal(stats.holds('local', JOBS)[0].end, end);
+    }
+  });
+
   test('stalls: a holder whose TTL is seen not being renewed counts once per hold', () => {
     const { stats, leases, put } = harness();
     leases.set('a', lease('a', 10, 0));

@@ -232,6 +232,32 @@ describe('Locks tree and commands against a real Redis', function () {
     assert.equal(await redis.cli(['EXISTS', 'rt:scripted']), '0');
   });
 
+  it('records the holds of a token lock for Lock History: released when deleted with time left, expired when its PX ran out', async () => {
+    const lockId = async () => {
+      await sync();
+      return api.registry.get(CONNECTION)!.watch!.locks().find((l) => l.name.toString() === 'rt:hist')?.id;
+    };
+    await redis.cli(['SET', 'rt:hist', 'tok-released', 'PX', '60000']);
+    const id = await eventually(lockId, 10_000, 'rt:hist in the model');
+    const holds = () => api.records.stats.holds(CONNECTION, id);
+    const until = (check: () => boolean, what: string) =>
+      eventually(check, 10_000, what).catch((e: Error) => {
+        throw new Error(`${e.message}; recorded: ${JSON.stringify(holds())}`);
+      });
+    await redis.cli(['DEL', 'rt:hist']);
+    await until(() => holds()[0]?.end === 'released', 'the first hold released');
+    await redis.cli(['SET', 'rt:hist', 'tok-expired', 'PX', '1500']);
+    await until(() => holds()[1]?.end === 'expired', 'the second hold expired');
+    assert.deepEqual(holds().map((h) => [h.owner, h.token, h.acquiredRevision, h.acquiredExact]), [
+      ['tok-released', null, null, true],
+      ['tok-expired', null, null, true],
+    ]);
+    const figures = api.records.stats.figures(CONNECTION, id)!;
+    assert.equal(figures.holds, 2);
+    assert.equal(figures.hold?.count, 2);
+    assert.ok(figures.hold!.max >= 1000, `a 1.5 s hold seen: ${JSON.stringify(figures)}`);
+  });
+
   it('tooltips show a key of markup as text: no HTML, no markdown, no command links', async () => {
     const key = 'rt:<img src=x onerror=alert(1)>**bold**[run](command:locklens.refresh)';
     await redis.cli(['SET', key, 'tok-html']);
