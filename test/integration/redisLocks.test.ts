@@ -174,6 +174,25 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     assert.equal(await hold.release(), true);
   });
 
+  test('a fair lock taken while nobody waited (an RLock then): our release wakes the Redisson fair waiter that queued since', async () => {
+    const name = `${prefix}fairlate`;
+    // A Redisson fair lock with nobody waiting is, in the store, an RLock: we queue and take it the RLock way.
+    assert.equal(await t.redisson.lock(name, 1, 60_000), null);
+    const pending = t.backend.acquire(b(name), { ttlSeconds: 30 });
+    await eventually(async () => (await t.raw.pubsub('NUMSUB', `redisson_lock__channel:{${name}}`))[1] === 1, 10_000, 'waiting on the lock channel');
+    assert.equal(await t.raw.eval(REDISSON_UNLOCK, 2, name, lockChannel(b(name)), UNLOCK_MESSAGE, 60_000, `${REDISSON_UUID}:1`), 1);
+    const hold = await pending;
+    assert.notEqual(await t.redisson.fairLock(name, 7), null, 'a Redisson fair waiter queues behind us');
+    const sub = new Redis(t.server.url, { protocol: 2 });
+    t.defer(() => sub.disconnect());
+    const messages: string[] = [];
+    sub.on('message', (channel: string, m: string) => messages.push(`${channel} ${m}`));
+    await sub.subscribe(`redisson_lock__channel:{${name}}:${REDISSON_UUID}:7`);
+    assert.equal(await hold.release(), true);
+    await eventually(() => messages.includes(`redisson_lock__channel:{${name}}:${REDISSON_UUID}:7 0`), 5000, 'the fair waiter woken on its own channel');
+    assert.equal(await t.redisson.fairLock(name, 7), null, 'and it takes the lock');
+  });
+
   test('tryOnly: LOCKED naming the holder', async () => {
     const py = peer(`${prefix}busy`, 'hold');
     const token = (await py.until(['acquired'])).split(' ')[1];

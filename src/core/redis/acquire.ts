@@ -568,10 +568,16 @@ class RedissonHold extends RenewingHold {
 
 /** Redisson's unlock for our field: true when it ended our hold (and told the waiters), false when it was not ours. */
 async function unlockRedisson(client: Redis, name: Buffer, field: string, ttlMs: number, fair: boolean): Promise<boolean> {
-  const result = fair
-    ? await client.eval(FAIR_UNLOCK, 4, name, lockQueueKey(name), lockTimeoutKey(name), lockChannel(name), UNLOCK_MESSAGE, ttlMs, field, Date.now())
-    : await client.eval(REDISSON_UNLOCK, 2, name, lockChannel(name), UNLOCK_MESSAGE, ttlMs, field);
-  return result === 1;
+  if (fair) {
+    return (await client.eval(FAIR_UNLOCK, 4, name, lockQueueKey(name), lockTimeoutKey(name), lockChannel(name), UNLOCK_MESSAGE, ttlMs, field, Date.now())) === 1;
+  }
+  if ((await client.eval(REDISSON_UNLOCK, 2, name, lockChannel(name), UNLOCK_MESSAGE, ttlMs, field)) !== 1) return false;
+  // A fair lock nobody waited for looked like an RLock when we took it; a Redisson fair waiter that queued since
+  // listens on its own channel, not the lock's, and would sleep until its own retry. The head of a queue now is such
+  // a waiter (one that queues after the delete finds the lock free): wake it as RedissonFairLock's unlock does.
+  const head = await client.lindexBuffer(lockQueueKey(name), 0);
+  if (head) await client.publish(fairLockChannel(name, head), UNLOCK_MESSAGE);
+  return true;
 }
 
 /** A read or write hold on a Redisson read/write lock, through thread `<uuid>:<n>`: its field is the thread (read) or `<thread>:write`. */
