@@ -4,33 +4,8 @@ import { LockModel, lockId } from '../../src/core/etcd/lockModel';
 import { type LockState } from '../../src/core/lockState';
 import { keyId } from '../../src/core/keys';
 import type { KeyRecord } from '../../src/core/etcd/records';
+import { mutexKey, rec } from '../harness/records';
 import { mulberry32 } from '../harness/random';
-
-interface RecOptions {
-  create: number;
-  mod?: number;
-  lease?: string;
-  value?: string | Buffer;
-  version?: number;
-}
-
-function rec(key: string | Buffer, o: RecOptions): KeyRecord {
-  const value = typeof o.value === 'string' ? Buffer.from(o.value) : (o.value ?? Buffer.alloc(0));
-  return {
-    key: typeof key === 'string' ? Buffer.from(key) : key,
-    valuePreview: value,
-    valueSize: value.length,
-    createRevision: o.create,
-    modRevision: o.mod ?? o.create,
-    version: o.version ?? 1,
-    lease: o.lease ?? '',
-  };
-}
-
-/** A Go-mutex member `<name>/<lease>` created at `create`. */
-function mutexKey(name: string, lease: string, create: number, mod = create): KeyRecord {
-  return rec(`${name}/${lease}`, { create, mod, lease });
-}
 
 const id = (name: string) => lockId(Buffer.from(name), 'go-mutex');
 /** The id of a single-key lock: marked, so it cannot collide with a queue of the same name. */
