@@ -1,0 +1,154 @@
+import type { IEvent } from 'etcd3';
+import { call, type EtcdConnection } from './connection';
+import { abortError } from '../errors';
+import { HistoryReadPlan, type PlanStep, type ReadWindow } from './historyPlan';
+import type { EtcdRange } from './keyspace';
+import { toKeyRecord, type RawKeyValue } from './records';
+import type { KeyChange } from './replay';
+import { WatchStream } from './watchStream';
+
+/** The events of one revision. */
+export interface RevisionChanges {
+  readonly revision: number;
+  readonly changes: readonly KeyChange[];
+}
+
+export interface HistoryReadOptions {
+  readonly signal?: AbortSignal;
+  /** The revision through which every event is read so far. */
+  readonly onProgress?: (revision: number) => void;
+  /** etcd answers progress requests only once a watch has caught up with history (`answersProgressWhenCaughtUp`). */
+  readonly trustsProgress: boolean;
+}
+
+/** Watches at once: enough for 64,000 dense revisions in one pass of etcd's sync loop. */
+const MAX_WATCHES = 64;
+/** See `readHistory`: on etcd that cannot say a watch caught up, how long every watch may stay silent. */
+const QUIET_MS = 1000;
+const PROGRESS_REQUEST_MS = 100;
+
+/** etcd compacted the history being read: it now begins at `revision`. */
+export class HistoryCompacted extends Error {
+  constructor(readonly revision: number) {
+    super(`etcd history compacted at revision ${revision}`);
+  }
+}
+
+/**
+ * Every event of `range` from revision `from` through `to`, oldest first, read with watches from past revisions
+ * (HistoryReadPlan says how many and when they are done). Rejects with HistoryCompacted when etcd no longer has
+ * revision `from`, or compacts past the windows while they are read.
+ *
+ * A range with no event at all leaves every watch silent, and only a progress reply can say they caught up, from an
+ * etcd that sends it only then (`answersProgressWhenCaughtUp`). On older etcd the silence is believed after QUIET_MS
+ * (etcd hands a new watch its history within 100 ms), unless a key of the range was written since `from`: then events
+ * must come. That is the one place where time decides, and only for a range that seems to have no history at all.
+ */
+export function readHistory(conn: EtcdConnection, range: EtcdRange, from: number, to: number, options: HistoryReadOptions): Promise<RevisionChanges[]> {
+  return new Promise((resolve, reject) => {
+    const plan = new HistoryReadPlan(from, to, MAX_WATCHES);
+    const byRevision = new Map<number, KeyChange[]>();
+    const attempts = new Map<ReadWindow, { stopped: boolean; stream?: WatchStream }>();
+    const strip = conn.namespace.length;
+    let finished = false;
+    let heard = false;
+    let reported = from - 1;
+    let quiet: NodeJS.Timeout | undefined;
+    const ticker = options.trustsProgress ? setInterval(() => attempts.forEach((a) => a.stream?.requestProgress()), PROGRESS_REQUEST_MS) : undefined;
+    const onAbort = () => finish(abortError(options.signal!));
+
+    function finish(error?: unknown): void {
+      if (finished) return;
+      finished = true;
+      clearInterval(ticker);
+      clearTimeout(quiet);
+      options.signal?.removeEventListener('abort', onAbort);
+      for (const w of [...attempts.keys()]) stop(w);
+      if (error) reject(error);
+      else resolve([...Float64Array.from(byRevision.keys()).sort()].map((revision) => ({ revision, changes: byRevision.get(revision)! })));
+    }
+
+    function stop(w: ReadWindow): void {
+      const attempt = attempts.get(w);
+      if (!attempt) return;
+      attempt.stopped = true;
+      attempt.stream?.close();
+      attempts.delete(w);
+    }
+
+    function apply(step: PlanStep): void {
+      for (const w of step.close) stop(w);
+      for (const { window, from: at } of step.open) void start(window, at);
+      const frontier = Math.min(plan.frontier, to);
+      if (frontier > reported) options.onProgress?.((reported = frontier));
+      if (plan.done) finish();
+    }
+
+    function onEvents(w: ReadWindow, events: IEvent[], header: number): void {
+      heard = true;
+      let revision = -1;
+      let first = Infinity;
+      let revisions = 0;
+      let into: KeyChange[] | undefined;
+      for (const ev of events) {
+        const kv = ev.kv as RawKeyValue;
+        const r = Number(kv.mod_revision);
+        if (r !== revision) {
+          revision = r;
+          revisions++;
+          first = Math.min(first, r);
+          // Every response carries all events of its revisions: the first to bring a revision brings all of it.
+          into = r >= from && r <= to && !byRevision.has(r) ? [] : undefined;
+          if (into) byRevision.set(r, into);
+        }
+        into?.push(ev.type === 'Put' ? { put: toKeyRecord(kv, strip) } : { delete: kv.key.subarray(strip) });
+      }
+      apply(plan.delivered(w, { firstRevision: first, lastRevision: revision, revisions, header }));
+    }
+
+    async function start(w: ReadWindow, at: number): Promise<void> {
+      stop(w);
+      const attempt: { stopped: boolean; stream?: WatchStream } = { stopped: false };
+      attempts.set(w, attempt);
+      try {
+        // Events can come in the same chunk as the created reply, before `open` resolves: `attempt` tells they count.
+        const stream = await WatchStream.open(
+          conn,
+          { key: range.key, rangeEnd: range.range_end, startRevision: at },
+          {
+            onEvents: (events, header) => {
+              if (!attempt.stopped) onEvents(w, events, header);
+            },
+            onProgress: (revision) => {
+              if (!attempt.stopped && options.trustsProgress) apply(plan.reached(w, revision));
+            },
+          },
+        );
+        if (attempt.stopped) return stream.close();
+        attempt.stream = stream;
+        const end = await stream.ended;
+        if (attempt.stopped || end.kind === 'closed') return;
+        finish(end.kind === 'compacted' ? new HistoryCompacted(end.compactRevision) : end.error);
+      } catch (e) {
+        if (!attempt.stopped) finish(e);
+      }
+    }
+
+    /** See above: on etcd whose progress replies cannot say a watch caught up, a long silence is an empty range. */
+    function awaitSilence(): void {
+      quiet = setTimeout(() => {
+        if (finished || heard) return;
+        void call(conn.client.kv.range({ key: range.key, range_end: range.range_end, revision: to, min_mod_revision: from, keys_only: true, limit: 1 })).then(
+          (res) => (finished || heard ? undefined : res.kvs.length ? awaitSilence() : finish()),
+          (e: unknown) => finish(e),
+        );
+      }, QUIET_MS);
+    }
+
+    if (options.signal?.aborted) return finish(abortError(options.signal));
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (plan.done) return finish();
+    for (const w of plan.windows) void start(w, w.start);
+    if (!options.trustsProgress) awaitSilence();
+  });
+}
