@@ -17,11 +17,12 @@ describe('EtcdBackend against a real etcd', () => {
   };
   const keysUnder = async (prefix: string) => (await readPrefix(t.conn, Buffer.from(prefix))).records.map((r) => r.key.toString());
 
-  test('says what etcd has: waiters, fencing tokens, TTLs, revocable leases, a queue', async () => {
+  test('says what etcd has: waiters, fencing tokens, TTLs, revocable leases, a queue, its history', async () => {
     const backend = await open();
     assert.equal(backend.kind, 'etcd');
-    assert.deepEqual(backend.capabilities, { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', revokeOwner: true, queuedAcquire: true, readWriteLocks: false, history: false });
+    assert.deepEqual(backend.capabilities, { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', revokeOwner: true, queuedAcquire: true, readWriteLocks: false, history: true });
     assert.ok(backend.leases, 'lease operations are offered');
+    assert.ok(backend.history, 'history replay is offered');
   });
 
   test('a read or write mode is refused (etcd has no read/write locks), and nothing is written', async () => {

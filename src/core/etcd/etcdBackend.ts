@@ -6,6 +6,7 @@ import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
 import { ClusterWatch } from './clusterWatch';
 import { call, EtcdConnection } from './connection';
+import { EtcdHistory } from './history';
 import { readPrefixes } from './keyspace';
 import { LeaseTracker, sampleLease } from './leases';
 import { normalizePrefixes } from '../keys';
@@ -22,24 +23,26 @@ const CAPABILITIES: Capabilities = {
   revokeOwner: true,
   queuedAcquire: true,
   readWriteLocks: false,
-  history: false,
+  history: true,
 };
 
 /**
  * etcd behind the backend contract: the live model is a watch per prefix (ClusterWatch), acquire is the Go-compatible
- * Mutex on a session of its own (so releasing is revoking that lease), and a stuck holder is freed either by revoking
- * its lease (every key it holds) or by deleting its one key.
+ * Mutex on a session of its own (so releasing is revoking that lease), a stuck holder is freed either by revoking
+ * its lease (every key it holds) or by deleting its one key, and a lock's past is replayed from etcd's revisions.
  */
 export class EtcdBackend implements LockBackend {
   readonly kind = 'etcd';
   readonly capabilities = CAPABILITIES;
   readonly leases: LeaseOperations;
+  readonly history: EtcdHistory;
 
   private constructor(readonly connection: EtcdConnection) {
     this.leases = {
       describe: (id) => sampleLease(connection, id),
       revoke: (id) => revokeLease(connection, id),
     };
+    this.history = new EtcdHistory(connection);
   }
 
   static async open(profile: ConnectionProfile): Promise<EtcdBackend> {
