@@ -38,11 +38,15 @@ export interface LockJson {
   waiters: EntryJson[];
 }
 
+/** A key as the JSON documents give it: text, and its exact bytes in `keyBase64` when they are not UTF-8. */
+export function keyJson(key: Buffer): { key: string; keyBase64?: string } {
+  return { key: displayKey(key), ...(isUtf8(key) ? {} : { keyBase64: key.toString('base64') }) };
+}
+
 export function entryJson(m: LockMember, lease: (id: string) => LeaseInfo | undefined, capabilities: Capabilities, now = Date.now()): EntryJson {
   const info = m.lease ? lease(m.lease) : undefined;
   return {
-    key: displayKey(m.key),
-    ...(isUtf8(m.key) ? {} : { keyBase64: m.key.toString('base64') }),
+    ...keyJson(m.key),
     lease: capabilities.owner === 'lease' ? m.lease : null,
     createRevision: 'createRevision' in m && typeof m.createRevision === 'number' ? m.createRevision : null,
     ttl: info ? Math.round(remainingTtl(info, now)) : null,

@@ -2,13 +2,14 @@ import { openBackend } from '../core/backends';
 import { LockLensError, errorMessage, type ErrorCode } from '../core/errors';
 import { acquire } from './commands/acquire';
 import type { Command, Output } from './commands/command';
+import { history } from './commands/history';
 import { list } from './commands/list';
 import { revoke } from './commands/revoke';
 import { unlock } from './commands/unlock';
 import { watch } from './commands/watch';
 import { profileFrom } from './options';
 
-const commands: readonly Command[] = [list, acquire, unlock, revoke, watch];
+const commands: readonly Command[] = [list, acquire, unlock, revoke, watch, history];
 
 /** Exit codes, stable for scripts: one per kind of failure. */
 export const EXIT_CODES: Record<ErrorCode, number> = {

@@ -1,11 +1,11 @@
-import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EtcdServer, eventually, startEtcd } from '../harness/etcd';
+import { fixture, HEX_KEY, WAIT_THEN_APPEND, type EntryJson, type ListJson, type LockJson } from '../harness/cliFixture';
+import { eventually } from '../harness/etcd';
 import { freePort } from '../harness/ports';
-import { Proc, Procs, show, type Result } from '../harness/cli';
+import { show, type Result } from '../harness/cli';
 import { EtcdConnection } from '../../src/core/etcd/connection';
 
 /**
@@ -13,92 +13,9 @@ import { EtcdConnection } from '../../src/core/etcd/connection';
  * real `etcdctl lock` / `etcdctl elect` processes. Order and content only: no wall-clock assertions.
  */
 
-interface EntryJson {
-  key: string;
-  keyBase64?: string;
-  lease: string;
-  createRevision: number;
-  ttl: number | null;
-  owner: string;
-  holds: number | null;
-  token: number | null;
-  convention: string;
-}
-interface LockJson {
-  name: string;
-  kind: 'queue' | 'single' | 'election';
-  holder: EntryJson | null;
-  waiters: EntryJson[];
-}
-interface ListJson {
-  revision: number;
-  locks: LockJson[];
-}
-
 const ENTRY_KEYS = ['convention', 'createRevision', 'holds', 'key', 'lease', 'owner', 'token', 'ttl'];
 const LOCK_KEYS = ['holder', 'kind', 'name', 'waiters'];
 const sorted = (o: object) => Object.keys(o).sort();
-
-/** Everything one test needs: the etcd of its describe block, its processes, and a temp dir; all cleaned up. */
-function fixture() {
-  const f = {
-    etcd: undefined as unknown as EtcdServer,
-    procs: undefined as unknown as Procs,
-    dir: '',
-    get ep(): string {
-      return f.etcd.endpoint;
-    },
-    /** The keys under `prefix`, in key order. */
-    async keys(prefix: string): Promise<string[]> {
-      const out = await f.etcd.etcdctl(['get', '--prefix', prefix, '--keys-only']);
-      return out.split('\n').filter((l) => l.length > 0);
-    },
-    async createRevision(key: string): Promise<number> {
-      const out = JSON.parse(await f.etcd.etcdctl(['get', key, '-w', 'json'])) as { kvs?: { create_revision: number }[] };
-      assert.ok(out.kvs?.length, `key ${key} exists`);
-      return out.kvs![0].create_revision;
-    },
-    /** Starts `etcdctl lock NAME [-- CMD...]` and resolves once its key is in etcd (it holds or queues). */
-    async etcdctlLock(name: string, command: string[] = []): Promise<{ proc: Proc; key: string }> {
-      const before = new Set(await f.keys(`${name}/`));
-      const proc = f.procs.etcdctl(['lock', name, ...(command.length ? ['--', ...command] : [])]);
-      const key = await eventually(async () => {
-        if (!proc.running) throw new Error(`etcdctl lock ${name} exited: ${proc.stderr}`);
-        return (await f.keys(`${name}/`)).find((k) => !before.has(k));
-      }, 20_000, `etcdctl lock ${name} key`);
-      return { proc, key };
-    },
-    /** Resolves once there are exactly `n` keys under `prefix`. */
-    async keyCount(prefix: string, n: number, procs: Proc[] = []): Promise<string[]> {
-      return eventually(async () => {
-        for (const p of procs) if (!p.running) throw new Error(`${p.description} exited early: ${p.stdout} ${p.stderr}`);
-        const ks = await f.keys(prefix);
-        return ks.length === n ? ks : undefined;
-      }, 20_000, `${n} keys under ${prefix}`);
-    },
-    async list(prefix: string, extra: string[] = []): Promise<ListJson> {
-      const r = await f.procs.run(['list', '--endpoints', f.ep, '--prefix', prefix, '--json', ...extra]);
-      assert.equal(r.code, 0, show(r));
-      assert.equal(r.stderr, '', show(r));
-      return JSON.parse(r.stdout) as ListJson;
-    },
-  };
-  before(async () => {
-    f.etcd = await startEtcd();
-  });
-  after(async () => {
-    await f.etcd?.dispose();
-  });
-  beforeEach(() => {
-    f.procs = new Procs(f.etcd.endpoint);
-    f.dir = mkdtempSync(join(tmpdir(), 'locklens-cli-'));
-  });
-  afterEach(async () => {
-    await f.procs.dispose();
-    rmSync(f.dir, { recursive: true, force: true });
-  });
-  return f;
-}
 
 /** PIDs of running processes that have `arg` among their arguments. */
 function processesWith(arg: string): number[] {
@@ -116,8 +33,6 @@ function processesWith(arg: string): number[] {
   return pids;
 }
 
-const HEX_KEY = (name: string) => new RegExp(`^${name}/([0-9a-f]+)$`);
-
 function assertEntryShape(e: EntryJson, what: string): void {
   assert.deepEqual(sorted(e), ENTRY_KEYS, `${what}: keys of an entry`);
   assert.equal(typeof e.key, 'string');
@@ -128,9 +43,6 @@ function assertEntryShape(e: EntryJson, what: string): void {
   assert.equal(e.token, e.createRevision, `${what}: token is the create revision`);
   assert.equal(e.holds, null, `${what}: etcd locks are not re-entrant counts`);
 }
-
-/** A shell script that waits for the file $1 to exist, then appends $3 to the file $2. */
-const WAIT_THEN_APPEND = 'while [ ! -e "$1" ]; do sleep 0.05; done; echo "$3" >> "$2"';
 
 describe('locklens list: the acceptance case (three etcdctl lock processes on one name)', () => {
   const f = fixture();
