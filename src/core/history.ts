@@ -14,6 +14,9 @@
  */
 export type HoldEnd = 'released' | 'revokedOrExpired' | 'expired';
 
+/** The ends a lease's state after its key went can tell (see holdEnd). */
+export type LeaseEnd = Exclude<HoldEnd, 'expired'>;
+
 /** One hold rebuilt from a store's history. */
 export interface ReplayedHold {
   /** The member that held: its key (etcd), as the lock's members show it. */
@@ -67,4 +70,18 @@ export interface HistoryOperations {
    * (a single-key lock and a queue of the same name are two locks, as in the live model).
    */
   replay(name: Uint8Array, options?: ReplayOptions & { readonly single?: boolean }): Promise<LockHistory>;
+}
+
+/**
+ * How an ended hold's key went, judged from its lease now: etcd's history records the delete, never why. A lease
+ * still alive means the key was deleted on its own (its owner's unlock, or someone's delete). A lease gone means the
+ * key went with it (a revoke or an expiry), or was unlocked and its lease ended afterwards: `etcdctl lock` unlocks and
+ * exits, leaving its lease to run out 10 s later, so its holds read as released at first and as revoked or expired
+ * after; history cannot tell these apart. A key without a lease could only have been deleted. `leaseAlive`
+ * undefined: the lease could not be asked, so nothing is said.
+ */
+export function holdEnd(lease: string, leaseAlive: boolean | undefined): LeaseEnd | null {
+  if (lease === '') return 'released';
+  if (leaseAlive === undefined) return null;
+  return leaseAlive ? 'released' : 'revokedOrExpired';
 }

@@ -1,4 +1,4 @@
-import type { HoldEnd } from '../core/history';
+import { holdEnd, type LeaseEnd } from '../core/history';
 import type { ConnectionRegistry } from './connections';
 
 /**
@@ -27,15 +27,14 @@ export class LeaseEndProbe {
     leases
       .describe(lease)
       .then((sample) => {
-        const end: LeaseEnd = sample.ttl < 0 ? 'revokedOrExpired' : 'released';
-        for (const a of answers) a(end, connection, lease);
+        const end = holdEnd(lease, sample.ttl >= 0);
+        if (end) for (const a of answers) a(end, connection, lease);
       })
       .catch(() => undefined)
       .finally(() => this.pending.delete(id));
   }
 }
 
-export type LeaseEnd = Extract<HoldEnd, 'released' | 'revokedOrExpired'>;
 export type LeaseEndListener = (end: LeaseEnd, connection: string, lease: string) => void;
 
 /** Leases asked about at once. */

@@ -1,7 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { lockId } from '../../src/core/etcd/lockModel';
-import { holdEnd, HoldReplay, type KeyChange, type ReplayHold } from '../../src/core/etcd/replay';
+import { holdEnd } from '../../src/core/history';
+import { HoldReplay, type KeyChange, type ReplayHold } from '../../src/core/etcd/replay';
 import type { KeyRecord } from '../../src/core/etcd/records';
 import { mutexKey, rec } from '../harness/records';
 import { mulberry32 } from '../harness/random';

@@ -1,13 +1,13 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { call, type EtcdConnection } from './connection';
 import { LockLensError, throwIfAborted } from '../errors';
-import type { HistoryOperations, LockHistory, ReplayOptions, ReplayedHold } from '../history';
+import { holdEnd, type HistoryOperations, type LockHistory, type ReplayOptions, type ReplayedHold } from '../history';
 import { answersProgressWhenCaughtUp } from './historyPlan';
 import { HistoryCompacted, readHistory, type RevisionChanges } from './historyRead';
 import { prefixRange } from '../keys';
 import { readRange, type EtcdRange, type PrefixRead } from './keyspace';
 import { LeaseTracker } from './leases';
-import { holdEnd, HoldReplay, type ReplayHold } from './replay';
+import { HoldReplay, type ReplayHold } from './replay';
 
 /** Leases asked at once how they are, after a replay. */
 const LEASE_QUERIES = 16;

@@ -1,4 +1,4 @@
-import type { HoldEnd, ReplayedHold } from '../history';
+import type { ReplayedHold } from '../history';
 import { LockModel, lockId } from './lockModel';
 import type { KeyRecord } from './records';
 
@@ -86,20 +86,6 @@ export class HoldReplay {
       waiters: lock.waiters.map((w) => w.key),
     };
   }
-}
-
-/**
- * How an ended hold's key went, judged from its lease now: etcd's history records the delete, never why. A lease
- * still alive means the key was deleted on its own (its owner's unlock, or someone's delete). A lease gone means the
- * key went with it (a revoke or an expiry), or was unlocked and its lease ended afterwards: `etcdctl lock` unlocks and
- * exits, leaving its lease to run out 10 s later, so its holds read as released at first and as revoked or expired
- * after; history cannot tell these apart. A key without a lease could only have been deleted. `leaseAlive`
- * undefined: the lease could not be asked, so nothing is said.
- */
-export function holdEnd(lease: string, leaseAlive: boolean | undefined): HoldEnd | null {
-  if (lease === '') return 'released';
-  if (leaseAlive === undefined) return null;
-  return leaseAlive ? 'released' : 'revokedOrExpired';
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
