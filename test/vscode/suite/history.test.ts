@@ -86,9 +86,10 @@ describe('Lock history against a real etcd', function () {
   });
 
   it('Replay History rebuilds from etcd the holds of runs LockLens never watched, with revisions and waiters', async () => {
+    // Each run is queued before the one ahead of it has finished: the third waits when the second takes over.
     const runs = [await etcdctlLock('/past/jobs', 1), await etcdctlLock('/past/jobs', 1)];
-    await Promise.all(runs.map((r) => r.proc.exited));
     const holder = await etcdctlLock('/past/jobs', 120);
+    await Promise.all(runs.map((r) => r.proc.exited));
     const connectionNode = api.tree.getChildren().find((n) => n.connection.name === CONNECTION)!;
     await vscode.commands.executeCommand('locklens.addPrefix', connectionNode, '/past/');
     await eventually(() => !!lockRow('/past/jobs'), 10_000, 'the lock in the tree');
