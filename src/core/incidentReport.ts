@@ -86,7 +86,7 @@ function figureLines(f: LockFigures | undefined): string[] {
     row('hold', f.hold),
     row('wait', f.wait),
     '',
-    `- ${f.holds} holds seen; ${f.transitions} holder changes; ${f.handoffsPerMinute.toFixed(1)} handoffs a minute over the last 10 minutes`,
+    `- Holds seen: ${f.holds}; holder changes: ${f.transitions}; handoffs a minute over the last 10 minutes: ${f.handoffsPerMinute.toFixed(1)}`,
   ];
   if (f.longestHold) lines.push(`- Longest hold: ${duration(f.longestHold.ms)} by ${code(f.longestHold.who)}`);
   if (f.longestWait) lines.push(`- Longest wait: ${duration(f.longestWait.ms)} by ${code(f.longestWait.who)}`);
