@@ -158,6 +158,7 @@ export const ENGLISH: TimelineStrings = {
   pastBefore: 'before {0}',
   pastWaiting: '{0} waiting',
   pastLabel: 'Holds replayed from history, oldest first',
+  pastOlder: '{0} older holds not drawn',
 };
 
 /** `leases` rows in locks of ten (a holder and nine waiters), seen over the last few minutes, renewing every TTL/3. */

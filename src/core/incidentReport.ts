@@ -2,7 +2,7 @@ import type { Capabilities } from './backend';
 import type { HoldEnd, LockHistory } from './history';
 import { displayKey } from './keys';
 import type { MemberHealth, Trouble } from './lockHealth';
-import type { LockFigures, ObservedHold, Spread } from './lockStats';
+import { holdBound, type LockFigures, type ObservedHold, type Spread } from './lockStats';
 import type { LockState } from './lockState';
 
 /**
@@ -15,10 +15,14 @@ export interface IncidentInput {
   readonly connection: string;
   /** The store's name for people: "etcd", "Redis". */
   readonly store: string;
-  readonly lock: LockState;
-  /** The lock's members with their roles, ages, TTLs and troubles, holders first. */
-  readonly health: readonly MemberHealth[];
-  readonly capabilities: Capabilities;
+  readonly name: Uint8Array;
+  /** The lock as the live view has it now; absent when it is not in the store (free, nobody waiting) or not watched. */
+  readonly live?: {
+    readonly lock: LockState;
+    /** Its members with their roles, ages, TTLs and troubles, holders first. */
+    readonly health: readonly MemberHealth[];
+    readonly owner: Capabilities['owner'];
+  };
   readonly figures: LockFigures | undefined;
   /** Holds seen live, oldest first. */
   readonly holds: readonly ObservedHold[];
@@ -32,15 +36,15 @@ const RECENT_HOLDS = 10;
 const REPLAYED_HOLDS = 20;
 
 export function incidentReport(input: IncidentInput): string {
-  const { lock, now } = input;
+  const { now } = input;
   const lines = [
-    `# Lock ${code(displayKey(lock.name))} on ${code(input.connection)} (${input.store})`,
+    `# Lock ${code(displayKey(input.name))} on ${code(input.connection)} (${input.store})`,
     '',
     `Reported ${new Date(now).toISOString()} by LockLens.`,
     '',
     '## Now',
     '',
-    ...nowLines(input),
+    ...(input.live ? nowLines(input.live, now) : ['Not in the store now: free, nobody waiting (or no longer under a watched prefix).']),
     '',
     ...figureLines(input.figures),
     ...recentLines(input.holds, now),
@@ -49,13 +53,13 @@ export function incidentReport(input: IncidentInput): string {
   return lines.join('\n').replace(/\n{3,}/g, '\n\n').trimEnd() + '\n';
 }
 
-function nowLines({ lock, health, capabilities, now }: IncidentInput): string[] {
+function nowLines({ lock, health, owner }: NonNullable<IncidentInput['live']>, now: number): string[] {
   if (health.length === 0) return ['Free: no holder, nobody waiting.'];
   const lines = lock.holder ? [] : ['Free: no holder.'];
   for (const h of health) {
     const who = h.position === 0 ? `**${h.role}**` : `${h.role} #${h.position}`;
     const parts = [`${who} ${code(displayKey(h.member.key))}`];
-    if (h.member.owner && h.member.owner !== displayKey(h.member.key)) parts.push(`${capabilities.owner} ${code(h.member.owner)}`);
+    if (h.member.owner && h.member.owner !== displayKey(h.member.key)) parts.push(`${owner} ${code(h.member.owner)}`);
     if (h.member.holds !== null) parts.push(`holds ${h.member.holds}`);
     if (h.member.token !== null) parts.push(`token ${h.member.token}`);
     parts.push(`${h.position === 0 ? 'held' : 'waiting'} ${h.since.exact ? '' : '≥ '}${duration(now - h.since.at)}`);
@@ -98,7 +102,8 @@ function recentLines(holds: readonly ObservedHold[], now: number): string[] {
   if (holds.length === 0) return [];
   const lines = ['## Recent holds (seen live), newest first', '', '| holder | from | held | end | token | waited |', '|---|---|---|---|---|---|'];
   for (const h of [...holds].reverse().slice(0, RECENT_HOLDS)) {
-    const held = `${h.acquiredExact ? '' : '≥ '}${duration((h.endedAt ?? now) - h.acquiredAt)}`;
+    const bound = holdBound(h);
+    const held = bound === null ? '?' : `${bound}${duration((h.endedAt ?? now) - h.acquiredAt)}`;
     const from = new Date(h.acquiredAt).toISOString() + (h.acquiredRevision !== null ? ` (rev ${h.acquiredRevision})` : '');
     const end = h.endedAt === null ? 'holding' : END_TEXT[h.end ?? 'unknown'];
     const cells = [code(h.owner || h.key, true), from, held, end, h.token ?? '–', h.waitedMs === null ? '–' : duration(h.waitedMs)];

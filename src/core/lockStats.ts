@@ -1,5 +1,5 @@
 import { Emitter, type Event } from './emitter';
-import type { HoldEnd } from './history';
+import { HOLD_ENDS, type HoldEnd } from './history';
 import { displayKey, keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
 import { members, type ChangeSet, type LockMember, type LockState } from './lockState';
@@ -13,7 +13,8 @@ import { percentile } from './percentile';
  * MAX_SAMPLES samples a figure.
  *
  * Only what was seen from its start counts as a sample: a hold or a wait already in place when LockLens looked (the
- * first read, a resync after a disconnection) is recorded as inexact and never measured, so no figure is made up.
+ * first read, a resync after a disconnection, a new watch) is recorded as inexact, and so is an end found by a reload;
+ * neither is measured, so no figure is made up.
  */
 
 /** One hold as LockLens saw it. Plain data (JSON as it is): the records are saved as they are. */
@@ -31,7 +32,10 @@ export interface ObservedHold {
   readonly acquiredRevision: number | null;
   /** How long it had waited in the queue before it held, when LockLens saw it queue. */
   readonly waitedMs: number | null;
+  /** Epoch ms it was seen to end; with `endedExact` false, when a reload found it gone (it ended earlier). */
   readonly endedAt: number | null;
+  readonly endedExact: boolean;
+  /** The revision of the change that ended it, where the store has revisions and the end was seen live. */
   readonly endedRevision: number | null;
   /** How it ended (see HoldEnd); null while it holds, and while the store has not yet said (see `unsettled`). */
   readonly end: HoldEnd | null;
@@ -53,6 +57,16 @@ export interface Longest {
   readonly who: string;
 }
 
+/**
+ * How far a hold's shown duration (acquired to ended, or to now) can be trusted: exactly (''), at least ('≥ ': it was
+ * found holding), at most ('≤ ': a reload found it gone), or not at all (null: both ends unseen).
+ */
+export function holdBound(h: ObservedHold): '' | '≥ ' | '≤ ' | null {
+  const endSeen = h.endedAt === null || h.endedExact;
+  if (h.acquiredExact) return endSeen ? '' : '≤ ';
+  return endSeen ? '≥ ' : null;
+}
+
 export interface LockFigures {
   /** Epoch ms LockLens first saw the lock. */
   readonly since: number;
@@ -62,7 +76,7 @@ export interface LockFigures {
   readonly hold: Spread | null;
   /** Waits seen from start to end (whether they ended holding or leaving); null before the first. */
   readonly wait: Spread | null;
-  /** Handoffs (a waiter taking over) per minute over the last HANDOFF_WINDOW_MS. */
+  /** Handoffs (a waiter taking over) per minute, over the last HANDOFF_WINDOW_MS that LockLens watched. */
   readonly handoffsPerMinute: number;
   /** Times the holder changed while LockLens watched. */
   readonly transitions: number;
@@ -84,6 +98,8 @@ export interface ObserveOptions {
 export const MAX_LOCKS = 200;
 export const MAX_HOLDS = 50;
 export const MAX_SAMPLES = 256;
+/** Handoff times kept: the window's worth, bounded for a lock handing off thousands of times a minute. */
+const MAX_HANDOFFS = 10_000;
 const MAX_REVISION_TIMES = 4096;
 const HANDOFF_WINDOW_MS = 10 * 60_000;
 /**
@@ -118,20 +134,21 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 interface LockRecord {
   since: number;
+  /** When it last changed live (a reload is no activity): which records go first beyond MAX_LOCKS. */
   lastActive: number;
   /** Oldest first; the last is open while `current` is set. */
   holds: Mutable<ObservedHold>[];
-  /** The holder now: its member's keyId, lease and last TTL sample. */
+  /** The holder now: who it is (see identityOf), its lease, and its last TTL sample (not saved: stale by a restart). */
   current: { member: string; lease: string; sample: TtlSample | null } | null;
-  /** Members queued now, by keyId. */
-  waits: Record<string, Wait>;
+  /** Members queued now, by identity. */
+  waits: Map<string, Wait>;
   holdMs: number[];
   waitMs: number[];
   holdsSeen: number;
   holdCount: number;
   waitCount: number;
   transitions: number;
-  /** When handoffs happened (epoch ms), the most recent MAX_SAMPLES. */
+  /** When handoffs happened (epoch ms), those of the last HANDOFF_WINDOW_MS. */
   handoffs: number[];
   longestHold: Longest | null;
   longestWait: Longest | null;
@@ -142,6 +159,18 @@ interface ConnectionRecord {
   readonly locks: Map<string, LockRecord>;
   /** [revision, epoch ms] pairs seen live, in revision order. */
   revisionTimes: [number, number][];
+  /** The leases to ask the store about: see LockStats.unsettled. */
+  readonly unsettled: Set<string>;
+}
+
+/** What this instance knows of a connection's current watch (nothing of it is saved). */
+interface Watching {
+  /** Since when LockLens has watched without a break: the handoff rate's window starts no earlier. */
+  readonly since: number;
+  /** The locks its model holds now: one that changes live without a record was there before (its holder too). */
+  readonly present: Set<string>;
+  /** Its first full load was seen: a record's lock missing from it is gone. */
+  loaded: boolean;
 }
 
 export interface LockStatsChange {
@@ -151,8 +180,7 @@ export interface LockStatsChange {
 
 export class LockStats {
   private readonly byConnection = new Map<string, ConnectionRecord>();
-  /** Connections observed by this instance: their first change set decides which recorded holds still hold. */
-  private readonly looked = new Set<string>();
+  private readonly watching = new Map<string, Watching>();
   private readonly revocable = new Map<string, boolean>();
   private readonly changeEmitter = new Emitter<LockStatsChange>();
   readonly onDidChange: Event<LockStatsChange> = this.changeEmitter.event;
@@ -160,34 +188,50 @@ export class LockStats {
   /** Folds in one change set of `connection`'s watch; call it for every change set, in order. */
   observe(connection: string, changes: ChangeSet, options: ObserveOptions, now = Date.now()): void {
     const c = this.record(connection);
+    let w = this.watching.get(connection);
+    if (!w) this.watching.set(connection, (w = { since: now, present: new Set(), loaded: false }));
     this.revocable.set(connection, options.revocableLeases);
-    const revision = options.hasRevisions ? changes.revision : null;
-    if (revision !== null) noteRevision(c, revision, now);
     const exact = !changes.resynced;
+    // A reload's revision is the store's last write, maybe hours old: only a change seen live dates its revision.
+    const revision = options.hasRevisions && exact ? changes.revision : null;
+    if (revision !== null) noteRevision(c, revision, now);
+    const at: Moment = { exact, revision, now, options, unsettled: c.unsettled };
     const touched = new Set<string>();
     for (const lock of changes.changed) {
       let r = c.locks.get(lock.id);
       if (!r) c.locks.set(lock.id, (r = newRecord(now)));
-      observeLock(r, lock, { exact, revision, now, options });
+      // A lock the model had without a record (dropped beyond MAX_LOCKS) was held before: nothing of it is exact.
+      observeLock(r, lock, w.present.has(lock.id) && r.holds.length === 0 ? { ...at, exact: false, revision: null } : at);
+      w.present.add(lock.id);
       touched.add(lock.id);
     }
     for (const id of changes.removed) {
+      w.present.delete(id);
       const r = c.locks.get(id);
       if (!r) continue;
-      observeLock(r, { holder: null, waiters: [] }, { exact, revision, now, options });
+      observeLock(r, { holder: null, waiters: [] }, at);
       touched.add(id);
     }
-    // What was holding when the records were saved but is not in the first load is gone, at some unseen time.
-    if (!this.looked.has(connection) && changes.resynced) {
+    // What was holding or waiting when the watch began (or the records were saved) but is not in its first full load
+    // is gone, at some unseen time.
+    if (!w.loaded && changes.resynced) {
+      w.loaded = true;
       for (const [id, r] of c.locks) {
-        if (touched.has(id) || (!r.current && Object.keys(r.waits).length === 0)) continue;
-        observeLock(r, { holder: null, waiters: [] }, { exact: false, revision: null, now, options });
+        if (touched.has(id) || (!r.current && r.waits.size === 0)) continue;
+        observeLock(r, { holder: null, waiters: [] }, { ...at, exact: false, revision: null });
         touched.add(id);
       }
     }
-    this.looked.add(connection);
     pruneLocks(c);
     if (touched.size) this.changeEmitter.fire({ connection, lockIds: [...touched] });
+  }
+
+  /**
+   * The connection's watch starts over (a new connection, Refresh, new prefixes): its first full load says what is
+   * still there, as after a restart, and the handoff rate's window starts again.
+   */
+  restart(connection: string): void {
+    this.watching.delete(connection);
   }
 
   /** Folds in TTL samples: the current holders' last samples, and stalls (a holder's TTL not being renewed). */
@@ -215,18 +259,15 @@ export class LockStats {
 
   /** Leases of ended holds whose end only the store can tell (a key deleted while its lease had time left). */
   unsettled(connection: string): string[] {
-    if (!this.revocable.get(connection)) return [];
-    const leases = new Set<string>();
-    for (const r of this.byConnection.get(connection)?.locks.values() ?? []) {
-      for (const h of r.holds) if (h.endedAt !== null && h.end === null && h.lease) leases.add(h.lease);
-    }
-    return [...leases];
+    return this.revocable.get(connection) ? [...(this.byConnection.get(connection)?.unsettled ?? [])] : [];
   }
 
   /** The store's answer for a lease of `unsettled`. */
   settle(connection: string, lease: string, end: HoldEnd): void {
+    const c = this.byConnection.get(connection);
+    if (!c?.unsettled.delete(lease)) return;
     const touched: string[] = [];
-    for (const [id, r] of this.byConnection.get(connection)?.locks ?? []) {
+    for (const [id, r] of c.locks) {
       for (const h of r.holds) {
         if (h.lease === lease && h.endedAt !== null && h.end === null) {
           h.end = end;
@@ -245,8 +286,10 @@ export class LockStats {
   figures(connection: string, lockId: string, now = Date.now()): LockFigures | undefined {
     const r = this.byConnection.get(connection)?.locks.get(lockId);
     if (!r) return undefined;
-    const recent = r.handoffs.filter((t) => now - t <= HANDOFF_WINDOW_MS).length;
-    const minutes = Math.max(1, Math.min(HANDOFF_WINDOW_MS, now - r.since) / 60_000);
+    // Over the part of the window LockLens watched: a minute after a restart, that minute's handoffs over a minute.
+    const from = Math.max(now - HANDOFF_WINDOW_MS, this.watching.get(connection)?.since ?? now);
+    const recent = r.handoffs.filter((t) => t >= from).length;
+    const minutes = Math.max(1, (now - from) / 60_000);
     return {
       since: r.since,
       holds: r.holdsSeen,
@@ -266,8 +309,16 @@ export class LockStats {
    */
   timeOfRevision(connection: string, revision: number): number | undefined {
     const times = this.byConnection.get(connection)?.revisionTimes ?? [];
-    const i = times.findIndex(([r]) => r >= revision);
-    if (i < 0) return undefined;
+    // The first pair at or after `revision` (they are in revision order).
+    let lo = 0;
+    let hi = times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (times[mid][0] < revision) lo = mid + 1;
+      else hi = mid;
+    }
+    const i = lo;
+    if (i === times.length) return undefined;
     const [r, at] = times[i];
     if (r === revision) return at;
     return i > 0 && at - times[i - 1][1] <= REVISION_BRACKET_MS ? at : undefined;
@@ -279,13 +330,18 @@ export class LockStats {
 
   forget(connection: string): void {
     this.byConnection.delete(connection);
-    this.looked.delete(connection);
+    this.watching.delete(connection);
     this.revocable.delete(connection);
   }
 
-  toJSON(): unknown {
-    const connections: Record<string, unknown> = {};
-    for (const [name, c] of this.byConnection) connections[name] = { locks: [...c.locks], revisionTimes: c.revisionTimes };
+  /** The records as JSON; `only` limits them to those connections. TTL samples are left out: stale by a restart. */
+  toJSON(only?: ReadonlySet<string>): SavedRecords {
+    const connections: Record<string, SavedConnection> = {};
+    for (const [name, c] of this.byConnection) {
+      if (only && !only.has(name)) continue;
+      const locks = [...c.locks].map(([id, r]): [string, SavedLock] => [id, { ...r, current: r.current && { ...r.current, sample: null }, waits: [...r.waits] }]);
+      connections[name] = { locks, revisionTimes: c.revisionTimes };
+    }
     return { format: FORMAT, connections };
   }
 
@@ -295,19 +351,31 @@ export class LockStats {
     const stats = new LockStats();
     for (const [name, c] of Object.entries(json.connections)) {
       if (!isObj(c) || !Array.isArray(c.locks) || !isRevisionTimes(c.revisionTimes)) throw new Error(`damaged records of ${name}`);
-      const locks = new Map<string, LockRecord>();
+      const record: ConnectionRecord = { locks: new Map(), revisionTimes: c.revisionTimes, unsettled: new Set() };
       for (const entry of c.locks) {
-        if (!Array.isArray(entry) || typeof entry[0] !== 'string' || !isLockRecord(entry[1])) throw new Error(`damaged lock record in ${name}`);
-        locks.set(entry[0], entry[1]);
+        if (!Array.isArray(entry) || typeof entry[0] !== 'string' || !isSavedLock(entry[1])) throw new Error(`damaged lock record in ${name}`);
+        const r: LockRecord = { ...entry[1], waits: new Map(entry[1].waits) };
+        record.locks.set(entry[0], r);
+        for (const h of r.holds) if (h.endedAt !== null && h.end === null && h.lease) record.unsettled.add(h.lease);
       }
-      stats.byConnection.set(name, { locks, revisionTimes: c.revisionTimes });
+      stats.byConnection.set(name, record);
     }
     return stats;
   }
 
+  /** Takes the records of the connections this instance has not observed from `saved` (another window's, saved since). */
+  adopt(saved: LockStats): void {
+    for (const [name, c] of saved.byConnection) if (!this.watching.has(name)) this.byConnection.set(name, c);
+  }
+
+  /** The connections this instance has observed, whose records it has whole. */
+  observed(): Set<string> {
+    return new Set(this.watching.keys());
+  }
+
   private record(connection: string): ConnectionRecord {
     let c = this.byConnection.get(connection);
-    if (!c) this.byConnection.set(connection, (c = { locks: new Map(), revisionTimes: [] }));
+    if (!c) this.byConnection.set(connection, (c = { locks: new Map(), revisionTimes: [], unsettled: new Set() }));
     return c;
   }
 }
@@ -317,6 +385,9 @@ interface Moment {
   readonly exact: boolean;
   readonly revision: number | null;
   readonly now: number;
+  readonly options: ObserveOptions;
+  /** The connection's leases to ask the store about. */
+  readonly unsettled: Set<string>;
 }
 
 function newRecord(now: number): LockRecord {
@@ -325,7 +396,7 @@ function newRecord(now: number): LockRecord {
     lastActive: now,
     holds: [],
     current: null,
-    waits: {},
+    waits: new Map(),
     holdMs: [],
     waitMs: [],
     holdsSeen: 0,
@@ -339,34 +410,49 @@ function newRecord(now: number): LockRecord {
   };
 }
 
-function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'waiters'>, at: Moment & { readonly options: ObserveOptions }): void {
-  r.lastActive = at.now;
-  const present = new Set(members(lock as LockState).map((m) => keyId(m.key)));
+function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'waiters'>, at: Moment): void {
+  if (at.exact) r.lastActive = at.now;
+  const present = new Set(members(lock as LockState).map(identityOf));
   const holder = lock.holder;
-  const holderId = holder && keyId(holder.key);
+  const holderId = holder && identityOf(holder);
   if (r.current && r.current.member !== holderId) {
     // An end found by a (re)load happened at some unseen time: no TTL sample can say how.
     const end = present.has(r.current.member) ? 'released' : at.exact ? endOfGone(r.current, at.options.revocableLeases, at.now) : null;
     endHold(r, at, end);
   }
   if (holder && holderId && !r.current) startHold(r, holder, holderId, at);
-  for (const w of lock.waiters) r.waits[keyId(w.key)] ??= { since: at.now, exact: at.exact, who: whoOf(w) };
+  for (const w of lock.waiters) {
+    const id = identityOf(w);
+    if (!r.waits.has(id)) r.waits.set(id, { since: at.now, exact: at.exact, who: whoOf(w) });
+  }
   // A wait that ends without holding (given up, expired) is a wait all the same.
-  for (const [id, wait] of Object.entries(r.waits)) {
+  for (const [id, wait] of r.waits) {
     if (present.has(id)) continue;
-    delete r.waits[id];
+    r.waits.delete(id);
     if (wait.exact && at.exact) sampleWait(r, at.now - wait.since, wait.who);
   }
 }
 
-function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Moment & { readonly options: ObserveOptions }): void {
-  const wait = r.waits[holderId];
-  delete r.waits[holderId];
+/**
+ * Who a member is: its key, fencing token and owner. A key alone is not enough: a Redis token lock's one key, an etcd
+ * single key re-created, or a Go session locking again within one coalesced change set are new holds on the same key.
+ */
+function identityOf(m: LockMember): string {
+  return JSON.stringify([keyId(m.key), m.token, m.owner]);
+}
+
+function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Moment): void {
+  const wait = r.waits.get(holderId);
+  r.waits.delete(holderId);
   const waitedMs = wait?.exact && at.exact ? at.now - wait.since : null;
   if (waitedMs !== null) sampleWait(r, waitedMs, wait!.who);
   if (at.exact) {
     r.transitions++;
-    if (wait) r.handoffs = [...r.handoffs, at.now].slice(-MAX_SAMPLES);
+    if (wait) {
+      r.handoffs.push(at.now);
+      const inWindow = r.handoffs.findIndex((t) => at.now - t <= HANDOFF_WINDOW_MS);
+      r.handoffs.splice(0, Math.max(inWindow, r.handoffs.length - MAX_HANDOFFS));
+    }
   }
   r.holdsSeen++;
   r.holds.push({
@@ -379,6 +465,7 @@ function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Mome
     acquiredRevision: at.revision,
     waitedMs,
     endedAt: null,
+    endedExact: false,
     endedRevision: null,
     end: null,
     stalled: false,
@@ -399,8 +486,10 @@ function endHold(r: LockRecord, at: Moment, end: HoldEnd | null): void {
   r.current = null;
   if (!hold || hold.endedAt !== null) return;
   hold.endedAt = at.now;
+  hold.endedExact = at.exact;
   hold.endedRevision = at.revision;
   hold.end = end;
+  if (end === null && hold.lease) at.unsettled.add(hold.lease);
   if (!hold.acquiredExact || !at.exact) return;
   const ms = at.now - hold.acquiredAt;
   const who = hold.owner || hold.key;
@@ -449,10 +538,15 @@ function noteRevision(c: ConnectionRecord, revision: number, now: number): void 
   if (c.revisionTimes.length > MAX_REVISION_TIMES) c.revisionTimes.splice(0, c.revisionTimes.length - MAX_REVISION_TIMES);
 }
 
+/**
+ * Beyond MAX_LOCKS, records that measured nothing go first (a lock only ever found in place by a load), then the
+ * least recently active: a restart's first load of many locks never pushes out what was recorded before.
+ */
 function pruneLocks(c: ConnectionRecord): void {
   if (c.locks.size <= MAX_LOCKS) return;
-  const byActivity = [...c.locks].sort(([, a], [, b]) => a.lastActive - b.lastActive);
-  for (const [id] of byActivity.slice(0, c.locks.size - MAX_LOCKS)) c.locks.delete(id);
+  const measured = (r: LockRecord) => r.holdCount + r.waitCount + r.transitions > 0;
+  const order = [...c.locks].sort(([, a], [, b]) => Number(measured(a)) - Number(measured(b)) || a.lastActive - b.lastActive);
+  for (const [id] of order.slice(0, c.locks.size - MAX_LOCKS)) c.locks.delete(id);
 }
 
 function isObj(v: unknown): v is Record<string, unknown> {
@@ -463,7 +557,6 @@ const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFin
 const isNumOrNull = (v: unknown) => v === null || isNum(v);
 const isNums = (v: unknown) => Array.isArray(v) && v.every(isNum);
 const isLongest = (v: unknown) => v === null || (isObj(v) && isNum(v.ms) && typeof v.who === 'string');
-const ENDS: readonly unknown[] = ['released', 'revokedOrExpired', 'expired', null];
 
 function isRevisionTimes(v: unknown): v is [number, number][] {
   return Array.isArray(v) && v.every((p) => Array.isArray(p) && p.length === 2 && isNum(p[0]) && isNum(p[1]));
@@ -485,20 +578,38 @@ function isHold(v: unknown): boolean {
     isNumOrNull(v.acquiredRevision) &&
     isNumOrNull(v.waitedMs) &&
     isNumOrNull(v.endedAt) &&
+    typeof v.endedExact === 'boolean' &&
     isNumOrNull(v.endedRevision) &&
-    ENDS.includes(v.end) &&
+    (v.end === null || (HOLD_ENDS as readonly unknown[]).includes(v.end)) &&
     typeof v.stalled === 'boolean'
   );
 }
 
-function isLockRecord(v: unknown): v is LockRecord {
-  if (!isObj(v) || !Array.isArray(v.holds) || !v.holds.every(isHold) || !isObj(v.waits)) return false;
+/** A lock record as saved: its waits as [identity, wait] pairs. */
+type SavedLock = Omit<LockRecord, 'waits'> & { readonly waits: [string, Wait][] };
+interface SavedConnection {
+  readonly locks: [string, SavedLock][];
+  readonly revisionTimes: [number, number][];
+}
+export interface SavedRecords {
+  readonly format: number;
+  readonly connections: Record<string, SavedConnection>;
+}
+
+function isWait(v: unknown): boolean {
+  return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && isObj(v[1]) && isNum(v[1].since) && typeof v[1].exact === 'boolean' && typeof v[1].who === 'string';
+}
+
+function isSavedLock(v: unknown): v is SavedLock {
+  if (!isObj(v) || !Array.isArray(v.holds) || !v.holds.every(isHold) || !Array.isArray(v.waits) || !v.waits.every(isWait)) return false;
   const current = v.current;
+  const last = v.holds[v.holds.length - 1] as { endedAt: unknown } | undefined;
+  // A current holder is the last hold, still open: anything else would be read as a hold that never ends.
   const currentOk =
-    current === null || (isObj(current) && typeof current.member === 'string' && typeof current.lease === 'string' && (current.sample === null || isSample(current.sample)));
+    current === null ||
+    (isObj(current) && typeof current.member === 'string' && typeof current.lease === 'string' && (current.sample === null || isSample(current.sample)) && last?.endedAt === null);
   return (
     currentOk &&
-    Object.values(v.waits).every((w) => isObj(w) && isNum(w.since) && typeof w.exact === 'boolean' && typeof w.who === 'string') &&
     [v.since, v.lastActive, v.holdsSeen, v.holdCount, v.waitCount, v.transitions, v.stalls].every(isNum) &&
     [v.holdMs, v.waitMs, v.handoffs].every(isNums) &&
     isLongest(v.longestHold) &&

@@ -293,8 +293,12 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
   return a === b || (a.length === b.length && a.every((x, i) => x === b[i]));
 }
 
-/** A replayed history as the timeline draws it: keys as text, waiters counted. */
+/** Replayed holds drawn, the newest: a webview list of tens of thousands of rows helps nobody. */
+export const MAX_PAST_HOLDS = 500;
+
+/** A replayed history as the timeline draws it: keys as text, waiters counted, the newest MAX_PAST_HOLDS holds. */
 export function pastMessage(history: LockHistory, connection: string): PastMessage {
+  const holds = history.holds.slice(-MAX_PAST_HOLDS);
   return {
     type: 'past',
     connection,
@@ -302,7 +306,8 @@ export function pastMessage(history: LockHistory, connection: string): PastMessa
     fromRevision: history.fromRevision,
     toRevision: history.toRevision,
     compactedAt: history.compactedAt,
-    holds: history.holds.map((h) => ({
+    older: history.holds.length - holds.length,
+    holds: holds.map((h) => ({
       key: displayKey(h.key),
       lease: h.lease,
       token: h.token,

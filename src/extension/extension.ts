@@ -96,12 +96,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     heldLocks.dispose();
   };
 
-  // Not awaited: reading what earlier sessions recorded never holds up activation.
-  void records.start();
+  // Reading what earlier sessions recorded never holds up activation, but comes before the first change sets.
+  const recordsRead = records.start();
   const connections = await registry.sync();
   updateContext();
   log.info(`LockLens ${context.extension.packageJSON.version} activated with ${connections.length} connection(s)`);
-  if (autoConnect()) for (const c of connections) void c.connect();
+  if (autoConnect()) void recordsRead.then(() => connections.forEach((c) => void c.connect()));
   return { registry, secrets, tree, heldLocks, audit, records, history: history.provider, log, logUri: context.logUri };
 }
 

@@ -3,7 +3,7 @@ import { LockLensError } from '../core/errors';
 import type { HoldEnd, LockHistory, ReplayedHold } from '../core/history';
 import { incidentReport } from '../core/incidentReport';
 import { displayKey } from '../core/keys';
-import type { LockFigures, ObservedHold, Spread } from '../core/lockStats';
+import { holdBound, type LockFigures, type ObservedHold, type Spread } from '../core/lockStats';
 import type { LockState } from '../core/lockState';
 import type { RegisterCommand } from './commandRunner';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
@@ -52,6 +52,15 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
     this.redraw();
   }
 
+  /** Shows nothing, and forgets the replays of the connection it showed. */
+  clear(): void {
+    const t = this.target;
+    if (!t) return;
+    for (const key of [...this.replays.keys()]) if ((JSON.parse(key) as string[])[0] === t.connection.name) this.replays.delete(key);
+    this.target = undefined;
+    this.redraw();
+  }
+
   replay(target: Target): LockHistory | undefined {
     return this.replays.get(replayKey(target));
   }
@@ -95,7 +104,7 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
     }, 1000);
   }
 
-  private redraw(): void {
+  redraw(): void {
     const t = this.target;
     void vscode.commands.executeCommand('setContext', 'locklens.historyReplayed', !!t && this.replays.has(replayKey(t)));
     void vscode.commands.executeCommand('setContext', 'locklens.historyCanReplay', !!t?.connection.backend?.capabilities.history);
@@ -115,6 +124,8 @@ const SECTION_LABELS = {
   past: () => vscode.l10n.t("Replayed from the store's history"),
 };
 const SECTION_ICONS = { figures: 'graph', live: 'pulse', past: 'history' };
+/** Replayed holds listed, the newest: a long history would make every redraw build thousands of rows. */
+const MAX_PAST_ITEMS = 200;
 
 function replayKey(t: Target): string {
   return JSON.stringify([t.connection.name, t.lockId]);
@@ -164,8 +175,9 @@ function liveItems(holds: readonly ObservedHold[]): vscode.TreeItem[] {
   if (holds.length === 0) return [textItem(vscode.l10n.t('No hold seen yet.'), undefined, 'info')];
   const now = Date.now();
   return [...holds].reverse().map((h) => {
-    const held = formatSpan((h.endedAt ?? now) - h.acquiredAt);
-    const parts = [h.endedAt === null ? vscode.l10n.t('holding for {0}{1}', h.acquiredExact ? '' : '≥ ', held) : vscode.l10n.t('held {0}{1}', h.acquiredExact ? '' : '≥ ', held)];
+    const bound = holdBound(h);
+    const held = bound === null ? '?' : formatSpan((h.endedAt ?? now) - h.acquiredAt);
+    const parts = [h.endedAt === null ? vscode.l10n.t('holding for {0}{1}', bound ?? '', held) : vscode.l10n.t('held {0}{1}', bound ?? '', held)];
     if (h.endedAt !== null) parts.push(endText(h.end));
     if (h.token !== null) parts.push(vscode.l10n.t('token {0}', h.token));
     if (h.waitedMs !== null) parts.push(vscode.l10n.t('waited {0}', formatSpan(h.waitedMs)));
@@ -175,7 +187,7 @@ function liveItems(holds: readonly ObservedHold[]): vscode.TreeItem[] {
     appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Owner')}: `), h.owner || vscode.l10n.t('none'));
     md.appendMarkdown(`\n\n${vscode.l10n.t('Acquired')}: ${new Date(h.acquiredAt).toLocaleString()}${h.acquiredExact ? '' : ` (${vscode.l10n.t('already held when LockLens looked')})`}`);
     if (h.acquiredRevision !== null) md.appendMarkdown(` · ${vscode.l10n.t('revision {0}', h.acquiredRevision)}`);
-    if (h.endedAt !== null) md.appendMarkdown(`\n\n${vscode.l10n.t('Ended')}: ${new Date(h.endedAt).toLocaleString()} · ${endText(h.end)}`);
+    if (h.endedAt !== null) md.appendMarkdown(`\n\n${vscode.l10n.t('Ended')}: ${new Date(h.endedAt).toLocaleString()}${h.endedExact ? '' : ` (${vscode.l10n.t('found gone when LockLens looked again')})`} · ${endText(h.end)}`);
     if (h.endedRevision !== null) md.appendMarkdown(` · ${vscode.l10n.t('revision {0}', h.endedRevision)}`);
     item.tooltip = md;
     return item;
@@ -202,7 +214,10 @@ function pastItems(history: LockHistory | undefined, t: Target, timeOf: (revisio
     const time = timeOf(revision);
     return time === undefined ? vscode.l10n.t('revision {0}', revision) : vscode.l10n.t('revision {0} ({1})', revision, new Date(time).toLocaleTimeString());
   };
-  for (const h of [...history.holds].reverse()) items.push(replayedItem(h, at));
+  const shown = history.holds.slice(-MAX_PAST_ITEMS).reverse();
+  for (const h of shown) items.push(replayedItem(h, at));
+  const older = history.holds.length - shown.length;
+  if (older > 0) items.push(textItem(vscode.l10n.t('{0} older holds not listed here (locklens history NAME lists every one)', older), undefined, 'ellipsis'));
   return items;
 }
 
@@ -240,8 +255,11 @@ export function registerHistory(
     view.description = `${displayKey(t.name)} · ${t.connection.name}`;
   };
 
-  /** The live lock an argument names, or the view's target, or one the user picks. */
-  const resolve = async (arg: HistoryArg, title: string): Promise<Target> => {
+  /**
+   * The live lock an argument names, or the view's target (unless `pick`: Show Lock History from the palette is asked
+   * for another lock), or one the user picks.
+   */
+  const resolve = async (arg: HistoryArg, title: string, pick = false): Promise<Target> => {
     if (arg && 'kind' in arg && (arg.kind === 'lock' || arg.kind === 'member')) {
       const lock = tree.lock(arg);
       if (!lock) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That lock is gone since it was shown.'));
@@ -254,14 +272,14 @@ export function registerHistory(
       if (connection && provider.target?.connection === connection && provider.target.lockId === arg.lockId) return provider.target;
       throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No lock {0} on {1}.', arg.lockId, arg.connection));
     }
-    if (provider.target) return provider.target;
+    if (provider.target && !pick) return provider.target;
     const connection = await pickConnection(registry, title);
     await connection.open();
     return targetOf(connection, await pickLock(connection, title, () => true, vscode.l10n.t('No lock under the watched prefixes of {0}.', connection.name)));
   };
 
   const showHistory = async (arg?: HistoryArg) => {
-    const t = await resolve(arg, vscode.l10n.t('Show lock history'));
+    const t = await resolve(arg, vscode.l10n.t('Show lock history'), true);
     provider.show(t);
     describe(t);
     await vscode.commands.executeCommand(`${HISTORY_VIEW}.focus`);
@@ -295,15 +313,15 @@ export function registerHistory(
 
   const copyIncidentReport = async (arg?: HistoryArg) => {
     const t = await resolve(arg, vscode.l10n.t('Copy incident report'));
+    // A lock whose holder has just gone is no longer in the store: what was recorded of it is reported all the same.
     const lock = t.connection.watch?.lock(t.lockId);
-    if (!lock) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('"{0}" is not under a watched prefix now: nothing to report on.', displayKey(t.name)));
+    const owner = t.connection.backend?.capabilities.owner;
     const { stats } = records;
     const report = incidentReport({
       connection: t.connection.name,
       store: STORE_NAMES[t.connection.store],
-      lock,
-      health: tree.health(t.connection, lock),
-      capabilities: t.connection.backend!.capabilities,
+      name: t.name,
+      live: lock && owner ? { lock, health: tree.health(t.connection, lock), owner } : undefined,
       figures: stats.figures(t.connection.name, t.lockId),
       holds: stats.holds(t.connection.name, t.lockId),
       history: provider.replay(t),
@@ -335,6 +353,15 @@ export function registerHistory(
       const t = targetOf(node.connection, lock);
       provider.show(t);
       describe(t);
+    }),
+    // A connection removed (or replaced by an edit) is no target: its object is disposed, and reopening it would leak.
+    registry.onDidChange(() => {
+      const t = provider.target;
+      if (t && registry.get(t.connection.name) !== t.connection) provider.clear();
+    }),
+    // Whether the view's lock can be replayed follows its connection (a store's capabilities come with its backend).
+    registry.onDidChangeState((c) => {
+      if (provider.target?.connection === c) provider.redraw();
     }),
     register('locklens.showHistory', showHistory),
     register('locklens.replayHistory', replayHistory),

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { LockWatch } from '../core/backend';
 import { errorMessage } from '../core/errors';
 import { LockStats } from '../core/lockStats';
 import type { ConnectionRegistry } from './connections';
@@ -12,6 +13,10 @@ const FILE = 'lock-records.json';
  * What LockLens has seen of every lock since it first looked (src/core/lockStats.ts), kept across restarts in the
  * extension's global storage, bounded in size by the core. Fed by every connection's change sets and TTL samples, for
  * every store; the Lock History view, the tooltips and the incident report read it.
+ *
+ * Several windows share the file: each writes the connections it watches and keeps, from the file, those it does not
+ * (another window's, saved meanwhile). A write goes to a temporary file renamed over the old one, so a crash never
+ * leaves half a file; a file that cannot be read is moved aside, not overwritten.
  */
 export class LockRecords implements vscode.Disposable {
   stats = new LockStats();
@@ -20,52 +25,57 @@ export class LockRecords implements vscode.Disposable {
   readonly onDidChange = this.changeEmitter.event;
   private saveTimer?: NodeJS.Timeout;
   private readonly subscriptions: { dispose(): void }[] = [this.changeEmitter];
+  /** The watch each connection's change sets came from: a new one starts over (see LockStats.restart). */
+  private readonly watches = new Map<string, LockWatch>();
+  /** Connections whose records went (removed from the settings): not taken back from the file on the next save. */
+  private readonly forgotten = new Set<string>();
   /** Where the records are kept (the extension's global storage). */
   readonly file: vscode.Uri;
 
   constructor(
     private readonly registry: ConnectionRegistry,
     private readonly probe: LeaseEndProbe,
-    storage: vscode.Uri,
+    private readonly storage: vscode.Uri,
     private readonly log: vscode.LogOutputChannel,
   ) {
     this.file = vscode.Uri.joinPath(storage, FILE);
   }
 
-  /** Reads what earlier sessions recorded, then starts recording. Unreadable records are logged and started afresh. */
+  /** Reads what earlier sessions recorded, then starts recording: call it before connections start watching. */
   async start(): Promise<void> {
-    try {
-      this.stats = LockStats.fromJSON(JSON.parse(new TextDecoder().decode(await vscode.workspace.fs.readFile(this.file))));
-    } catch (e) {
-      if (!(e instanceof vscode.FileSystemError && e.code === 'FileNotFound')) this.log.warn(`lock records not read (${errorMessage(e)}): starting afresh`);
-    }
+    this.stats = (await this.read()) ?? new LockStats();
     const { registry } = this;
     this.subscriptions.push(
-      this.stats.onDidChange((e) => this.changeEmitter.fire(e)),
+      this.stats.onDidChange((e) => {
+        this.changeEmitter.fire(e);
+        this.scheduleSave();
+      }),
       registry.onDidChangeLocks(({ connection, changes }) => {
         const caps = connection.backend?.capabilities;
         const watch = connection.watch;
         if (!caps || !watch) return;
+        if (this.watches.get(connection.name) !== watch) {
+          this.watches.set(connection.name, watch);
+          this.stats.restart(connection.name);
+        }
         this.stats.observe(connection.name, changes, { revocableLeases: caps.revokeOwner, hasRevisions: caps.history, lease: (id) => watch.lease(id) });
         for (const lease of this.stats.unsettled(connection.name)) this.probe.ask(connection.name, lease, this.settle);
-        this.scheduleSave();
       }),
-      registry.onDidChangeLeases(({ connection, infos }) => {
-        this.stats.observeLeases(connection.name, infos);
-        this.scheduleSave();
-      }),
-      // A connection removed takes its records with it; one renamed starts new ones.
+      registry.onDidChangeLeases(({ connection, infos }) => this.stats.observeLeases(connection.name, infos)),
+      // A connection removed takes its records with it; one renamed starts new ones. Connections live in user
+      // settings only, so every window agrees on which exist.
       registry.onDidChange(() => {
         const names = new Set(registry.all().map((c) => c.name));
-        for (const name of this.stats.connections()) if (!names.has(name)) this.stats.forget(name);
+        for (const name of this.stats.connections()) {
+          if (names.has(name)) continue;
+          this.stats.forget(name);
+          this.forgotten.add(name);
+        }
       }),
     );
   }
 
-  private readonly settle: LeaseEndListener = (end, connection, lease) => {
-    this.stats.settle(connection, lease, end);
-    this.scheduleSave();
-  };
+  private readonly settle: LeaseEndListener = (end, connection, lease) => this.stats.settle(connection, lease, end);
 
   private scheduleSave(): void {
     this.saveTimer ??= setTimeout(() => {
@@ -74,12 +84,39 @@ export class LockRecords implements vscode.Disposable {
     }, SAVE_DELAY_MS);
   }
 
-  /** Writes the records now (also on shutdown). */
+  /** The saved records, or undefined when there are none; a file that cannot be read is moved aside. */
+  private async read(): Promise<LockStats | undefined> {
+    let text: Uint8Array;
+    try {
+      text = await vscode.workspace.fs.readFile(this.file);
+    } catch (e) {
+      if (!(e instanceof vscode.FileSystemError && e.code === 'FileNotFound')) this.log.warn(`lock records not read: ${errorMessage(e)}`);
+      return undefined;
+    }
+    try {
+      return LockStats.fromJSON(JSON.parse(new TextDecoder().decode(text)));
+    } catch (e) {
+      const aside = vscode.Uri.joinPath(this.storage, `${FILE}.unreadable`);
+      this.log.warn(`lock records unreadable (${errorMessage(e)}): moved to ${aside.fsPath}, starting afresh`);
+      await vscode.workspace.fs.rename(this.file, aside, { overwrite: true }).then(undefined, () => undefined);
+      return undefined;
+    }
+  }
+
+  /** Writes the records now (also on shutdown), keeping other windows' connections from the file. */
   async save(): Promise<void> {
     clearTimeout(this.saveTimer);
     this.saveTimer = undefined;
     try {
-      await vscode.workspace.fs.writeFile(this.file, new TextEncoder().encode(JSON.stringify(this.stats.toJSON())));
+      const saved = await this.read();
+      if (saved) {
+        for (const name of this.forgotten) saved.forget(name);
+        this.stats.adopt(saved);
+      }
+      this.forgotten.clear();
+      const temp = vscode.Uri.joinPath(this.storage, `${FILE}.${process.pid}.tmp`);
+      await vscode.workspace.fs.writeFile(temp, new TextEncoder().encode(JSON.stringify(this.stats.toJSON())));
+      await vscode.workspace.fs.rename(temp, this.file, { overwrite: true });
     } catch (e) {
       this.log.warn(`lock records not saved: ${errorMessage(e)}`);
     }

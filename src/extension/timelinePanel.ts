@@ -356,6 +356,7 @@ function strings(): TimelineStrings {
     pastBefore: vscode.l10n.t('before {0}'),
     pastWaiting: vscode.l10n.t('{0} waiting'),
     pastLabel: vscode.l10n.t('Holds replayed from history, oldest first'),
+    pastOlder: vscode.l10n.t('{0} older holds not drawn'),
   };
 }
 

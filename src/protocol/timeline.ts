@@ -1,12 +1,14 @@
 /**
  * The one message protocol between the timeline panel's host (src/extension/timelinePanel.ts) and its webview
  * (webview/timeline/). Both sides import this file, so a wrong message is a compile error; it imports nothing from
- * vscode or Node, because the browser bundle includes it too.
+ * vscode or Node, because the browser bundle includes it too (only the core's plain list of how a hold ends).
  *
  * The host sends the whole picture once (`init`, when the webview says `ready`: on first load, after it was hidden,
  * after a resume), then only what changed (`diff`, coalesced). Each side checks what it receives with the guards at the
  * end of this file: a message is data, never trusted to have the shape its type claims.
  */
+
+import { HOLD_ENDS, type HoldEnd } from '../core/holdEnds';
 
 export type TimelineRole = 'holder' | 'waiter' | 'leader' | 'candidate' | 'single';
 export type TimelineLockKind = 'queue' | 'single' | 'election' | 'readwrite';
@@ -140,6 +142,7 @@ export interface TimelineStrings {
   readonly pastBefore: string; // before revision {0}
   readonly pastWaiting: string; // {0} waiting
   readonly pastLabel: string; // the list's label for screen readers
+  readonly pastOlder: string; // {0} older holds not drawn
 }
 
 export interface InitMessage {
@@ -180,7 +183,7 @@ export interface PastHold {
   readonly waiters: number;
 }
 
-export type PastEnd = 'released' | 'revokedOrExpired' | 'expired';
+export type PastEnd = HoldEnd;
 
 /** A lock's past, replayed from its store's history: drawn on a revision axis (the store keeps no wall-clock time). */
 export interface PastMessage {
@@ -190,6 +193,8 @@ export interface PastMessage {
   readonly fromRevision: number;
   readonly toRevision: number;
   readonly compactedAt: number | null;
+  /** Holds older than those sent, not drawn. */
+  readonly older: number;
   /** Oldest first. */
   readonly holds: readonly PastHold[];
 }
@@ -322,6 +327,7 @@ export function isHostMessage(v: unknown): v is HostMessage {
         isNum(v.fromRevision) &&
         isNum(v.toRevision) &&
         (v.compactedAt === null || isNum(v.compactedAt)) &&
+        isNum(v.older) &&
         Array.isArray(v.holds) &&
         v.holds.every(isPastHold)
       );
@@ -330,7 +336,6 @@ export function isHostMessage(v: unknown): v is HostMessage {
   }
 }
 
-const PAST_ENDS: readonly string[] = ['released', 'revokedOrExpired', 'expired'];
 
 function isPastHold(v: unknown): v is PastHold {
   return (
@@ -341,7 +346,7 @@ function isPastHold(v: unknown): v is PastHold {
     isNum(v.acquiredRevision) &&
     isBool(v.beforeHistory) &&
     (v.endedRevision === null || isNum(v.endedRevision)) &&
-    (v.end === null || PAST_ENDS.includes(v.end as string)) &&
+    (v.end === null || (HOLD_ENDS as readonly unknown[]).includes(v.end)) &&
     isNum(v.waiters)
   );
 }

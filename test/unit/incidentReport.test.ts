@@ -29,7 +29,7 @@ function report(overrides: { figures?: LockFigures; holds?: ObservedHold[]; hist
   const [lock] = model.locks();
   const leases = new Map([['1a', lease('1a', 3, { stalled: true })], ['2b', lease('2b', 9)]]);
   const health = lockHealth(lock, clock, (id) => leases.get(id), { longHoldMs: 300_000 }, 100_000);
-  return incidentReport({ connection: 'prod', store: 'etcd', lock, health, capabilities: CAPS, holds: [], figures: undefined, history: undefined, now: 100_000, ...overrides });
+  return incidentReport({ connection: 'prod', store: 'etcd', name: lock.name, live: { lock, health, owner: CAPS.owner }, holds: [], figures: undefined, history: undefined, now: 100_000, ...overrides });
 }
 
 describe('incident report', () => {
@@ -56,7 +56,7 @@ describe('incident report', () => {
       stalls: 1,
     };
     const hold = (owner: string, acquiredAt: number, endedAt: number | null): ObservedHold => ({
-      key: `${NAME}/${owner}`, owner, lease: owner, token: 7, acquiredAt, acquiredExact: true, acquiredRevision: 7, waitedMs: 250, endedAt, endedRevision: null, end: endedAt ? 'released' : null, stalled: false,
+      key: `${NAME}/${owner}`, owner, lease: owner, token: 7, acquiredAt, acquiredExact: true, acquiredRevision: 7, waitedMs: 250, endedAt, endedExact: true, endedRevision: null, end: endedAt ? 'released' : null, stalled: false,
     });
     const history: LockHistory = {
       name: Buffer.from(NAME), lockId: 'x', fromRevision: 5, toRevision: 12, compactedAt: 5, events: 9,
@@ -73,6 +73,12 @@ describe('incident report', () => {
     // The key's pipe is escaped inside the table cell, so the row keeps its seven cells.
     const row = text.split('\n').find((l) => l.includes('before 5'))!;
     assert.equal(row.split(/(?<!\\)\|/).length - 2, 7, row);
+  });
+
+  test('a lock not in the store now (free): the report says so, and still has what was recorded', () => {
+    const text = incidentReport({ connection: 'prod', store: 'etcd', name: Buffer.from('/locks/gone'), holds: [], figures: undefined, history: undefined, now: 0 });
+    assert.match(text, /^# Lock `\/locks\/gone` on `prod` \(etcd\)\n/);
+    assert.match(text, /## Now\n\nNot in the store now: free, nobody waiting/);
   });
 
   test('code spans: fenced past the longest run of backticks, padded where they touch, one line', () => {

@@ -4,7 +4,7 @@ import { LockModel, lockId } from '../../src/core/etcd/lockModel';
 import type { KeyRecord } from '../../src/core/etcd/records';
 import type { LeaseInfo } from '../../src/core/leaseInfo';
 import type { ChangeSet } from '../../src/core/lockState';
-import { LockStats, MAX_HOLDS, MAX_LOCKS, type LockStatsChange, type ObserveOptions } from '../../src/core/lockStats';
+import { holdBound, LockStats, MAX_HOLDS, MAX_LOCKS, type LockStatsChange, type ObserveOptions } from '../../src/core/lockStats';
 
 function mutexKey(name: string, lease: string, create: number): KeyRecord {
   return { key: Buffer.from(`${name}/${lease}`), valuePreview: Buffer.alloc(0), valueSize: 0, createRevision: create, modRevision: create, version: 1, lease };
@@ -53,7 +53,7 @@ describe('LockStats', () => {
         ['c', 6000, true, 3000, 6500],
       ],
     );
-    assert.deepEqual(holds.map((h) => h.acquiredRevision), [1, 4, 5]);
+    assert.deepEqual(holds.map((h) => h.acquiredRevision), [null, 4, 5], 'a reload\'s revision dates nothing');
     const f = stats.figures('local', JOBS, 7000)!;
     assert.equal(f.holds, 3);
     assert.deepEqual(f.hold, { p50: 500, p95: 1000, max: 1000, count: 2 }, 'the inexact hold is no sample');
@@ -147,15 +147,17 @@ describe('LockStats', () => {
     assert.deepEqual(f.longestWait, { ms: 3000, who: 'quitter' });
   });
 
-  test('revisions seen live map to times; one between two close change sets too; others are unknown', () => {
+  test('revisions seen live map to times; one between two close change sets too; a reload\'s and others are unknown', () => {
     const { stats, put, step } = harness();
-    put(1000, 'a'); // revision 1
-    step(1200, () => undefined); // revision 2 happened elsewhere
-    put(1300, 'b'); // revision 3
-    put(60_000, 'c'); // revision 4
-    assert.equal(stats.timeOfRevision('local', 1), 1000);
-    assert.equal(stats.timeOfRevision('local', 2), 1300, 'between change sets 300 ms apart');
-    assert.equal(stats.timeOfRevision('local', 4), 60_000);
+    put(1000, 'a'); // revision 1, by the first load: the store's last write, at some earlier time
+    put(1100, 'b'); // revision 2
+    step(1200, () => undefined); // revision 3 happened elsewhere
+    put(1300, 'c'); // revision 4
+    put(60_000, 'd'); // revision 5
+    assert.equal(stats.timeOfRevision('local', 1), undefined);
+    assert.equal(stats.timeOfRevision('local', 2), 1100);
+    assert.equal(stats.timeOfRevision('local', 3), 1300, 'between change sets 200 ms apart');
+    assert.equal(stats.timeOfRevision('local', 5), 60_000);
     assert.equal(stats.timeOfRevision('local', 99), undefined);
   });
 
@@ -192,6 +194,91 @@ describe('LockStats', () => {
     for (let i = 0; i < MAX_LOCKS + 5; i++) step(10_000 + i, (m, rev) => m.put(mutexKey(`/locks/n${i}`, 'x', rev)));
     assert.equal(stats.figures('local', JOBS), undefined, 'the least recently active went first');
     assert.ok(stats.figures('local', lockId(Buffer.from(`/locks/n${MAX_LOCKS + 4}`), 'go-mutex')));
+  });
+
+  test('a new holder on the same key within one change set is a new hold (Redis token locks, re-created keys)', () => {
+    const { stats, step } = harness({ revocableLeases: false, hasRevisions: false });
+    const token = (owner: string, rev: number): KeyRecord => ({ ...mutexKey('/locks/jobs', '', rev), key: Buffer.from('/locks/jobs'), valuePreview: Buffer.from(owner) });
+    const single = lockId(Buffer.from('/locks/jobs'), 'single-key');
+    step(0, (m) => m.put(token('a', 1)));
+    step(1000, (m) => m.put(token('b', 2))); // deleted and set again by another owner: one change set, same key
+    assert.deepEqual(stats.holds('local', single).map((h) => [h.token, h.endedAt]), [
+      [1, 1000],
+      [2, null],
+    ]);
+    assert.equal(stats.figures('local', single)!.transitions, 1);
+  });
+
+  test('a new watch (Refresh, reconnect): a hold gone meanwhile ends unseen, and is never measured', () => {
+    const { stats, model, put } = harness();
+    put(0, 'x');
+    put(1000, 'a');
+    stats.restart('local');
+    // The new watch's first load: a is gone, b holds.
+    const fresh = new LockModel();
+    fresh.reload(() => true, [mutexKey('/locks/jobs', 'b', 9)], 9);
+    stats.observe('local', { ...fresh.takeChanges(), resynced: true }, { revocableLeases: true, hasRevisions: true, lease: () => undefined }, 3_600_000);
+    const [x, b, ...more] = stats.holds('local', JOBS);
+    assert.deepEqual([x.owner, x.endedAt, x.endedExact, b.owner, b.acquiredExact, more.length], ['x', 3_600_000, false, 'b', false, 0]);
+    assert.equal(stats.figures('local', JOBS)!.hold, null, 'x was found holding: no sample');
+    assert.equal(model.keyCount, 2);
+  });
+
+  test('an end found by a reload is inexact: at most that long', () => {
+    const { stats, step, put } = harness();
+    put(0, 'seed');
+    step(10, (m, rev) => m.delete(Buffer.from('/locks/jobs/seed'), rev));
+    put(1000, 'a'); // seen taking the free lock
+    stats.restart('local');
+    const fresh = new LockModel();
+    fresh.reload(() => true, [], 20);
+    stats.observe('local', { revision: 20, changed: [], removed: [], resynced: true }, { revocableLeases: true, hasRevisions: true, lease: () => undefined }, 5000);
+    const a = stats.holds('local', JOBS).find((h) => h.owner === 'a')!;
+    assert.deepEqual([a.endedAt, a.endedExact, a.endedRevision, holdBound(a)], [5000, false, null, '≤ ']);
+    assert.equal(stats.figures('local', JOBS)!.hold, null);
+  });
+
+  test('handoffs a minute: not capped by a sample count, and over the time LockLens watched', () => {
+    const { stats, step } = harness();
+    step(0, (m, rev) => m.put(mutexKey('/locks/jobs', 'h0', rev)));
+    // 600 handoffs in 2 minutes: 300 a minute.
+    for (let i = 1; i <= 600; i++) {
+      step(i * 200 - 100, (m, rev) => m.put(mutexKey('/locks/jobs', `h${i}`, rev)));
+      step(i * 200, (m, rev) => m.delete(Buffer.from(`/locks/jobs/h${i - 1}`), rev));
+    }
+    assert.equal(stats.figures('local', JOBS, 120_000)!.handoffsPerMinute, 300);
+  });
+
+  test('a restart\'s first load of more locks than are kept leaves what was measured before', () => {
+    const first = harness();
+    first.put(0, 'a');
+    first.put(100, 'b');
+    first.del(200, 'a');
+    const saved = first.stats.toJSON();
+    const again = harness({}, LockStats.fromJSON(JSON.parse(JSON.stringify(saved))));
+    again.step(9000, (m) =>
+      m.reload(() => true, [mutexKey('/locks/jobs', 'b', 2), ...Array.from({ length: MAX_LOCKS + 50 }, (_, i) => mutexKey(`/locks/n${i}`, 'c', 10 + i))], 300),
+    );
+    assert.equal(again.stats.figures('local', JOBS)!.wait?.count, 1, 'the record of /locks/jobs survived');
+  });
+
+  test('a lock the model had, changed live without a record (dropped beyond the cap), is not taken as new', () => {
+    const { stats, step } = harness();
+    const names = Array.from({ length: MAX_LOCKS + 1 }, (_, i) => `/locks/n${i}`);
+    step(0, (m, rev) => m.reload(() => true, names.map((n, i) => mutexKey(n, 'c', rev + i)), rev + names.length));
+    const dropped = names.find((n) => !stats.figures('local', lockId(Buffer.from(n), 'go-mutex')))!;
+    assert.ok(dropped, 'one went beyond the cap');
+    step(5000, (m, rev) => m.put(mutexKey(dropped, 'w', 1000 + rev)));
+    const [held] = stats.holds('local', lockId(Buffer.from(dropped), 'go-mutex'));
+    assert.deepEqual([held.owner, held.acquiredExact], ['c', false], 'its holder was there before');
+  });
+
+  test('saved records leave out TTL samples, which a restart makes stale', () => {
+    const { stats, leases, put } = harness();
+    leases.set('a', lease('a', 10, 0));
+    put(0, 'a');
+    const saved = stats.toJSON();
+    assert.equal(saved.connections.local.locks[0][1].current?.sample, null);
   });
 
   test('fromJSON refuses anything but its own records, whole', () => {

@@ -5,7 +5,7 @@ import { LockClock } from '../../src/core/lockHealth';
 import { LockModel, lockId } from '../../src/core/etcd/lockModel';
 import type { KeyRecord } from '../../src/core/etcd/records';
 import type { LockHistory } from '../../src/core/history';
-import { TimelineReducer, pastMessage, rowId, timelineRows, type TimelineSource } from '../../src/core/timeline';
+import { MAX_PAST_HOLDS, TimelineReducer, pastMessage, rowId, timelineRows, type TimelineSource } from '../../src/core/timeline';
 import { applyDiff, compareRows, isHostMessage, isTimelineRow, isWebviewMessage, type TimelineDiff, type TimelineRow } from '../../src/protocol/timeline';
 import { mulberry32 } from '../harness/random';
 
@@ -420,6 +420,14 @@ describe('the replayed past', () => {
       ['/\\xff/2', 0, null, null],
     ]);
     assert.ok(isHostMessage(JSON.parse(JSON.stringify(message))));
+  });
+
+  test('pastMessage sends the newest holds only, and counts the older ones', () => {
+    const many: LockHistory = { ...history, holds: Array.from({ length: MAX_PAST_HOLDS + 7 }, (_, i) => ({ ...history.holds[0], acquiredRevision: i })) };
+    const message = pastMessage(many, 'local');
+    assert.equal(message.holds.length, MAX_PAST_HOLDS);
+    assert.equal(message.older, 7);
+    assert.equal(message.holds[0].acquiredRevision, 7, 'oldest first, from the eighth');
   });
 
   test('the guard refuses a past with a wrong field, and the webview may say it closed the past', () => {
