@@ -91,6 +91,46 @@ export function mergeChangeSets(sets: readonly ChangeSet[]): ChangeSet | undefin
   };
 }
 
+/**
+ * Hands a watch's change sets to its views at most once per `intervalMs` (a quiet store's change at once): change sets
+ * that come sooner are merged into the next one, each lock once, in its latest state.
+ */
+export class ChangeSetCoalescer {
+  private pending: ChangeSet[] = [];
+  private lastEmit = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private disposed = false;
+
+  constructor(
+    private readonly fire: (set: ChangeSet) => void,
+    private readonly intervalMs: number,
+  ) {}
+
+  push(set: ChangeSet | undefined): void {
+    if (!set || this.disposed) return;
+    this.pending.push(set);
+    const wait = this.lastEmit + this.intervalMs - Date.now();
+    if (wait <= 0) return this.flush();
+    this.timer ??= setTimeout(() => this.flush(), wait);
+  }
+
+  /** Emits what is pending now (a caller that must see the model and its views agree, e.g. `sync`). */
+  flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const merged = mergeChangeSets(this.pending.splice(0));
+    if (!merged || this.disposed) return;
+    this.lastEmit = Date.now();
+    this.fire(merged);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    clearTimeout(this.timer);
+    this.pending = [];
+  }
+}
+
 function memberFingerprint(m: LockMember): unknown[] {
   return [
     m.key.toString('hex'),

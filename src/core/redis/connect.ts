@@ -4,11 +4,12 @@
  * failure is explained by what the server said (WRONGPASS, NOAUTH) or, when it said nothing useful, by asking the
  * socket directly (plain RESP? TLS?). Afterwards commands fail fast while disconnected and the client reconnects.
  */
-import { createConnection, type Socket } from 'node:net';
+import { createConnection } from 'node:net';
 import { checkServerIdentity, connect as tlsConnect, type ConnectionOptions } from 'node:tls';
 import Redis, { Cluster, type RedisOptions } from 'ioredis';
 import { LockLensError, errorMessage } from '../errors';
 import { DEFAULT_DIAL_TIMEOUT_MS, type ConnectionProfile } from '../profile';
+import { printable, probe } from '../socketProbe';
 import { loadTlsMaterial, oneLine, type TlsMaterial } from '../tlsMaterial';
 import { parseRedisEndpoint, type RedisEndpoint } from './endpoints';
 
@@ -281,24 +282,6 @@ function certificateProblem(cause: Error | undefined, spec: ClientSpec): string 
 
 type PlainProbe = { kind: 'redis' | 'other'; text: string } | { kind: 'silent' | 'closed' | 'refused' };
 
-/**
- * A diagnostic look at a socket: the first outcome `listen` reports wins (or `silent` after `timeoutMs`), and the
- * socket is closed at once.
- */
-function probe<T>(socket: Socket, timeoutMs: number, silent: T, listen: (done: (outcome: T) => void) => void): Promise<T> {
-  return new Promise((resolve) => {
-    let settled = false;
-    const done = (outcome: T) => {
-      if (settled) return;
-      settled = true;
-      socket.destroy();
-      resolve(outcome);
-    };
-    socket.setTimeout(timeoutMs, () => done(silent));
-    listen(done);
-  });
-}
-
 /** Sends an inline PING in the clear and looks at the first bytes back: RESP starts with + - : $ or *. */
 function probePlain(endpoint: RedisEndpoint, timeoutMs: number): Promise<PlainProbe> {
   const socket = createConnection({ host: endpoint.host, port: endpoint.port });
@@ -311,10 +294,6 @@ function probePlain(endpoint: RedisEndpoint, timeoutMs: number): Promise<PlainPr
     socket.once('error', (e: NodeJS.ErrnoException) => done(e.code === 'ECONNREFUSED' ? { kind: 'refused' } : { kind: 'closed' }));
     socket.once('close', () => done({ kind: 'closed' }));
   });
-}
-
-function printable(s: string): string {
-  return s.replace(/[^\x20-\x7e]/g, '?');
 }
 
 type AfterHandshake = { kind: 'answered' | 'closed' | 'silent' } | { kind: 'error'; error: Error };

@@ -19,7 +19,7 @@ import { hasPrefix, keyId } from '../keys';
 import type { LeaseInfo } from '../leaseInfo';
 import type { ChangeSet, LockState } from '../lockState';
 import { members } from '../lockState';
-import { SnapshotModel, mergeChangeSets } from '../snapshotModel';
+import { ChangeSetCoalescer, SnapshotModel } from '../snapshotModel';
 import { globPrefix, storeError, type ReadOptions } from './keyspaceReader';
 import { PollPacer } from './pollPacing';
 import { queueOwnerName, type TtlSource } from './recognize';
@@ -120,9 +120,7 @@ export class RedisLockWatch implements LockWatch {
   private readonly touched = new Map<string, Buffer>();
   private queue: Promise<void> = Promise.resolve();
   private fullPending: Promise<void> | undefined;
-  private pendingSets: ChangeSet[] = [];
-  private lastEmit = 0;
-  private emitTimer: NodeJS.Timeout | undefined;
+  private readonly changes: ChangeSetCoalescer;
   private disposed = false;
   private readonly clientListeners: [Redis, string, (...a: unknown[]) => void][] = [];
   /** The detections in flight, one after the other (see detectMode). */
@@ -137,6 +135,7 @@ export class RedisLockWatch implements LockWatch {
     this.sampleMs = Math.max(50, options.leaseSampleIntervalMs ?? 2000);
     this.pacer = new PollPacer(this.pollMs);
     this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
+    this.changes = new ChangeSetCoalescer((set) => this.locksEmitter.fire(set), options.minNotifyIntervalMs ?? COALESCE_MS);
   }
 
   get status(): LiveStatus {
@@ -429,20 +428,7 @@ export class RedisLockWatch implements LockWatch {
   }
 
   private emit(set: ChangeSet | undefined): void {
-    if (!set || this.disposed) return;
-    this.pendingSets.push(set);
-    const wait = this.lastEmit + (this.options.minNotifyIntervalMs ?? COALESCE_MS) - Date.now();
-    if (wait <= 0) return this.flush();
-    if (!this.emitTimer) this.emitTimer = setTimeout(() => this.flush(), wait);
-  }
-
-  private flush(): void {
-    clearTimeout(this.emitTimer);
-    this.emitTimer = undefined;
-    const merged = mergeChangeSets(this.pendingSets.splice(0));
-    if (!merged || this.disposed) return;
-    this.lastEmit = Date.now();
-    this.locksEmitter.fire(merged);
+    if (!this.disposed) this.changes.push(set);
   }
 
   /** The wait before the next full read. */
@@ -500,7 +486,7 @@ export class RedisLockWatch implements LockWatch {
   sync(): Promise<void> {
     return this.enqueue(async () => {
       await this.fullRead(false);
-      this.flush();
+      this.changes.flush();
     });
   }
 
@@ -511,7 +497,7 @@ export class RedisLockWatch implements LockWatch {
     clearTimeout(this.pollTimer);
     clearTimeout(this.sampleTimer);
     clearTimeout(this.touchTimer);
-    clearTimeout(this.emitTimer);
+    this.changes.dispose();
     clearTimeout(this.fullTimer);
     this.fullTimerDone?.();
     for (const [client, event, l] of this.clientListeners) client.off(event, l);
