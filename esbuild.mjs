@@ -32,9 +32,10 @@ const common = {
 const STORES = [
   { store: 'etcd', entry: 'src/core/etcd/etcdBackend.ts', dir: 'src/core/etcd/' },
   { store: 'redis', entry: 'src/core/redis/redisBackend.ts', dir: 'src/core/redis/' },
+  { store: 'zookeeper', entry: 'src/core/zookeeper/zookeeperBackend.ts', dir: 'src/core/zookeeper/' },
 ];
 /** Client libraries that belong in a store bundle, never in a host bundle (checked after each host build). */
-const STORE_CLIENTS = /node_modules[\\/](etcd3|@grpc|protobufjs|@protobufjs|ioredis|redis-parser|cluster-key-slot)[\\/]/;
+const STORE_CLIENTS = /node_modules[\\/](etcd3|@grpc|protobufjs|@protobufjs|ioredis|redis-parser|cluster-key-slot|node-zookeeper-client)[\\/]/;
 
 /**
  * etcd3 reads its .proto files at run time from `${__dirname}/../proto`. In dist/stores/etcd.js __dirname is

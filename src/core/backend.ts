@@ -11,20 +11,23 @@ import type { ChangeSet, LockMember, LockState } from './lockState';
  * Grafana data sources declare what they support).
  */
 
-export type StoreKind = 'etcd' | 'redis';
+export type StoreKind = 'etcd' | 'redis' | 'zookeeper';
 
-export const STORE_KINDS: readonly StoreKind[] = ['etcd', 'redis'];
+export const STORE_KINDS: readonly StoreKind[] = ['etcd', 'redis', 'zookeeper'];
 
 /** What a store has and can do. Views read these; they never test `kind`. */
 export interface Capabilities {
   /** Waiters are visible in the store, in queue order (etcd queues, Redisson fair locks). */
   readonly waiters: boolean;
-  /** Members carry a fencing token (etcd: the create revision). */
+  /** Members carry a fencing token (etcd: the create revision; ZooKeeper: the node's creation zxid). */
   readonly fencingTokens: boolean;
-  /** Members carry a TTL that can be sampled (etcd leases, Redis PTTL). */
+  /** Members carry a TTL that can be sampled (etcd leases, Redis PTTL; not ZooKeeper sessions). */
   readonly ttl: boolean;
-  /** What `LockMember.owner` is, for labels: an etcd lease, a Redis token or client field. */
-  readonly owner: 'lease' | 'token';
+  /**
+   * What `LockMember.owner` is, for labels: an etcd lease, a Redis token or client field, a ZooKeeper session (which,
+   * like a lease, owns several nodes and ends them when it expires, but has no TTL to read and cannot be revoked).
+   */
+  readonly owner: 'lease' | 'token' | 'session';
   /**
    * Owners can be revoked as a whole (an etcd lease deletes every key attached to it): `leases` is then present.
    */

@@ -1,6 +1,7 @@
 import type { LockBackend, StoreKind } from './backend';
 import { LockLensError } from './errors';
 import { parseEndpoints, type ConnectionProfile } from './profile';
+import { parseZooKeeperUrl } from './zookeeper/url';
 
 /**
  * Opens the backend a profile names. Each store's module (and its client library) is required only when a connection
@@ -18,23 +19,34 @@ export async function openBackend(profile: ConnectionProfile): Promise<LockBacke
       const { RedisBackend } = require('./redis/redisBackend') as typeof import('./redis/redisBackend');
       return RedisBackend.open(profile);
     }
+    case 'zookeeper': {
+      const { ZooKeeperBackend } = require('./zookeeper/zookeeperBackend') as typeof import('./zookeeper/zookeeperBackend');
+      return ZooKeeperBackend.open(profile);
+    }
     default:
       throw new LockLensError('INVALID_ARGUMENT', `unknown store '${String(store)}'`);
   }
 }
 
-/** The store a connection URL names (`redis://`, `rediss://`), or undefined for etcd's plain endpoints. */
+/** The store a connection URL names (`redis://`, `rediss://`, `zookeeper://`), or undefined for etcd's plain endpoints. */
 export function storeOfUrl(url: string): StoreKind | undefined {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url.trim())?.[1]?.toLowerCase();
   if (scheme === 'redis' || scheme === 'rediss') return 'redis';
+  if (scheme === 'zookeeper') return 'zookeeper';
   if (scheme === 'etcd' || scheme === 'http' || scheme === 'https' || scheme === undefined) return scheme === undefined ? undefined : 'etcd';
-  throw new LockLensError('INVALID_ARGUMENT', `'${url}': unknown scheme '${scheme}://' (use redis://, rediss:// or an etcd endpoint)`);
+  throw new LockLensError('INVALID_ARGUMENT', `'${url}': unknown scheme '${scheme}://' (use redis://, rediss://, zookeeper:// or an etcd endpoint)`);
 }
 
 /** Throws a clear INVALID_ARGUMENT unless every endpoint is one the store can connect to. */
 export function checkEndpoints(store: StoreKind, endpoints: readonly string[]): void {
   if (store === 'etcd') {
     parseEndpoints(endpoints);
+    return;
+  }
+  if (store === 'zookeeper') {
+    if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no ZooKeeper URL given: write zookeeper://host:port[,host:port][/chroot]');
+    // The store's own parser says what is wrong; it is pure, so the host bundle keeps none of the client library.
+    for (const text of endpoints) parseZooKeeperUrl(text);
     return;
   }
   if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no Redis URL given');

@@ -21,7 +21,9 @@ export interface ConnectionProfile {
   readonly store?: StoreKind;
   /**
    * etcd: `host:port`, `http://host:port` or `https://host:port` (https turns TLS on). Redis: `redis://host:port[/db]`
-   * or `rediss://…` (TLS); several are independent instances (redlock), not replicas.
+   * or `rediss://…` (TLS); several are independent instances (redlock), not replicas. ZooKeeper:
+   * `zookeeper://host:port[,host:port…][/chroot][?sessionTimeout=ms]`, the servers of one ensemble; `username` and
+   * `password` are then digest credentials (ZooKeeper only checks them against a node's ACL).
    */
   readonly endpoints: readonly string[];
   readonly username?: string;

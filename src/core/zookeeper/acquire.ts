@@ -1,0 +1,292 @@
+/**
+ * Taking a lock from LockLens so that it excludes the services that use the same path: the lock recipe every
+ * ZooKeeper library shares (an ephemeral sequential child; the lowest sequence holds; each waiter watches only the node
+ * just ahead of it, so a release wakes one waiter, not the herd), with the node names of the library the lock already
+ * uses (Curator's `_c_<uuid>-lock-`, kazoo's `<hex>__lock__`, the documented recipe's `<guid>-lock-`), so that its
+ * clients count us as a contender and we count them.
+ *
+ * Each acquire has a ZooKeeper session of its own, whose timeout is the TTL asked for: the node goes when the session
+ * does, as an etcd key goes with its lease. A hold checks every third of that timeout that its session is heard and its
+ * node is there, and says it is lost the moment either fails for good: the session expired, the node was deleted
+ * (a force release), or nothing was heard for a whole session timeout (the ensemble has expired it by then).
+ */
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import * as zookeeper from 'node-zookeeper-client';
+import type { AcquireOptions, LockHold, LockMode, QueuePosition } from '../backend';
+import { Emitter, type Disposable, type Event } from '../emitter';
+import { LockLensError, abortError, errorMessage, throwIfAborted } from '../errors';
+import { displayKey } from '../keys';
+import { sleep } from '../sleep';
+import { zkCode, type ZkClient } from './client';
+import { bySequence, contenderPrefix, familyOf, joinPath, kindOf, parseContender, predecessorIndex, type ContenderName, type Family } from './conventions';
+import { zxidNumber } from './lockOfChildren';
+import { rootOf } from './znodeTree';
+
+export interface AcquireContext {
+  /** Opens a session of its own for one hold, with this timeout asked of the server. */
+  readonly openSession: (sessionTimeoutMs: number) => Promise<ZkClient>;
+}
+
+/** What a LockLens contender node holds, as kazoo's identifier or Curator's client IP would: who it is. */
+export function contenderData(): Buffer {
+  return Buffer.from(`LockLens ${hostname()} pid ${process.pid}`);
+}
+
+/** With no event, a waiter still looks again this often (a watch lost in a reconnect, say). */
+const RECHECK_MS = 30_000;
+
+interface Contender extends ContenderName {
+  readonly name: string;
+}
+
+function contendersOf(children: readonly string[]): Contender[] {
+  return children.flatMap((name) => {
+    const parsed = parseContender(name);
+    return parsed ? [{ ...parsed, name }] : [];
+  }).sort(bySequence);
+}
+
+const FAMILY_NAMES: Record<Family, string> = {
+  curator: 'Curator',
+  kazoo: 'kazoo',
+  recipe: 'the ZooKeeper recipe',
+};
+
+/**
+ * The family whose node names a new contender takes: the one already there (Curator, else kazoo, else the recipe,
+ * when several are mixed), and kazoo's layout for a name nobody uses yet: kazoo's names are what the Debian-packaged
+ * peer and most scripts use, and Curator's InterProcessMutex sees only Curator's names while kazoo can be told to see
+ * others (`extra_lock_patterns`).
+ */
+function layoutOf(name: string, contenders: readonly Contender[], mode: LockMode | undefined): { family: Family; read: boolean | undefined } {
+  const families = new Set(contenders.map((c) => familyOf(c.convention)));
+  const family: Family = families.has('curator') ? 'curator' : families.has('kazoo') ? 'kazoo' : families.has('recipe') ? 'recipe' : 'kazoo';
+  const kind = kindOf(contenders.map((c) => c.convention));
+  const what = `${displayKey(Buffer.from(name))} is a ${FAMILY_NAMES[family]}`;
+  if (kind === 'election') throw new LockLensError('INVALID_ARGUMENT', `${what} leader latch (an election): LockLens takes locks, not leadership`);
+  if (mode === undefined) {
+    if (kind === 'readwrite') throw new LockLensError('INVALID_ARGUMENT', `${what} read/write lock: choose read or write to take it`);
+    return { family, read: family === 'curator' ? undefined : false };
+  }
+  if (mode !== 'read' && mode !== 'write') throw new LockLensError('INVALID_ARGUMENT', `the mode is read or write, not '${String(mode)}'`);
+  if (contenders.length > 0 && kind !== 'readwrite') {
+    throw new LockLensError('INVALID_ARGUMENT', `${what} lock, not a read/write lock: take it without a read or write mode`);
+  }
+  if (family === 'recipe') throw new LockLensError('INVALID_ARGUMENT', `${what} lock, which has no read/write form`);
+  return { family, read: mode === 'read' };
+}
+
+/**
+ * Creates our contender. If the create's answer is lost (a reconnect), the node may exist anyway: it is found by its
+ * unique prefix, as Curator's protected mode and kazoo do, rather than created twice.
+ */
+async function createContender(session: ZkClient, name: string, prefix: string): Promise<string> {
+  const path = joinPath(name, prefix);
+  try {
+    return await session.create(path, contenderData(), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+  } catch (e) {
+    if (zkCode(e) === zookeeper.Exception.NO_NODE) {
+      await session.mkdirp(name);
+      return session.create(path, contenderData(), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+    }
+    const found = (await session.children(name).catch(() => undefined))?.find((c) => c.startsWith(prefix));
+    if (found) return joinPath(name, found);
+    throw e;
+  }
+}
+
+async function lockedError(session: ZkClient, name: string, holder: Contender): Promise<LockLensError> {
+  const read = await session.data(joinPath(name, holder.name)).catch(() => undefined);
+  const who = read?.data.length ? ` (${displayKey(read.data.subarray(0, 200))})` : '';
+  return new LockLensError('LOCKED', `${displayKey(Buffer.from(name))} is held by ${holder.name}${who}`);
+}
+
+export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<ZooKeeperHold> {
+  const name = rootOf(nameBytes);
+  if (name === '/') throw new LockLensError('INVALID_ARGUMENT', 'the root znode is no lock: name the lock`s path');
+  if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the session timeout) must be positive');
+  throwIfAborted(options.signal);
+  const session = await ctx.openSession(Math.max(1, Math.round(options.ttlSeconds * 1000)));
+  let ours: string | undefined;
+  try {
+    const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode);
+    ours = await createContender(session, name, contenderPrefix(family, randomUUID(), read));
+    const ourName = ours.slice(ours.lastIndexOf('/') + 1);
+    const created = await session.exists(ours);
+    if (!created) throw new LockLensError('LOCK_LOST', `${displayKey(Buffer.from(ours))} was deleted as soon as it was created`);
+    const fencingToken = zxidNumber(created.czxid);
+    let announced: number | undefined;
+    const announce = (ahead: number) => {
+      if (announced === ahead) return;
+      announced = ahead;
+      options.onQueue?.({ key: Buffer.from(ours!), ahead, fencingToken } satisfies QueuePosition);
+    };
+    for (;;) {
+      throwIfAborted(options.signal);
+      const contenders = contendersOf((await session.children(name)) ?? []);
+      const index = contenders.findIndex((c) => c.name === ourName);
+      if (index < 0) throw new LockLensError('LOCK_LOST', `${displayKey(Buffer.from(ours))} was deleted while it waited for the lock`);
+      const ahead = predecessorIndex(contenders, index);
+      if (ahead < 0) {
+        announce(0);
+        if (options.signal?.aborted) throw abortError(options.signal);
+        return new ZooKeeperHold(session, Buffer.from(name), ours, fencingToken);
+      }
+      if (options.tryOnly) throw await lockedError(session, name, contenders[0]);
+      announce(index);
+      await waitForChange(session, name, joinPath(name, contenders[ahead].name), options.signal);
+    }
+  } catch (e) {
+    // Nothing of ours is left behind: the node goes with the session anyway, the delete only makes it prompt.
+    if (ours) await session.remove(ours).catch(() => undefined);
+    void session.close();
+    throw e;
+  }
+}
+
+/**
+ * Waits until the node ahead goes (or changes), the session comes back from a disconnection, or `signal` aborts; and,
+ * for the queue position only, until the lock's list of contenders changes (a contender further ahead leaving moves us
+ * up without touching the node we watch). Only LockLens's own waiter reads the list again on such a change; nobody
+ * contends for the lock because of it.
+ */
+async function waitForChange(session: ZkClient, name: string, ahead: string, signal: AbortSignal | undefined): Promise<void> {
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => (wake = resolve));
+  const sub = session.onDidChangeState((state) => {
+    if (state !== 'disconnected') wake();
+  });
+  try {
+    if (!(await session.exists(ahead, () => wake()))) return;
+    if ((await session.children(name, () => wake())) === undefined) return;
+    await sleep(RECHECK_MS, signal, { wake: woken });
+    if (session.state === 'expired') throw new LockLensError('UNREACHABLE', `ZooKeeper expired the session of ${displayKey(Buffer.from(ahead))}'s waiter`);
+  } finally {
+    sub.dispose();
+  }
+}
+
+/** Nothing heard for this share of a session timeout (round trips, clock rates) already counts as the whole. */
+const SESSION_MARGIN = 0.9;
+
+/** A lock held through a session of its own; see the file's comment. */
+export class ZooKeeperHold implements LockHold {
+  readonly revision = null;
+  readonly key: Buffer;
+  readonly owner: string;
+  private readonly lostEmitter = new Emitter<LockLensError>();
+  readonly onDidLose: Event<LockLensError> = this.lostEmitter.event;
+  private lostError: LockLensError | undefined;
+  private ended = false;
+  private tickTimer: NodeJS.Timeout | undefined;
+  private deadline: NodeJS.Timeout | undefined;
+  private readonly subscription: Disposable;
+  private lastFailure: unknown;
+  /** One function for every check, so that the library keeps one watcher on our node, not one per check. */
+  private readonly onNodeEvent = (event: zookeeper.Event): void => {
+    if (event.getType() === zookeeper.Event.NODE_DELETED) this.lose('its node was deleted by someone else (a force release?)');
+    else void this.check();
+  };
+
+  constructor(
+    private readonly session: ZkClient,
+    readonly name: Buffer,
+    private readonly path: string,
+    readonly fencingToken: number | null,
+  ) {
+    this.key = Buffer.from(path);
+    this.owner = session.sessionId;
+    this.subscription = session.onDidChangeState((state) => {
+      if (state === 'expired') this.lose(`ZooKeeper expired its session ${this.owner}, which deleted the node`);
+      else if (state === 'connected') void this.check();
+    });
+    this.extend(Date.now());
+    void this.check();
+  }
+
+  get lost(): LockLensError | undefined {
+    return this.lostError;
+  }
+
+  /** Whether it is released or lost. */
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  private get timeoutMs(): number {
+    return this.session.sessionTimeoutMs;
+  }
+
+  /** The session is alive on the server for a timeout after the server last heard it, which was after `heardBy`. */
+  private extend(heardBy: number): void {
+    clearTimeout(this.deadline);
+    this.deadline = setTimeout(() => {
+      const why = this.lastFailure === undefined ? 'ZooKeeper did not answer' : errorMessage(this.lastFailure);
+      this.lose(`nothing was heard from ZooKeeper for the session timeout (${Math.round(this.timeoutMs / 1000)} s): the ensemble has expired the session and deleted the node (${why})`);
+    }, Math.max(0, heardBy + this.timeoutMs * SESSION_MARGIN - Date.now()));
+  }
+
+  /** Looks at our node, watching it: its deletion is the loss of the lock. */
+  private async check(): Promise<void> {
+    if (this.ended) return;
+    clearTimeout(this.tickTimer);
+    const sentAt = Date.now();
+    let again = Math.max(100, Math.floor(this.timeoutMs / 3));
+    try {
+      const stat = await this.session.exists(this.path, this.onNodeEvent);
+      if (this.ended) return;
+      if (!stat) return this.lose('its node was deleted by someone else (a force release?)');
+      this.extend(sentAt);
+    } catch (e) {
+      this.lastFailure = e;
+      again = Math.min(again, 250);
+    }
+    if (!this.ended) this.tickTimer = setTimeout(() => void this.check(), again);
+  }
+
+  private lose(why: string): void {
+    if (this.ended) return;
+    this.stop();
+    this.lostError = new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: ${why}`);
+    this.lostEmitter.fire(this.lostError);
+    // If the session still lives somewhere (a check that only timed out), it must not keep a node nobody holds.
+    void this.session.close();
+  }
+
+  private stop(): void {
+    this.ended = true;
+    clearTimeout(this.tickTimer);
+    clearTimeout(this.deadline);
+    this.subscription.dispose();
+  }
+
+  /** The connection it was taken through is closing: lost now; closing its own session deletes the node. */
+  abandon(error: LockLensError): void {
+    if (this.ended) return;
+    this.stop();
+    this.lostError = error;
+    this.lostEmitter.fire(error);
+    void this.session.close();
+  }
+
+  async release(): Promise<boolean> {
+    if (this.ended) return false;
+    this.stop();
+    this.lostEmitter.dispose();
+    try {
+      // Deleting first says whether it was still ours; closing the session then ends the rest.
+      await this.session.remove(this.path);
+      return true;
+    } catch (e) {
+      if (zkCode(e) === zookeeper.Exception.NO_NODE) return false;
+      throw e;
+    } finally {
+      await this.session.close();
+    }
+  }
+
+  dispose(): void {
+    void this.release().catch(() => undefined);
+  }
+}

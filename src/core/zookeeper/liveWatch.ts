@@ -1,0 +1,213 @@
+/**
+ * Keeps the locks under some ZooKeeper paths current with ZooKeeper's own watches: every read sets a one-shot watch
+ * (a parent's children, a contender's data, a missing root's existence), and each event re-reads only what it names,
+ * which sets the watch again. The library re-registers watches after a reconnect of the same session, but whatever
+ * happened while it was away is read again anyway (a full read); an expired session loses every watch, so the
+ * connection opens a new session and everything is read and watched again. Reads go through a SnapshotModel: only
+ * locks that really changed are emitted, coalesced.
+ */
+import * as zookeeper from 'node-zookeeper-client';
+import type { LiveStatus, LockWatch, WatchOptions } from '../backend';
+import { Emitter, type Disposable } from '../emitter';
+import { LockLensError, errorMessage } from '../errors';
+import { keyId } from '../keys';
+import type { LeaseInfo } from '../leaseInfo';
+import type { ChangeSet, LockState } from '../lockState';
+import { ChangeSetCoalescer, SnapshotModel } from '../snapshotModel';
+import type { ConnectionState, ZkConnection } from './connect';
+import { ZnodeTree } from './znodeTree';
+
+const COALESCE_MS = 100;
+/** Events of one burst (a lock handed over: a delete, then the next holder's watch) are read together. */
+const EVENT_DELAY_MS = 2;
+/** How soon a full read that failed while connected is tried again. */
+const RETRY_MS = 1000;
+
+export class ZooKeeperLockWatch implements LockWatch {
+  private readonly model = new SnapshotModel();
+  private readonly tree: ZnodeTree;
+  private readonly statusEmitter = new Emitter<LiveStatus>();
+  private readonly locksEmitter = new Emitter<ChangeSet>();
+  private readonly leasesEmitter = new Emitter<readonly LeaseInfo[]>();
+  readonly onDidChangeStatus = this.statusEmitter.event;
+  readonly onDidChangeLocks = this.locksEmitter.event;
+  /** ZooKeeper has no TTL to sample: a session's remaining time cannot be read. Never fires. */
+  readonly onDidChangeLeases = this.leasesEmitter.event;
+  private readonly changes: ChangeSetCoalescer;
+  private current: LiveStatus = { state: 'loading' };
+  private queue: Promise<void> = Promise.resolve();
+  private fullPending: Promise<void> | undefined;
+  private readonly dirtyDirs = new Set<string>();
+  private readonly dirtyNodes = new Set<string>();
+  private eventTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private subscription: Disposable | undefined;
+  private disposed = false;
+
+  constructor(
+    private readonly conn: ZkConnection,
+    roots: readonly string[],
+    private readonly options: WatchOptions = {},
+  ) {
+    this.tree = new ZnodeTree(() => conn.client, roots, (event) => this.onEvent(event));
+    this.changes = new ChangeSetCoalescer((set) => this.locksEmitter.fire(set), options.minNotifyIntervalMs ?? COALESCE_MS);
+  }
+
+  get status(): LiveStatus {
+    return this.current;
+  }
+
+  private setStatus(status: LiveStatus): void {
+    if (this.disposed) return;
+    const same = status.state === this.current.state && status.error?.message === this.current.error?.message;
+    this.current = status;
+    if (!same) this.statusEmitter.fire(status);
+  }
+
+  private get label(): string {
+    return this.conn.spec.label;
+  }
+
+  async start(): Promise<void> {
+    this.setStatus({ state: 'loading' });
+    this.subscription = this.conn.onDidChangeState((s) => this.onConnection(s));
+    await this.enqueue(() => this.fullRead(true, true));
+  }
+
+  private onConnection(state: ConnectionState): void {
+    if (this.disposed) return;
+    switch (state) {
+      case 'disconnected':
+        return this.setStatus({ state: 'reconnecting', error: new LockLensError('UNREACHABLE', `lost the connection to ZooKeeper at ${this.label}; reconnecting`) });
+      case 'expired':
+        return this.setStatus({
+          state: 'reconnecting',
+          error: new LockLensError('UNREACHABLE', `ZooKeeper at ${this.label} expired LockLens's session (it was away too long); opening a new one`),
+        });
+      case 'authFailed':
+        return this.setStatus({ state: 'reconnecting', error: new LockLensError('AUTH', `ZooKeeper at ${this.label} refused the credentials`) });
+      case 'connected':
+      case 'renewed':
+        // Back with the same session (its watches re-set by the library) or a new one (none): read it all again.
+        this.setStatus({ state: 'resyncing' });
+        void this.requestFull(true);
+    }
+  }
+
+  private onEvent(event: zookeeper.Event): void {
+    if (this.disposed) return;
+    const path = event.getPath();
+    if (event.getType() === zookeeper.Event.NODE_CHILDREN_CHANGED) this.dirtyDirs.add(path);
+    else if (this.tree.isContender(path)) this.dirtyNodes.add(path);
+    else this.dirtyDirs.add(path);
+    this.eventTimer ??= setTimeout(() => {
+      this.eventTimer = undefined;
+      void this.enqueue(() => this.readDirty());
+    }, EVENT_DELAY_MS);
+  }
+
+  private enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.queue.then(task, task);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Reads again what the events since the last read named. */
+  private async readDirty(): Promise<void> {
+    if (this.disposed) return;
+    // Parents first: a child read after its parent is read only if the parent still has it.
+    const dirs = [...this.dirtyDirs].sort((a, b) => a.length - b.length);
+    const nodes = [...this.dirtyNodes];
+    this.dirtyDirs.clear();
+    this.dirtyNodes.clear();
+    const touched = new Set<string>();
+    try {
+      // An event from a watch on a path forgotten since (its subtree was deleted) names nothing to read.
+      for (const dir of dirs) if (this.tree.isDir(dir)) await this.tree.readDir(dir, touched);
+      for (const node of nodes) await this.tree.readContender(node, touched);
+    } catch (e) {
+      // Some of it may be read, some not: what the watches missed meanwhile is read in full.
+      this.options.log?.(`ZooKeeper read failed: ${errorMessage(e)}`);
+      void this.requestFull(false);
+    }
+    this.emitTouched(touched);
+  }
+
+  private emitTouched(touched: Set<string>): void {
+    if (touched.size === 0) return;
+    const parents = [...touched];
+    const locks = parents.flatMap((p) => this.tree.lockAt(p) ?? []);
+    this.emit(this.model.replaceSome(parents.map((p) => keyId(Buffer.from(p))), locks));
+  }
+
+  /** One full read soon; calls made while one is waiting share it. */
+  private requestFull(resynced: boolean): Promise<void> {
+    if (this.disposed) return Promise.resolve();
+    this.fullPending ??= this.enqueue(async () => {
+      this.fullPending = undefined;
+      await this.fullRead(resynced);
+    });
+    return this.fullPending;
+  }
+
+  private async fullRead(resynced: boolean, throwOnError = false): Promise<void> {
+    if (this.disposed) return;
+    clearTimeout(this.retryTimer);
+    // A full read covers whatever the events named before it.
+    this.dirtyDirs.clear();
+    this.dirtyNodes.clear();
+    try {
+      await this.tree.readAll();
+      this.emit(this.model.replaceAll(this.tree.locks(), resynced));
+      this.setStatus({ state: 'live' });
+    } catch (e) {
+      const error = e instanceof LockLensError ? e : new LockLensError('STORE', errorMessage(e), { cause: e });
+      if (throwOnError) throw error;
+      if (error.code === 'CLOSED') return;
+      this.setStatus({ state: 'reconnecting', error });
+      // While disconnected, the reconnect says when to read; otherwise (a timeout, a refusal) try again soon.
+      this.retryTimer = setTimeout(() => void this.requestFull(true), RETRY_MS);
+    }
+  }
+
+  private emit(set: ChangeSet | undefined): void {
+    if (!this.disposed) this.changes.push(set);
+  }
+
+  locks(): LockState[] {
+    return this.model.locks();
+  }
+
+  lock(id: string): LockState | undefined {
+    return this.model.lock(id);
+  }
+
+  lease(): LeaseInfo | undefined {
+    return undefined;
+  }
+
+  async sweep(): Promise<void> {
+    // Nothing to sample: a session's remaining time is the server's secret.
+  }
+
+  sync(): Promise<void> {
+    return this.enqueue(async () => {
+      await this.fullRead(false);
+      this.changes.flush();
+    });
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.setStatus({ state: 'closed' });
+    this.disposed = true;
+    clearTimeout(this.eventTimer);
+    clearTimeout(this.retryTimer);
+    this.changes.dispose();
+    this.subscription?.dispose();
+    this.model.clear();
+    this.statusEmitter.dispose();
+    this.locksEmitter.dispose();
+    this.leasesEmitter.dispose();
+  }
+}

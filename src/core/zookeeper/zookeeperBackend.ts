@@ -1,0 +1,122 @@
+/**
+ * LockLens's ZooKeeper store: one session for reading and watching the locks under the user's paths (renewed when
+ * the ensemble expires it), a session of its own for every lock taken (see acquire.ts), and force-release by deleting
+ * the holder's node if it is still the one shown. ZooKeeper has no per-node TTL, so nothing counts down; sessions own
+ * the nodes, and a session's remaining time cannot be read.
+ */
+import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
+import { LockLensError } from '../errors';
+import { displayKey } from '../keys';
+import type { LockMember, LockState } from '../lockState';
+import type { ConnectionProfile } from '../profile';
+import { acquire, type ZooKeeperHold } from './acquire';
+import { ZkConnection, ensembleOf, openSession } from './connect';
+import type { ZooKeeperServer } from './url';
+import type { SessionSpec } from './client';
+import { describeForceRelease, forceRelease } from './forceRelease';
+import { ZooKeeperLockWatch } from './liveWatch';
+import { ZnodeTree, distinctRoots, rootOf } from './znodeTree';
+
+export const ZOOKEEPER_CAPABILITIES: Capabilities = {
+  waiters: true,
+  // The creation zxid (czxid) of the holder's node: cluster-wide and increasing, so a later holder's is larger.
+  fencingTokens: true,
+  // No per-node TTL, and a session's remaining time is not readable: nothing to count down.
+  ttl: false,
+  owner: 'session',
+  // A session owns every ephemeral node its client made, as an etcd lease owns its keys, but ZooKeeper has no API to
+  // close another client's session (only the client, knowing the session's password, can): no revoke.
+  revokeOwner: false,
+  queuedAcquire: true,
+  // Curator's InterProcessReadWriteLock and kazoo's ReadLock/WriteLock share one recipe: taken for read or write.
+  readWriteLocks: true,
+  history: false,
+};
+
+export class ZooKeeperBackend implements LockBackend {
+  readonly kind = 'zookeeper' as const;
+  readonly capabilities = ZOOKEEPER_CAPABILITIES;
+  private readonly watches = new Set<LockWatch>();
+  private readonly holds = new Set<ZooKeeperHold>();
+  private closed = false;
+  /** Aborts the acquires still waiting when the connection closes. */
+  private readonly closing = new AbortController();
+
+  private constructor(
+    readonly connection: ZkConnection,
+    private readonly spec: SessionSpec,
+    private readonly servers: readonly ZooKeeperServer[],
+  ) {}
+
+  /** Opens the reading session, or throws a LockLensError saying why not (unreachable, not ZooKeeper, …). */
+  static async open(profile: ConnectionProfile): Promise<ZooKeeperBackend> {
+    const { url, spec } = ensembleOf(profile);
+    return new ZooKeeperBackend(await ZkConnection.open(spec, url.servers), spec, url.servers);
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new LockLensError('CLOSED', 'the ZooKeeper connection is closed');
+  }
+
+  watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
+    this.checkOpen();
+    const watch = new ZooKeeperLockWatch(this.connection, distinctRoots(prefixes.map(rootOf)), options);
+    this.watches.add(watch);
+    const dispose = watch.dispose.bind(watch);
+    watch.dispose = () => {
+      this.watches.delete(watch);
+      dispose();
+    };
+    return watch;
+  }
+
+  async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
+    this.checkOpen();
+    const tree = new ZnodeTree(() => this.connection.client, distinctRoots(prefixes.map(rootOf)));
+    await tree.readAll();
+    const locks = tree.locks().sort((a, b) => Buffer.compare(a.name, b.name));
+    return { revision: null, locks, lease: () => undefined };
+  }
+
+  /** Locks and read/write locks; an election (a leader latch) is not joined. */
+  acquirable(lock: LockState): boolean {
+    return lock.kind === 'queue' || lock.kind === 'readwrite';
+  }
+
+  async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
+    this.checkOpen();
+    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
+    const hold = await acquire({ openSession: (sessionTimeoutMs) => openSession({ ...this.spec, sessionTimeoutMs }, this.servers) }, name, { ...options, signal });
+    for (const h of this.holds) if (h.isEnded) this.holds.delete(h);
+    if (this.closed) hold.abandon(closedWhileHeld(hold.name));
+    else this.holds.add(hold);
+    return hold;
+  }
+
+  forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
+    this.checkOpen();
+    return forceRelease(this.connection.client, lock, member);
+  }
+
+  describeForceRelease(lock: LockState, member: LockMember): string {
+    return describeForceRelease(lock, member);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.closing.abort(new LockLensError('CLOSED', 'the ZooKeeper connection was closed while waiting for the lock'));
+    for (const h of [...this.holds]) h.abandon(closedWhileHeld(h.name));
+    this.holds.clear();
+    for (const w of [...this.watches]) w.dispose();
+    void this.connection.close();
+  }
+
+  dispose(): void {
+    this.close();
+  }
+}
+
+function closedWhileHeld(name: Buffer): LockLensError {
+  return new LockLensError('LOCK_LOST', `lost ${displayKey(name)}: the ZooKeeper connection was closed while it was held (its session was closed, deleting its node)`);
+}
