@@ -1,0 +1,205 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sleep } from '../../src/core/sleep';
+import { freePort } from './ports';
+import { killOnExit, startOrDispose } from './processes';
+
+/**
+ * Real ZooKeeper servers for tests: Debian's `zookeeper` package (installed by scripts/setup.sh) run straight from its
+ * jar on a free loopback port with a temporary data dir, without the system service. /usr/share/java/zookeeper.jar
+ * names its dependencies in its manifest's Class-Path, so the jar alone is the classpath (what
+ * /usr/share/zookeeper/bin/zkEnv.sh adds besides is the config dir, for log4j, which slf4j does not bind here anyway).
+ *
+ * A short tick (250 ms) lets tests use short sessions: the server grants 2 to 20 ticks (0.5 s to 5 s).
+ */
+
+const JAR = '/usr/share/java/zookeeper.jar';
+export const TICK_MS = 250;
+
+export interface ZooKeeperPeerConfig {
+  readonly id: number;
+  readonly clientPort: number;
+  readonly quorumPort: number;
+  readonly electionPort: number;
+}
+
+export class ZooKeeperServer {
+  private proc?: ChildProcess;
+  private output = '';
+
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+    /** The ensemble this server belongs to (its own entry included), or none for a standalone server. */
+    private readonly ensemble?: { readonly self: ZooKeeperPeerConfig; readonly peers: readonly ZooKeeperPeerConfig[] },
+  ) {}
+
+  get url(): string {
+    return `zookeeper://127.0.0.1:${this.port}`;
+  }
+
+  get log(): string {
+    return this.output;
+  }
+
+  get running(): boolean {
+    return !!this.proc && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  private writeConfig(): string {
+    const data = join(this.dir, 'data');
+    mkdirSync(data, { recursive: true });
+    const lines = [
+      `tickTime=${TICK_MS}`,
+      `dataDir=${data}`,
+      `clientPort=${this.port}`,
+      'clientPortAddress=127.0.0.1',
+      // The AdminServer (Jetty on 8080) would collide between servers; nothing here uses it.
+      'admin.enableServer=false',
+      // Tests use few snapshots; the default purge keeps the dir small anyway.
+      'autopurge.snapRetainCount=3',
+    ];
+    if (this.ensemble) {
+      lines.push('initLimit=40', 'syncLimit=8');
+      for (const p of this.ensemble.peers) lines.push(`server.${p.id}=127.0.0.1:${p.quorumPort}:${p.electionPort}`);
+      writeFileSync(join(data, 'myid'), `${this.ensemble.self.id}\n`);
+    }
+    const file = join(this.dir, 'zoo.cfg');
+    writeFileSync(file, lines.join('\n') + '\n');
+    return file;
+  }
+
+  /** Starts the JVM; resolves when the server answers a client handshake (an ensemble member: once it has a quorum). */
+  async start(timeoutMs = 30_000, waitUntilServing = true): Promise<void> {
+    this.output = '';
+    const main = this.ensemble ? 'org.apache.zookeeper.server.quorum.QuorumPeerMain' : 'org.apache.zookeeper.server.ZooKeeperServerMain';
+    // A small heap and the client compiler only: a test server is idle, and the JVM starts faster so.
+    const jvm = ['-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Dzookeeper.admin.enableServer=false'];
+    const proc = spawn('java', [...jvm, '-cp', JAR, main, this.writeConfig()], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const collect = (d: Buffer) => (this.output = (this.output + d.toString()).slice(-100_000));
+    proc.stdout!.on('data', collect);
+    proc.stderr!.on('data', collect);
+    killOnExit(proc);
+    this.proc = proc;
+    if (waitUntilServing) await this.waitServing(timeoutMs);
+  }
+
+  async waitServing(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await answersHandshake(this.port))) {
+      if (this.proc?.exitCode !== null) throw new Error(`zookeeper exited: ${this.output.slice(-2000)}`);
+      if (Date.now() > deadline) throw new Error(`zookeeper on ${this.port} not serving in ${timeoutMs} ms: ${this.output.slice(-2000)}`);
+      await sleep(100);
+    }
+  }
+
+  async stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const proc = this.proc;
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+    proc.kill(signal);
+    await exited;
+  }
+
+  /** Freezes the server (SIGSTOP): its sockets stay open and say nothing, as over a partition. */
+  pause(): void {
+    this.proc?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.proc?.kill('SIGCONT');
+  }
+
+  /** Same port, same data (ZooKeeper persists its tree and sessions in its data dir). */
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  async dispose(): Promise<void> {
+    this.resume();
+    await this.stop();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export async function startZooKeeper(): Promise<ZooKeeperServer> {
+  return startOrDispose(new ZooKeeperServer(await freePort(), mkdtempSync(join(tmpdir(), 'locklens-zk-'))));
+}
+
+/** A quorum of `size` servers on loopback; resolves when every one serves clients. */
+export class ZooKeeperEnsemble {
+  constructor(readonly servers: readonly ZooKeeperServer[]) {}
+
+  /** Every server, as one ZooKeeper URL. */
+  get url(): string {
+    return `zookeeper://${this.servers.map((s) => `127.0.0.1:${s.port}`).join(',')}`;
+  }
+
+  /** The index of the current leader (asked with the `srvr` four-letter word, which is allowed by default). */
+  async leader(): Promise<number> {
+    for (let i = 0; i < this.servers.length; i++) {
+      if (this.servers[i].running && /Mode: leader/.test(await fourLetter(this.servers[i].port, 'srvr'))) return i;
+    }
+    return -1;
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.all(this.servers.map((s) => s.dispose()));
+  }
+}
+
+export async function startZooKeeperEnsemble(size = 3): Promise<ZooKeeperEnsemble> {
+  const peers: ZooKeeperPeerConfig[] = [];
+  for (let id = 1; id <= size; id++) peers.push({ id, clientPort: await freePort(), quorumPort: await freePort(), electionPort: await freePort() });
+  const servers = peers.map((self) => new ZooKeeperServer(self.clientPort, mkdtempSync(join(tmpdir(), `locklens-zk${self.id}-`)), { self, peers }));
+  const ensemble = new ZooKeeperEnsemble(servers);
+  try {
+    // All at once: none serves before a quorum is up.
+    await Promise.all(servers.map((s) => s.start(60_000, false)));
+    await Promise.all(servers.map((s) => s.waitServing(60_000)));
+  } catch (e) {
+    await ensemble.dispose();
+    throw e;
+  }
+  return ensemble;
+}
+
+/** Whether a ZooKeeper server on `port` answers a client's handshake with a session (and so serves). */
+function answersHandshake(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(2000, () => done(false));
+    socket.once('connect', () => {
+      // ConnectRequest: protocol 0, zxid 0, timeout, session 0, a 16-byte empty password, read-only false.
+      const body = Buffer.alloc(45);
+      body.writeInt32BE(TICK_MS * 2, 12);
+      body.writeInt32BE(16, 24);
+      const frame = Buffer.alloc(4);
+      frame.writeInt32BE(body.length);
+      socket.write(Buffer.concat([frame, body]));
+    });
+    socket.once('data', (d: Buffer) => done(d.length >= 8 && d.readInt32BE(4) === 0));
+    socket.once('error', () => done(false));
+    socket.once('close', () => done(false));
+  });
+}
+
+/** A four-letter word's answer ('' when refused or closed). */
+export function fourLetter(port: number, word: string): Promise<string> {
+  return new Promise((resolve) => {
+    let out = '';
+    const socket = createConnection({ host: '127.0.0.1', port }, () => socket.write(word));
+    socket.setTimeout(2000, () => socket.destroy());
+    socket.on('data', (d: Buffer) => (out += d.toString()));
+    socket.once('error', () => undefined);
+    socket.once('close', () => resolve(out));
+  });
+}
