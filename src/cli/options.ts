@@ -20,9 +20,11 @@ export const CONNECTION_OPTIONS = {
 
 export const CONNECTION_HELP = `Connection (etcdctl's names; ETCDCTL_* environment variables are read too):
   --url URL[,URL]              another store: redis://[USER@]HOST:PORT[/DB] or rediss:// (TLS); several Redis URLs
-                               are independent instances (redlock: held on a majority). Default: etcd --endpoints
+                               are independent instances (redlock: held on a majority); or
+                               zookeeper://HOST:PORT[,HOST:PORT...][/CHROOT][?sessionTimeout=MS] (one ensemble).
+                               Default: etcd --endpoints
   --endpoints H:P[,H:P]        etcd client URLs (default $ETCDCTL_ENDPOINTS or 127.0.0.1:2379); https:// turns on TLS
-  --user NAME[:PASSWORD]       password auth (Redis: an ACL user); without ':PASSWORD' it is read from
+  --user NAME[:PASSWORD]       password auth (Redis: an ACL user; ZooKeeper: digest); without ':PASSWORD' it is read from
                                $LOCKLENS_PASSWORD (Redis: also $REDISCLI_AUTH, which alone means the default user)
   --cacert FILE                CA bundle that signed the server certificate
   --cert FILE --key FILE       client certificate and key (PKCS#1, PKCS#8, SEC1); passphrase from $LOCKLENS_KEY_PASSPHRASE
@@ -60,9 +62,9 @@ export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = p
   const stores = new Set(urls?.map((u) => storeOfUrl(u) ?? 'etcd'));
   if (stores.size > 1) throw new LockLensError('INVALID_ARGUMENT', `--url ${url}: every URL must name the same store`);
   const store = [...stores][0] ?? 'etcd';
-  // A Redis connection would ignore it, and the keys read would not be the ones the user meant.
+  // Another store's connection would ignore it, and the keys read would not be the ones the user meant.
   if (store !== 'etcd' && values.namespace !== undefined) throw new LockLensError('INVALID_ARGUMENT', `--namespace is etcd's: ${store} keys are named in full (use --prefix)`);
-  // etcdctl's variables describe an etcd: they never leak into a Redis connection.
+  // etcdctl's variables describe an etcd: they never leak into another store's connection.
   const etcdEnv = (name: string) => (store === 'etcd' ? env[name] : undefined);
   const endpoints = urls ?? splitEndpoints(str(values.endpoints) ?? env.ETCDCTL_ENDPOINTS ?? '127.0.0.1:2379');
   const user = str(values.user) ?? etcdEnv('ETCDCTL_USER');
@@ -77,7 +79,7 @@ export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = p
     store,
     endpoints,
     username,
-    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? (store === 'redis' ? env.REDISCLI_AUTH : env.ETCDCTL_PASSWORD),
+    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? (store === 'redis' ? env.REDISCLI_AUTH : etcdEnv('ETCDCTL_PASSWORD')),
     tls: anyTls
       ? { caFile: cacert, certFile: cert, keyFile: key, keyPassphrase: env.LOCKLENS_KEY_PASSPHRASE, serverName, insecureSkipVerify: insecure }
       : undefined,

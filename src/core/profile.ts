@@ -61,10 +61,18 @@ export function parseEndpoints(endpoints: readonly string[]): { endpoints: Endpo
   return { endpoints: parsed, wantsTls };
 }
 
-/** Splits a `--endpoints` value the way etcdctl does: comma separated. */
+/**
+ * Splits endpoints typed in one line, comma separated, the way etcdctl does. A ZooKeeper URL lists its ensemble's
+ * servers with commas inside it (`zookeeper://a:2181,b:2181/chroot`): what follows one without a scheme of its own is
+ * still that URL.
+ */
 export function splitEndpoints(list: string): string[] {
-  return list
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const parts: string[] = [];
+  for (const part of list.split(',').map((s) => s.trim())) {
+    if (!part) continue;
+    const previous = parts.length - 1;
+    if (previous >= 0 && /^zookeeper:\/\//i.test(parts[previous]) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(part)) parts[previous] += `,${part}`;
+    else parts.push(part);
+  }
+  return parts;
 }

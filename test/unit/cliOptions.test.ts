@@ -54,7 +54,14 @@ describe('CLI connection flags (profileFrom)', () => {
 
   test('URLs of two stores in one --url are refused; an unknown scheme is named', () => {
     rejects({ url: 'redis://h:6379,http://h:2379' }, /same store/);
-    rejects({ url: 'zookeeper://h:2181' }, /unknown scheme 'zookeeper:\/\/'/);
+    rejects({ url: 'mongodb://h:27017' }, /unknown scheme 'mongodb:\/\/'/);
+  });
+
+  test('a ZooKeeper URL keeps the servers of its ensemble, commas and all; Redis URLs are split', () => {
+    const zk = profileFrom({ url: 'zookeeper://a:2181, b:2182,c/app?sessionTimeout=4000' }, {});
+    assert.deepEqual([zk.store, zk.endpoints], ['zookeeper', ['zookeeper://a:2181,b:2182,c/app?sessionTimeout=4000']]);
+    assert.deepEqual(profileFrom({ url: 'redis://a:1,redis://b:2' }, {}).endpoints, ['redis://a:1', 'redis://b:2']);
+    assert.deepEqual(profileFrom({ endpoints: 'a:2379,b:2379' }, {}).endpoints, ['a:2379', 'b:2379']);
   });
 
   test('--namespace is etcd\'s: refused with a Redis URL rather than silently ignored', () => {
