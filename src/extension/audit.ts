@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import type { Capabilities } from '../core/backend';
 import { displayKey } from '../core/keys';
 
 export type AuditAction = 'acquire' | 'release' | 'revoke' | 'forceRelease' | 'lost';
@@ -11,16 +12,16 @@ export interface AuditEntry {
   readonly lock?: Uint8Array;
   /** etcd's owner: a lease in hex. */
   readonly lease?: string;
-  /** Another store's owner: a token, a Redisson field. */
+  /** Another store's owner: a token, a Redisson field, a ZooKeeper session. */
   readonly owner?: string;
   readonly keys?: readonly Uint8Array[];
   readonly fencingToken?: number;
   readonly detail?: string;
 }
 
-/** The audit's field for an owner: `lease=` where the store's owners are leases (etcd), else `owner=`. */
-export function ownerField(ownerKind: 'lease' | 'token' | undefined, owner: string | undefined): Pick<AuditEntry, 'lease' | 'owner'> {
-  return ownerKind === 'token' ? { owner } : { lease: owner };
+/** The audit's field for an owner: `lease=` where the store's owners are leases (etcd), else `owner=` (a token, a session). */
+export function ownerField(ownerKind: Capabilities['owner'] | undefined, owner: string | undefined): Pick<AuditEntry, 'lease' | 'owner'> {
+  return ownerKind === 'token' || ownerKind === 'session' ? { owner } : { lease: owner };
 }
 
 /**

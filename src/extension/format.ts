@@ -32,7 +32,7 @@ export function formatSince(since: Since, now = Date.now()): string {
 type OwnerKind = Capabilities['owner'];
 
 export function formatTtl(health: MemberHealth, owner: OwnerKind): string {
-  if (!health.member.lease) return owner === 'lease' ? vscode.l10n.t('no lease') : vscode.l10n.t('no expiry');
+  if (!health.member.lease) return noExpiryLabel(owner);
   if (health.lease?.state === 'expired') return owner === 'lease' ? vscode.l10n.t('lease expired') : vscode.l10n.t('expired');
   if (health.ttl === undefined) return vscode.l10n.t('TTL …');
   return vscode.l10n.t('TTL {0}s', Math.ceil(health.ttl));
@@ -58,6 +58,30 @@ export function ageLabel(health: MemberHealth, now = Date.now()): string {
   return health.position === 0 ? vscode.l10n.t('held {0}', age) : vscode.l10n.t('waiting {0}', age);
 }
 
+/** What a member that nothing expires is called: an etcd key without a lease, a persistent znode, a Redis key without PX. */
+function noExpiryLabel(owner: OwnerKind): string {
+  switch (owner) {
+    case 'lease':
+      return vscode.l10n.t('no lease');
+    case 'session':
+      return vscode.l10n.t('persistent');
+    case 'token':
+      return vscode.l10n.t('no expiry');
+  }
+}
+
+/** An owner for a row or a sentence: "lease 694d…", "session 1000a…", "owner <token>". */
+export function ownerLabel(owner: OwnerKind, id: string): string {
+  switch (owner) {
+    case 'lease':
+      return vscode.l10n.t('lease {0}', id);
+    case 'session':
+      return vscode.l10n.t('session {0}', id);
+    case 'token':
+      return vscode.l10n.t('owner {0}', id);
+  }
+}
+
 /** A few words for a trouble, where a sentence does not fit (pickers). */
 export function troubleLabel(trouble: Trouble, owner: OwnerKind): string {
   switch (trouble) {
@@ -68,7 +92,7 @@ export function troubleLabel(trouble: Trouble, owner: OwnerKind): string {
     case 'noMajority':
       return vscode.l10n.t('no majority');
     case 'noLease':
-      return owner === 'lease' ? vscode.l10n.t('no lease') : vscode.l10n.t('no expiry');
+      return noExpiryLabel(owner);
     case 'longHold':
       return vscode.l10n.t('long hold');
   }
@@ -100,9 +124,14 @@ export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: 
         health.member.quorum?.of ?? 0,
       );
     case 'noLease':
-      return owner === 'lease'
-        ? vscode.l10n.t('This key has no lease: it never expires. If its owner crashed, the lock stays held until someone deletes the key.')
-        : vscode.l10n.t('This key has no expiry (PTTL -1): if its owner crashed, the lock stays held until someone deletes the key.');
+      switch (owner) {
+        case 'lease':
+          return vscode.l10n.t('This key has no lease: it never expires. If its owner crashed, the lock stays held until someone deletes the key.');
+        case 'session':
+          return vscode.l10n.t('This node is persistent, not ephemeral: no session owns it, so it never goes by itself. If its owner crashed, the lock stays held until someone deletes the node.');
+        case 'token':
+          return vscode.l10n.t('This key has no expiry (PTTL -1): if its owner crashed, the lock stays held until someone deletes the key.');
+      }
     case 'longHold':
       return vscode.l10n.t('Held for {0}, longer than {1} (setting locklens.longHoldSeconds).', formatSince(health.since, now), formatDuration(longHoldMs));
   }
@@ -161,6 +190,13 @@ const CONVENTION_NAMES: Readonly<Record<string, string>> = {
   'redisson-rwlock': 'Redisson RReadWriteLock',
   shedlock: 'ShedLock',
   'redis-token': 'token lock: redis-py Lock, redlock, Spring, SET NX PX',
+  'curator-mutex': 'Curator InterProcessMutex',
+  'curator-read': 'Curator InterProcessReadWriteLock (read)',
+  'curator-write': 'Curator InterProcessReadWriteLock (write)',
+  'curator-latch': 'Curator LeaderLatch',
+  'kazoo-lock': 'kazoo Lock',
+  'kazoo-rlock': 'kazoo ReadLock',
+  'zk-recipe': 'ZooKeeper lock recipe (-lock-<sequence>)',
 };
 
 export function conventionLabel(convention: string): string {
@@ -171,4 +207,4 @@ export function conventionLabel(convention: string): string {
  * Each store's name as users know it (not translated). A record, not a test of the kind: a store added to StoreKind
  * fails to compile until it is named here, where a `kind === 'redis' ? … : 'etcd'` would call it etcd.
  */
-export const STORE_NAMES: Readonly<Record<StoreKind, string>> = { etcd: 'etcd', redis: 'Redis' };
+export const STORE_NAMES: Readonly<Record<StoreKind, string>> = { etcd: 'etcd', redis: 'Redis', zookeeper: 'ZooKeeper' };

@@ -5,7 +5,7 @@ import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../co
 import type { LockFigures } from '../core/lockStats';
 import { members, type LockMember, type LockState } from '../core/lockState';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
-import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
+import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, ownerLabel, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
 
@@ -284,14 +284,14 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const parts = [health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role)];
-    if (caps.owner === 'lease') {
-      if (member.lease && label !== member.lease) parts.push(vscode.l10n.t('lease {0}', member.lease));
-    } else if (member.owner && label !== member.owner) parts.push(vscode.l10n.t('owner {0}', shorten(member.owner)));
+    if (member.owner && label !== member.owner) parts.push(ownerLabel(caps.owner, shorten(member.owner)));
     if (member.holds !== null) parts.push(member.holds === 1 ? vscode.l10n.t('1 hold') : vscode.l10n.t('{0} holds (re-entrant)', member.holds));
     if (member.mode) parts.push(member.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
     if (member.quorum) parts.push(vscode.l10n.t('on {0}/{1} instances', member.quorum.agree, member.quorum.of));
-    // A fair-lock waiter's TTL is its give-up time, not an expiry of anything it holds.
-    parts.push(member.deadline !== undefined && health.ttl !== undefined ? vscode.l10n.t('gives up in {0}s', Math.ceil(health.ttl)) : formatTtl(health, caps.owner));
+    // A fair-lock waiter's TTL is its give-up time, not an expiry of anything it holds. A store without TTLs
+    // (ZooKeeper: a node lives as long as its session, whose time left cannot be read) has nothing to count down.
+    if (member.deadline !== undefined && health.ttl !== undefined) parts.push(vscode.l10n.t('gives up in {0}s', Math.ceil(health.ttl)));
+    else if (caps.ttl || !member.lease) parts.push(formatTtl(health, caps.owner));
     if (member.token !== null) parts.push(vscode.l10n.t('token {0}', member.token));
     parts.push(ageLabel(health));
     if (own) parts.push(vscode.l10n.t('held by you'));
@@ -478,18 +478,19 @@ function figuresLine(f: LockFigures): string {
 }
 
 function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: ClusterConnection): vscode.MarkdownString {
-  const { owner } = capabilities(c);
+  const { owner, ttl } = capabilities(c);
   const m = h.member;
   const md = tooltip().appendMarkdown(`**${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}**${own ? ` · ${vscode.l10n.t('held by you')}` : ''}\n\n`);
   const row = (label: string, value: string) => appendUntrusted(md.appendMarkdown(`${label}: `), value).appendMarkdown('\n\n');
   row(vscode.l10n.t('Key'), displayKey(m.key));
   row(vscode.l10n.t('Lock'), displayKey(lock.name));
   if (owner === 'lease') row(vscode.l10n.t('Lease'), m.lease || vscode.l10n.t('none'));
+  else if (owner === 'session') row(vscode.l10n.t('Session'), m.owner || vscode.l10n.t('none (persistent node)'));
   else row(vscode.l10n.t('Owner'), m.owner || vscode.l10n.t('unknown'));
   if (m.holds !== null) row(vscode.l10n.t('Holds (re-entrant)'), String(m.holds));
   if (m.mode) row(vscode.l10n.t('Mode'), m.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
   if (m.quorum) row(vscode.l10n.t('Instances agreeing'), `${m.quorum.agree}/${m.quorum.of}${m.quorum.instances?.length ? ` (${m.quorum.instances.join(', ')})` : ''}`);
-  row(vscode.l10n.t('Remaining TTL'), formatTtl(h, owner) + (h.lease ? ` / ${Math.ceil(h.lease.grantedTtl)}s` : ''));
+  if (ttl) row(vscode.l10n.t('Remaining TTL'), formatTtl(h, owner) + (h.lease ? ` / ${Math.ceil(h.lease.grantedTtl)}s` : ''));
   if (m.deadline !== undefined) row(vscode.l10n.t('Gives up waiting at'), new Date(m.deadline).toLocaleTimeString());
   if (m.token !== null) row(vscode.l10n.t('Fencing token'), String(m.token));
   if (m.revision !== undefined) row(vscode.l10n.t('Modified at revision'), String(m.revision));

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { displayKey } from '../core/keys';
 import type { HeldLocks } from './heldLocks';
+import { ownerLabel } from './format';
 
 /** "$(lock) 2 held": the locks this window holds; a click releases (picking one when there are several). */
 export class HeldLocksStatus implements vscode.Disposable {
@@ -22,7 +23,7 @@ export class HeldLocksStatus implements vscode.Disposable {
     md.isTrusted = false;
     for (const h of held) {
       md.appendMarkdown('- ')
-        .appendText([displayKey(h.name), h.connection.name, ...(h.hold.fencingToken === null ? [] : [vscode.l10n.t('token {0}', h.hold.fencingToken)]), h.ownerKind === 'lease' ? vscode.l10n.t('lease {0}', h.hold.owner) : vscode.l10n.t('owner {0}', h.hold.owner)].join(' · '))
+        .appendText([displayKey(h.name), h.connection.name, ...(h.hold.fencingToken === null ? [] : [vscode.l10n.t('token {0}', h.hold.fencingToken)]), ownerLabel(h.ownerKind, h.hold.owner)].join(' · '))
         .appendMarkdown('\n');
     }
     md.appendMarkdown(`\n${vscode.l10n.t('Click to release.')}`);

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
 import { LockLensError } from '../../core/errors';
-import type { StoreKind } from '../../core/backend';
+import { STORE_KINDS, type StoreKind } from '../../core/backend';
 import { checkEndpoints } from '../../core/backends';
 import { splitEndpoints } from '../../core/profile';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
@@ -75,16 +75,14 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
 
     register('locklens.addPrefix', async (node?: Node, given?: string) => {
       const c = await connectionOf(node, vscode.l10n.t('Watch a prefix'));
-      const etcd = c.store === 'etcd';
+      const setup = STORE_SETUP[c.store]();
       const prefix =
         given ??
         orCancel(
           await vscode.window.showInputBox({
             title: vscode.l10n.t('Watch a prefix on {0}', c.name),
-            prompt: etcd
-              ? vscode.l10n.t('Keys under this prefix are grouped into locks: a Go Mutex or etcdctl lock named /locks/jobs keeps its keys under /locks/jobs/.')
-              : vscode.l10n.t('Keys under this prefix are read as locks: every string is a token lock, and Redisson hashes are recognised by shape.'),
-            placeHolder: etcd ? '/locks/' : 'lock:',
+            prompt: setup.watchPrompt,
+            placeHolder: setup.prefixExample,
             validateInput: (v) => (c.prefixes.includes(v) ? vscode.l10n.t('Already watched') : undefined),
           }),
         );
@@ -131,16 +129,15 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
   const store = current ? (current.store ?? 'etcd') : await askStore();
   if (!current && !(await stores.ensure(store))) throw new Cancelled();
   const etcd = store === 'etcd';
-  const steps = (etcd ? 5 : 4) + (current ? 0 : 1);
+  const setup = STORE_SETUP[store]();
+  const steps = 3 + (setup.tls ? 1 : 0) + (etcd ? 1 : 0) + (current ? 0 : 1);
   const title = (n: number) => (current ? vscode.l10n.t('Edit connection ({0}/{1})', n, steps) : vscode.l10n.t('Add connection ({0}/{1})', n, steps));
   const input = async (n: number, options: vscode.InputBoxOptions) => orCancel(await vscode.window.showInputBox({ ...options, title: title(n), ignoreFocusOut: true }));
 
   const endpoints = splitEndpoints(
     await input(1, {
-      prompt: etcd
-        ? vscode.l10n.t('etcd endpoints, comma separated (https:// turns TLS on)')
-        : vscode.l10n.t('Redis URLs, comma separated: redis://host:port/db, or rediss:// for TLS (several: independent redlock instances)'),
-      value: current?.endpoints.join(',') ?? (etcd ? '127.0.0.1:2379' : 'redis://127.0.0.1:6379'),
+      prompt: setup.endpointsPrompt,
+      value: current?.endpoints.join(',') ?? setup.endpointsExample,
       validateInput: (v) => validate(() => checkEndpoints(store, splitEndpoints(v))),
     }),
   );
@@ -157,7 +154,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
       [
         { label: vscode.l10n.t('No authentication'), user: false, picked: !authenticated },
         {
-          label: etcd ? vscode.l10n.t('User name and password') : vscode.l10n.t('Password, with an ACL user or the default user'),
+          label: setup.authLabel,
           description: vscode.l10n.t('the password is kept in VS Code secret storage'),
           user: true,
           picked: authenticated,
@@ -169,7 +166,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
   let username: string | undefined;
   let password: string | undefined;
   if (auth.user) {
-    username = await input(3, { prompt: etcd ? vscode.l10n.t('User name') : vscode.l10n.t('ACL user name (leave empty for the default user)'), value: current?.username ?? '' });
+    username = await input(3, { prompt: setup.userPrompt, value: current?.username ?? '' });
     password = await input(3, {
       prompt: current ? vscode.l10n.t('Password (leave empty to keep the stored one)') : vscode.l10n.t('Password'),
       password: true,
@@ -180,16 +177,18 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
   }
 
   const wantsTls = endpoints.some((e) => e.startsWith('https://') || e.startsWith('rediss://'));
-  const tlsChoice = orCancel(
-    await vscode.window.showQuickPick(
-      [
-        { label: vscode.l10n.t('No TLS'), tls: 0, picked: !wantsTls && !current?.tls },
-        { label: vscode.l10n.t('TLS'), description: vscode.l10n.t('verify the server with a CA file or the system roots'), tls: 1, picked: wantsTls && !current?.tls?.certFile },
-        { label: vscode.l10n.t('TLS with a client certificate'), description: vscode.l10n.t('when the server requires client certificates'), tls: 2, picked: !!current?.tls?.certFile },
-      ],
-      { title: title(4), ignoreFocusOut: true },
-    ),
-  );
+  const tlsChoice = setup.tls
+    ? orCancel(
+        await vscode.window.showQuickPick(
+          [
+            { label: vscode.l10n.t('No TLS'), tls: 0, picked: !wantsTls && !current?.tls },
+            { label: vscode.l10n.t('TLS'), description: vscode.l10n.t('verify the server with a CA file or the system roots'), tls: 1, picked: wantsTls && !current?.tls?.certFile },
+            { label: vscode.l10n.t('TLS with a client certificate'), description: vscode.l10n.t('when the server requires client certificates'), tls: 2, picked: !!current?.tls?.certFile },
+          ],
+          { title: title(4), ignoreFocusOut: true },
+        ),
+      )
+    : { tls: 0 };
   let tls: ConnectionSettings['tls'];
   // No client certificate (any more): delete a stored passphrase.
   let keyPassphrase: string | undefined = current?.tls?.keyFile ? '' : undefined;
@@ -218,14 +217,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     : undefined;
   const prefixes = current
     ? current.prefixes
-    : [
-        await input(steps, {
-          prompt: etcd
-            ? vscode.l10n.t('A prefix to watch for locks, e.g. /locks/ (leave empty to add one later)')
-            : vscode.l10n.t('A key prefix to watch for locks, e.g. lock: (every string under it is a token lock; Redisson hashes are recognised by shape)'),
-          placeHolder: etcd ? '/locks/' : 'lock:',
-        }),
-      ].filter(Boolean);
+    : [await input(steps, { prompt: setup.firstPrefixPrompt, placeHolder: setup.prefixExample })].filter(Boolean);
 
   return {
     name: name.trim(),
@@ -244,15 +236,64 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
 async function askStore(): Promise<StoreKind> {
   const picked = orCancel(
     await vscode.window.showQuickPick(
-      [
-        { label: STORE_NAMES.etcd, description: vscode.l10n.t('Go concurrency.Mutex, etcdctl lock, jetcd, elections, single-key locks'), store: 'etcd' as const },
-        { label: STORE_NAMES.redis, description: vscode.l10n.t('Redisson, redis-py, redlock, ShedLock, SET NX PX token locks'), store: 'redis' as const },
-      ],
+      STORE_KINDS.map((store) => ({ label: STORE_NAMES[store], description: STORE_SETUP[store]().libraries, store })),
       { title: vscode.l10n.t('Add connection: which store keeps the locks?'), ignoreFocusOut: true },
     ),
   );
   return picked.store;
 }
+
+/** What the connection flow asks of each store, in its terms. */
+interface StoreSetup {
+  /** The libraries whose locks it shows, for the store pick. */
+  readonly libraries: string;
+  readonly endpointsPrompt: string;
+  readonly endpointsExample: string;
+  readonly authLabel: string;
+  readonly userPrompt: string;
+  /** The store's client speaks TLS (LockLens's ZooKeeper client does not). */
+  readonly tls: boolean;
+  readonly watchPrompt: string;
+  readonly firstPrefixPrompt: string;
+  readonly prefixExample: string;
+}
+
+/** A record, not a test of the kind: a store added to StoreKind fails to compile until its flow is written here. */
+const STORE_SETUP: Readonly<Record<StoreKind, () => StoreSetup>> = {
+  etcd: () => ({
+    libraries: vscode.l10n.t('Go concurrency.Mutex, etcdctl lock, jetcd, elections, single-key locks'),
+    endpointsPrompt: vscode.l10n.t('etcd endpoints, comma separated (https:// turns TLS on)'),
+    endpointsExample: '127.0.0.1:2379',
+    authLabel: vscode.l10n.t('User name and password'),
+    userPrompt: vscode.l10n.t('User name'),
+    tls: true,
+    watchPrompt: vscode.l10n.t('Keys under this prefix are grouped into locks: a Go Mutex or etcdctl lock named /locks/jobs keeps its keys under /locks/jobs/.'),
+    firstPrefixPrompt: vscode.l10n.t('A prefix to watch for locks, e.g. /locks/ (leave empty to add one later)'),
+    prefixExample: '/locks/',
+  }),
+  redis: () => ({
+    libraries: vscode.l10n.t('Redisson, redis-py, redlock, ShedLock, SET NX PX token locks'),
+    endpointsPrompt: vscode.l10n.t('Redis URLs, comma separated: redis://host:port/db, or rediss:// for TLS (several: independent redlock instances)'),
+    endpointsExample: 'redis://127.0.0.1:6379',
+    authLabel: vscode.l10n.t('Password, with an ACL user or the default user'),
+    userPrompt: vscode.l10n.t('ACL user name (leave empty for the default user)'),
+    tls: true,
+    watchPrompt: vscode.l10n.t('Keys under this prefix are read as locks: every string is a token lock, and Redisson hashes are recognised by shape.'),
+    firstPrefixPrompt: vscode.l10n.t('A key prefix to watch for locks, e.g. lock: (every string under it is a token lock; Redisson hashes are recognised by shape)'),
+    prefixExample: 'lock:',
+  }),
+  zookeeper: () => ({
+    libraries: vscode.l10n.t('Curator InterProcessMutex and LeaderLatch, kazoo Lock, the ephemeral-sequential recipe'),
+    endpointsPrompt: vscode.l10n.t('ZooKeeper URL: zookeeper://host:port[,host:port…][/chroot] (the servers of one ensemble)'),
+    endpointsExample: 'zookeeper://127.0.0.1:2181',
+    authLabel: vscode.l10n.t('Digest user name and password'),
+    userPrompt: vscode.l10n.t('Digest user name'),
+    tls: false,
+    watchPrompt: vscode.l10n.t('A path: every lock node below it is read (Curator, kazoo and recipe nodes are recognised by name), e.g. /locks'),
+    firstPrefixPrompt: vscode.l10n.t('A path to watch for locks, e.g. /locks (leave empty to add one later)'),
+    prefixExample: '/locks',
+  }),
+};
 
 async function pickFile(title: string, current: string | undefined): Promise<string | undefined> {
   const picked = await vscode.window.showOpenDialog({

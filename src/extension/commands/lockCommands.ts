@@ -7,7 +7,7 @@ import { displayKey, keyId, parseLeaseHex } from '../../core/keys';
 import { members, type LockMember, type LockState } from '../../core/lockState';
 import { ownerField, type AuditLog } from '../audit';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
-import { formatTtl, roleLabel, troubleLabel } from '../format';
+import { formatTtl, ownerLabel, roleLabel, troubleLabel } from '../format';
 import type { HeldLock, HeldLocks } from '../heldLocks';
 import type { LockTreeNode, LockTreeProvider, MemberNode } from '../lockTree';
 import { acceptQuickPick, holderName, lockSummary, orCancel, pickConnection, pickLock } from '../pickers';
@@ -68,8 +68,9 @@ export function registerLockCommands(
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
     const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
-    // A read hold's lease is the store's own (Redisson's watchdog): there is no TTL to ask.
-    const ttl = input?.ttl ?? (mode === 'read' ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
+    // A read hold's lease is the store's own (Redisson's watchdog), and a store without TTLs (ZooKeeper: a node lives
+    // as long as LockLens's session) has none: there is no TTL to ask.
+    const ttl = input?.ttl ?? (mode === 'read' || !backend.capabilities.ttl ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
     if (!input && !(await confirmJoin(connection, backend, name, mode))) return;
     const controller = new AbortController();
     const label = displayKey(name);
@@ -91,11 +92,9 @@ export function registerLockCommands(
     const release = vscode.l10n.t('Release');
     const { fencingToken, owner } = held.hold;
     const heldText =
-      backend.capabilities.owner === 'lease'
-        ? vscode.l10n.t('You hold "{0}" (fencing token {1}, lease {2}).', label, fencingToken ?? '-', owner)
-        : fencingToken === null
-          ? vscode.l10n.t('You hold "{0}" (owner {1}; this store gives no fencing tokens).', label, owner)
-          : vscode.l10n.t('You hold "{0}" (fencing token {1}, owner {2}).', label, fencingToken, owner);
+      fencingToken === null
+        ? vscode.l10n.t('You hold "{0}" ({1}; this store gives no fencing tokens).', label, ownerLabel(backend.capabilities.owner, owner))
+        : vscode.l10n.t('You hold "{0}" (fencing token {1}, {2}).', label, fencingToken, ownerLabel(backend.capabilities.owner, owner));
     void vscode.window
       .showInformationMessage(heldText, release)
       .then((answer) => (answer === release ? vscode.commands.executeCommand('locklens.releaseLock', held) : undefined));
