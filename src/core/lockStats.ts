@@ -91,6 +91,11 @@ export interface ObserveOptions {
   readonly revocableLeases: boolean;
   /** Change sets carry the store's revision (etcd), not a count of reads. */
   readonly hasRevisions: boolean;
+  /**
+   * What members expire with has a TTL that is sampled (etcd leases, Redis keys); without (a ZooKeeper session, whose
+   * time left cannot be read) a member that went is not known to have been released rather than expired.
+   */
+  readonly sampledTtls: boolean;
   /** The last TTL sample of what a member expires with. */
   readonly lease: (id: string) => LeaseInfo | undefined;
 }
@@ -417,7 +422,7 @@ function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'waiters'>,
   const holderId = holder && identityOf(holder);
   if (r.current && r.current.member !== holderId) {
     // An end found by a (re)load happened at some unseen time: no TTL sample can say how.
-    const end = present.has(r.current.member) ? 'released' : at.exact ? endOfGone(r.current, at.options.revocableLeases, at.now) : null;
+    const end = present.has(r.current.member) ? 'released' : at.exact ? endOfGone(r.current, at.options, at.now) : null;
     endHold(r, at, end);
   }
   if (holder && holderId && !r.current) startHold(r, holder, holderId, at);
@@ -509,12 +514,12 @@ function sampleWait(r: LockRecord, ms: number, who: string): void {
  * its countdown seen running out is an expiry. Otherwise, where leases outlive keys (etcd), a key deleted while its
  * lease had time left went with its lease if a sample found the lease gone, and else only the store can tell whether
  * the lease lives on (null: ask it, see `unsettled`); a key that carried its own TTL (Redis) and went with time left
- * was deleted: released, or force-released.
+ * was deleted: released, or force-released. Without samples (a ZooKeeper session) nothing tells (null).
  */
-function endOfGone(current: NonNullable<LockRecord['current']>, revocableLeases: boolean, now: number): HoldEnd | null {
+function endOfGone(current: NonNullable<LockRecord['current']>, { revocableLeases, sampledTtls }: ObserveOptions, now: number): HoldEnd | null {
   if (!current.lease) return 'released';
   const s = current.sample;
-  if (!s) return revocableLeases ? null : 'released';
+  if (!s) return revocableLeases || !sampledTtls ? null : 'released';
   if (s.ttl - (now - s.observedAt) / 1000 <= EXPIRY_SLACK_S) return 'expired';
   if (revocableLeases) return s.gone ? 'revokedOrExpired' : null;
   return 'released';

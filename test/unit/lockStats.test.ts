@@ -22,7 +22,7 @@ function harness(options: Partial<ObserveOptions> = {}, stats = new LockStats())
   const leases = new Map<string, LeaseInfo>();
   let first = true;
   let revision = 0;
-  const opts: ObserveOptions = { revocableLeases: true, hasRevisions: true, lease: (id) => leases.get(id), ...options };
+  const opts: ObserveOptions = { revocableLeases: true, hasRevisions: true, sampledTtls: true, lease: (id) => leases.get(id), ...options };
   const step = (now: number, change: (m: LockModel, rev: number) => void): ChangeSet => {
     change(model, ++revision);
     const set = model.takeChanges();
@@ -123,6 +123,20 @@ describe('LockStats', () => {
     }
   });
 
+  test('a store whose owners have no TTL to sample (ZooKeeper sessions): how a member went is not said, unless it had none', () => {
+    const { stats, put, del, step } = harness({ revocableLeases: false, sampledTtls: false });
+    put(0, 'seed');
+    put(10, 'a');
+    del(20, 'seed');
+    del(30, 'a');
+    step(40, (m, rev) => m.put({ ...mutexKey('/locks/jobs', '', rev), key: Buffer.from('/locks/jobs/persistent-lock-0000000001') }));
+    step(50, (m, rev) => m.delete(Buffer.from('/locks/jobs/persistent-lock-0000000001'), rev));
+    assert.deepEqual(stats.holds('local', JOBS).map((h) => h.end), [null, null]);
+    const persistent = lockId(Buffer.from('/locks/jobs/persistent-lock-0000000001'), 'single-key');
+    assert.deepEqual(stats.holds('local', persistent).map((h) => h.end), ['released'], 'nothing expires it: it was deleted');
+    assert.deepEqual(stats.unsettled('local'), [], 'nothing to ask');
+  });
+
   test('stalls: a holder whose TTL is seen not being renewed counts once per hold', () => {
     const { stats, leases, put } = harness();
     leases.set('a', lease('a', 10, 0));
@@ -217,7 +231,7 @@ describe('LockStats', () => {
     // The new watch's first load: a is gone, b holds.
     const fresh = new LockModel();
     fresh.reload(() => true, [mutexKey('/locks/jobs', 'b', 9)], 9);
-    stats.observe('local', { ...fresh.takeChanges(), resynced: true }, { revocableLeases: true, hasRevisions: true, lease: () => undefined }, 3_600_000);
+    stats.observe('local', { ...fresh.takeChanges(), resynced: true }, { revocableLeases: true, hasRevisions: true, sampledTtls: true, lease: () => undefined }, 3_600_000);
     const [x, b, ...more] = stats.holds('local', JOBS);
     assert.deepEqual([x.owner, x.endedAt, x.endedExact, b.owner, b.acquiredExact, more.length], ['x', 3_600_000, false, 'b', false, 0]);
     assert.equal(stats.figures('local', JOBS)!.hold, null, 'x was found holding: no sample');
@@ -232,7 +246,7 @@ describe('LockStats', () => {
     stats.restart('local');
     const fresh = new LockModel();
     fresh.reload(() => true, [], 20);
-    stats.observe('local', { revision: 20, changed: [], removed: [], resynced: true }, { revocableLeases: true, hasRevisions: true, lease: () => undefined }, 5000);
+    stats.observe('local', { revision: 20, changed: [], removed: [], resynced: true }, { revocableLeases: true, hasRevisions: true, sampledTtls: true, lease: () => undefined }, 5000);
     const a = stats.holds('local', JOBS).find((h) => h.owner === 'a')!;
     assert.deepEqual([a.endedAt, a.endedExact, a.endedRevision, holdBound(a)], [5000, false, null, '≤ ']);
     assert.equal(stats.figures('local', JOBS)!.hold, null);

@@ -68,9 +68,8 @@ export function registerLockCommands(
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
     const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
-    // A read hold's lease is the store's own (Redisson's watchdog), and a store without TTLs (ZooKeeper: a node lives
-    // as long as LockLens's session) has none: there is no TTL to ask.
-    const ttl = input?.ttl ?? (mode === 'read' || !backend.capabilities.ttl ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
+    // A read hold's lease is the store's own (Redisson's watchdog): there is no TTL to ask.
+    const ttl = input?.ttl ?? (mode === 'read' ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
     if (!input && !(await confirmJoin(connection, backend, name, mode))) return;
     const controller = new AbortController();
     const label = displayKey(name);
@@ -342,13 +341,16 @@ async function askLockName(connection: ClusterConnection, backend: LockBackend):
 }
 
 async function askTtl(owner: LockBackend['capabilities']['owner']): Promise<number> {
+  const [title, prompt] = {
+    lease: [vscode.l10n.t('Lease TTL (seconds)'), vscode.l10n.t('LockLens keeps the lease alive while you hold the lock; if VS Code dies, the lock frees itself after this long.')],
+    // LockLens holds through a ZooKeeper session of its own, with this timeout (the server may shorten it).
+    session: [vscode.l10n.t('Session timeout (seconds)'), vscode.l10n.t('LockLens holds the lock through a session of its own; if VS Code dies, the server ends the session, and the lock, after this long (within the server\'s limits).')],
+    token: [vscode.l10n.t('Lock TTL (seconds)'), vscode.l10n.t("LockLens renews the key's expiry while you hold the lock; if VS Code dies, the lock frees itself after this long.")],
+  }[owner];
   const text = orCancel(
     await vscode.window.showInputBox({
-      title: owner === 'lease' ? vscode.l10n.t('Lease TTL (seconds)') : vscode.l10n.t('Lock TTL (seconds)'),
-      prompt:
-        owner === 'lease'
-          ? vscode.l10n.t('LockLens keeps the lease alive while you hold the lock; if VS Code dies, the lock frees itself after this long.')
-          : vscode.l10n.t("LockLens renews the key's expiry while you hold the lock; if VS Code dies, the lock frees itself after this long."),
+      title,
+      prompt,
       value: String(defaultAcquireTtl()),
       validateInput: (v) => (/^\d+$/.test(v) && Number(v) >= 1 ? undefined : vscode.l10n.t('A whole number of seconds, at least 1')),
     }),
