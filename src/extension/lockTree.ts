@@ -555,7 +555,9 @@ function shorten(text: string, max = 24): string {
 /** The lock name below its prefix ("jobs" under "/locks/"), whole when the prefix is the lock's own. */
 function shortName(name: Buffer, prefix: string): string {
   const p = Buffer.from(prefix);
-  const rest = hasPrefix(name, p) && name.length > p.length ? name.subarray(p.length) : name;
+  let rest = hasPrefix(name, p) && name.length > p.length ? name.subarray(p.length) : name;
+  // Under a path written without its last slash (a ZooKeeper path: /app), the rest starts with one: /app/jobs is jobs.
+  if (rest !== name && rest[0] === 0x2f && rest.length > 1) rest = rest.subarray(1);
   return displayKey(rest);
 }
 

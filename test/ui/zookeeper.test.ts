@@ -1,0 +1,178 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import type { Locator, Page } from 'playwright-core';
+import * as zookeeper from 'node-zookeeper-client';
+import type { ZkClient } from '../../src/core/zookeeper/client';
+import { ZkConnection, ensembleOf, openSession } from '../../src/core/zookeeper/connect';
+import { eventually } from '../harness/etcd';
+import { KazooLock } from '../harness/kazoo';
+import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, screenshot, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { startZooKeeper, type ZooKeeperServer } from '../harness/zookeeper';
+
+/**
+ * The Locks view on a ZooKeeper connection, as a user works it: a real ZooKeeper (Debian's) with the locks real
+ * services leave there: kazoo's own `Lock` held by one python process and waited for by another, and an Apache
+ * Curator `InterProcessMutex` whose holder's process is stuck (its session alive, never releasing), its nodes made with
+ * Curator's exact names and data (the client's IP). The built extension in code-server, in headless Chromium: the
+ * tree's rows (session as owner, czxid as fencing token, no TTL to count down), "Acquire Lock…" on a new name held
+ * through a session of LockLens's own and released from the status bar, and "Force Release…" on the stuck holder,
+ * whose confirmation says that its process is not told. Screenshots go to test-output/screenshots/.
+ */
+
+const CONNECTION = 'zk-local';
+const ROOT = '/app';
+const REPORT = '/app/locks/report';
+const MIGRATE = '/app/locks/migrate';
+const BY_HAND = '/app/locks/by-hand';
+
+describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeeper)', { timeout: 8 * 60_000 }, () => {
+  let server: ZooKeeperServer;
+  let holder: KazooLock;
+  let waiter: KazooLock;
+  /** The test's own session, to look at nodes behind LockLens's back. */
+  let raw: ZkConnection;
+  /** The stuck Curator holder's session, and its node's path. */
+  let stuck: ZkClient;
+  let stuckNode = '';
+  let stuckSession = '';
+  let reportNode = '';
+  let reportSession = '';
+  let ui: LockLensUi | undefined;
+  let page: Page;
+
+  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast } = viewHelpers(() => page);
+  const leaf = (path: string) => path.slice(path.lastIndexOf('/') + 1);
+  const exists = async (path: string) => (await raw.client.data(path)) !== undefined;
+
+  async function expand(row: Locator): Promise<void> {
+    await row.waitFor({ state: 'visible', timeout: 30_000 });
+    await eventually(async () => {
+      if ((await row.getAttribute('aria-expanded')) === 'true') return true;
+      await row.locator('.monaco-tl-twistie').click({ timeout: 2000 }).catch(() => undefined);
+      return false;
+    }, 20_000, 'row expanded');
+  }
+
+  /** A screenshot with the mouse parked on the empty editor area, so no hover tooltip covers the view. */
+  async function shot(name: string): Promise<void> {
+    await page.mouse.move(1300, 300);
+    await page.locator('.workbench-hover-container, .monaco-hover:not(.hidden)').first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+    await screenshot(page, name);
+  }
+
+  before(async () => {
+    server = await startZooKeeper();
+    const { url, spec } = ensembleOf({ endpoints: [server.url], dialTimeoutMs: 5000 });
+    raw = await ZkConnection.open(spec, url.servers);
+    // kazoo's Lock: one python process holds, another waits behind it.
+    holder = new KazooLock(`127.0.0.1:${server.port}`, REPORT, { identifier: 'report-worker-1', sessionSeconds: 10 });
+    const acquired = (await holder.until(['acquired'])).split(' ');
+    reportNode = `${REPORT}/${acquired[1]}`;
+    reportSession = acquired[2];
+    waiter = new KazooLock(`127.0.0.1:${server.port}`, REPORT, { identifier: 'report-worker-2', sessionSeconds: 10 });
+    await waiter.until(['waiting']);
+    // Curator's InterProcessMutex, as its nodes are named and filled (the client's IP), held by a stuck process.
+    await raw.client.mkdirp(MIGRATE);
+    stuck = await openSession({ ...spec, sessionTimeoutMs: 10_000 }, url.servers);
+    stuckNode = await stuck.create(`${MIGRATE}/_c_${randomUUID()}-lock-`, Buffer.from('10.0.0.7'), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
+    stuckSession = stuck.sessionId;
+
+    ui = await openLockLensUi({
+      name: 'zookeeper',
+      readme: 'a workspace for the LockLens ZooKeeper UI tests',
+      settings: { 'locklens.connections': [{ name: CONNECTION, store: 'zookeeper', endpoints: [server.url], prefixes: [ROOT] }] },
+      viewport: { width: 1600, height: 900 },
+    });
+    page = ui.page;
+  });
+
+  after(async () => {
+    await cleanUpEach([() => ui?.close(), () => holder?.dispose(), () => waiter?.dispose(), () => stuck?.close(), () => raw?.close(), () => server?.dispose()]);
+  });
+
+  test('the tree shows kazoo\'s holder and its waiter in sequence order, and the Curator holder, with sessions and czxid tokens', async () => {
+    await openViewContainer(page, 'LockLens');
+    await widenSidebar(page, 760);
+    await page.mouse.move(1300, 300);
+    try {
+      await rowLabelled(CONNECTION).waitFor({ state: 'visible', timeout: 60_000 });
+      await eventually(async () => /^connected/.test(await description(rowLabelled(CONNECTION))), 30_000, 'connection row says connected');
+      await expand(rowLabelled(ROOT));
+      const report = rowLabelled('locks/report');
+      await report.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e: unknown) => {
+        throw new Error(`no report row; the tree shows ${JSON.stringify(await rowLabels())}: ${String(e)}`);
+      });
+      assert.match(await description(report), /· 1 waiting/);
+      await expand(report);
+      const holderRow = rowLabelled(leaf(reportNode));
+      await holderRow.waitFor({ state: 'visible', timeout: 20_000 });
+      const held = await description(holderRow);
+      assert.match(held, new RegExp(`^holder · session ${reportSession} · token \\d+ · held`), `kazoo holder row: ${held}`);
+      assert.doesNotMatch(held, /TTL/, 'a session has no TTL to count down');
+      const labels = await rowLabels();
+      const waiterLabel = labels[labels.indexOf(leaf(reportNode)) + 1];
+      assert.match(waiterLabel, /__lock__\d{10}$/, `the waiter next: ${JSON.stringify(labels)}`);
+      assert.match(await description(rowLabelled(waiterLabel)), /^waiter #1 · session [0-9a-f]+ · token \d+ · waiting/);
+
+      const migrate = rowLabelled('locks/migrate');
+      await expand(migrate);
+      const curator = await description(rowLabelled(leaf(stuckNode)));
+      assert.match(curator, new RegExp(`^holder · session ${stuckSession} · token \\d+`), `Curator holder row: ${curator}`);
+    } finally {
+      await shot('zk-tree');
+    }
+  });
+
+  test('"Acquire Lock…" on a new name asks a session timeout, holds through a node of its own, and the status bar releases it', async () => {
+    await runCommand(page, 'LockLens: Acquire Lock…');
+    await quickInputTitled(new RegExp(`Acquire lock on ${escapeRegExp(CONNECTION)}`));
+    await page.locator('.quick-input-widget input').fill(BY_HAND);
+    await page.locator('.quick-input-list .monaco-list-row', { hasText: 'new lock' }).first().waitFor({ state: 'visible', timeout: 20_000 });
+    await page.keyboard.press('Enter');
+    await quickInputTitled(/Session timeout/);
+    await acceptInputTitled(/Session timeout/);
+    const item = page.locator('.part.statusbar .statusbar-item', { hasText: BY_HAND });
+    await item.waitFor({ state: 'visible', timeout: 30_000 });
+    const [node] = (await raw.client.children(BY_HAND)) ?? [];
+    assert.match(node ?? '', /^[0-9a-f]{32}__lock__\d{10}$/, 'kazoo\'s layout for a new name');
+    await toast(/You hold/).waitFor({ state: 'visible', timeout: 20_000 });
+    assert.match((await toast(/You hold/).textContent()) ?? '', /fencing token \d+, session [0-9a-f]+/);
+    await eventually(async () => (await rowLabels()).includes('locks/by-hand'), 20_000, 'the by-hand lock in the tree');
+    await shot('zk-acquire');
+    await item.click();
+    await eventually(async () => ((await raw.client.children(BY_HAND)) ?? []).length === 0, 20_000, 'our node deleted');
+    await item.waitFor({ state: 'hidden', timeout: 20_000 });
+    await runCommand(page, 'Notifications: Clear All Notifications');
+  });
+
+  test('"Force Release…" on the stuck Curator holder says its process is not told, shows the token, then deletes its node', async () => {
+    const row = rowLabelled(leaf(stuckNode));
+    const dialog = await confirmFromContextMenu(page, row, 'Force Release…');
+    const detail = ((await dialog.locator('.dialog-message-detail').textContent().catch(() => '')) ?? '').trim();
+    assert.match(detail, /not told/i, `the confirmation says the holder is not told: ${detail}`);
+    assert.match(detail, /czxid|fencing token|token \d+/i, `and names its fencing token: ${detail}`);
+    assert.ok(await exists(stuckNode), 'nothing deleted before the confirmation');
+    await shot('zk-force-release-confirm');
+    await dialog.locator('.monaco-button', { hasText: 'Force Release' }).first().click();
+    await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
+    await eventually(async () => !(await exists(stuckNode)), 20_000, 'the stuck node deleted');
+    await row.waitFor({ state: 'detached', timeout: 20_000 });
+    assert.ok(await exists(reportNode), 'only the stuck lock: kazoo still holds report');
+    await shot('zk-after-force-release');
+    await runCommand(page, 'Notifications: Clear All Notifications');
+  });
+
+  test('the timeline shows the ZooKeeper holds by session, with no TTL countdown and no lease buttons', async () => {
+    await runCommand(page, 'LockLens: Open Timeline');
+    const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
+    await eventually(async () => ((await timeline.locator('#rows li').allTextContents()).join('\n')).includes(reportSession), 60_000, 'the kazoo hold as a bar');
+    await timeline.locator('#filter input').fill(REPORT);
+    await timeline.locator('#scroller').focus();
+    await timeline.locator('#scroller').press('Home');
+    const info = timeline.locator('#detail-info');
+    await eventually(async () => ((await info.textContent()) ?? '').includes(reportSession), 20_000, 'the kazoo bar selected');
+    assert.equal(await timeline.locator('#revoke').isVisible(), false, 'no Revoke Lease: a session cannot be revoked');
+    await shot('zk-timeline');
+  });
+});
