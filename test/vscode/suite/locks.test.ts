@@ -90,7 +90,7 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.equal(rows[0].item.contextValue, 'member.leased.other.holder.token');
     assert.deepEqual(
       menuCommands(rows[0].item.contextValue!),
-      ['locklens.copyFencingToken', 'locklens.copyKey', 'locklens.copyLeaseId', 'locklens.forceRelease', 'locklens.openTimeline', 'locklens.revokeLease', 'locklens.showLeaseDetails'],
+      ['locklens.copyFencingToken', 'locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyLeaseId', 'locklens.forceRelease', 'locklens.openTimeline', 'locklens.revokeLease', 'locklens.showHistory', 'locklens.showLeaseDetails'],
       'an etcdctl holder: revoke its lease or force-release its key; its owner is the lease (Copy Lease ID, no Copy Owner)',
     );
     assert.equal(rows[1].item.contextValue, 'member.leased.other.token');

@@ -82,20 +82,20 @@ describe('Locks tree and commands against a real Redis', function () {
 
     const token = row('token');
     assert.equal(token.item.contextValue, 'member.unleased.other.holder.owner');
-    assert.deepEqual(menuCommands(token.item.contextValue!), ['locklens.copyKey', 'locklens.copyOwner', 'locklens.forceRelease', 'locklens.openTimeline']);
+    assert.deepEqual(menuCommands(token.item.contextValue!), ['locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyOwner', 'locklens.forceRelease', 'locklens.openTimeline', 'locklens.showHistory']);
     await vscode.commands.executeCommand('locklens.copyOwner', token.node);
     assert.equal(await vscode.env.clipboard.readText(), 'tok-menu');
 
     const [holder, waiter] = rows(row('fair').node);
     assert.equal(holder.item.label, field);
-    assert.deepEqual(menuCommands(holder.item.contextValue!), ['locklens.copyKey', 'locklens.copyOwner', 'locklens.forceRelease', 'locklens.openTimeline']);
+    assert.deepEqual(menuCommands(holder.item.contextValue!), ['locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyOwner', 'locklens.forceRelease', 'locklens.openTimeline', 'locklens.showHistory']);
     assert.equal(waiter.item.contextValue, 'member.unleased.other.owner', 'a waiter holds nothing: no Force Release');
-    assert.deepEqual(menuCommands(waiter.item.contextValue!), ['locklens.copyKey', 'locklens.copyOwner', 'locklens.openTimeline']);
+    assert.deepEqual(menuCommands(waiter.item.contextValue!), ['locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyOwner', 'locklens.openTimeline', 'locklens.showHistory']);
 
     const mine = row('mine');
     assert.match(String(mine.item.description), /held by you/);
     assert.equal(mine.item.contextValue, 'member.unleased.own.holder.owner');
-    assert.deepEqual(menuCommands(mine.item.contextValue!), ['locklens.copyKey', 'locklens.copyOwner', 'locklens.openTimeline', 'locklens.releaseLock']);
+    assert.deepEqual(menuCommands(mine.item.contextValue!), ['locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyOwner', 'locklens.openTimeline', 'locklens.releaseLock', 'locklens.showHistory']);
     await vscode.commands.executeCommand('locklens.releaseLock', mine.node);
     assert.equal(api.heldLocks.all().length, 0, 'Release Lock from our row releases our hold');
     assert.equal(await redis.cli(['EXISTS', 'rt:mine']), '0');
