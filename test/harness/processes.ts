@@ -21,3 +21,11 @@ export async function startOrDispose<S extends { start(): Promise<void>; dispose
   }
   return server;
 }
+
+/** Sends `signal` to `proc` unless it has exited, and resolves once it has. */
+export async function stopProcess(proc: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  proc.kill(signal);
+  await exited;
+}

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { createServer } from 'node:net';
 import { freePort } from './ports';
-import { killOnExit, startOrDispose } from './processes';
+import { killOnExit, startOrDispose, stopProcess } from './processes';
 
 /**
  * Real Redis servers for tests: Debian's `redis-server` (installed by scripts/setup.sh) on a free loopback port with a
@@ -88,12 +88,8 @@ export class RedisServer {
     }
   }
 
-  async stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    const proc = this.proc;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill(signal);
-    await exited;
+  stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    return stopProcess(this.proc, signal);
   }
 
   /** Same port, empty dataset (nothing is persisted). */

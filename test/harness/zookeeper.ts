@@ -3,9 +3,11 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { LockState } from '../../src/core/lockState';
 import { sleep } from '../../src/core/sleep';
+import { lockFingerprint } from '../../src/core/snapshotModel';
 import { freePort } from './ports';
-import { killOnExit, startOrDispose } from './processes';
+import { killOnExit, startOrDispose, stopProcess } from './processes';
 
 /**
  * Real ZooKeeper servers for tests: Debian's `zookeeper` package (installed by scripts/setup.sh) run straight from its
@@ -96,12 +98,8 @@ export class ZooKeeperServer {
     }
   }
 
-  async stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-    const proc = this.proc;
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-    proc.kill(signal);
-    await exited;
+  stop(signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    return stopProcess(this.proc, signal);
   }
 
   /** Freezes the server (SIGSTOP): its sockets stay open and say nothing, as over a partition. */
@@ -202,4 +200,9 @@ export function fourLetter(port: number, word: string): Promise<string> {
     socket.once('error', () => undefined);
     socket.once('close', () => resolve(out));
   });
+}
+
+/** Every lock of a listing or a watch as views would draw it, in name order: equal lists draw the same. */
+export function drawn(locks: readonly LockState[]): string[] {
+  return [...locks].sort((x, y) => Buffer.compare(x.name, y.name)).map(lockFingerprint);
 }

@@ -8,8 +8,7 @@ import * as zookeeper from 'node-zookeeper-client';
 import type { LiveState, LockHold } from '../../src/core/backend';
 import { isLockLensError, type LockLensError } from '../../src/core/errors';
 import { keyId } from '../../src/core/keys';
-import { members, type LockState } from '../../src/core/lockState';
-import { lockFingerprint } from '../../src/core/snapshotModel';
+import { members } from '../../src/core/lockState';
 import type { ZkClient } from '../../src/core/zookeeper/client';
 import { ZkConnection, ensembleOf, openSession } from '../../src/core/zookeeper/connect';
 import { ZooKeeperBackend } from '../../src/core/zookeeper/zookeeperBackend';
@@ -19,16 +18,11 @@ import { mulberry32 } from '../harness/random';
 import { eventually } from '../harness/redis';
 import { sleep } from '../../src/core/sleep';
 import { TcpProxy } from '../harness/tcpProxy';
-import { startZooKeeper, type ZooKeeperServer } from '../harness/zookeeper';
+import { drawn, startZooKeeper, type ZooKeeperServer } from '../harness/zookeeper';
 
 const b = (s: string) => Buffer.from(s);
 const UUID = () => randomUUID();
 const DIAL_MS = 2000;
-
-/** Every lock of a listing or a watch, as views would draw it: equal lists draw the same. */
-function drawn(locks: readonly LockState[]): string[] {
-  return [...locks].sort((x, y) => Buffer.compare(x.name, y.name)).map(lockFingerprint);
-}
 
 describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () => {
   let server: ZooKeeperServer;
@@ -393,6 +387,7 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
 
   test('a hold through a closed backend is lost at once; acquires waiting are cancelled', async () => {
     const other = await open();
+    defer(() => other.close());
     const hold: LockHold = await other.acquire(b(`${p}/x`), { ttlSeconds: 2 });
     const waiting = other.acquire(b(`${p}/x`), { ttlSeconds: 2 });
     await eventually(async () => (await lockAt(`${p}/x`))?.waiters.length === 1, 10_000, 'queued');

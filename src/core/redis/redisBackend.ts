@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, AcquireOptions, WatchOptions } from '../backend';
+import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
@@ -41,12 +42,8 @@ export class RedisBackend implements LockBackend {
   /** Our read/write holds, whose thread a new acquire on the same name re-enters (see ReadWriteHolds). */
   private readonly readWriteHolds = new ReadWriteHolds();
   private sharedSubscriber: Promise<Subscriber> | undefined;
-  private readonly watches = new Set<RedisLockWatch>();
-  /** Holds taken through this connection and not yet ended: lost at once when it closes. */
-  private readonly holds = new Set<RenewingHold>();
-  private closed = false;
-  /** Aborts the acquires still waiting when the connection closes: they could only fail later, or open new clients. */
-  private readonly closing = new AbortController();
+  /** Watches, holds and waiting acquires taken through this connection: ended when it closes. */
+  private readonly scope = new ConnectionScope<RenewingHold>('Redis', closedWhileHeld);
   /** Test seam: see ReadOptions. */
   readOptions: ReadOptions = {};
 
@@ -82,7 +79,7 @@ export class RedisBackend implements LockBackend {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new LockLensError('CLOSED', 'the Redis connection is closed');
+    this.scope.checkOpen();
   }
 
   private subscriber(): Promise<Subscriber> {
@@ -104,13 +101,7 @@ export class RedisBackend implements LockBackend {
       prefixes.map((p) => Buffer.from(p)),
       options,
     );
-    this.watches.add(watch);
-    const dispose = watch.dispose.bind(watch);
-    watch.dispose = () => {
-      this.watches.delete(watch);
-      dispose();
-    };
-    return watch;
+    return this.scope.watch(watch);
   }
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
@@ -132,7 +123,7 @@ export class RedisBackend implements LockBackend {
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.checkOpen();
-    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
+    const signal = this.scope.signal(options.signal);
     const hold = await acquire(
       {
         clients: this.topology.writeClients,
@@ -143,10 +134,7 @@ export class RedisBackend implements LockBackend {
       name,
       { ...options, signal },
     );
-    for (const h of this.holds) if (h.ended) this.holds.delete(h);
-    if (this.closed) hold.abandon(closedWhileHeld(hold.name));
-    else this.holds.add(hold);
-    return hold;
+    return this.scope.hold(hold);
   }
 
   forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
@@ -159,13 +147,8 @@ export class RedisBackend implements LockBackend {
   }
 
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.closing.abort(new LockLensError('CLOSED', 'the Redis connection was closed while waiting for the lock'));
-    // Holds first: they say they are lost now and stop renewing, rather than fail renewals for a whole TTL.
-    for (const h of [...this.holds]) h.abandon(closedWhileHeld(h.name));
-    this.holds.clear();
-    for (const w of [...this.watches]) w.dispose();
+    // Holds stop renewing and say they are lost now, rather than fail renewals for a whole TTL.
+    if (!this.scope.close()) return;
     void this.sharedSubscriber?.then((s) => s.dispose()).catch(() => undefined);
     this.topology.close();
   }

@@ -178,7 +178,7 @@ export class ZooKeeperHold implements LockHold {
   private readonly lostEmitter = new Emitter<LockLensError>();
   readonly onDidLose: Event<LockLensError> = this.lostEmitter.event;
   private lostError: LockLensError | undefined;
-  private ended = false;
+  private isEnded = false;
   private tickTimer: NodeJS.Timeout | undefined;
   private deadline: NodeJS.Timeout | undefined;
   private readonly subscription: Disposable;
@@ -209,9 +209,9 @@ export class ZooKeeperHold implements LockHold {
     return this.lostError;
   }
 
-  /** Whether it is released or lost. */
-  get isEnded(): boolean {
-    return this.ended;
+  /** Released or lost. */
+  get ended(): boolean {
+    return this.isEnded;
   }
 
   private get timeoutMs(): number {
@@ -229,24 +229,24 @@ export class ZooKeeperHold implements LockHold {
 
   /** Looks at our node, watching it: its deletion is the loss of the lock. */
   private async check(): Promise<void> {
-    if (this.ended) return;
+    if (this.isEnded) return;
     clearTimeout(this.tickTimer);
     const sentAt = Date.now();
     let again = Math.max(100, Math.floor(this.timeoutMs / 3));
     try {
       const stat = await this.session.exists(this.path, this.onNodeEvent);
-      if (this.ended) return;
+      if (this.isEnded) return;
       if (!stat) return this.lose('its node was deleted by someone else (a force release?)');
       this.extend(sentAt);
     } catch (e) {
       this.lastFailure = e;
       again = Math.min(again, 250);
     }
-    if (!this.ended) this.tickTimer = setTimeout(() => void this.check(), again);
+    if (!this.isEnded) this.tickTimer = setTimeout(() => void this.check(), again);
   }
 
   private lose(why: string): void {
-    if (this.ended) return;
+    if (this.isEnded) return;
     this.stop();
     this.lostError = new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: ${why}`);
     this.lostEmitter.fire(this.lostError);
@@ -255,7 +255,7 @@ export class ZooKeeperHold implements LockHold {
   }
 
   private stop(): void {
-    this.ended = true;
+    this.isEnded = true;
     clearTimeout(this.tickTimer);
     clearTimeout(this.deadline);
     this.subscription.dispose();
@@ -263,7 +263,7 @@ export class ZooKeeperHold implements LockHold {
 
   /** The connection it was taken through is closing: lost now; closing its own session deletes the node. */
   abandon(error: LockLensError): void {
-    if (this.ended) return;
+    if (this.isEnded) return;
     this.stop();
     this.lostError = error;
     this.lostEmitter.fire(error);
@@ -271,7 +271,7 @@ export class ZooKeeperHold implements LockHold {
   }
 
   async release(): Promise<boolean> {
-    if (this.ended) return false;
+    if (this.isEnded) return false;
     this.stop();
     this.lostEmitter.dispose();
     try {

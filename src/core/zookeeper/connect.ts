@@ -146,6 +146,7 @@ export class ZkConnection {
   private readonly stateEmitter = new Emitter<ConnectionState>();
   readonly onDidChangeState = this.stateEmitter.event;
   private closed = false;
+  private renewing = false;
 
   private constructor(
     private current: ZkClient,
@@ -156,8 +157,8 @@ export class ZkConnection {
     this.follow(current);
   }
 
-  static async open(spec: SessionSpec, servers: readonly ZooKeeperServer[]): Promise<ZkConnection> {
-    return new ZkConnection(await openSession(spec, servers), spec, servers);
+  static async open(spec: SessionSpec, servers: readonly ZooKeeperServer[], log?: (message: string) => void): Promise<ZkConnection> {
+    return new ZkConnection(await openSession(spec, servers), spec, servers, log);
   }
 
   get client(): ZkClient {
@@ -166,20 +167,38 @@ export class ZkConnection {
   }
 
   private follow(client: ZkClient): void {
+    let away: NodeJS.Timeout | undefined;
     client.onDidChangeState((state) => {
-      if (this.closed || client !== this.current) return;
+      if (this.closed || client !== this.current) return clearTimeout(away);
+      clearTimeout(away);
+      if (state === 'disconnected') {
+        // Away for a whole session timeout, the session is gone on the server, whatever the library will hear when it
+        // is back; and a restarted server that lost our last zxid refuses the session for ever. A new one either way.
+        away = setTimeout(() => this.expire(client), client.sessionTimeoutMs);
+        away.unref?.();
+      }
       this.stateEmitter.fire(state);
       if (state === 'expired') void this.renew(client);
     });
   }
 
+  private expire(client: ZkClient): void {
+    if (this.closed || client !== this.current || client.state === 'connected') return;
+    this.log?.(`ZooKeeper at ${this.spec.label}: no connection for the session timeout; opening a new session`);
+    this.stateEmitter.fire('expired');
+    void this.renew(client);
+  }
+
   private async renew(expired: ZkClient): Promise<void> {
+    if (this.renewing) return;
+    this.renewing = true;
     void expired.close();
     for (let attempt = 1; !this.closed; attempt++) {
       try {
         const fresh = await openSession(this.spec, this.servers);
         if (this.closed) return void fresh.close();
         this.current = fresh;
+        this.renewing = false;
         this.follow(fresh);
         this.stateEmitter.fire('renewed');
         return;

@@ -5,6 +5,7 @@
  * the nodes, and a session's remaining time cannot be read.
  */
 import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
+import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
@@ -36,11 +37,8 @@ export const ZOOKEEPER_CAPABILITIES: Capabilities = {
 export class ZooKeeperBackend implements LockBackend {
   readonly kind = 'zookeeper' as const;
   readonly capabilities = ZOOKEEPER_CAPABILITIES;
-  private readonly watches = new Set<LockWatch>();
-  private readonly holds = new Set<ZooKeeperHold>();
-  private closed = false;
-  /** Aborts the acquires still waiting when the connection closes. */
-  private readonly closing = new AbortController();
+  /** Watches, holds and waiting acquires taken through this connection: ended when it closes. */
+  private readonly scope = new ConnectionScope<ZooKeeperHold>('ZooKeeper', closedWhileHeld);
 
   private constructor(
     readonly connection: ZkConnection,
@@ -55,19 +53,12 @@ export class ZooKeeperBackend implements LockBackend {
   }
 
   private checkOpen(): void {
-    if (this.closed) throw new LockLensError('CLOSED', 'the ZooKeeper connection is closed');
+    this.scope.checkOpen();
   }
 
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
     this.checkOpen();
-    const watch = new ZooKeeperLockWatch(this.connection, distinctRoots(prefixes.map(rootOf)), options);
-    this.watches.add(watch);
-    const dispose = watch.dispose.bind(watch);
-    watch.dispose = () => {
-      this.watches.delete(watch);
-      dispose();
-    };
-    return watch;
+    return this.scope.watch(new ZooKeeperLockWatch(this.connection, distinctRoots(prefixes.map(rootOf)), options));
   }
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
@@ -85,12 +76,8 @@ export class ZooKeeperBackend implements LockBackend {
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.checkOpen();
-    const signal = options.signal ? AbortSignal.any([options.signal, this.closing.signal]) : this.closing.signal;
-    const hold = await acquire({ openSession: (sessionTimeoutMs) => openSession({ ...this.spec, sessionTimeoutMs }, this.servers) }, name, { ...options, signal });
-    for (const h of this.holds) if (h.isEnded) this.holds.delete(h);
-    if (this.closed) hold.abandon(closedWhileHeld(hold.name));
-    else this.holds.add(hold);
-    return hold;
+    const openHoldSession = (sessionTimeoutMs: number) => openSession({ ...this.spec, sessionTimeoutMs }, this.servers);
+    return this.scope.hold(await acquire({ openSession: openHoldSession }, name, { ...options, signal: this.scope.signal(options.signal) }));
   }
 
   forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
@@ -103,13 +90,7 @@ export class ZooKeeperBackend implements LockBackend {
   }
 
   close(): void {
-    if (this.closed) return;
-    this.closed = true;
-    this.closing.abort(new LockLensError('CLOSED', 'the ZooKeeper connection was closed while waiting for the lock'));
-    for (const h of [...this.holds]) h.abandon(closedWhileHeld(h.name));
-    this.holds.clear();
-    for (const w of [...this.watches]) w.dispose();
-    void this.connection.close();
+    if (this.scope.close()) void this.connection.close();
   }
 
   dispose(): void {
