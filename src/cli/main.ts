@@ -59,10 +59,18 @@ async function main(argv: string[]): Promise<number> {
   return command.run(rest, (values) => openBackend(profileFrom(values)), out);
 }
 
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    out.stderr(`locklens: ${errorMessage(e)}`);
-    process.exit(e instanceof LockLensError ? EXIT_CODES[e.code] : 1);
-  },
-);
+/**
+ * Exits once stdout and stderr have taken everything written: process.exit drops what a pipe has not taken yet, which
+ * cut `history --json` of a long history at a few hundred KB when piped.
+ */
+function exitFlushed(code: number): void {
+  let pending = 2;
+  const done = () => --pending === 0 && process.exit(code);
+  process.stdout.write('', done);
+  process.stderr.write('', done);
+}
+
+main(process.argv.slice(2)).then(exitFlushed, (e: unknown) => {
+  out.stderr(`locklens: ${errorMessage(e)}`);
+  exitFlushed(e instanceof LockLensError ? EXIT_CODES[e.code] : 1);
+});
