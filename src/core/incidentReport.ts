@@ -130,7 +130,7 @@ function historyLines(history: LockHistory | undefined): string[] {
   lines.push('| key | lease | token | from revision | to revision | end | waiting |', '|---|---|---|---|---|---|---|');
   for (const h of shown) {
     const from = `${h.beforeHistory ? 'before ' : ''}${h.acquiredRevision}`;
-    const cells = [code(displayKey(h.key), true), h.lease ? code(h.lease, true) : '–', h.token ?? '–', from, h.endedRevision ?? 'holding', h.endedRevision === null ? '' : END_TEXT[h.end ?? 'unknown'], h.waiters.length];
+    const cells = [code(displayKey(h.key), true), h.lease ? code(h.lease, true) : '–', h.token ?? '–', from, h.endedRevision ?? 'holding', h.endedRevision === null ? '' : END_TEXT[h.end ?? 'unknown'], h.waiterCount];
     lines.push(`| ${cells.join(' | ')} |`);
   }
   lines.push('');

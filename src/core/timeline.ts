@@ -315,7 +315,7 @@ export function pastMessage(history: LockHistory, connection: string): PastMessa
       beforeHistory: h.beforeHistory,
       endedRevision: h.endedRevision,
       end: h.end,
-      waiters: h.waiters.length,
+      waiters: h.waiterCount,
     })),
   };
 }

@@ -226,7 +226,7 @@ function replayedItem(h: ReplayedHold, at: (revision: number) => string): vscode
   const parts = [h.endedRevision === null ? vscode.l10n.t('holding since {0}', from) : vscode.l10n.t('{0} → {1}', from, at(h.endedRevision))];
   if (h.endedRevision !== null) parts.push(endText(h.end));
   if (h.token !== null) parts.push(vscode.l10n.t('token {0}', h.token));
-  if (h.waiters.length) parts.push(vscode.l10n.t('{0} waiting', h.waiters.length));
+  if (h.waiterCount) parts.push(vscode.l10n.t('{0} waiting', h.waiterCount));
   const item = textItem(displayKey(h.key), parts.join(' · '), h.endedRevision === null ? 'lock' : h.end ? END_ICONS[h.end] : 'circle-outline');
   const md = tooltip();
   appendUntrusted(md.appendMarkdown(`${vscode.l10n.t('Key')}: `), h.key);

@@ -1,6 +1,16 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { answersProgressWhenCaughtUp, ETCD_BATCH_REVISIONS, HistoryReadPlan, type Delivery, type PlanStep, type ReadWindow } from '../../src/core/etcd/historyPlan';
+import {
+  answersProgressWhenCaughtUp,
+  ETCD_BATCH_REVISIONS,
+  HistoryReadPlan,
+  PROGRESS_FALLBACK_MS,
+  QUIET_MIN_MS,
+  silenceEndsReadAt,
+  type Delivery,
+  type PlanStep,
+  type ReadWindow,
+} from '../../src/core/etcd/historyPlan';
 
 const spans = (windows: readonly ReadWindow[]) => windows.map((w) => `${w.start}-${w.end}`);
 /** A batch of `revisions` consecutive revisions from `first`, sent when etcd was at `header`. */
@@ -127,5 +137,21 @@ describe('answersProgressWhenCaughtUp: which etcd a progress reply can be believ
   test('3.4.31, 3.5.13, 3.6 and later: yes; the versions before, with either bug: no', () => {
     for (const v of ['3.4.31', '3.4.34', '3.5.13', '3.5.17', '3.6.0', '3.7.1', '4.0.0']) assert.equal(answersProgressWhenCaughtUp(v), true, v);
     for (const v of ['3.4.23', '3.4.30', '3.5.0', '3.5.12', '3.3.27', '2.3.8']) assert.equal(answersProgressWhenCaughtUp(v), false, v);
+  });
+});
+
+describe('silenceEndsReadAt: when a read that heard no event may end on silence', () => {
+  test('where progress replies cannot be believed: after a quiet time that grows with the revisions to scan, a second at least', () => {
+    assert.equal(silenceEndsReadAt(300, false, false), QUIET_MIN_MS);
+    // etcd sends about 1,000 revisions a 100 ms pass: 100 s for a million, twice that for margin.
+    assert.equal(silenceEndsReadAt(1_000_000, false, false), 200_000);
+    assert.ok(silenceEndsReadAt(100_000, false, false)! > 10 * QUIET_MIN_MS);
+  });
+
+  test('where they can: never once one came; without any, the same quiet time, after PROGRESS_FALLBACK_MS at the earliest', () => {
+    assert.equal(silenceEndsReadAt(300, true, true), undefined);
+    assert.equal(silenceEndsReadAt(1_000_000, true, true), undefined);
+    assert.equal(silenceEndsReadAt(300, true, false), PROGRESS_FALLBACK_MS);
+    assert.equal(silenceEndsReadAt(1_000_000, true, false), 200_000);
   });
 });

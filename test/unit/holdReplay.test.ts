@@ -25,6 +25,7 @@ describe('HoldReplay: holds rebuilt from history', () => {
     r.apply(6, [del('jobs/b2')]);
     r.apply(7, [del('jobs/c3')]);
     assert.deepEqual(summary(r.holds()), ['jobs/a1 2 2→5 []', 'jobs/b2 3 5→6 [jobs/c3]', 'jobs/c3 4 6→7 []']);
+    assert.deepEqual(r.holds().map((h) => h.waiterCount), [0, 1, 0]);
     assert.equal(r.events, 6);
     assert.equal(r.lockId, lockId(Buffer.from('jobs'), 'go-mutex'));
   });
@@ -72,13 +73,34 @@ describe('HoldReplay: holds rebuilt from history', () => {
     assert.equal(r.lockId, lockId(Buffer.from('/locks/x'), 'single-key'));
   });
 
-  test('the queue ignores the single key of its name and the locks below it', () => {
+  test("the queue is Go's: a nested lock's key that came first holds it under its own key; the single key of its name is another lock", () => {
+    // Go's Mutex on `jobs` reads the whole prefix `jobs/`: `jobs/b2` waits for `jobs/sub/a1`, a key of the lock below.
     const r = new HoldReplay(Buffer.from('jobs'), false);
     r.apply(2, [put(rec('jobs', { create: 2, value: 'x' }))]);
     r.apply(3, [put(mutexKey('jobs/sub', 'a1', 3))]);
     r.apply(4, [put(mutexKey('jobs', 'b2', 4))]);
-    assert.deepEqual(summary(r.holds()), ['jobs/b2 4 4→… []']);
-    assert.equal(r.events, 3, 'every event of the range counts, this lock’s or not');
+    r.apply(5, [put(rec('jobs/config', { create: 5, value: 'anything' }))]);
+    r.apply(6, [del('jobs/sub/a1')]);
+    r.apply(7, [del('jobs/b2')]);
+    r.apply(8, [del('jobs')]);
+    assert.deepEqual(summary(r.holds()), ['jobs/sub/a1 3 3→6 []', 'jobs/b2 4 6→7 [jobs/config]', 'jobs/config 5 7→… []']);
+    assert.equal(r.events, 7, 'every event of the range counts, this lock’s or not');
+  });
+
+  test('a thundering herd: each hold keeps the first 100 waiters and counts them all', () => {
+    const r = new HoldReplay(Buffer.from('herd'), false);
+    const n = 5000;
+    const lease = (i: number) => (0x1000 + i).toString(16);
+    for (let i = 0; i < n; i++) r.apply(2 + i, [put(mutexKey('herd', lease(i), 2 + i))]);
+    for (let i = 0; i < n; i++) r.apply(2 + n + i, [del(`herd/${lease(i)}`)]);
+    const holds = r.holds();
+    assert.equal(holds.length, n);
+    assert.equal(holds[0].waiterCount, 0, 'it took a free lock');
+    assert.equal(holds[1].waiterCount, n - 2, 'everyone behind it waited');
+    assert.equal(holds[1].waiters.length, 100);
+    assert.deepEqual(holds[1].waiters.slice(0, 2).map(String), [`herd/${lease(2)}`, `herd/${lease(3)}`], 'in queue order');
+    assert.equal(holds.at(-1)!.waiterCount, 0);
+    holds.forEach((h, i) => assert.equal(h.key.toString(), `herd/${lease(i)}`, `hold ${i}`));
   });
 
   test('after compaction, the keys present at its revision hold from before history', () => {
@@ -86,18 +108,21 @@ describe('HoldReplay: holds rebuilt from history', () => {
     r.begin([mutexKey('jobs', 'b2', 30), mutexKey('jobs', 'a1', 20)], 50);
     r.apply(55, [del('jobs/a1')]);
     assert.deepEqual(summary(r.holds()), ['jobs/a1 20 ≤50→55 [jobs/b2]', 'jobs/b2 30 55→… []']);
+    assert.deepEqual(r.holds().map((h) => h.waiterCount), [1, 0]);
     assert.equal(r.events, 1, 'the keys read at the compaction revision are not events');
   });
 
-  test('a key coming in with an older create revision than the holder takes over (as the live model decides)', () => {
+  test('a key first seen with an older create revision than the holder takes over: Go orders by create revision', () => {
     const r = new HoldReplay(Buffer.from('jobs'), false);
     r.apply(10, [put(mutexKey('jobs', 'b2', 10))]);
-    // `jobs/a1` existed since 5 on another lease, outside the layout; its lease now matches its name.
-    r.apply(11, [put(rec('jobs/a1', { create: 5, mod: 11, lease: 'a1' }))]);
-    assert.deepEqual(summary(r.holds()), ['jobs/b2 10 10→11 []', 'jobs/a1 5 11→… [jobs/b2]']);
+    r.apply(11, [put(mutexKey('jobs', 'c3', 11))]);
+    // Only where a read begins can a key come in older than the newest (its creation was not read).
+    r.apply(12, [put(rec('jobs/a1', { create: 5, mod: 12, lease: 'a1' }))]);
+    r.apply(13, [del('jobs/a1')]);
+    assert.deepEqual(summary(r.holds()), ['jobs/b2 10 10→12 []', 'jobs/a1 5 12→13 [jobs/b2,jobs/c3]', 'jobs/b2 10 13→… [jobs/c3]']);
   });
 
-  test('random queues: the replayed holder at every revision is the lowest create revision present', () => {
+  test('random queues, nested keys among them: the replayed holder at every revision is the lowest create revision under the prefix', () => {
     const seed = Number(process.env.LOCKLENS_SEED ?? 7);
     const random = mulberry32(seed);
     const r = new HoldReplay(Buffer.from('jobs'), false);
@@ -119,9 +144,11 @@ describe('HoldReplay: holds rebuilt from history', () => {
           present.delete(key);
         } else {
           const lease = (0x100 + i * 4 + k).toString(16);
-          touched.add(`jobs/${lease}`);
-          changes.push(put(mutexKey('jobs', lease, revision)));
-          present.set(`jobs/${lease}`, revision);
+          // One in five is a nested lock's key, which Go's Mutex on `jobs` waits for as well.
+          const name = random() < 0.2 ? 'jobs/sub' : 'jobs';
+          touched.add(`${name}/${lease}`);
+          changes.push(put(mutexKey(name, lease, revision)));
+          present.set(`${name}/${lease}`, revision);
         }
       }
       r.apply(revision, changes);

@@ -59,8 +59,8 @@ describe('incident report', () => {
       key: `${NAME}/${owner}`, owner, lease: owner, token: 7, acquiredAt, acquiredExact: true, acquiredRevision: 7, waitedMs: 250, endedAt, endedExact: true, endedRevision: null, end: endedAt ? 'released' : null, stalled: false,
     });
     const history: LockHistory = {
-      name: Buffer.from(NAME), lockId: 'x', fromRevision: 5, toRevision: 12, compactedAt: 5, events: 9,
-      holds: [{ key: Buffer.from(`${NAME}/0f`), lease: '0f', owner: '0f', token: 3, acquiredRevision: 5, beforeHistory: true, endedRevision: 7, end: 'revokedOrExpired', waiters: [Buffer.from(`${NAME}/1a`)] }],
+      name: Buffer.from(NAME), lockId: 'x', fromRevision: 5, toRevision: 12, compactedAt: 5, skippedBefore: null, endedOnSilence: false, events: 9,
+      holds: [{ key: Buffer.from(`${NAME}/0f`), lease: '0f', owner: '0f', token: 3, acquiredRevision: 5, beforeHistory: true, endedRevision: 7, end: 'revokedOrExpired', waiters: [Buffer.from(`${NAME}/1a`)], waiterCount: 1 }],
     };
     const text = report({ figures, holds: [hold('0f', 10_000, 60_000), hold('1a', 60_000, null)], history });
     assert.match(text, /\| hold \| 1\.5s \| 4\.0s \| 4\.0s \| 2 \|/);

@@ -405,10 +405,12 @@ describe('the replayed past', () => {
     fromRevision: 40,
     toRevision: 90,
     compactedAt: 40,
+    skippedBefore: null,
+    endedOnSilence: false,
     events: 12,
     holds: [
-      { key: Buffer.from('/locks/<b>jobs</b>/1a'), lease: '1a', owner: '1a', token: 31, acquiredRevision: 40, beforeHistory: true, endedRevision: 52, end: 'revokedOrExpired', waiters: [Buffer.from('/locks/<b>jobs</b>/2b')] },
-      { key: Buffer.from([0x2f, 0xff, 0x2f, 0x32]), lease: '2b', owner: '2b', token: 45, acquiredRevision: 52, beforeHistory: false, endedRevision: null, end: null, waiters: [] },
+      { key: Buffer.from('/locks/<b>jobs</b>/1a'), lease: '1a', owner: '1a', token: 31, acquiredRevision: 40, beforeHistory: true, endedRevision: 52, end: 'revokedOrExpired', waiters: [Buffer.from('/locks/<b>jobs</b>/2b')], waiterCount: 1 },
+      { key: Buffer.from([0x2f, 0xff, 0x2f, 0x32]), lease: '2b', owner: '2b', token: 45, acquiredRevision: 52, beforeHistory: false, endedRevision: null, end: null, waiters: [], waiterCount: 0 },
     ],
   };
 

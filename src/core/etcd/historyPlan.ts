@@ -145,3 +145,29 @@ export function answersProgressWhenCaughtUp(version: string): boolean {
   if (major !== 3) return major > 3;
   return minor >= 6 || (minor === 5 && patch >= 13) || (minor === 4 && patch >= 31);
 }
+
+/**
+ * etcd sends a watch catching up with history about ETCD_BATCH_REVISIONS revisions a pass of its sync loop, every
+ * 100 ms: 0.1 ms a revision. A silent watch may still be waiting for that scan; the quiet time allows it twice over.
+ */
+export const QUIET_MS_PER_REVISION = 0.2;
+/** The shortest quiet time: etcd hands a new watch its history within a pass or two of its sync loop (100 ms each). */
+export const QUIET_MIN_MS = 1000;
+/** On etcd that answers progress requests once caught up: how long without any answer before it is taken not to. */
+export const PROGRESS_FALLBACK_MS = 5000;
+
+/** How long a read of `revisions` revisions must stay silent before silence may say it has no event. */
+export function quietTimeMs(revisions: number): number {
+  return Math.max(QUIET_MIN_MS, Math.ceil(revisions * QUIET_MS_PER_REVISION));
+}
+
+/**
+ * When, in ms after a read of `revisions` revisions began, silence (no event yet on any watch) may end it: its watches
+ * may then have scanned them all. Never on etcd that answers progress requests once caught up and has answered one:
+ * only that reply may end it. Such an etcd that has answered none may be a proxy that drops them (etcd's grpc-proxy
+ * does): after PROGRESS_FALLBACK_MS it is treated as one that cannot say, rather than waited for forever.
+ */
+export function silenceEndsReadAt(revisions: number, trustsProgress: boolean, progressHeard: boolean): number | undefined {
+  if (!trustsProgress) return quietTimeMs(revisions);
+  return progressHeard ? undefined : Math.max(PROGRESS_FALLBACK_MS, quietTimeMs(revisions));
+}

@@ -1,8 +1,9 @@
 import type { IEvent } from 'etcd3';
 import { call, type EtcdConnection } from './connection';
-import { abortError } from '../errors';
-import { HistoryReadPlan, type PlanStep, type ReadWindow } from './historyPlan';
+import { abortError, LockLensError } from '../errors';
+import { HistoryReadPlan, quietTimeMs, silenceEndsReadAt, type PlanStep, type ReadWindow } from './historyPlan';
 import type { EtcdRange } from './keyspace';
+import { displayKey } from '../keys';
 import { toKeyRecord, type RawKeyValue } from './records';
 import type { KeyChange } from './replay';
 import { WatchStream } from './watchStream';
@@ -11,6 +12,13 @@ import { WatchStream } from './watchStream';
 export interface RevisionChanges {
   readonly revision: number;
   readonly changes: readonly KeyChange[];
+}
+
+export interface HistoryRead {
+  /** Oldest first. */
+  readonly revisions: RevisionChanges[];
+  /** No event came and etcd could not confirm there was none: the read ended after its quiet time (`readHistory`). */
+  readonly endedOnSilence: boolean;
 }
 
 export interface HistoryReadOptions {
@@ -23,8 +31,6 @@ export interface HistoryReadOptions {
 
 /** Watches at once: enough for 64,000 dense revisions in one pass of etcd's sync loop. */
 const MAX_WATCHES = 64;
-/** See `readHistory`: on etcd that cannot say a watch caught up, how long every watch may stay silent. */
-const QUIET_MS = 1000;
 const PROGRESS_REQUEST_MS = 100;
 
 /** etcd compacted the history being read: it now begins at `revision`. */
@@ -39,12 +45,14 @@ export class HistoryCompacted extends Error {
  * (HistoryReadPlan says how many and when they are done). Rejects with HistoryCompacted when etcd no longer has
  * revision `from`, or compacts past the windows while they are read.
  *
- * A range with no event at all leaves every watch silent, and only a progress reply can say they caught up, from an
- * etcd that sends it only then (`answersProgressWhenCaughtUp`). On older etcd the silence is believed after QUIET_MS
- * (etcd hands a new watch its history within 100 ms), unless a key of the range was written since `from`: then events
- * must come. That is the one place where time decides, and only for a range that seems to have no history at all.
+ * Once one event came, events prove everything (HistoryReadPlan). A range with no event at all leaves every watch
+ * silent, and only a progress reply can say they caught up, from an etcd that sends it only then
+ * (`answersProgressWhenCaughtUp`). Elsewhere silence is believed only after a quiet time scaled to the revisions etcd
+ * must scan to serve the watches (`silenceEndsReadAt`), and only when no key of the range was written since `from`
+ * (then events must come: they get one more quiet time, and their absence is an error, never an empty history). A
+ * read ended so says it (`endedOnSilence`). That is the one place where time decides.
  */
-export function readHistory(conn: EtcdConnection, range: EtcdRange, from: number, to: number, options: HistoryReadOptions): Promise<RevisionChanges[]> {
+export function readHistory(conn: EtcdConnection, range: EtcdRange, from: number, to: number, options: HistoryReadOptions): Promise<HistoryRead> {
   return new Promise((resolve, reject) => {
     const plan = new HistoryReadPlan(from, to, MAX_WATCHES);
     const byRevision = new Map<number, KeyChange[]>();
@@ -52,6 +60,9 @@ export function readHistory(conn: EtcdConnection, range: EtcdRange, from: number
     const strip = conn.namespace.length;
     let finished = false;
     let heard = false;
+    let progressHeard = false;
+    let endedOnSilence = false;
+    const began = Date.now();
     let reported = from - 1;
     let quiet: NodeJS.Timeout | undefined;
     const ticker = options.trustsProgress ? setInterval(() => attempts.forEach((a) => a.stream?.requestProgress()), PROGRESS_REQUEST_MS) : undefined;
@@ -65,7 +76,10 @@ export function readHistory(conn: EtcdConnection, range: EtcdRange, from: number
       options.signal?.removeEventListener('abort', onAbort);
       for (const w of [...attempts.keys()]) stop(w);
       if (error) reject(error);
-      else resolve([...Float64Array.from(byRevision.keys()).sort()].map((revision) => ({ revision, changes: byRevision.get(revision)! })));
+      else {
+        const revisions = [...Float64Array.from(byRevision.keys()).sort()].map((revision) => ({ revision, changes: byRevision.get(revision)! }));
+        resolve({ revisions, endedOnSilence });
+      }
     }
 
     function stop(w: ReadWindow): void {
@@ -86,6 +100,7 @@ export function readHistory(conn: EtcdConnection, range: EtcdRange, from: number
 
     function onEvents(w: ReadWindow, events: IEvent[], header: number): void {
       heard = true;
+      clearTimeout(quiet);
       let revision = -1;
       let first = Infinity;
       let revisions = 0;
@@ -120,7 +135,10 @@ export function readHistory(conn: EtcdConnection, range: EtcdRange, from: number
               if (!attempt.stopped) onEvents(w, events, header);
             },
             onProgress: (revision) => {
-              if (!attempt.stopped && options.trustsProgress) apply(plan.reached(w, revision));
+              if (attempt.stopped || !options.trustsProgress) return;
+              progressHeard = true;
+              clearTimeout(quiet);
+              apply(plan.reached(w, revision));
             },
           },
         );
@@ -134,21 +152,42 @@ export function readHistory(conn: EtcdConnection, range: EtcdRange, from: number
       }
     }
 
-    /** See above: on etcd whose progress replies cannot say a watch caught up, a long silence is an empty range. */
+    /** See above: after its quiet time, a silence nothing contradicts is an empty range. */
     function awaitSilence(): void {
+      const at = silenceEndsReadAt(to - from + 1, options.trustsProgress, progressHeard);
+      if (at === undefined) return;
       quiet = setTimeout(() => {
         if (finished || heard) return;
-        void call(conn.client.kv.range({ key: range.key, range_end: range.range_end, revision: to, min_mod_revision: from, keys_only: true, limit: 1 })).then(
-          (res) => (finished || heard ? undefined : res.kvs.length ? awaitSilence() : finish()),
+        void written().then(
+          (key) => {
+            if (finished || heard) return;
+            if (!key) {
+              endedOnSilence = true;
+              return finish();
+            }
+            // Its events exist: wait for them once more as long, then say they never came.
+            quiet = setTimeout(() => {
+              if (finished || heard) return;
+              const waited = Math.round((Date.now() - began) / 1000);
+              const what = displayKey(key);
+              finish(new LockLensError('TIMEOUT', `etcd sent none of this lock's history in ${waited} s, though its key ${what} was written after revision ${from}: replay again`));
+            }, quietTimeMs(to - from + 1));
+          },
           (e: unknown) => finish(e),
         );
-      }, QUIET_MS);
+      }, Math.max(0, began + at - Date.now()));
+    }
+
+    /** A key of the range still there that was written since `from`, which etcd therefore has events of. */
+    async function written(): Promise<Buffer | undefined> {
+      const res = await call(conn.client.kv.range({ key: range.key, range_end: range.range_end, revision: to, min_mod_revision: from, keys_only: true, limit: 1 }));
+      return res.kvs[0]?.key.subarray(strip);
     }
 
     if (options.signal?.aborted) return finish(abortError(options.signal));
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (plan.done) return finish();
     for (const w of plan.windows) void start(w, w.start);
-    if (!options.trustsProgress) awaitSilence();
+    awaitSilence();
   });
 }
