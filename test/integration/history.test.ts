@@ -1,10 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { historyJson } from '../../src/cli/commands/history';
 import { EtcdConnection } from '../../src/core/etcd/connection';
 import { EtcdHistory } from '../../src/core/etcd/history';
+import { answersProgressWhenCaughtUp } from '../../src/core/etcd/historyPlan';
 import { lockId } from '../../src/core/etcd/lockModel';
 import { isLockLensError } from '../../src/core/errors';
 import { show } from '../harness/cli';
@@ -26,16 +28,21 @@ interface HoldDoc {
   endedRevision: number | null;
   end: string | null;
   waiters: string[];
+  waitersBase64?: string[];
+  waiterCount: number;
 }
 interface HistoryDoc {
   lock: string;
+  lockBase64?: string;
   fromRevision: number;
   toRevision: number;
   compactedAt: number | null;
+  skippedBefore: number | null;
+  endedOnSilence: boolean;
   holds: HoldDoc[];
 }
 
-const HOLD_KEYS = ['acquiredRevision', 'beforeHistory', 'end', 'endedRevision', 'key', 'lease', 'token', 'waiters'];
+const HOLD_KEYS = ['acquiredRevision', 'beforeHistory', 'end', 'endedRevision', 'key', 'lease', 'token', 'waiterCount', 'waiters'];
 /** Waits for the file $1, then appends the lock's key and the revision etcdctl took it at to the file $2. */
 const WAIT_THEN_RECORD = 'while [ ! -e "$1" ]; do sleep 0.05; done; echo "$ETCD_LOCK_KEY $ETCD_LOCK_REV" >> "$2"';
 
@@ -57,11 +64,14 @@ function historyFixture() {
     lockRecording(name: string, gate: string, record: string) {
       return f.etcdctlLock(name, ['sh', '-c', WAIT_THEN_RECORD, 'sh', gate, record]);
     },
-    /** At every revision of `doc`, the replayed holder is the key a Go Mutex waits for: the lowest create revision. */
-    async assertGoMutexOrder(doc: HistoryDoc, from = doc.fromRevision): Promise<void> {
+    /**
+     * At every revision of `doc` (or those given), the replayed holder is the key a Go Mutex waits for: the lowest
+     * create revision of every key under `lock/`, nested locks' keys included.
+     */
+    async assertGoMutexOrder(doc: HistoryDoc, revisions: Iterable<number> = between(doc.fromRevision, doc.toRevision)): Promise<void> {
       const conn = await this.connect();
       const prefix = `${doc.lock}/`;
-      for (let revision = from; revision <= doc.toRevision; revision++) {
+      for (const revision of revisions) {
         const res = await conn.client.kv.range({
           key: Buffer.from(prefix), range_end: Buffer.from(`${doc.lock}0`), revision, sort_target: 'Create', sort_order: 'Ascend', limit: 1, keys_only: true,
         });
@@ -69,6 +79,15 @@ function historyFixture() {
       }
     },
   });
+}
+
+function* between(from: number, to: number): Generator<number> {
+  for (let r = from; r <= to; r++) yield r;
+}
+
+/** The etcd version's progress replies can end a read (else silence does, and says so). */
+async function trustsProgress(f: { etcd: { etcdctl(args: string[]): Promise<string> } }): Promise<boolean> {
+  return answersProgressWhenCaughtUp(JSON.parse(await f.etcd.etcdctl(['endpoint', 'status', '-w', 'json']))[0].Status.version as string);
 }
 
 /** The hold holding at `revision`, by the replay. */
@@ -95,10 +114,12 @@ describe('locklens history: the acceptance case (three etcdctl lock runs that ca
     for (const r of runs) await f.etcd.etcdctl(['lease', 'revoke', HEX_KEY('jobs').exec(r.key)![1]]);
 
     const doc = await f.history('jobs');
-    assert.deepEqual(Object.keys(doc).sort(), ['compactedAt', 'fromRevision', 'holds', 'lock', 'toRevision']);
+    assert.deepEqual(Object.keys(doc).sort(), ['compactedAt', 'endedOnSilence', 'fromRevision', 'holds', 'lock', 'skippedBefore', 'toRevision']);
     assert.equal(doc.lock, 'jobs');
     assert.equal(doc.fromRevision, 1);
     assert.equal(doc.compactedAt, null);
+    assert.equal(doc.skippedBefore, null);
+    assert.equal(doc.endedOnSilence, false, 'events came: they prove the read');
     assert.equal(doc.holds.length, 3, JSON.stringify(doc, null, 2));
     doc.holds.forEach((h, i) => {
       assert.deepEqual(Object.keys(h).sort(), HOLD_KEYS, `hold ${i}: its fields`);
@@ -115,6 +136,7 @@ describe('locklens history: the acceptance case (three etcdctl lock runs that ca
     assert.deepEqual(doc.holds[0].waiters, [], 'no one waited yet when it took the lock');
     assert.equal(doc.holds[1].acquiredRevision, doc.holds[0].endedRevision, 'handed over at the revision the first key went');
     assert.deepEqual(doc.holds[1].waiters, [runs[2].key]);
+    assert.deepEqual(doc.holds.map((h) => h.waiterCount), [0, 1, 0]);
     assert.equal(doc.holds[2].acquiredRevision, doc.holds[1].endedRevision);
     assert.deepEqual(doc.holds[2].waiters, []);
     assert.ok(doc.toRevision >= doc.holds[2].endedRevision!);
@@ -147,6 +169,11 @@ describe('locklens history: the acceptance case (three etcdctl lock runs that ca
     assert.deepEqual(none.holds, []);
     assert.equal(none.fromRevision, 1);
     assert.equal(none.compactedAt, null);
+    // Nothing came: only an etcd that confirms a watch caught up can prove there was nothing, and the output says which.
+    const silent = !(await trustsProgress(f));
+    assert.equal(none.endedOnSilence, silent);
+    const noneText = await f.procs.run(['history', 'never/used', '--endpoints', f.ep]);
+    assert.equal(/cannot confirm it had none/.test(noneText.stdout.split('\n')[1] ?? ''), silent, show(noneText));
   });
 
   test('a single key is replayed with --single: re-created, it is a new hold; deleted with its lease alive, it was released', async () => {
@@ -157,9 +184,10 @@ describe('locklens history: the acceptance case (three etcdctl lock runs that ca
     await f.etcd.etcdctl(['put', '/locks/one', 'again']);
     const second = await f.createRevision('/locks/one');
     const doc = await f.history('/locks/one', ['--single']);
+    // etcdctl prints a lease as 16 hex digits; LockLens gives it as Go names keys by it, without leading zeros.
     assert.deepEqual(
       doc.holds.map((h) => [h.key, h.lease, h.endedRevision === null, h.end]),
-      [['/locks/one', lease, false, 'released'], ['/locks/one', '', true, null]],
+      [['/locks/one', BigInt(`0x${lease}`).toString(16), false, 'released'], ['/locks/one', '', true, null]],
     );
     assert.equal(doc.holds[1].token, second);
     assert.deepEqual((await f.history('/locks/one')).holds, [], 'the queue /locks/one/… is another lock');
@@ -190,13 +218,25 @@ describe('locklens history: the acceptance case (three etcdctl lock runs that ca
     const hex = BigInt(granted.ID).toString(16);
     const key = Buffer.concat([bytes, Buffer.from(`/${hex}`)]);
     await conn.client.kv.put({ key, value: Buffer.alloc(0), lease: granted.ID });
+    // Waiting as the lock is taken: one with UTF-8 bytes, one without.
+    const waiters = [Buffer.concat([bytes, Buffer.from('/w1')]), Buffer.concat([bytes, Buffer.from([0x2f, 0xfe])])];
+    await conn.client.kv.txn({ success: [{ request_delete_range: { key } }, ...waiters.map((w) => ({ request_put: { key: w, value: Buffer.alloc(0) } }))] });
+    await conn.client.kv.put({ key, value: Buffer.alloc(0), lease: granted.ID });
+    await conn.client.kv.txn({ success: waiters.map((w) => ({ request_delete_range: { key: w } })) });
     const replayed = await new EtcdHistory(conn).replay(bytes);
     assert.equal(replayed.lockId, lockId(bytes, 'go-mutex'), 'the live model’s id for this lock');
     assert.ok(replayed.holds[0].key.equals(key), 'the exact bytes');
     const json = historyJson(replayed);
     assert.equal(json.lock, 'bin/é\\xff');
+    assert.ok(Buffer.from(json.lockBase64!, 'base64').equals(bytes));
     assert.equal(json.holds[0].key, `bin/é\\xff/${hex}`);
     assert.ok(Buffer.from(json.holds[0].keyBase64!, 'base64').equals(key));
+    // The waiters' text and, beside it, every waiter's exact bytes in order, since one of them is not UTF-8.
+    const w1 = json.holds.find((h) => h.key.endsWith('/w1'))!;
+    assert.deepEqual(w1.waiters, ['bin/é\\xff/\\xfe']);
+    assert.deepEqual(w1.waitersBase64!.map((w) => Buffer.from(w, 'base64')), [waiters[1]]);
+    assert.equal(w1.waiterCount, 1);
+    assert.equal(json.holds[0].waitersBase64, undefined, 'no waiter, no base64');
   });
 
   test('a replay that is cancelled rejects with CANCELLED, before it starts or while it reads', async () => {
@@ -212,7 +252,7 @@ describe('locklens history: the acceptance case (three etcdctl lock runs that ca
   test('--help says what it does; the command is listed', async () => {
     const help = await f.procs.run(['history', '--help']);
     assert.equal(help.code, 0);
-    assert.match(help.stdout, /^Usage: locklens history NAME \[--single\] \[--json\]/);
+    assert.match(help.stdout, /^Usage: locklens history NAME \[--single\] \[--from-revision N \| --all\] \[--json\]/);
     assert.match(help.stdout, /revoked or expired/);
     const usage = await f.procs.run(['--help']);
     assert.match(usage.stdout, /history\s+replay a lock's holds/);
@@ -270,5 +310,205 @@ describe('locklens history on a store without history', () => {
     const r = await f.procs.run(['history', 'jobs', '--url', redis.url]);
     assert.equal(r.code, 2, show(r));
     assert.match(r.stderr, /^locklens: redis keeps no history of its locks: locklens history replays etcd's revisions\n$/);
+  });
+});
+
+describe('locklens history over thousands of revisions, read in several windows', () => {
+  const f = historyFixture();
+
+  /**
+   * Writes, into `long/`, a dense stretch (every revision a change of the queue), a sparse one (other keys' revisions
+   * with a change of the queue now and then), and a dense one again, with nested locks' keys among them and a lease
+   * revoke that deletes several at one revision. Returns the events written into the range.
+   */
+  async function writeLongHistory(conn: EtcdConnection): Promise<number> {
+    let events = 0;
+    const present: Buffer[] = [];
+    let n = 0;
+    /** Queues a key (one in four a nested lock's: `long/sub/…`), or takes out the oldest but one, or the holder. */
+    const step = async () => {
+      n++;
+      if (present.length > 6 || (present.length > 1 && n % 3 === 0)) {
+        const [key] = present.splice(n % 2 === 0 ? 0 : 1, 1);
+        await conn.client.kv.deleteRange({ key });
+      } else {
+        const key = Buffer.from(n % 4 === 0 ? `long/sub/${n.toString(16)}` : `long/${n.toString(16)}`);
+        await conn.client.kv.put({ key, value: Buffer.alloc(0) });
+        present.push(key);
+      }
+      events++;
+    };
+    for (let i = 0; i < 1500; i++) await step();
+    // Sparse: 3,000 revisions of other keys, one change of the queue every 300.
+    for (let i = 0; i < 3000; i++) {
+      if (i % 300 === 0) await step();
+      await conn.client.kv.put({ key: Buffer.from(`other/${i % 50}`), value: Buffer.from('x') });
+    }
+    // One revoke, one revision, three keys of the queue deleted together.
+    const { ID } = await conn.client.leaseClient.leaseGrant({ TTL: 600 });
+    const leased = ['long/r1', 'long/sub/r2', 'long/r3'].map((k) => Buffer.from(k));
+    for (const key of leased) await conn.client.kv.put({ key, value: Buffer.alloc(0), lease: ID });
+    await conn.client.leaseClient.leaseRevoke({ ID });
+    events += 2 * leased.length;
+    for (let i = 0; i < 1500; i++) await step();
+    return events;
+  }
+
+  test('every event read once; the holder at sampled revisions is the Go Mutex one, nested keys included', async () => {
+    const conn = await f.connect();
+    const written = await writeLongHistory(conn);
+    const doc = await f.history('long');
+    assert.ok(doc.toRevision - doc.fromRevision > 6000, `${doc.toRevision - doc.fromRevision} revisions: several windows`);
+    const replayed = await new EtcdHistory(conn).replay(Buffer.from('long'));
+    assert.equal(replayed.events, written, 'every put and delete of the range, no other and none twice');
+    assert.equal(replayed.endedOnSilence, false);
+    assert.equal(doc.holds.length, replayed.holds.length);
+    assert.ok(doc.holds.some((h) => h.key.startsWith('long/sub/')), 'a nested lock’s key held the queue when it came first');
+    // Holds follow one another: each one's start is after the previous one's end.
+    doc.holds.forEach((h, i) => i && assert.ok(h.acquiredRevision >= doc.holds[i - 1].endedRevision!, `hold ${i}`));
+    // Every 20th revision, and the revisions around each handover.
+    const sample = new Set<number>();
+    for (let r = doc.fromRevision; r <= doc.toRevision; r += 20) sample.add(r);
+    for (const h of doc.holds) for (const r of [h.acquiredRevision - 1, h.acquiredRevision, (h.endedRevision ?? 0) - 1]) if (r >= 1) sample.add(r);
+    await f.assertGoMutexOrder(doc, sample);
+  });
+});
+
+describe('locklens history: a nested lock is part of the queue above it, as a Go Mutex sees it', () => {
+  const f = historyFixture();
+
+  test('etcdctl lock app waits for the key of etcdctl lock app/db, and the replay of app says it held', async () => {
+    const gate = join(f.dir, 'gate');
+    const record = join(f.dir, 'record');
+    const nested = await f.lockRecording('app/db', gate, record);
+    const outer = await f.lockRecording('app', gate, record);
+    writeFileSync(gate, '');
+    await Promise.all([nested.proc.wait(), outer.proc.wait()]);
+    // etcdctl (Go's concurrency.Mutex) let `app` in only once the nested key went: the order they wrote in.
+    assert.deepEqual(readFileSync(record, 'utf8').trim().split('\n').map((l) => l.split(' ')[0]), [nested.key, outer.key]);
+    const doc = await f.history('app');
+    assert.deepEqual(doc.holds.map((h) => h.key), [nested.key, outer.key]);
+    assert.equal(doc.holds[1].acquiredRevision, doc.holds[0].endedRevision);
+    await f.assertGoMutexOrder(doc);
+  });
+});
+
+describe('locklens history: how far back it reads', () => {
+  const f = historyFixture();
+
+  test('a span above the limit is refused before anything is read; --from-revision starts later and says so; --all reads it all', async () => {
+    const conn = await f.connect();
+    for (let i = 0; i < 40; i++) await conn.client.kv.put({ key: Buffer.from(`spanned/${(0x100 + i).toString(16)}`), value: Buffer.alloc(0) });
+    for (let i = 0; i < 38; i++) await conn.client.kv.deleteRange({ key: Buffer.from(`spanned/${(0x100 + i).toString(16)}`) });
+    const history = new EtcdHistory(conn);
+    const span = await history.span(Buffer.from('spanned'));
+    assert.equal(span.oldest, 1);
+    assert.ok(span.current >= 79, JSON.stringify(span));
+    await assert.rejects(history.replay(Buffer.from('spanned'), { maxRevisions: 50 }), (e) => {
+      assert.ok(isLockLensError(e, 'INVALID_ARGUMENT'), String(e));
+      assert.match(e.message, new RegExp(`keeps ${span.current - 1} revisions \\(1 to ${span.current}\\), more than 50: .* --from-revision N \\(e\\.g\\. ${span.current - 50}\\), or all of them with --all`));
+      return true;
+    });
+    // Each key held in turn as the one before it went, all but the last: 39 holds.
+    assert.equal((await history.replay(Buffer.from('spanned'), { maxRevisions: Infinity })).holds.length, 39);
+
+    // From the revision the 30th key went: its holds are not read, the one in place then held before.
+    const from = span.current - 8;
+    const doc = await f.history('spanned', ['--from-revision', String(from)]);
+    assert.equal(doc.fromRevision, from);
+    assert.equal(doc.skippedBefore, from);
+    assert.equal(doc.compactedAt, null);
+    assert.equal(doc.holds[0].beforeHistory, true);
+    assert.equal(doc.holds[0].acquiredRevision, from);
+    assert.equal(doc.holds[0].waiterCount, 9, 'the ten keys present then: one holds, nine wait');
+    assert.equal(doc.holds.length, 9, 'the one in place and the eight after it');
+    await f.assertGoMutexOrder(doc);
+    const text = await f.procs.run(['history', 'spanned', '--endpoints', f.ep, '--from-revision', String(from)]);
+    assert.match(text.stdout, new RegExp(`^the queue spanned/…: revisions ${from} to ${doc.toRevision} read \\(history before revision ${from} not read: --from-revision\\), 9 holds\\n`));
+    assert.equal((await f.history('spanned', ['--all'])).holds.length, 39);
+
+    for (const bad of [['--from-revision', '0'], ['--from-revision', 'x'], ['--from-revision', '3', '--all'], ['--from-revision', String(span.current + 1000)]]) {
+      const r = await f.procs.run(['history', 'spanned', '--endpoints', f.ep, ...bad]);
+      assert.equal(r.code, 2, `${bad.join(' ')}: ${show(r)}`);
+    }
+  });
+
+  test('asking each ended hold’s lease how it ended is told as it goes and stops when cancelled', async () => {
+    const conn = await f.connect();
+    const leases = 30;
+    for (let i = 0; i < leases; i++) {
+      const { ID } = await conn.client.leaseClient.leaseGrant({ TTL: 600 });
+      const key = Buffer.from(`leased/${BigInt(ID).toString(16)}`);
+      await conn.client.kv.put({ key, value: Buffer.alloc(0), lease: ID });
+      await conn.client.kv.deleteRange({ key });
+    }
+    const history = new EtcdHistory(conn);
+    const told: [number, number][] = [];
+    const replayed = await history.replay(Buffer.from('leased'), { onLeaseProgress: (asked, of) => told.push([asked, of]) });
+    assert.deepEqual(told[0], [0, leases]);
+    assert.deepEqual(told.at(-1), [leases, leases]);
+    assert.equal(told.length, leases + 1);
+    assert.deepEqual(new Set(replayed.holds.map((h) => h.end)), new Set(['released']), 'each key deleted while its lease lives');
+
+    const abort = new AbortController();
+    let asked = 0;
+    await assert.rejects(
+      history.replay(Buffer.from('leased'), {
+        signal: abort.signal,
+        onLeaseProgress: (n) => {
+          asked = n;
+          if (n === 2) abort.abort();
+        },
+      }),
+      (e) => isLockLensError(e, 'CANCELLED'),
+    );
+    assert.ok(asked < leases, `stopped after ${asked} of ${leases} leases`);
+  });
+});
+
+describe('locklens history when etcd compacts while it reads', () => {
+  const f = historyFixture();
+
+  test('the read starts over from the compaction revision: the keys present then, and every event after it', async () => {
+    const conn = await f.connect();
+    // 3,000 revisions of the queue, one event each, then 67,000 of other keys: over 64,000 revisions, the windows
+    // are wider than one batch, so the first window's watch must start again after its first batch, whatever the
+    // other windows read meanwhile. The compaction lands before it does.
+    const keys: Buffer[] = [];
+    for (let i = 0; i < 3000; i++) {
+      if (keys.length > 4 && i % 2) await conn.client.kv.deleteRange({ key: keys.shift()! });
+      else {
+        keys.push(Buffer.from(`busy/${(0x1000 + i).toString(16)}`));
+        await conn.client.kv.put({ key: keys.at(-1)!, value: Buffer.alloc(0) });
+      }
+    }
+    const { current: lastEvent } = await new EtcdHistory(conn).span(Buffer.from('busy'));
+    let filler = 0;
+    await Promise.all(
+      Array.from({ length: 128 }, async () => {
+        while (filler < 67_000) await conn.client.kv.put({ key: Buffer.from(`filler/${filler++ % 100}`), value: Buffer.alloc(0) });
+      }),
+    );
+    const { oldest, current } = await new EtcdHistory(conn).span(Buffer.from('busy'));
+    assert.equal(oldest, 1);
+    const compactAt = lastEvent - 500;
+    let compacted = false;
+    const replayed = await new EtcdHistory(conn).replay(Buffer.from('busy'), {
+      onProgress: () => {
+        if (compacted) return;
+        compacted = true;
+        // Synchronously, so that it lands before the watch the read starts again after this batch.
+        execFileSync('etcdctl', ['--endpoints', f.ep, 'compact', String(compactAt)], { env: { ...process.env, ETCDCTL_API: '3' } });
+      },
+    });
+    assert.ok(compacted);
+    assert.equal(replayed.compactedAt, compactAt);
+    assert.equal(replayed.fromRevision, compactAt);
+    assert.equal(replayed.toRevision, current);
+    assert.equal(replayed.skippedBefore, null);
+    assert.equal(replayed.events, lastEvent - compactAt, 'one event a revision after the compaction revision, none before it');
+    assert.equal(replayed.holds[0].beforeHistory, true);
+    await f.assertGoMutexOrder(historyJson(replayed) as HistoryDoc, between(compactAt, lastEvent + 1));
+    assert.deepEqual(await new EtcdHistory(conn).span(Buffer.from('busy')), { oldest: compactAt, current });
   });
 });

@@ -1,20 +1,22 @@
 import { LockLensError } from '../../core/errors';
-import type { HoldEnd, LockHistory } from '../../core/history';
-import { displayKey } from '../../core/keys';
+import { MAX_REPLAY_REVISIONS, REPLAY_WAITERS_KEPT, type HoldEnd, type LockHistory } from '../../core/history';
+import { displayKey, isUtf8 } from '../../core/keys';
 import { keyJson } from '../lockJson';
-import { CONNECTION_HELP, parse } from '../options';
+import { CONNECTION_HELP, parse, parsePositiveInt } from '../options';
 import type { Command } from './command';
 
 export const history: Command = {
   name: 'history',
   summary: "replay a lock's holds from etcd's history: who held it, from which revision to which, how it ended",
-  help: `Usage: locklens history NAME [--single] [--json]
+  help: `Usage: locklens history NAME [--single] [--from-revision N | --all] [--json]
 
 Replays the lock NAME from etcd's history (its MVCC revisions, back to the last compaction): every hold it had,
 oldest first, with its key, lease, fencing token, the revision it began and the one it ended at, how it ended, and
 how many were waiting when it began. Reads the queue NAME/… (Go Mutex, etcdctl lock, elections, UUID recipes), or
-with --single the one key NAME. A hold already in place where compacted history begins is marked so. Redis keeps no
-history: there, the VS Code Lock History view records what LockLens sees.
+with --single the one key NAME. The holder at each revision is the one a Go concurrency.Mutex on NAME lets in: the
+lowest create revision of every key under NAME/, a nested lock's keys included. A hold already in place where the
+history read begins is marked so. Redis keeps no history: there, the VS Code Lock History view records what
+LockLens sees.
 
 How a hold ended, from its lease now (etcd's history records the delete, never why):
   released            its key was deleted while its lease lives on, or it had no lease (an unlock, a delete)
@@ -22,16 +24,33 @@ How a hold ended, from its lease now (etcd's history records the delete, never w
                       lease ended since (etcdctl lock leaves its lease to run out, 10 s after it exits);
                       history cannot tell these apart
 
-  --single      the single key NAME (etcd3 Lock, python-etcd3), not the queue NAME/…
-  --json        one JSON document: {"lock", "fromRevision", "toRevision", "compactedAt", "holds": [{"key", "lease",
-                "token", "acquiredRevision", "beforeHistory", "endedRevision", "end", "waiters"}]}; endedRevision
-                and end are null while a hold holds; end is "released", "revokedOrExpired" or null (lease not
-                asked); waiters are keys; compactedAt is null unless compaction cut the history short
+etcd serves history by scanning every revision since the one asked for, of every key, while its writes wait: when
+it keeps more than ${MAX_REPLAY_REVISIONS.toLocaleString('en-US')} revisions, say where to start (--from-revision) or that all of them are meant (--all).
+
+  --single             the single key NAME (etcd3 Lock, python-etcd3), not the queue NAME/…
+  --from-revision N    start at revision N: the keys present then are read as they were (their holder held before),
+                       older history is not read
+  --all                read every revision etcd keeps, however many
+  --json               one JSON document: {"lock", "fromRevision", "toRevision", "compactedAt", "skippedBefore",
+                       "endedOnSilence", "holds": [{"key", "lease", "token", "acquiredRevision", "beforeHistory",
+                       "endedRevision", "end", "waiters", "waiterCount"}]}; endedRevision and end are null while a
+                       hold holds; end is "released", "revokedOrExpired" or null (lease not asked); waiters are the
+                       first ${REPLAY_WAITERS_KEPT} keys waiting, waiterCount all of them; compactedAt is null unless compaction cut the
+                       history short, skippedBefore null unless --from-revision did; endedOnSilence is true when etcd
+                       sent no event and could not confirm it had none (see below). A name or key that is not UTF-8
+                       also comes as base64: lockBase64, keyBase64, and waitersBase64 (every waiter, in order)
+
+etcd before 3.4.31 and 3.5.13 cannot say when it has sent all of a lock's history: a lock with no event at all is
+taken for one with none after a quiet time that grows with the revisions etcd must scan (a second, plus 0.2 ms a
+revision), and the output says so.
 
 ${CONNECTION_HELP}`,
-  options: { single: { type: 'boolean' }, json: { type: 'boolean' } },
+  options: { single: { type: 'boolean' }, json: { type: 'boolean' }, 'from-revision': { type: 'string' }, all: { type: 'boolean' } },
   async run(args, connect, out) {
     const { values, positionals } = parse(args, this.options, 1);
+    const from = values['from-revision'];
+    if (from !== undefined && values.all) throw new LockLensError('INVALID_ARGUMENT', '--from-revision and --all say two things: give one');
+    const fromRevision = from === undefined ? undefined : parsePositiveInt(from as string, '--from-revision', 1);
     const backend = await connect(values);
     const stop = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => stop.abort(new LockLensError('CANCELLED', `interrupted by ${signal}`));
@@ -41,7 +60,12 @@ ${CONNECTION_HELP}`,
       if (!backend.history) {
         throw new LockLensError('INVALID_ARGUMENT', `${backend.kind} keeps no history of its locks: locklens history replays etcd's revisions`);
       }
-      const replayed = await backend.history.replay(Buffer.from(positionals[0]), { single: values.single === true, signal: stop.signal });
+      const replayed = await backend.history.replay(Buffer.from(positionals[0]), {
+        single: values.single === true,
+        signal: stop.signal,
+        fromRevision,
+        maxRevisions: values.all ? Infinity : undefined,
+      });
       out.stdout(values.json ? JSON.stringify(historyJson(replayed), null, 2) : historyText(replayed, values.single === true));
       return 0;
     } finally {
@@ -53,11 +77,15 @@ ${CONNECTION_HELP}`,
 
 /** `locklens history --json`: the documented shape. */
 export function historyJson(h: LockHistory) {
+  const lock = keyJson(h.name);
   return {
-    lock: displayKey(h.name),
+    lock: lock.key,
+    ...(lock.keyBase64 === undefined ? {} : { lockBase64: lock.keyBase64 }),
     fromRevision: h.fromRevision,
     toRevision: h.toRevision,
     compactedAt: h.compactedAt,
+    skippedBefore: h.skippedBefore,
+    endedOnSilence: h.endedOnSilence,
     holds: h.holds.map((hold) => ({
       ...keyJson(hold.key),
       lease: hold.lease,
@@ -67,6 +95,9 @@ export function historyJson(h: LockHistory) {
       endedRevision: hold.endedRevision,
       end: hold.end,
       waiters: hold.waiters.map(displayKey),
+      // Beside the text, as keyBase64 is beside a key: the exact bytes, when any waiter's are not UTF-8.
+      ...(hold.waiters.every(isUtf8) ? {} : { waitersBase64: hold.waiters.map((w) => w.toString('base64')) }),
+      waiterCount: hold.waiterCount,
     })),
   };
 }
@@ -76,8 +107,16 @@ const END_TEXT: Record<HoldEnd, string> = { released: 'released', revokedOrExpir
 /** What was read, then one line per hold, oldest first. */
 export function historyText(h: LockHistory, single: boolean): string {
   const what = single ? `the key ${displayKey(h.name)}` : `the queue ${displayKey(h.name)}/…`;
-  const compacted = h.compactedAt === null ? '' : ` (history before revision ${h.compactedAt} was compacted)`;
-  const heading = `${what}: revisions ${h.fromRevision} to ${h.toRevision} read${compacted}, ${h.holds.length} hold${h.holds.length === 1 ? '' : 's'}`;
+  const cut =
+    h.compactedAt !== null
+      ? ` (history before revision ${h.compactedAt} was compacted)`
+      : h.skippedBefore !== null
+        ? ` (history before revision ${h.skippedBefore} not read: --from-revision)`
+        : '';
+  const heading = `${what}: revisions ${h.fromRevision} to ${h.toRevision} read${cut}, ${h.holds.length} hold${h.holds.length === 1 ? '' : 's'}`;
+  const silence = h.endedOnSilence
+    ? [`etcd sent no event of it and cannot confirm it had none (etcd before 3.4.31 or 3.5.13, or a proxy): taken as none after a quiet time`]
+    : [];
   const lines = h.holds.map((hold) => {
     const span = hold.endedRevision === null ? `holding since rev ${hold.acquiredRevision}` : `rev ${hold.acquiredRevision} → ${hold.endedRevision}`;
     return [
@@ -86,8 +125,8 @@ export function historyText(h: LockHistory, single: boolean): string {
       `token ${hold.token}`,
       hold.beforeHistory ? `${span} (held before history)` : span,
       ...(hold.endedRevision === null ? [] : [hold.end ? END_TEXT[hold.end] : 'end unknown (lease not answered)']),
-      `${hold.waiters.length} waiting`,
+      `${hold.waiterCount} waiting`,
     ].join('  ');
   });
-  return [heading, ...lines].join('\n');
+  return [heading, ...silence, ...lines].join('\n');
 }
