@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { EtcdConnection } from '../src/core/etcd/connection';
 import { startEtcd } from '../test/harness/etcd';
 import { download } from './download';
-import { historyReplay } from './history';
+import { historyLeases, historyReplay } from './history';
 import { ROOT } from './paths';
 import * as redis from './redis';
 import * as scenarios from './scenarios';
@@ -41,6 +41,7 @@ async function main(): Promise<void> {
     await run('storm', () => scenarios.storm(b));
     await run('initial_load', () => scenarios.initialLoad(b));
     await run('history_replay', () => historyReplay(b));
+    await run('history_leases', () => historyLeases(b));
     // The Redis store: its own servers (keyspace notifications on, and off), redis-py as the reference client.
     const redisScenarios = ['redis_list', 'redis_watch_notify', 'redis_watch_poll', 'redis_handoff'];
     if (!only.size || redisScenarios.some((n) => only.has(n)) || only.has('redis')) {
