@@ -37,7 +37,7 @@ try {
   mkdirSync(out, { recursive: true });
   pack(root, manifest.name);
 
-  const stores = readdirSync(join(root, 'packages'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const stores = readdirSync(join(root, 'packages'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
   for (const store of stores) {
     const source = join(root, 'packages', store);
     const storeManifest = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'));

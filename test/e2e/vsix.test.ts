@@ -35,12 +35,14 @@ const ALLOWED = [
   /^extension\/l10n\/bundle\.l10n(\.[a-z-]+)?\.json$/,
   /^extension\/media\/[\w/-]+\.(svg|png|md)$/,
 ];
-const REDIS_ALLOWED = [...PACKAGE_FILES, /^extension\/dist\/stores\/redis\.js(\.LEGAL\.txt)?$/, /^extension\/media\/icon\.png$/];
+/** What may be in a store's own package (LockLens for Redis, LockLens for ZooKeeper): its bundle, the icon, the rest. */
+const storeAllowed = (store: string) => [...PACKAGE_FILES, new RegExp(`^extension/dist/stores/${store}\\.js(\\.LEGAL\\.txt)?$`), /^extension\/media\/icon\.png$/];
 /** The extension's package is about 280 KB (etcd's client is most of it): room to grow, not to double. */
 const MAX_VSIX_BYTES = 600 * 1024;
 const MAX_UNPACKED_BYTES = 2 * 1024 * 1024;
-/** LockLens for Redis is about 90 KB (ioredis). */
-const MAX_REDIS_VSIX_BYTES = 200 * 1024;
+/** The store packages, each about 90 KB (ioredis; node-zookeeper-client and its dependencies). */
+const STORE_PACKAGES = ['redis', 'zookeeper'] as const;
+const MAX_STORE_VSIX_BYTES = 200 * 1024;
 
 interface Manifest {
   publisher: string;
@@ -60,8 +62,8 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
   let tmp: string;
   let vsix: string;
   let entries: ZipEntry[];
-  let redisVsix: string;
-  let redisEntries: ZipEntry[];
+  const storeVsix = (store: string) => join(tmp, `${manifest.name}-${store}-${manifest.version}.vsix`);
+  const storeEntries = new Map<string, ZipEntry[]>();
   let etcd: EtcdServer | undefined;
   let redis: RedisServer | undefined;
   let server: CodeServer | undefined;
@@ -72,10 +74,9 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     tmp = mkdtempSync(join(tmpdir(), 'locklens-vsix-'));
     const packaged = await run(process.execPath, [join(repoRoot, 'scripts/package.mjs'), '--out', tmp], repoRoot, 120_000);
     vsix = join(tmp, `${manifest.name}-${manifest.version}.vsix`);
-    redisVsix = join(tmp, `${manifest.name}-redis-${manifest.version}.vsix`);
-    assert.deepEqual(packaged.trim().split('\n'), [vsix, redisVsix], 'the packages the script made');
+    assert.deepEqual(packaged.trim().split('\n'), [vsix, ...STORE_PACKAGES.map(storeVsix)], 'the packages the script made');
     entries = readZip(readFileSync(vsix));
-    redisEntries = readZip(readFileSync(redisVsix));
+    for (const store of STORE_PACKAGES) storeEntries.set(store, readZip(readFileSync(storeVsix(store))));
   });
 
   after(async () => {
@@ -90,7 +91,7 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     const names = entries.map((e) => e.name);
     const unexpected = names.filter((n) => !ALLOWED.some((re) => re.test(n)));
     assert.deepEqual(unexpected, [], `files that must not be in the .vsix:\n${unexpected.join('\n')}`);
-    assert.ok(!names.includes('extension/dist/stores/redis.js'), 'Redis comes in its own package');
+    for (const store of STORE_PACKAGES) assert.ok(!names.includes(`extension/dist/stores/${store}.js`), `${store} comes in its own package`);
     for (const forbidden of [/\.map$/, /\.ts$/, /dist\/(locklens|demo)\.js/, /node_modules\//, /^extension\/(src|test|demo|docs|scripts|out)\//]) {
       assert.ok(!names.some((n) => forbidden.test(n)), `nothing matching ${forbidden}`);
     }
@@ -115,25 +116,29 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     assert.deepEqual(missing, [], 'files the manifest needs');
   });
 
-  test('LockLens for Redis holds its manifest, README, licence, icon and the Redis store bundle; same version, depends on LockLens', () => {
-    const names = redisEntries.map((e) => e.name);
-    const unexpected = names.filter((n) => !REDIS_ALLOWED.some((re) => re.test(n)));
-    assert.deepEqual(unexpected, [], `files that must not be in the Redis .vsix:\n${unexpected.join('\n')}`);
-    for (const needed of ['extension/dist/stores/redis.js', 'extension/package.json', 'extension/readme.md', 'extension/LICENSE.txt', 'extension/media/icon.png']) {
-      assert.ok(names.includes(needed), needed);
-    }
-    const redisManifest = JSON.parse(redisEntries.find((e) => e.name === 'extension/package.json')!.text()) as Manifest & { extensionDependencies: string[]; main?: string };
-    assert.equal(redisManifest.version, manifest.version);
-    assert.deepEqual(redisManifest.extensionDependencies, [`${manifest.publisher}.${manifest.name}`]);
-    assert.equal(redisManifest.main, undefined, 'no code of its own: LockLens loads its bundle');
-  });
+  for (const store of STORE_PACKAGES) {
+    test(`LockLens for ${store} holds its manifest, README, licence, icon and the ${store} store bundle; same version, depends on LockLens`, () => {
+      const packaged = storeEntries.get(store)!;
+      const names = packaged.map((e) => e.name);
+      const unexpected = names.filter((n) => !storeAllowed(store).some((re) => re.test(n)));
+      assert.deepEqual(unexpected, [], `files that must not be in the ${store} .vsix:\n${unexpected.join('\n')}`);
+      for (const needed of [`extension/dist/stores/${store}.js`, 'extension/package.json', 'extension/readme.md', 'extension/LICENSE.txt', 'extension/media/icon.png']) {
+        assert.ok(names.includes(needed), needed);
+      }
+      const storeManifest = JSON.parse(packaged.find((e) => e.name === 'extension/package.json')!.text()) as Manifest & { extensionDependencies: string[]; main?: string };
+      assert.equal(storeManifest.name, `${manifest.name}-${store}`);
+      assert.equal(storeManifest.version, manifest.version);
+      assert.deepEqual(storeManifest.extensionDependencies, [`${manifest.publisher}.${manifest.name}`]);
+      assert.equal(storeManifest.main, undefined, 'no code of its own: LockLens loads its bundle');
+    });
+  }
 
-  test(`their sizes are bounded (${MAX_VSIX_BYTES / 1024} KB packed, ${MAX_UNPACKED_BYTES / 1024} KB unpacked; Redis ${MAX_REDIS_VSIX_BYTES / 1024} KB)`, () => {
+  test(`their sizes are bounded (${MAX_VSIX_BYTES / 1024} KB packed, ${MAX_UNPACKED_BYTES / 1024} KB unpacked; each store ${MAX_STORE_VSIX_BYTES / 1024} KB)`, () => {
     const packed = statSync(vsix).size;
     const unpacked = entries.reduce((n, e) => n + e.size, 0);
     assert.ok(packed <= MAX_VSIX_BYTES, `${packed} bytes packed`);
     assert.ok(unpacked <= MAX_UNPACKED_BYTES, `${unpacked} bytes unpacked`);
-    assert.ok(statSync(redisVsix).size <= MAX_REDIS_VSIX_BYTES, `${statSync(redisVsix).size} bytes packed (Redis)`);
+    for (const store of STORE_PACKAGES) assert.ok(statSync(storeVsix(store)).size <= MAX_STORE_VSIX_BYTES, `${statSync(storeVsix(store)).size} bytes packed (${store})`);
   });
 
   test('the packaged README links images by absolute https URLs (vsce rewrites relative ones from `repository`)', () => {
@@ -223,7 +228,7 @@ describe('the .vsix package (vsce) installed into code-server', { timeout: 6 * 6
     await runCommand(page, 'Notifications: Clear All Notifications');
     // Installed from outside the window, as `code --install-extension` or the Marketplace would: the window picks it up
     // without a reload, and the connection that was missing it connects.
-    await installExtension(redisVsix, join(tmp, 'extensions'), join(tmp, 'user-data'));
+    await installExtension(storeVsix('redis'), join(tmp, 'extensions'), join(tmp, 'user-data'));
     await eventually(async () => /^connected/.test(await description(connection)), 90_000, 'the Redis connection connects once LockLens for Redis is installed');
     await rowLabelled('redis-from-the-vsix').waitFor({ state: 'visible', timeout: 30_000 });
     await screenshot(page, 'vsix-redis-installed');
