@@ -16,11 +16,14 @@ export interface EntryJson {
   createRevision: number | null;
   /** Remaining seconds of whatever it expires with; null when nothing expires it or it was not sampled. */
   ttl: number | null;
-  /** Who holds or waits: the lease (etcd), the token (redis-py, redlock), the `<uuid>:<thread>` field (Redisson). */
+  /**
+   * Who holds or waits: the lease (etcd), the token (redis-py, redlock), the `<uuid>:<thread>` field (Redisson), the
+   * session owning the node (ZooKeeper; '' for a persistent node).
+   */
   owner: string;
   /** Re-entrant hold count (Redisson), else null. */
   holds: number | null;
-  /** The fencing token, where the store has one (etcd: the create revision), else null. */
+  /** The fencing token, where the store has one (etcd: the create revision; ZooKeeper: the node's czxid), else null. */
   token: number | null;
   /** Which library's layout: go-mutex, etcd3-election, redisson-lock, redis-token, shedlock, … */
   convention: string;
@@ -29,6 +32,11 @@ export interface EntryJson {
    * an unreachable instance not agreeing), which ones, and whether that is a majority. Absent otherwise.
    */
   quorum?: { agree: number; of: number; instances?: string[]; majority: boolean };
+  /**
+   * Only where the owner is a session (ZooKeeper): the node's data as text (kazoo's identifier, Curator's client IP).
+   * A session id says nothing of who holds; this is what does. Absent otherwise.
+   */
+  data?: string;
 }
 
 export interface LockJson {
@@ -57,6 +65,7 @@ export function entryJson(m: LockMember, lease: (id: string) => LeaseInfo | unde
     ...(m.quorum
       ? { quorum: { agree: m.quorum.agree, of: m.quorum.of, ...(m.quorum.instances ? { instances: [...m.quorum.instances] } : {}), majority: m.quorum.agree > m.quorum.of / 2 } }
       : {}),
+    ...(capabilities.owner === 'session' ? { data: displayKey(m.valuePreview) } : {}),
   };
 }
 
@@ -71,18 +80,29 @@ export function lockJson(lock: LockState, lease: (id: string) => LeaseInfo | und
   };
 }
 
+/**
+ * Who a member is, in its store's terms: its lease (etcd), its session (ZooKeeper: a node goes with it; a persistent
+ * node has none and stays until deleted), or the owner the store keeps (Redis's token or Redisson field).
+ */
+export function ownerText(e: EntryJson, owner: Capabilities['owner']): string {
+  if (owner === 'lease') return `lease ${e.lease || '(none: never expires)'}`;
+  if (owner === 'session') return `session ${e.owner || '(none: a persistent node, never expires)'}`;
+  return `owner ${e.owner}`;
+}
+
 /** The human form of a lock in a listing (every TTL sampled): a heading and one line per member, holders first. */
-export function lockText(lock: ReturnType<typeof lockJson>): string {
+export function lockText(lock: ReturnType<typeof lockJson>, capabilities: Capabilities): string {
   const roles = lock.kind === 'election' ? ['leader', 'candidate'] : ['holder', 'waiter'];
   const line = (role: string, e: EntryJson) => {
-    const parts = [`  ${role.padEnd(9)} ${e.key}`];
-    if (e.lease !== null) parts.push(`lease ${e.lease || '(none: never expires)'}`);
-    else parts.push(`owner ${e.owner}`);
+    const parts = [`  ${role.padEnd(9)} ${e.key}`, ownerText(e, capabilities.owner)];
     if (e.holds !== null) parts.push(`holds ${e.holds}`);
     if (e.token !== null) parts.push(`token ${e.token}`);
     // Without leases (Redis) a listing samples every TTL there is: none is a key with no expiry, held until deleted.
-    parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
+    // A store without TTLs (ZooKeeper: a node lasts as long as its session, whose time left cannot be read) has none
+    // to show, and saying "never expires" of a session's node would be false.
+    if (capabilities.ttl) parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
     if (e.quorum) parts.push(`on ${e.quorum.agree}/${e.quorum.of} instances${e.quorum.majority ? '' : ' (no majority)'}`);
+    if (e.data) parts.push(`data ${JSON.stringify(e.data)}`);
     return parts.join('  ');
   };
   return [

@@ -34,6 +34,9 @@ export const HEX_KEY = (name: string) => new RegExp(`^${name}/([0-9a-f]+)$`);
 /** A shell script that waits for the file $1 to exist, then appends $3 to the file $2. */
 export const WAIT_THEN_APPEND = 'while [ ! -e "$1" ]; do sleep 0.05; done; echo "$3" >> "$2"';
 
+/** A shell script that appends $2 to the file $1, waits for the file $3 to exist, then appends $4. */
+export const MARK_WAIT_MARK = 'echo "$2" >> "$1"; while [ ! -e "$3" ]; do sleep 0.02; done; echo "$4" >> "$1"';
+
 /** Everything one test needs: the etcd of its describe block, its processes, and a temp dir; all cleaned up. */
 export function fixture() {
   const f = {

@@ -4,15 +4,21 @@ import { PythonPeer } from './pythonPeer';
  * kazoo's own `Lock`, `ReadLock` and `WriteLock` (Debian's python3-kazoo) as an interop peer: see PythonPeer. It prints
  * `waiting <session hex>` before a blocking acquire, `acquired <node name> <session hex>` and `contenders <json list of
  * identifiers>` once it holds (or `busy`), and after its gate `contenders-at-release <json>`, then `released`.
+ * Given a log file, it also appends `<identifier> acquired` once it holds and `<identifier> releasing` just before it
+ * releases, so that a test proves the order of holds across processes by the lines other processes append there.
  */
 const PEER = String.raw`
 import json, os, sys, time
 from kazoo.client import KazooClient
-gate, hosts, path, kind, mode, ident, timeout = sys.argv[1:8]
+gate, hosts, path, kind, mode, ident, timeout, log = sys.argv[1:9]
 zk = KazooClient(hosts=hosts, timeout=float(timeout))
 zk.start(timeout=15)
 def say(*words):
     print(*words, flush=True)
+def mark(word):
+    if log:
+        with open(log, 'a') as f:
+            f.write('%s %s\n' % (ident, word))
 lock = {'lock': zk.Lock, 'read': zk.ReadLock, 'write': zk.WriteLock}[kind](path, ident)
 session = '%x' % zk.client_id[0]
 if mode == 'try':
@@ -23,11 +29,13 @@ else:
 if not ok:
     say('busy')
     sys.exit(0)
+mark('acquired')
 say('acquired', lock.node, session)
 say('contenders', json.dumps(lock.contenders()))
 while not os.path.exists(gate):
     time.sleep(0.02)
 say('contenders-at-release', json.dumps(lock.contenders()))
+mark('releasing')
 lock.release()
 say('released')
 zk.stop()
@@ -36,9 +44,10 @@ zk.stop()
 export type KazooKind = 'lock' | 'read' | 'write';
 
 export class KazooLock extends PythonPeer {
-  /** `hosts`: kazoo's `host:port[,…][/chroot]`; `sessionSeconds`: kazoo's session timeout. */
-  constructor(hosts: string, path: string, options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; sessionSeconds?: number } = {}) {
-    super('kazoo', PEER, [hosts, path, options.kind ?? 'lock', options.mode ?? 'hold', options.identifier ?? 'kazoo-peer', String(options.sessionSeconds ?? 4)]);
+  /** `hosts`: kazoo's `host:port[,…][/chroot]`; `sessionSeconds`: kazoo's session timeout; `log`: see above. */
+  constructor(hosts: string, path: string, options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; sessionSeconds?: number; log?: string } = {}) {
+    const { kind = 'lock', mode = 'hold', identifier = 'kazoo-peer', sessionSeconds = 4, log = '' } = options;
+    super('kazoo', PEER, [hosts, path, kind, mode, identifier, String(sessionSeconds), log]);
   }
 
   /** The identifiers kazoo's `contenders()` listed when it acquired (or, `atRelease`, when told to release), in its order. */

@@ -4,6 +4,7 @@ import { appendFileSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CLI, Procs, show } from '../harness/cli';
+import { MARK_WAIT_MARK } from '../harness/cliFixture';
 import { eventually, startRedis, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
 import { FakeRedisson } from '../harness/redisson';
@@ -26,9 +27,6 @@ interface LockDoc {
   holder: Entry | null;
   waiters: Entry[];
 }
-
-/** A shell script that appends $2 to the file $1, waits for the file $3 to exist, then appends $4. */
-const MARK_WAIT_MARK = 'echo "$2" >> "$1"; while [ ! -e "$3" ]; do sleep 0.02; done; echo "$4" >> "$1"';
 
 describe('locklens over Redis (--url), against redis-py and Redisson layouts', () => {
   let redis: RedisServer;

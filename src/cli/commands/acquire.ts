@@ -17,24 +17,35 @@ etcd: queues for the lock NAME with the key NAME/<lease hex> (compatible with Go
 and jetcd on the same name). Redis (--url redis://…): takes NAME with Redisson's own script and field when a
 Redisson lock holds that name, else with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe),
 renewed while held and released only if still ours; several --url instances: held on a majority (redlock).
-A Redisson read/write lock (RReadWriteLock) is taken with --mode: read shares it with other readers, write waits
-until every reader and writer has left; a free NAME becomes one. Redisson's readers and writers on the same name are
-excluded as by Redisson itself, and woken when locklens releases.
-Once held it prints the key and the fencing token (etcd: the key's create revision; Redis has none), then:
-  - with a COMMAND: runs it with ETCD_LOCK_KEY and ETCD_LOCK_REV (the key, and the revision the lock was taken
-    at, as etcdctl lock sets them) and LOCKLENS_FENCING_TOKEN (the key's create revision) in its environment,
-    releases when it exits, and exits with its code. The command's process is started while waiting and held at a
-    gate until the lock is held, so it starts within a pipe write of the handoff; it never runs without the lock.
+ZooKeeper (--url zookeeper://…): NAME is the lock's znode path. Joins it in the layout the lock already has
+(Curator's _c_<uuid>-lock-, kazoo's <hex>__lock__, or ZooKeeper's recipe's …-lock-), kazoo's for a NAME nobody
+uses yet: an ephemeral sequential node that watches only the node just ahead of it, so Curator's and kazoo's
+clients queue with it in sequence order. Each acquire has a ZooKeeper session of its own whose timeout is --ttl
+(the server grants a timeout within its bounds, by default 2 to 20 ticks: 4 s to 40 s); the node goes with that
+session, so the lock of a locklens that died is free once the session times out. A leader latch is not joined.
+A read/write lock is taken with --mode: Redis: Redisson's RReadWriteLock; ZooKeeper: Curator's
+InterProcessReadWriteLock or kazoo's ReadLock/WriteLock. read shares it with other readers, write waits until
+every reader and writer has left; a free NAME becomes one. The library's own readers and writers on the same name
+are excluded as by the library itself, and woken when locklens releases.
+Once held it prints the key and the fencing token (etcd: the key's create revision; ZooKeeper: the node's creation
+zxid, czxid; Redis has none), then:
+  - with a COMMAND: runs it with ETCD_LOCK_KEY (the key or node path), ETCD_LOCK_REV (etcd: the revision the lock
+    was taken at, as etcdctl lock sets it) and LOCKLENS_FENCING_TOKEN (the fencing token, where there is one) in
+    its environment, releases when it exits, and exits with its code. The command's process is started while
+    waiting and held at a gate until the lock is held, so it starts within a pipe write of the handoff; it never
+    runs without the lock.
   - without: holds until interrupted (Ctrl-C / SIGTERM), then releases.
-If the lock is lost while held (lease revoked or expired), the command gets SIGTERM (SIGKILL 10 s later if it is
-still running) and locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
+If the lock is lost while held (etcd: lease revoked or expired; ZooKeeper: its node deleted, its session expired,
+or nothing heard for a session timeout), the command gets SIGTERM (SIGKILL 10 s later if it is still running) and
+locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
 
-  --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock)
+  --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock); ZooKeeper: the session timeout asked for
   --try          do not wait: exit 6 at once if the lock is held
   --timeout D    give up waiting after D (e.g. 30s); exit 3
-  --mode M       read or write: take a Redisson read/write lock (Redis, one instance or a cluster); without it, a
-                 read/write lock is refused (exit 2), as is --mode on another lock or store. A read hold's lease is
-                 Redisson's 30 s watchdog whatever --ttl says: every reader's renewal sets every reader's lease
+  --mode M       read or write: take a read/write lock (Redis, one instance or a cluster; ZooKeeper); without it, a
+                 read/write lock is refused (exit 2), as is --mode on another lock or store. Redis: a read hold's
+                 lease is Redisson's 30 s watchdog whatever --ttl says: every reader's renewal sets every reader's
+                 lease
 
 ${CONNECTION_HELP}`,
   options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' } },
@@ -46,9 +57,12 @@ ${CONNECTION_HELP}`,
     const ttl = parsePositiveInt(values.ttl as string | undefined, '--ttl', DEFAULT_TTL);
     const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout as string, '--timeout');
     const mode = parseMode(values.mode as string | undefined);
-    if (mode === 'read' && values.ttl !== undefined) out.stderr("locklens: a read hold's lease is Redisson's watchdog (30 s, see --help); --ttl does not apply");
 
     const backend = await connect(values);
+    // Redisson's readers share one lease; elsewhere (ZooKeeper: a session of the hold's own) --ttl is the reader's own.
+    if (mode === 'read' && values.ttl !== undefined && backend.kind === 'redis') {
+      out.stderr("locklens: a read hold's lease is Redisson's watchdog (30 s, see --help); --ttl does not apply");
+    }
     const stop = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => stop.abort(new LockLensError('CANCELLED', `interrupted by ${signal}`));
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];

@@ -12,10 +12,17 @@ Reads every key under the prefixes (etcd: at one revision) and groups them into 
 that wrote them: etcd queue locks (Go Mutex, etcdctl, jetcd), UUID recipes, single-key try-locks and elections;
 Redis: Redisson locks (hold counts, fair-lock queues, read/write locks), ShedLock, and token locks (redis-py,
 redlock, SET NX PX). Samples each member's remaining TTL.
+ZooKeeper (--url zookeeper://…): a prefix is a znode path, read with everything below it (/app, not /ap); a lock
+is a znode whose children are contenders named as Curator (_c_<uuid>-lock-<seq>, its read/write locks, leader
+latches as elections), kazoo (<hex>__lock__<seq>, __rlock__) or ZooKeeper's recipe (…-lock-<seq>) name them. The
+lowest sequence holds, the others wait in sequence order. A member's owner is the session its ephemeral node goes
+with, its token the node's creation zxid (czxid), its data what the client wrote there (kazoo's identifier,
+Curator's IP). There is no TTL: a node lasts as long as its session, whose time left cannot be read.
 
   --prefix P    a key prefix to read (repeatable; '' reads everything)
   --json        one JSON document: {"revision", "locks": [{"name","kind","holder","waiters"}]}; every entry has
-                key, owner, lease, createRevision, token, holds, ttl and convention (null where the store has none)
+                key, owner, lease, createRevision, token, holds, ttl and convention (null where the store has none);
+                ZooKeeper's also data
 
 ${CONNECTION_HELP}`,
   options: { prefix: { type: 'string', multiple: true }, json: { type: 'boolean' } },
@@ -27,7 +34,7 @@ ${CONNECTION_HELP}`,
       const listing = await backend.list(prefixes);
       const json = listing.locks.map((l) => lockJson(l, (id) => listing.lease(id), backend.capabilities));
       if (values.json) out.stdout(JSON.stringify({ revision: listing.revision, locks: json }, null, 2));
-      else out.stdout(json.length ? json.map(lockText).join('\n\n') : `no locks under ${prefixes.map((p) => `'${p}'`).join(', ')}`);
+      else out.stdout(json.length ? json.map((l) => lockText(l, backend.capabilities)).join('\n\n') : `no locks under ${prefixes.map((p) => `'${p}'`).join(', ')}`);
       return 0;
     } finally {
       backend.close();

@@ -1,7 +1,7 @@
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import type { LockState } from '../../core/lockState';
-import { entryJson } from '../lockJson';
+import { entryJson, ownerText } from '../lockJson';
 import { confirmOnTerminal } from '../confirm';
 import { CONNECTION_HELP, parse } from '../options';
 import type { Command } from './command';
@@ -14,9 +14,13 @@ export const unlock: Command = {
 Frees the lock NAME from its current holder, only if it is still the holder this command read (the same key, owner
 and token): a lock that changed hands meanwhile is left alone (exit 9). etcd: deletes the holder's key (its lease
 lives on; 'locklens revoke' ends the lease and all its keys). Redis: compare-and-delete on the token shown; a
-Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake.
-The holder's process is not told: it may still believe it holds the lock. Resources that check fencing tokens
-reject it. Without --yes it shows the holder and asks; with no terminal to ask on, it refuses.
+Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake. ZooKeeper:
+deletes the holder's node if it is still the one created at the zxid shown (its fencing token), by the session
+shown; the contender watching it (the next in sequence) wakes and takes the lock. Its session lives on, and so do
+its other nodes: ZooKeeper offers no way to end another client's session.
+The holder's process is not told: it may still believe it holds the lock (Curator and kazoo watch the node ahead of
+theirs, not their own). Resources that check fencing tokens reject it. Without --yes it shows the holder and asks;
+with no terminal to ask on, it refuses.
 
   --force       required: this releases a lock that is not yours
   --yes         do not ask
@@ -34,10 +38,13 @@ ${CONNECTION_HELP}`,
       const holder = lock.holder!;
       const shown = entryJson(holder, (id) => listing.lease(id), backend.capabilities);
       const what = backend.describeForceRelease(lock, holder);
+      // A ZooKeeper session is named as one (a persistent node has none); etcd's lease and Redis's token are the owner.
+      const who = backend.capabilities.owner === 'session' ? ownerText(shown, 'session') : `owner ${shown.owner}`;
       if (!values.yes) {
         const refusal = `refusing to force-release '${displayKey(name)}'`;
         if (!process.stdin.isTTY) throw new LockLensError('INVALID_ARGUMENT', `${refusal} without confirmation: pass --yes`);
-        out.stderr(`'${displayKey(name)}' is held by ${shown.key} (owner ${shown.owner}${shown.token === null ? '' : `, token ${shown.token}`}${shown.ttl === null ? '' : `, ttl ${shown.ttl}s`}), ${lock.waiters.length} waiting.`);
+        const data = shown.data ? `, data ${JSON.stringify(shown.data)}` : '';
+        out.stderr(`'${displayKey(name)}' is held by ${shown.key} (${who}${shown.token === null ? '' : `, token ${shown.token}`}${shown.ttl === null ? '' : `, ttl ${shown.ttl}s`}${data}), ${lock.waiters.length} waiting.`);
         out.stderr(what);
         if (!(await confirmOnTerminal('Force-release it?', refusal))) {
           out.stderr('not released');
@@ -45,7 +52,7 @@ ${CONNECTION_HELP}`,
         }
       }
       const result = await backend.forceRelease(lock, holder);
-      out.stdout(`released '${displayKey(name)}' from ${shown.key} (owner ${shown.owner}): ${result.action}`);
+      out.stdout(`released '${displayKey(name)}' from ${shown.key} (${who}): ${result.action}`);
       for (const k of result.keys) out.stdout(`  ${displayKey(k)}`);
       return 0;
     } finally {

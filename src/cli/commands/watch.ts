@@ -1,5 +1,5 @@
 import { displayKey, normalizePrefixes } from '../../core/keys';
-import { lockJson, type LockJson } from '../lockJson';
+import { lockJson, ownerText, type LockJson } from '../lockJson';
 import { CONNECTION_HELP, parse } from '../options';
 import type { Command } from './command';
 
@@ -10,9 +10,12 @@ export const watch: Command = {
 
 Prints every lock under the prefixes once, then one line for every lock that changes (holder, queue), until
 interrupted. Reconnects and resyncs by itself; connection trouble goes to stderr. etcd is watched; Redis is followed
-by keyspace notifications when the server has them on, else by reading again every second.
+by keyspace notifications when the server has them on, else by reading again every second. ZooKeeper is followed by
+watches on the znodes under each path (set again after each event), read again after a reconnect and on a new
+session when ZooKeeper expired the watching one; a lock whose last contender left is removed.
+The revision is etcd's; Redis and ZooKeeper have none to give, and count the changes printed instead.
 
-  --prefix P    a key prefix to follow (repeatable; '' follows everything)
+  --prefix P    a key prefix to follow (repeatable; '' follows everything; ZooKeeper: a znode path)
   --json        one JSON object per line: {"revision", "lock": <as in list --json>} or {"revision", "removed": name}
 
 ${CONNECTION_HELP}`,
@@ -23,9 +26,15 @@ ${CONNECTION_HELP}`,
     const backend = await connect(values);
     const live = backend.watch(prefixes);
     const names = new Map<string, string>();
+    /** `lease 1a2b, token 9` (etcd), `owner <token>` (Redis), `session 1a2b, token 9` (ZooKeeper). */
+    const holderText = (lock: LockJson) => {
+      const h = lock.holder!;
+      const who = ownerText(h, backend.capabilities.owner);
+      return h.token === null ? who : `${who}, token ${h.token}`;
+    };
     const print = (revision: number, lock: LockJson | undefined, removedId?: string) => {
       if (values.json) out.stdout(JSON.stringify(lock ? { revision, lock } : { revision, removed: names.get(removedId!) }));
-      else if (lock) out.stdout(`${revision}  ${lock.name}  ${lock.kind}  holder ${lock.holder?.key ?? '-'}${lock.holder ? ` (${ownerText(lock)})` : ''}  waiting ${lock.waiters.length}`);
+      else if (lock) out.stdout(`${revision}  ${lock.name}  ${lock.kind}  holder ${lock.holder?.key ?? '-'}${lock.holder ? ` (${holderText(lock)})` : ''}  waiting ${lock.waiters.length}`);
       else out.stdout(`${revision}  ${names.get(removedId!)}  free (no keys left)`);
     };
     live.onDidChangeLocks((changes) => {
@@ -49,10 +58,3 @@ ${CONNECTION_HELP}`,
     return 0;
   },
 };
-
-/** `lease 1a2b, token 9` for etcd; `owner <token>` where the store has no leases. */
-function ownerText(lock: LockJson): string {
-  const h = lock.holder!;
-  const who = h.lease !== null ? `lease ${h.lease || '-'}` : `owner ${h.owner}`;
-  return h.token === null ? who : `${who}, token ${h.token}`;
-}
