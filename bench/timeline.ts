@@ -159,6 +159,8 @@ export const ENGLISH: TimelineStrings = {
   pastWaiting: '{0} waiting',
   pastLabel: 'Holds replayed from history, oldest first',
   pastOlder: '{0} older holds not drawn',
+  pastSkipped: 'Read from revision {0} on, as chosen: older holds are not shown.',
+  pastSilence: 'etcd stayed silent where events could have come: this etcd cannot say when a watch has caught up, so the read ended after a quiet time.',
 };
 
 /** `leases` rows in locks of ten (a holder and nine waiters), seen over the last few minutes, renewing every TTL/3. */

@@ -124,6 +124,8 @@ function historyLines(history: LockHistory | undefined): string[] {
   if (!history) return [];
   const lines = [`## Replayed from the store's history (revisions ${history.fromRevision} to ${history.toRevision})`, ''];
   if (history.compactedAt !== null) lines.push(`History before revision ${history.compactedAt} was compacted: older holds are not shown.`, '');
+  if (history.skippedBefore !== null) lines.push(`Read from revision ${history.skippedBefore} on, as chosen: older holds are not shown.`, '');
+  if (history.endedOnSilence) lines.push('The read ended after a quiet time (this etcd cannot say when a watch has caught up): holds at the very end may be missing.', '');
   if (history.holds.length === 0) return [...lines, 'No hold in the history read.', ''];
   const shown = [...history.holds].reverse().slice(0, REPLAYED_HOLDS);
   if (shown.length < history.holds.length) lines.push(`The newest ${shown.length} of ${history.holds.length} holds:`, '');

@@ -306,6 +306,8 @@ export function pastMessage(history: LockHistory, connection: string): PastMessa
     fromRevision: history.fromRevision,
     toRevision: history.toRevision,
     compactedAt: history.compactedAt,
+    skippedBefore: history.skippedBefore,
+    endedOnSilence: history.endedOnSilence,
     older: history.holds.length - holds.length,
     holds: holds.map((h) => ({
       key: displayKey(h.key),

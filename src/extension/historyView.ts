@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { LockLensError } from '../core/errors';
-import type { HoldEnd, LockHistory, ReplayedHold } from '../core/history';
+import { MAX_REPLAY_REVISIONS, type HistorySpan, type HoldEnd, type LockHistory, type ReplayOptions, type ReplayedHold } from '../core/history';
 import { incidentReport } from '../core/incidentReport';
 import { displayKey } from '../core/keys';
 import { holdBound, type LockFigures, type ObservedHold, type Spread } from '../core/lockStats';
@@ -10,7 +10,7 @@ import type { ClusterConnection, ConnectionRegistry } from './connections';
 import { appendUntrusted, formatSpan, STORE_NAMES, tooltip } from './format';
 import type { LockRecords } from './lockRecords';
 import type { LockTreeNode, LockTreeProvider } from './lockTree';
-import { pickConnection, pickLock } from './pickers';
+import { Cancelled, pickConnection, pickLock } from './pickers';
 
 export const HISTORY_VIEW = 'locklens.history';
 
@@ -210,6 +210,12 @@ function pastItems(history: LockHistory | undefined, t: Target, timeOf: (revisio
   if (history.compactedAt !== null) {
     items.push(textItem(vscode.l10n.t('History before revision {0} was compacted: older holds are not shown.', history.compactedAt), undefined, 'warning'));
   }
+  if (history.skippedBefore !== null) {
+    items.push(textItem(vscode.l10n.t('Read from revision {0} on, as chosen: older holds are not shown.', history.skippedBefore), undefined, 'info'));
+  }
+  if (history.endedOnSilence) {
+    items.push(textItem(vscode.l10n.t('etcd stayed silent where events could have come: this etcd cannot say when a watch has caught up, so the read ended after a quiet time.'), undefined, 'warning'));
+  }
   const at = (revision: number) => {
     const time = timeOf(revision);
     return time === undefined ? vscode.l10n.t('revision {0}', revision) : vscode.l10n.t('revision {0} ({1})', revision, new Date(time).toLocaleTimeString());
@@ -289,6 +295,7 @@ export function registerHistory(
     const t = await resolve(arg, vscode.l10n.t('Replay lock history'));
     const history = (await t.connection.open()).history;
     if (!history) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('{0} keeps no history of its locks: the Lock History view shows what LockLens recorded while it watched.', STORE_NAMES[t.connection.store]));
+    const range = await askRange(await history.span(t.name, { single: t.single }));
     const replayed = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Replaying the history of "{0}"', displayKey(t.name)), cancellable: true },
       async (progress, token) => {
@@ -296,6 +303,7 @@ export function registerHistory(
         token.onCancellationRequested(() => abort.abort());
         let done = 0;
         return history.replay(t.name, {
+          ...range,
           single: t.single,
           signal: abort.signal,
           onProgress: (revision, toRevision) => {
@@ -303,12 +311,40 @@ export function registerHistory(
             if (now > done) progress.report({ increment: now - done, message: vscode.l10n.t('revision {0} of {1}', revision, toRevision) });
             done = Math.max(done, now);
           },
+          onLeaseProgress: (asked, leases) => progress.report({ message: vscode.l10n.t('asking {0} of {1} leases how their keys went', asked, leases) }),
         });
       },
     );
     provider.setReplay(t, replayed);
     describe(t);
     await vscode.commands.executeCommand(`${HISTORY_VIEW}.focus`);
+  };
+
+  /**
+   * A span too long to read without asking: etcd scans every revision of it while holding its store's lock (writes
+   * wait), so the user chooses the most recent revisions, or all of them knowingly.
+   */
+  const askRange = async (span: HistorySpan): Promise<Pick<ReplayOptions, 'fromRevision' | 'maxRevisions'>> => {
+    const revisions = span.current - span.oldest;
+    if (revisions <= MAX_REPLAY_REVISIONS) return {};
+    const recent = vscode.l10n.t('The last {0} revisions', MAX_REPLAY_REVISIONS.toLocaleString());
+    const all = vscode.l10n.t('All {0} revisions', revisions.toLocaleString());
+    const answer = await vscode.window.showWarningMessage(
+      vscode.l10n.t('Replay {0} revisions of history?', revisions.toLocaleString()),
+      {
+        modal: true,
+        detail: vscode.l10n.t(
+          'etcd scans every revision from the oldest it keeps ({0}) to now ({1}) to send a watch its history, and holds its store lock while it does: writes to the whole cluster wait meanwhile. Read the most recent part, or all of it on purpose.',
+          span.oldest,
+          span.current,
+        ),
+      },
+      recent,
+      all,
+    );
+    if (answer === recent) return { fromRevision: span.current - MAX_REPLAY_REVISIONS };
+    if (answer === all) return { maxRevisions: Infinity };
+    throw new Cancelled();
   };
 
   const copyIncidentReport = async (arg?: HistoryArg) => {

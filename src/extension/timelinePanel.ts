@@ -357,6 +357,8 @@ function strings(): TimelineStrings {
     pastWaiting: vscode.l10n.t('{0} waiting'),
     pastLabel: vscode.l10n.t('Holds replayed from history, oldest first'),
     pastOlder: vscode.l10n.t('{0} older holds not drawn'),
+    pastSkipped: vscode.l10n.t('Read from revision {0} on, as chosen: older holds are not shown.'),
+    pastSilence: vscode.l10n.t('etcd stayed silent where events could have come: this etcd cannot say when a watch has caught up, so the read ended after a quiet time.'),
   };
 }
 

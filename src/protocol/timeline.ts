@@ -143,6 +143,8 @@ export interface TimelineStrings {
   readonly pastWaiting: string; // {0} waiting
   readonly pastLabel: string; // the list's label for screen readers
   readonly pastOlder: string; // {0} older holds not drawn
+  readonly pastSkipped: string; // Read from revision {0} on, as chosen: older holds are not shown.
+  readonly pastSilence: string; // the read ended after a quiet time
 }
 
 export interface InitMessage {
@@ -193,6 +195,10 @@ export interface PastMessage {
   readonly fromRevision: number;
   readonly toRevision: number;
   readonly compactedAt: number | null;
+  /** The revision the read started at by the user's choice (older holds were not read), or null. */
+  readonly skippedBefore: number | null;
+  /** The read ended after a quiet time, not on proof that it had caught up (LockHistory.endedOnSilence). */
+  readonly endedOnSilence: boolean;
   /** Holds older than those sent, not drawn. */
   readonly older: number;
   /** Oldest first. */
@@ -327,6 +333,8 @@ export function isHostMessage(v: unknown): v is HostMessage {
         isNum(v.fromRevision) &&
         isNum(v.toRevision) &&
         (v.compactedAt === null || isNum(v.compactedAt)) &&
+        (v.skippedBefore === null || isNum(v.skippedBefore)) &&
+        isBool(v.endedOnSilence) &&
         isNum(v.older) &&
         Array.isArray(v.holds) &&
         v.holds.every(isPastHold)

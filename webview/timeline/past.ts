@@ -36,6 +36,8 @@ export class PastSection {
     for (const hold of past.holds) list.append(holdItem(hold, past, span, strings));
     const children: Node[] = [header];
     if (past.compactedAt !== null) children.push(element('div', 'past-compacted', formatString(strings.pastCompacted, past.compactedAt)));
+    if (past.skippedBefore !== null) children.push(element('div', 'past-older', formatString(strings.pastSkipped, past.skippedBefore)));
+    if (past.endedOnSilence) children.push(element('div', 'past-compacted', strings.pastSilence));
     if (past.older > 0) children.push(element('div', 'past-older', formatString(strings.pastOlder, past.older)));
     children.push(past.holds.length ? list : element('div', 'past-empty', strings.pastEmpty));
     this.section.replaceChildren(...children);
