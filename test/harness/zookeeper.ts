@@ -6,19 +6,17 @@ import { join } from 'node:path';
 import type { LockState } from '../../src/core/lockState';
 import { sleep } from '../../src/core/sleep';
 import { lockFingerprint } from '../../src/core/snapshotModel';
+import { answersHandshake, QUORUM_MAIN, STANDALONE_MAIN, zooKeeperCommand, zooKeeperConfig } from '../../demo/zookeeperJar';
 import { freePort } from './ports';
 import { killOnExit, startOrDispose, stopProcess } from './processes';
 
 /**
- * Real ZooKeeper servers for tests: Debian's `zookeeper` package (installed by scripts/setup.sh) run straight from its
- * jar on a free loopback port with a temporary data dir, without the system service. /usr/share/java/zookeeper.jar
- * names its dependencies in its manifest's Class-Path, so the jar alone is the classpath (what
- * /usr/share/zookeeper/bin/zkEnv.sh adds besides is the config dir, for log4j, which slf4j does not bind here anyway).
+ * Real ZooKeeper servers for tests: Debian's `zookeeper` package run from its jar (see demo/zookeeperJar.ts) on a free
+ * loopback port with a temporary data dir.
  *
  * A short tick (250 ms) lets tests use short sessions: the server grants 2 to 20 ticks (0.5 s to 5 s).
  */
 
-const JAR = '/usr/share/java/zookeeper.jar';
 export const TICK_MS = 250;
 
 export interface ZooKeeperPeerConfig {
@@ -54,16 +52,7 @@ export class ZooKeeperServer {
   private writeConfig(): string {
     const data = join(this.dir, 'data');
     mkdirSync(data, { recursive: true });
-    const lines = [
-      `tickTime=${TICK_MS}`,
-      `dataDir=${data}`,
-      `clientPort=${this.port}`,
-      'clientPortAddress=127.0.0.1',
-      // The AdminServer (Jetty on 8080) would collide between servers; nothing here uses it.
-      'admin.enableServer=false',
-      // Tests use few snapshots; the default purge keeps the dir small anyway.
-      'autopurge.snapRetainCount=3',
-    ];
+    const lines = zooKeeperConfig({ tickMs: TICK_MS, dataDir: data, port: this.port });
     if (this.ensemble) {
       lines.push('initLimit=40', 'syncLimit=8');
       for (const p of this.ensemble.peers) lines.push(`server.${p.id}=127.0.0.1:${p.quorumPort}:${p.electionPort}`);
@@ -77,10 +66,8 @@ export class ZooKeeperServer {
   /** Starts the JVM; resolves when the server answers a client handshake (an ensemble member: once it has a quorum). */
   async start(timeoutMs = 30_000, waitUntilServing = true): Promise<void> {
     this.output = '';
-    const main = this.ensemble ? 'org.apache.zookeeper.server.quorum.QuorumPeerMain' : 'org.apache.zookeeper.server.ZooKeeperServerMain';
-    // A small heap and the client compiler only: a test server is idle, and the JVM starts faster so.
-    const jvm = ['-Xmx128m', '-XX:+UseSerialGC', '-XX:TieredStopAtLevel=1', '-Dzookeeper.admin.enableServer=false'];
-    const proc = spawn('java', [...jvm, '-cp', JAR, main, this.writeConfig()], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const { command, args } = zooKeeperCommand(this.ensemble ? QUORUM_MAIN : STANDALONE_MAIN, this.writeConfig());
+    const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     const collect = (d: Buffer) => (this.output = (this.output + d.toString()).slice(-100_000));
     proc.stdout!.on('data', collect);
     proc.stderr!.on('data', collect);
@@ -91,7 +78,7 @@ export class ZooKeeperServer {
 
   async waitServing(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    while (!(await answersHandshake(this.port))) {
+    while (!(await answersHandshake(this.port, TICK_MS * 2))) {
       if (this.proc?.exitCode !== null) throw new Error(`zookeeper exited: ${this.output.slice(-2000)}`);
       if (Date.now() > deadline) throw new Error(`zookeeper on ${this.port} not serving in ${timeoutMs} ms: ${this.output.slice(-2000)}`);
       await sleep(100);
@@ -164,30 +151,6 @@ export async function startZooKeeperEnsemble(size = 3): Promise<ZooKeeperEnsembl
     throw e;
   }
   return ensemble;
-}
-
-/** Whether a ZooKeeper server on `port` answers a client's handshake with a session (and so serves). */
-function answersHandshake(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    const done = (ok: boolean) => {
-      socket.destroy();
-      resolve(ok);
-    };
-    socket.setTimeout(2000, () => done(false));
-    socket.once('connect', () => {
-      // ConnectRequest: protocol 0, zxid 0, timeout, session 0, a 16-byte empty password, read-only false.
-      const body = Buffer.alloc(45);
-      body.writeInt32BE(TICK_MS * 2, 12);
-      body.writeInt32BE(16, 24);
-      const frame = Buffer.alloc(4);
-      frame.writeInt32BE(body.length);
-      socket.write(Buffer.concat([frame, body]));
-    });
-    socket.once('data', (d: Buffer) => done(d.length >= 8 && d.readInt32BE(4) === 0));
-    socket.once('error', () => done(false));
-    socket.once('close', () => done(false));
-  });
 }
 
 /** A four-letter word's answer ('' when refused or closed). */
