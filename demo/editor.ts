@@ -5,12 +5,13 @@ import { baseSettings, checkInstalled, copyExtension, repoRoot, startCodeServer,
 import { Group, RUN_VAR } from './processes';
 import { REDIS_LOCKS, REDIS_PREFIX, REDISSON_KEYS } from './redisWorkload';
 import { LOCKS, PREFIXES } from './workload';
+import { ZOOKEEPER_LOCKS, ZOOKEEPER_PREFIX } from './zookeeperWorkload';
 
 /**
- * VS Code with LockLens installed and connected to the demo's etcd (and its Redis): desktop VS Code when `code` is on PATH and there
- * is a display, else code-server on 127.0.0.1 (the same one the UI tests use) in the browser. Either way it gets
- * temporary user-data and extensions dirs (your own VS Code profile is not touched), the built extension copied in,
- * and a settings.json with the `demo` connection (and `demo-redis`).
+ * VS Code with LockLens installed and connected to the demo's etcd (and its Redis and ZooKeeper): desktop VS Code when
+ * `code` is on PATH and there is a display, else code-server on 127.0.0.1 (the same one the UI tests use) in the
+ * browser. Either way it gets temporary user-data and extensions dirs (your own VS Code profile is not touched), the
+ * built extension copied in, and a settings.json with the `demo` connection (and `demo-redis`, `demo-zookeeper`).
  */
 
 export interface Editor {
@@ -24,6 +25,8 @@ export interface EditorOptions {
   readonly endpoints: readonly string[];
   /** redis://127.0.0.1:PORT of the demo's Redis, when it runs one. */
   readonly redisUrl?: string;
+  /** zookeeper://127.0.0.1:PORT of the demo's ZooKeeper, when it runs one. */
+  readonly zookeeperUrl?: string;
   /** The demo's temp dir: the workspace folder and the desktop profile go under it. */
   readonly root: string;
   readonly runId: string;
@@ -32,10 +35,14 @@ export interface EditorOptions {
   readonly log: (message: string) => void;
 }
 
-/** The settings that connect LockLens to the demo: `demo` (etcd) and, when it runs Redis, `demo-redis`. */
-export function demoSettings(endpoints: readonly string[], redisUrl?: string): Record<string, unknown> {
+/**
+ * The settings that connect LockLens to the demo: `demo` (etcd) and, when it runs them, `demo-redis` and
+ * `demo-zookeeper`.
+ */
+export function demoSettings(endpoints: readonly string[], redisUrl?: string, zookeeperUrl?: string): Record<string, unknown> {
   const connections: Record<string, unknown>[] = [{ name: 'demo', endpoints: [...endpoints], prefixes: [...PREFIXES] }];
   if (redisUrl) connections.push({ name: 'demo-redis', store: 'redis', endpoints: [redisUrl], prefixes: [REDIS_PREFIX] });
+  if (zookeeperUrl) connections.push({ name: 'demo-zookeeper', store: 'zookeeper', endpoints: [zookeeperUrl], prefixes: [ZOOKEEPER_PREFIX] });
   return {
     'locklens.connections': connections,
     // The stuck holder is flagged after a minute, not the default five.
@@ -54,8 +61,8 @@ export function desktopCodeAvailable(): boolean {
 export async function openEditor(options: EditorOptions): Promise<Editor> {
   const workspace = join(options.root, 'workspace');
   mkdirSync(workspace, { recursive: true });
-  writeFileSync(join(workspace, 'README.md'), workspaceReadme(options.endpoints, options.redisUrl));
-  const settings = { ...baseSettings, ...demoSettings(options.endpoints, options.redisUrl) };
+  writeFileSync(join(workspace, 'README.md'), workspaceReadme(options));
+  const settings = { ...baseSettings, ...demoSettings(options.endpoints, options.redisUrl, options.zookeeperUrl) };
 
   if (!options.forceCodeServer && desktopCodeAvailable()) {
     const userData = join(options.root, 'vscode-user-data');
@@ -78,7 +85,7 @@ export async function openEditor(options: EditorOptions): Promise<Editor> {
   checkInstalled();
   const server: CodeServer = await startCodeServer({
     installExtensionFrom: repoRoot,
-    extraSettings: demoSettings(options.endpoints, options.redisUrl),
+    extraSettings: demoSettings(options.endpoints, options.redisUrl, options.zookeeperUrl),
     env: { [RUN_VAR]: options.runId },
   });
   const url = `${server.url}/?folder=${encodeURIComponent(workspace)}`;
@@ -89,7 +96,7 @@ export async function openEditor(options: EditorOptions): Promise<Editor> {
   };
 }
 
-function workspaceReadme(endpoints: readonly string[], redisUrl?: string): string {
+function workspaceReadme({ endpoints, redisUrl, zookeeperUrl }: EditorOptions): string {
   return `# LockLens demo
 
 A local etcd (\`${endpoints.join(',')}\`) with simulated services fighting over locks. Open the **LockLens** view in
@@ -113,7 +120,7 @@ Things to try:
    services, see your position, then hold it (status bar) until you click it to release.
 3. **Watch it live.** **LockLens: Open Timeline** shows every lease's hold and wait as bars over time.
 
-${redisUrl ? redisReadme(redisUrl) : ''}
+${redisUrl ? redisReadme(redisUrl) : ''}${zookeeperUrl ? zooKeeperReadme(zookeeperUrl) : ''}
 Ctrl-C in the terminal that runs \`npm run demo\` stops everything the demo started.
 `;
 }
@@ -135,5 +142,25 @@ watches \`${REDIS_PREFIX}\`.
 4. **Force-release the stuck token.** Right-click the holder of \`${REDIS_LOCKS.stuck}\` → **Force Release…**: it
    deletes the key only if it still holds the token you saw. The job crashes holding it again 30 s later.
 5. **Force-release the fair lock.** The head of its queue takes it and a new waiter joins the tail.
+`;
+}
+
+function zooKeeperReadme(url: string): string {
+  return `
+## ZooKeeper
+
+A local ZooKeeper (\`${url}\`) with kazoo clients, each with a session of its own: the \`demo-zookeeper\` connection
+watches \`${ZOOKEEPER_PREFIX}\`. A member's owner is its session, its fencing token the node's creation zxid, and its data
+says who it is (kazoo's identifier, Curator's IP).
+
+| lock | who | what to look at |
+| --- | --- | --- |
+| \`${ZOOKEEPER_LOCKS.report}\` | three kazoo \`Lock\` processes | a holder and waiters in sequence order, changing every few seconds |
+| \`${ZOOKEEPER_LOCKS.catalog}\` | kazoo \`ReadLock\` ×2 and \`WriteLock\` | readers holding together, the writer waiting for both |
+| \`${ZOOKEEPER_LOCKS.stuck}\` | **stuck**: a node in Curator's layout whose service keeps its session alive and never releases; a kazoo standby waits behind it | the incident |
+
+6. **Force-release the stuck node.** Right-click the holder of \`${ZOOKEEPER_LOCKS.stuck}\` → **Force Release…**: it
+   deletes that node only if it is still the one shown, and the standby takes the lock. The confirmation says it: the
+   stuck service is not told, and may still believe it holds the lock. It hangs holding it again 30 s later.
 `;
 }

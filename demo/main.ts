@@ -1,5 +1,5 @@
-// `npm run demo`: a local etcd and a local Redis, simulated services contending for locks in each (one stuck in each),
-// and VS Code with LockLens connected to both. Ctrl-C stops everything it started.
+// `npm run demo`: a local etcd, a local Redis and a local ZooKeeper, simulated services contending for locks in each
+// (one stuck in each), and VS Code with LockLens connected to all three. Ctrl-C stops everything it started.
 //
 // Bundled by esbuild.mjs into dist/demo.js (not compiled with tsc into out/): it runs the core engine (src/core) the
 // same way the `locklens` CLI does, from one self-contained file with etcd3's .proto files next to it in dist/proto,
@@ -15,10 +15,14 @@ import { openEditor, type Editor } from './editor';
 import { startEtcd, type DemoEtcd } from './etcd';
 import { sleep } from '../src/core/sleep';
 import { killStragglers, processesWithEnv, RUN_VAR } from './processes';
+import { PYTHON } from './pythonServices';
 import { startRedis, type DemoRedis } from './redis';
-import { PYTHON, REDIS_LOCKS, REDIS_PREFIX, RedisWorkload } from './redisWorkload';
+import { REDIS_LOCKS, REDIS_PREFIX, RedisWorkload } from './redisWorkload';
 import { runStuckHolder } from './stuckHolder';
 import { LOCKS, PREFIXES, Workload } from './workload';
+import { startZooKeeper, type DemoZooKeeper } from './zookeeper';
+import { zooKeeperInstalled } from './zookeeperJar';
+import { ZOOKEEPER_LOCKS, ZOOKEEPER_PREFIX, ZooKeeperWorkload } from './zookeeperWorkload';
 
 const HELP = `Usage: npm run demo [-- OPTIONS]      (or: node dist/demo.js [OPTIONS] after npm run build)
 
@@ -27,13 +31,17 @@ locks under /locks/ and /election/ (Go-compatible Mutex services, etcdctl lock l
 etcdctl election, and one stuck holder to revoke); a local Redis (Debian's redis-server, on a free loopback port,
 nothing persisted, keyspace notifications on) with locks under ${REDIS_PREFIX} (a Redisson re-entrant lock, a Redisson
 fair lock with two waiters, contending redis-py locks, and one stuck redis-py token with no expiry to force-release);
-and VS Code with LockLens connected to both: desktop VS Code when \`code\` is on PATH, otherwise code-server on
-127.0.0.1 (open the URL it prints). Ctrl-C stops everything.
+a local ZooKeeper (Debian's, run from its jar on a free loopback port, data in the temp dir) with kazoo clients under
+${ZOOKEEPER_PREFIX} (three kazoo Lock processes contending, a kazoo read/write lock, and one stuck holder in Curator's layout
+that keeps its session alive, with a kazoo waiter behind it, to force-release); and VS Code with LockLens connected to
+all three: desktop VS Code when \`code\` is on PATH, otherwise code-server on 127.0.0.1 (open the URL it prints).
+Ctrl-C stops everything.
 
 Options:
   --endpoints E     use this etcd (host:port, comma separated) instead of starting one. The workload writes keys
                     under ${PREFIXES.join(' and ')}; they go when it stops (etcdctl's within their 10-60 s lease TTLs).
-  --no-redis        leave Redis out: etcd and its workload only
+  --no-redis        leave Redis out
+  --no-zookeeper    leave ZooKeeper out
   --no-editor       run only the stores and the workload (connect with your own VS Code or \`locklens list\`)
   --code-server     use code-server even where desktop VS Code is available
   --verbose         log every acquire and release, not only the stuck holder, lost locks and errors
@@ -46,6 +54,7 @@ async function main(argv: string[]): Promise<number> {
       endpoints: { type: 'string' },
       'no-editor': { type: 'boolean' },
       'no-redis': { type: 'boolean' },
+      'no-zookeeper': { type: 'boolean' },
       'code-server': { type: 'boolean' },
       verbose: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -65,6 +74,7 @@ async function main(argv: string[]): Promise<number> {
     endpoints: values.endpoints === undefined ? undefined : splitEndpoints(values.endpoints),
     editor: !values['no-editor'],
     redis: !values['no-redis'],
+    zookeeper: !values['no-zookeeper'],
     forceCodeServer: !!values['code-server'],
     verbose: !!values.verbose,
   });
@@ -74,6 +84,7 @@ interface DemoOptions {
   readonly endpoints?: string[];
   readonly editor: boolean;
   readonly redis: boolean;
+  readonly zookeeper: boolean;
   readonly forceCodeServer: boolean;
   readonly verbose: boolean;
 }
@@ -89,6 +100,8 @@ async function runDemo(options: DemoOptions): Promise<number> {
   let workload: Workload | undefined;
   let redis: DemoRedis | undefined;
   let redisWorkload: RedisWorkload | undefined;
+  let zookeeper: DemoZooKeeper | undefined;
+  let zooKeeperWorkload: ZooKeeperWorkload | undefined;
   let editor: Editor | undefined;
   /** Steps under way (starting etcd, VS Code): a stop waits for them, so that what they start is stopped too. */
   const starting: Promise<unknown>[] = [];
@@ -100,17 +113,18 @@ async function runDemo(options: DemoOptions): Promise<number> {
       say(`\n${time()} stopping (${why})…`);
       const workloadStopped = workload?.stop().catch((e) => say(`  workload: ${String(e)}`));
       const redisWorkloadStopped = redisWorkload?.stop().catch((e) => say(`  Redis workload: ${String(e)}`));
+      const zooKeeperWorkloadStopped = zooKeeperWorkload?.stop().catch((e) => say(`  ZooKeeper workload: ${String(e)}`));
       await Promise.all(starting.map((p) => p.catch(() => undefined)));
       await editor?.stop().catch((e) => say(`  VS Code: ${String(e)}`));
-      await Promise.all([workloadStopped, redisWorkloadStopped]);
-      await Promise.all([etcd?.group.stop(5000), redis?.group.stop(5000)]);
+      await Promise.all([workloadStopped, redisWorkloadStopped, zooKeeperWorkloadStopped]);
+      await Promise.all([etcd?.group.stop(5000), redis?.group.stop(5000), zookeeper?.group.stop(5000)]);
       // Anything still carrying this run's id (a window that left its group, a grandchild): ask, then kill.
       const left = processesWithEnv(RUN_VAR, runId);
       left.forEach((pid) => signalPid(pid, 'SIGTERM'));
       for (let i = 0; i < 30 && processesWithEnv(RUN_VAR, runId).length; i++) await sleep(100);
       const killed = killStragglers(runId);
       rmSync(root, { recursive: true, force: true, maxRetries: 3 });
-      const what = [etcd && 'etcd', redis && 'Redis', (workload || redisWorkload) && 'the workload', editor && 'VS Code', left.length && `${left.length} other process(es)${killed ? ` (${killed} killed)` : ''}`];
+      const what = [etcd && 'etcd', redis && 'Redis', zookeeper && 'ZooKeeper', (workload || redisWorkload || zooKeeperWorkload) && 'the workload', editor && 'VS Code', left.length && `${left.length} other process(es)${killed ? ` (${killed} killed)` : ''}`];
       say(`${time()} stopped ${what.filter(Boolean).join(', ') || 'everything'}; temp dir removed`);
     })());
 
@@ -142,57 +156,80 @@ async function runDemo(options: DemoOptions): Promise<number> {
   };
 
   try {
+    checkInstalled(options);
+    // The stores start side by side (ZooKeeper's JVM takes a second or two, etcd and Redis less): the demo is ready
+    // when the slowest is, not after the sum of them.
     let endpoints = options.endpoints;
+    const stores: Promise<unknown>[] = [];
     if (!endpoints) {
-      if (spawnSync('sh', ['-c', 'command -v etcd && command -v etcdctl'], { stdio: 'ignore' }).status !== 0) {
-        throw new Error('etcd and etcdctl are not installed: run `npm run demo` (it runs scripts/setup.sh) or `bash scripts/setup.sh`');
-      }
-      const e = await step(startEtcd(root, runId).then((started) => (etcd = started)));
-      endpoints = [e.endpoint];
-      say(`${time()} etcd        ${e.endpoint}   (data dir ${e.dataDir})`);
+      stores.push(
+        // Assigned as soon as it has started, even if a stop came meanwhile: `shutdown` stops what is assigned.
+        step(startEtcd(root, runId).then((started) => (etcd = started))).then((e) => {
+          endpoints = [e.endpoint];
+          say(`${time()} etcd        ${e.endpoint}   (data dir ${e.dataDir})`);
+        }),
+      );
     } else {
       say(`${time()} etcd        ${endpoints.join(',')}   (yours: --endpoints)`);
     }
     if (options.redis) {
-      if (spawnSync('sh', ['-c', 'command -v redis-server'], { stdio: 'ignore' }).status !== 0 || spawnSync(PYTHON, ['-c', 'import redis'], { stdio: 'ignore' }).status !== 0) {
-        throw new Error(`redis-server or python3-redis (for ${PYTHON}) is not installed: run \`bash scripts/setup.sh\`, or leave Redis out with --no-redis`);
-      }
-      const r = await step(startRedis(root, runId).then((started) => (redis = started)));
-      say(`${time()} redis       ${r.url}   (dir ${r.dir}, nothing persisted)`);
+      stores.push(
+        step(startRedis(root, runId).then((started) => (redis = started))).then((r) => {
+          say(`${time()} redis       ${r.url}   (dir ${r.dir}, nothing persisted)`);
+        }),
+      );
     }
+    if (options.zookeeper) {
+      stores.push(
+        step(startZooKeeper(root, runId).then((started) => (zookeeper = started))).then((z) => {
+          say(`${time()} zookeeper   ${z.url}   (data dir ${z.dataDir})`);
+        }),
+      );
+    }
+    await Promise.all(stores);
+    const etcdEndpoints = endpoints!;
 
-    workload = new Workload({
-      endpoints,
-      runId,
-      verbose: options.verbose,
-      self: [process.execPath, process.argv[1]],
-      log: (who, message) => say(`${time()} ${who.padEnd(20)} ${message}`),
-    });
-    await step(workload.start());
-    say(`${time()} workload    ${Object.values(LOCKS).join(', ')}`);
-    say(`${time()} stuck       ${LOCKS.payments} held with lease ${workload.stuck?.lease} by pid ${workload.stuck?.pid}, never released`);
-    if (redis) {
-      redisWorkload = new RedisWorkload({
-        url: redis.url,
-        root,
-        runId,
-        verbose: options.verbose,
-        log: (who, message) => say(`${time()} ${who.padEnd(20)} ${message}`),
-      });
-      await step(redisWorkload.start());
-      say(`${time()} redis locks ${Object.values(REDIS_LOCKS).join(', ')}`);
-      say(`${time()} stuck       ${REDIS_LOCKS.stuck} held by token ${redisWorkload.stuckToken} with no expiry (its process has exited)`);
-    }
+    const log = (who: string, message: string) => say(`${time()} ${who.padEnd(20)} ${message}`);
+    const services = { runId, verbose: options.verbose, log };
+    workload = new Workload({ ...services, endpoints: etcdEndpoints, self: [process.execPath, process.argv[1]] });
+    if (redis) redisWorkload = new RedisWorkload({ ...services, url: redis.url, root });
+    if (zookeeper) zooKeeperWorkload = new ZooKeeperWorkload({ ...services, url: zookeeper.url, root });
+    // Each workload says what it set up once it has; they start side by side too.
+    await step(
+      Promise.all([
+        workload.start().then(() => {
+          say(`${time()} workload    ${Object.values(LOCKS).join(', ')}`);
+          say(`${time()} stuck       ${LOCKS.payments} held with lease ${workload!.stuck?.lease} by pid ${workload!.stuck?.pid}, never released`);
+        }),
+        redisWorkload?.start().then(() => {
+          say(`${time()} redis locks ${Object.values(REDIS_LOCKS).join(', ')}`);
+          say(`${time()} stuck       ${REDIS_LOCKS.stuck} held by token ${redisWorkload!.stuckToken} with no expiry (its process has exited)`);
+        }),
+        zooKeeperWorkload?.start().then(() => {
+          const stuck = zooKeeperWorkload!.stuck;
+          say(`${time()} zk locks    ${Object.values(ZOOKEEPER_LOCKS).join(', ')}`);
+          say(`${time()} stuck       ${ZOOKEEPER_LOCKS.stuck} held by session ${stuck?.session} (node ${stuck?.node}, token ${stuck?.token}) in Curator's layout, never released`);
+        }),
+      ]),
+    );
 
     if (options.editor) {
       say(`${time()} VS Code     starting…`);
       const ed = await step(
-        openEditor({ endpoints, redisUrl: redis?.url, root, runId, forceCodeServer: options.forceCodeServer, log: (m) => say(`${time()} ${m}`) }).then((opened) => (editor = opened)),
+        openEditor({
+          endpoints: etcdEndpoints,
+          redisUrl: redis?.url,
+          zookeeperUrl: zookeeper?.url,
+          root,
+          runId,
+          forceCodeServer: options.forceCodeServer,
+          log: (m) => say(`${time()} ${m}`),
+        }).then((opened) => (editor = opened)),
       );
       say(`${time()} VS Code     ${ed.description}${ed.url ? `\n\n    Open ${ed.url}\n` : ''}`);
       say(`${time()}             click the LockLens icon (the padlock) in the activity bar; the demo connection is set up`);
     }
-    say(`${time()} ready: ${endpoints.join(',')}${redis ? ` ${redis.url}` : ''}  (Ctrl-C stops everything)`);
+    say(`${time()} ready: ${[etcdEndpoints.join(','), redis?.url, zookeeper?.url].filter(Boolean).join(' ')}  (Ctrl-C stops everything)`);
     await stopping;
     return 0;
   } catch (e) {
@@ -203,6 +240,20 @@ async function runDemo(options: DemoOptions): Promise<number> {
     say(`demo: ${e instanceof Error ? e.message : String(e)}`);
     await shutdown(stopSignal ?? 'error');
     return 1;
+  }
+}
+
+/** Every program the chosen stores need, checked before anything starts: a missing one is named with the way out. */
+function checkInstalled(options: DemoOptions): void {
+  const has = (command: string) => spawnSync('sh', ['-c', command], { stdio: 'ignore' }).status === 0;
+  if (!options.endpoints && !has('command -v etcd && command -v etcdctl')) {
+    throw new Error('etcd and etcdctl are not installed: run `npm run demo` (it runs scripts/setup.sh) or `bash scripts/setup.sh`');
+  }
+  if (options.redis && !(has('command -v redis-server') && has(`${PYTHON} -c 'import redis'`))) {
+    throw new Error(`redis-server or python3-redis (for ${PYTHON}) is not installed: run \`bash scripts/setup.sh\`, or leave Redis out with --no-redis`);
+  }
+  if (options.zookeeper && !(zooKeeperInstalled() && has(`${PYTHON} -c 'import kazoo'`))) {
+    throw new Error(`zookeeper (and a java) or python3-kazoo (for ${PYTHON}) is not installed: run \`bash scripts/setup.sh\`, or leave ZooKeeper out with --no-zookeeper`);
   }
 }
 

@@ -1,7 +1,5 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { sleep } from '../src/core/sleep';
-import { Services, type ServicesOptions } from './services';
+import { PythonServices, type PythonServicesOptions } from './pythonServices';
 
 /**
  * The demo's Redis services: real clients (redis-py, Debian's python3-redis for /usr/bin/python3) writing the layouts
@@ -36,28 +34,13 @@ export const REDISSON_KEYS = {
   timeout: `redisson_lock_timeout:{${REDIS_LOCKS.report}}`,
 } as const;
 
-/** Debian's python3 with python3-redis (the `python3` on PATH may be another one, without redis). */
-export const PYTHON = '/usr/bin/python3';
-
-/**
- * One script for every Redis peer: `redis-peers.py MODE URL ARGS…`. Each line it prints is `LEVEL message`: `ready`
- * (its lock is in place), `info`, `debug` (only with --verbose) or `error`.
- */
-const PEERS = String.raw`
-import random, signal, sys, time, uuid
+/** The modes of every Redis peer (see PythonServices): `redis-peers.py MODE URL ARGS…`. */
+const MODES = String.raw`
+import random, time, uuid
 import redis
 from redis.exceptions import LockError
 
-def _stop(*_):
-    raise SystemExit(0)
-signal.signal(signal.SIGTERM, _stop)
-signal.signal(signal.SIGINT, _stop)
-
-mode, url, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 r = redis.Redis.from_url(url, decode_responses=True)
-
-def say(level, message):
-    print(level, message, flush=True)
 
 def redisson_field():
     # Redisson's lock entry: <the client's UUID>:<the Java thread id>.
@@ -185,74 +168,39 @@ def wait_gone(name, value):
     while r.get(name) == value:
         time.sleep(1)
 
-try:
-    if mode == 'redisson':
-        redisson(args[0], args[1])
-    elif mode == 'fair':
-        fair(args[0])
-    elif mode == 'token':
-        token(args[0], args[1])
-    elif mode == 'stuck':
-        stuck(args[0])
-    elif mode == 'wait-gone':
-        wait_gone(args[0], args[1])
-    else:
-        raise ValueError('unknown mode ' + mode)
-except SystemExit:
-    raise
-except Exception as e:
-    say('error', '%s: %s' % (type(e).__name__, e))
-    sys.exit(1)
+MODES = {'redisson': redisson, 'fair': fair, 'token': token, 'stuck': stuck, 'wait-gone': wait_gone}
 `;
 
-export interface RedisWorkloadOptions extends ServicesOptions {
-  /** redis://127.0.0.1:PORT */
-  readonly url: string;
-  /** The demo's temp dir: the peers' script is written there. */
-  readonly root: string;
-}
-
-export class RedisWorkload extends Services {
-  private readonly script: string;
+export class RedisWorkload extends PythonServices {
   /** The stuck token of `app:stuck-migration` while it is there. */
   stuckToken?: string;
   /** The fair lock's holder and waiters as first written. */
   fairReady?: string;
   private readyChanged?: () => void;
 
-  constructor(private readonly options: RedisWorkloadOptions) {
-    super(options);
-    this.script = join(options.root, 'redis-peers.py');
+  /** `url`: redis://127.0.0.1:PORT */
+  constructor(options: PythonServicesOptions) {
+    super(options, 'redis-peers.py', MODES);
   }
 
   /** Starts every service; resolves once the stuck token and the fair lock's queue are in place. */
   async start(): Promise<void> {
-    writeFileSync(this.script, PEERS);
     const ready = new Promise<void>((resolve) => (this.readyChanged = () => this.stuckToken && this.fairReady && resolve()));
     this.run('migration-job', () => this.stuck());
-    this.run('report-fair', () => this.peer('report-fair', ['fair', REDIS_LOCKS.report]));
+    this.run('report-fair', () =>
+      this.peer('report-fair', ['fair', REDIS_LOCKS.report], (level, message) => {
+        this.log('report-fair', message, level === 'debug' || level === 'ready');
+        if (level === 'ready') {
+          this.fairReady = message;
+          this.readyChanged?.();
+        }
+      }),
+    );
     for (const who of ['billing-worker-1', 'billing-worker-2']) this.run(who, () => this.peer(who, ['redisson', REDIS_LOCKS.billing, who]));
     for (const who of ['export-a', 'export-b', 'export-c']) this.run(who, () => this.peer(who, ['token', REDIS_LOCKS.export, who]));
     await Promise.race([ready, sleep(20_000, this.abort.signal)]);
     if (!this.stopping && !(this.stuckToken && this.fairReady)) {
       throw new Error(`the Redis workload did not set up ${!this.stuckToken ? REDIS_LOCKS.stuck : REDIS_LOCKS.report} within 20 s`);
-    }
-  }
-
-  /** A long-running peer; if it exits it is started again after 3 s. */
-  private async peer(who: string, args: string[]): Promise<void> {
-    const exit = await this.runPeer(who, args, (level, message) => {
-      if (level === 'ready' && who === 'report-fair') {
-        this.fairReady = message;
-        this.log(who, message, true);
-        this.readyChanged?.();
-      } else {
-        this.log(who, message, level === 'debug' || level === 'ready');
-      }
-    });
-    if (!this.stopping) {
-      this.log(who, `exited (${exit}); starting it again in 3 s`);
-      await sleep(3000, this.abort.signal);
     }
   }
 
@@ -276,15 +224,5 @@ export class RedisWorkload extends Services {
     this.stuckToken = undefined;
     this.log(who, `${REDIS_LOCKS.stuck} was released; the job crashes holding it again in 30 s`);
     await sleep(30_000, this.abort.signal);
-  }
-
-  /** Runs `python3 redis-peers.py ARGS…` to its end (or the workload's), passing on each line it prints. */
-  private runPeer(who: string, args: string[], onReport: (level: string, message: string) => void): Promise<string> {
-    const onLine = (line: string) => {
-      const m = /^(ready|info|debug|error) (.*)$/.exec(line);
-      if (m) onReport(m[1], m[2]);
-      else if (line.trim()) this.log(who, line, true);
-    };
-    return this.runGroup(who, PYTHON, ['-u', this.script, args[0], this.options.url, ...args.slice(1)], { onLine });
   }
 }

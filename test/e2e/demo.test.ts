@@ -10,10 +10,11 @@ import type { LockJson } from '../../src/cli/lockJson';
 
 /**
  * `npm run demo -- --no-editor` (dist/demo.js, built by npm test) as a user runs it: it starts its own etcd, its own
- * Redis and the workload, the locks it promises are there as `locklens list --json` sees them (etcd: queues with
- * holders and waiters, the stuck holder that never lets go, the single-key try-lock, the election; Redis: a Redisson
- * re-entrant lock held twice, a Redisson fair lock's queue, contending redis-py locks, the stuck token with no
- * expiry), and Ctrl-C (SIGINT) stops every process it started and removes its temp dir.
+ * Redis, its own ZooKeeper and the workload, the locks it promises are there as `locklens list --json` sees them (etcd:
+ * queues with holders and waiters, the stuck holder that never lets go, the single-key try-lock, the election; Redis:
+ * a Redisson re-entrant lock held twice, a Redisson fair lock's queue, contending redis-py locks, the stuck token with
+ * no expiry; ZooKeeper: contending kazoo locks, kazoo's read/write lock, the stuck holder in Curator's layout with a
+ * kazoo waiter), and Ctrl-C (SIGINT) stops every process it started and removes its temp dir.
  *
  * Every process the demo starts inherits a marker variable from this test's environment, so "nothing left" is checked
  * by looking at every process on the machine, not only the ones the demo says it started; and whatever happens, the
@@ -29,6 +30,8 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
   let stuckLease = '';
   let redisUrl = '';
   let stuckToken = '';
+  let zookeeperUrl = '';
+  let stuckZnode: RunningDemo['stuckZnode'];
 
   async function list(): Promise<Map<string, LockJson>> {
     const r = await procs.run(['list', '--endpoints', endpoint, '--prefix', '/locks/', '--prefix', '/election/', '--json']);
@@ -37,11 +40,29 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     return new Map(locks.map((l) => [l.name, l]));
   }
 
-  async function listRedis(): Promise<Map<string, LockJson>> {
-    const r = await procs.run(['list', '--url', redisUrl, '--prefix', 'app:', '--json']);
+  async function listUrl(url: string, prefix: string): Promise<Map<string, LockJson>> {
+    const r = await procs.run(['list', '--url', url, '--prefix', prefix, '--json']);
     assert.equal(r.code, 0, show(r));
     const { locks } = JSON.parse(r.stdout) as { locks: LockJson[] };
     return new Map(locks.map((l) => [l.name, l]));
+  }
+  const listRedis = () => listUrl(redisUrl, 'app:');
+  const listZooKeeper = () => listUrl(zookeeperUrl, '/app');
+
+  /** Lists with `list` until every check has passed at least once (the workload moves: a queue can be empty briefly). */
+  async function seenOnce(what: string, list: () => Promise<Map<string, LockJson>>, checks: Record<string, (locks: Map<string, LockJson>) => boolean>): Promise<void> {
+    const seen = new Set<string>();
+    let last = new Map<string, LockJson>();
+    try {
+      await eventually(async () => {
+        last = await list();
+        for (const [name, check] of Object.entries(checks)) if (check(last)) seen.add(name);
+        return seen.size === Object.keys(checks).length;
+      }, 60_000, what);
+    } catch (e) {
+      const missing = Object.keys(checks).filter((c) => !seen.has(c));
+      assert.fail(`${(e as Error).message}; never seen: ${missing.join('; ')}\nlast list: ${JSON.stringify([...last.values()], null, 1)}`);
+    }
   }
 
   /** What the demo's Redis holds, read with redis-cli (not through LockLens). */
@@ -49,7 +70,7 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
 
   before(async () => {
     demo = await startDemo(['--no-editor']);
-    ({ endpoint, tempDir, stuckLease, redisUrl, stuckToken } = demo);
+    ({ endpoint, tempDir, stuckLease, redisUrl, stuckToken, zookeeperUrl, stuckZnode } = demo);
   });
 
   after(async () => {
@@ -91,28 +112,7 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
         return l?.kind === 'election' && !!l.holder && l.waiters.length >= 1;
       },
     };
-    const seen = new Set<string>();
-    let last = new Map<string, LockJson>();
-    try {
-      await eventually(async () => {
-        last = await list();
-        for (const [name, check] of Object.entries(checks)) if (check(last)) seen.add(name);
-        return seen.size === Object.keys(checks).length;
-      }, 60_000, 'every promised lock');
-    } catch (e) {
-      const missing = Object.keys(checks).filter((c) => !seen.has(c));
-      assert.fail(`${(e as Error).message}; never seen: ${missing.join('; ')}\nlast list: ${JSON.stringify([...last.values()], null, 1)}`);
-    }
-  });
-
-  test('the stuck holder never releases: the same key and token, its lease kept alive', async () => {
-    const first = (await list()).get('/locks/payments-reconcile')!;
-    await sleep(6000);
-    const later = (await list()).get('/locks/payments-reconcile')!;
-    assert.equal(later.holder?.key, first.holder?.key);
-    assert.equal(later.holder?.createRevision, first.holder?.createRevision);
-    assert.equal(later.holder?.lease, stuckLease);
-    assert.ok((later.holder?.ttl ?? 0) > 0, `its lease lives: ${JSON.stringify(later.holder)}`);
+    await seenOnce('every promised lock', list, checks);
   });
 
   test('locklens list --url redis://… shows the Redisson lock held twice, the fair lock\'s queue, the redis-py locks, the stuck token', async () => {
@@ -137,18 +137,7 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
         return !!h && h.owner === stuckToken && h.ttl === null;
       },
     };
-    const seen = new Set<string>();
-    let last = new Map<string, LockJson>();
-    try {
-      await eventually(async () => {
-        last = await listRedis();
-        for (const [name, check] of Object.entries(checks)) if (check(last)) seen.add(name);
-        return seen.size === Object.keys(checks).length;
-      }, 60_000, 'every promised Redis lock');
-    } catch (e) {
-      const missing = Object.keys(checks).filter((c) => !seen.has(c));
-      assert.fail(`${(e as Error).message}; never seen: ${missing.join('; ')}\nlast list: ${JSON.stringify([...last.values()], null, 1)}`);
-    }
+    await seenOnce('every promised Redis lock', listRedis, checks);
   });
 
   test('app:export-job changes hands between the redis-py contenders', async () => {
@@ -160,17 +149,79 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     }, 30_000, 'two different app:export-job tokens');
   });
 
-  test('the stuck token never goes: the same owner, no expiry, 6 s later', async () => {
-    const first = (await listRedis()).get('app:stuck-migration')?.holder;
-    assert.equal(first?.owner, stuckToken, JSON.stringify(first));
-    await sleep(6000);
-    const later = (await listRedis()).get('app:stuck-migration')?.holder;
-    assert.equal(later?.owner, stuckToken, JSON.stringify(later));
-    assert.equal(later?.ttl, null, `no expiry: ${JSON.stringify(later)}`);
-    assert.equal(redisCli('pttl', 'app:stuck-migration'), '-1');
+  test('it starts ZooKeeper on loopback and names the stuck session and its node', () => {
+    assert.match(zookeeperUrl, /^zookeeper:\/\/127\.0\.0\.1:\d+$/, demo.proc.stdout);
+    assert.match(stuckZnode?.session ?? '', /^[0-9a-f]+$/, demo.proc.stdout);
+    assert.match(stuckZnode?.node ?? '', /^\/app\/locks\/ledger-migration\/_c_[0-9a-f-]{36}-lock-\d{10}$/, demo.proc.stdout);
   });
 
-  test('Ctrl-C (SIGINT) stops etcd, the workload and every process it started, and removes its temp dir', async () => {
+  test('locklens list --url zookeeper://… shows the contended kazoo lock, kazoo`s read/write lock, the stuck Curator-layout holder and its kazoo waiter', async () => {
+    const contenders = ['report-a', 'report-b', 'report-c'];
+    const kazooLock = (e: LockJson['holder']) => e?.convention === 'kazoo-lock' && contenders.includes(e.data ?? '') && /^[0-9a-f]+$/.test(e.owner) && typeof e.token === 'number';
+    await seenOnce('every promised ZooKeeper lock', listZooKeeper, {
+      'nightly-report: a kazoo holder and waiters in sequence order': (m) => {
+        const l = m.get('/app/locks/nightly-report');
+        if (!isQueue(l, 1) || ![l!.holder, ...l!.waiters].every(kazooLock)) return false;
+        const tokens = [l!.holder!, ...l!.waiters].map((e) => e.token!);
+        return tokens.every((t, i) => i === 0 || t > tokens[i - 1]);
+      },
+      'catalog: kazoo readers holding together': (m) => {
+        const l = m.get('/app/locks/catalog') as (LockJson & { sharedWith?: unknown[] }) | undefined;
+        return l?.kind === 'readwrite' && l.holder?.convention === 'kazoo-rlock' && (l.sharedWith?.length ?? 0) >= 1;
+      },
+      'ledger-migration: the stuck Curator-layout holder, the kazoo standby behind it': (m) => {
+        const l = m.get('/app/locks/ledger-migration');
+        const h = l?.holder;
+        return (
+          l?.kind === 'queue' &&
+          !!h &&
+          h.key === stuckZnode?.node &&
+          h.owner === stuckZnode?.session &&
+          h.token === stuckZnode?.token &&
+          h.convention === 'curator-mutex' &&
+          l.waiters.length === 1 &&
+          l.waiters[0].convention === 'kazoo-lock' &&
+          l.waiters[0].data === 'ledger-standby'
+        );
+      },
+    });
+  });
+
+  test('nightly-report changes hands between the kazoo contenders', async () => {
+    const holders = new Set<string>();
+    await eventually(async () => {
+      const data = (await listZooKeeper()).get('/app/locks/nightly-report')?.holder?.data;
+      if (data) holders.add(data);
+      return holders.size >= 2;
+    }, 30_000, 'two different nightly-report holders');
+  });
+
+  test('the stuck holders never let go, 6 s later: etcd`s key with its lease kept alive, Redis`s token with no expiry, ZooKeeper`s node with its session kept alive', async () => {
+    const read = async () => ({
+      etcd: (await list()).get('/locks/payments-reconcile')?.holder,
+      redis: (await listRedis()).get('app:stuck-migration')?.holder,
+      zookeeper: (await listZooKeeper()).get('/app/locks/ledger-migration')?.holder,
+    });
+    const first = await read();
+    assert.equal(first.redis?.owner, stuckToken, JSON.stringify(first.redis));
+    await sleep(6000);
+    const later = await read();
+    assert.equal(later.etcd?.key, first.etcd?.key);
+    assert.equal(later.etcd?.createRevision, first.etcd?.createRevision);
+    assert.equal(later.etcd?.lease, stuckLease);
+    assert.ok((later.etcd?.ttl ?? 0) > 0, `its lease lives: ${JSON.stringify(later.etcd)}`);
+    assert.equal(later.redis?.owner, stuckToken, JSON.stringify(later.redis));
+    assert.equal(later.redis?.ttl, null, `no expiry: ${JSON.stringify(later.redis)}`);
+    assert.equal(redisCli('pttl', 'app:stuck-migration'), '-1');
+    // Its session's timeout is 4 s: the node outlived it because the client keeps the session alive.
+    assert.deepEqual(
+      [later.zookeeper?.key, later.zookeeper?.owner, later.zookeeper?.token],
+      [stuckZnode?.node, stuckZnode?.session, stuckZnode?.token],
+      JSON.stringify(later.zookeeper),
+    );
+  });
+
+  test('Ctrl-C (SIGINT) stops etcd, Redis, ZooKeeper, the workload and every process it started, and removes its temp dir', async () => {
     const before = demo.marked();
     assert.ok(before.length >= 8, `the demo and its processes carry the marker (${before.length})`);
     demo.proc.signal('SIGINT');
@@ -184,7 +235,10 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     assert.equal(await listening(endpoint), false, `nothing listens on ${endpoint} any more`);
     const redisEndpoint = new URL(redisUrl).host;
     assert.equal(await listening(redisEndpoint), false, `nothing listens on ${redisEndpoint} any more`);
-    assert.deepEqual(redisServers(new URL(redisUrl).port), [], 'no redis-server of the demo left');
+    assert.deepEqual(commandLines((c) => /redis-server/.test(c) && c.includes(`:${new URL(redisUrl).port}`)), [], 'no redis-server of the demo left');
+    const zookeeperEndpoint = new URL(zookeeperUrl.replace(/^zookeeper:/, 'tcp:')).host;
+    assert.equal(await listening(zookeeperEndpoint), false, `nothing listens on ${zookeeperEndpoint} any more`);
+    assert.deepEqual(commandLines((c) => c.includes('zookeeper') && c.includes(tempDir)), [], 'no ZooKeeper JVM of the demo left');
   });
 });
 
@@ -192,14 +246,17 @@ function isQueue(lock: LockJson | undefined, waiters: number): boolean {
   return lock?.kind === 'queue' && !!lock.holder && lock.waiters.length >= waiters;
 }
 
-/** redis-server processes on `port` (redis-server shows `redis-server 127.0.0.1:PORT` as its command line). */
-function redisServers(port: string): string[] {
+/**
+ * The processes whose command line passes `test` (redis-server shows `redis-server 127.0.0.1:PORT`; the ZooKeeper JVM
+ * its zoo.cfg, in the demo's temp dir).
+ */
+function commandLines(test: (cmdline: string) => boolean): string[] {
   const found: string[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8').replace(/\0/g, ' ');
-      if (/redis-server/.test(cmdline) && cmdline.includes(`:${port}`)) found.push(`${entry} ${cmdline}`);
+      if (test(cmdline)) found.push(`${entry} ${cmdline}`);
     } catch {
       // gone
     }

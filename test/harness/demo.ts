@@ -25,6 +25,10 @@ export interface RunningDemo {
   readonly stuckLease: string;
   /** The stuck Redis token (32 hex digits, no expiry) when the demo became ready ('' without Redis). */
   readonly stuckToken: string;
+  /** zookeeper://127.0.0.1:PORT of the demo's ZooKeeper ('' when started with --no-zookeeper). */
+  readonly zookeeperUrl: string;
+  /** The stuck ZooKeeper holder when the demo became ready: its node (Curator's layout), session (hex) and czxid. */
+  readonly stuckZnode: { readonly node: string; readonly session: string; readonly token: number } | undefined;
   /** Pids of every process carrying this run's marker (the demo included, while it runs). */
   marked(): number[];
   /** Kills the demo's group and every process carrying the marker. */
@@ -65,6 +69,8 @@ export async function startDemo(args: readonly string[] = ['--no-editor']): Prom
       tempDir: /temp dir +(\/\S+)/.exec(proc.stdout)?.[1] ?? '',
       stuckLease: /held with lease ([0-9a-f]+)/.exec(proc.stdout)?.[1] ?? '',
       stuckToken: /held by token ([0-9a-f]+)/.exec(proc.stdout)?.[1] ?? '',
+      zookeeperUrl: /^\S+ zookeeper +(zookeeper:\/\/\S+)/m.exec(proc.stdout)?.[1] ?? '',
+      stuckZnode: stuckZnode(proc.stdout),
       marked,
       dispose,
     };
@@ -72,4 +78,10 @@ export async function startDemo(args: readonly string[] = ['--no-editor']): Prom
     await dispose();
     throw e;
   }
+}
+
+/** The demo's line `stuck  NAME held by session S (node N, token T) in Curator's layout…`, read. */
+function stuckZnode(stdout: string): RunningDemo['stuckZnode'] {
+  const m = /held by session ([0-9a-f]+) \(node (\S+), token (\d+)\)/.exec(stdout);
+  return m ? { session: m[1], node: m[2], token: Number(m[3]) } : undefined;
 }
