@@ -80,39 +80,37 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
   });
 
   test('the help of list, acquire, unlock and watch says what each does over ZooKeeper', async () => {
-    const help = async (command: string) => {
+    const says: Record<string, string[]> = {
+      list: [
+        'ZooKeeper (--url zookeeper://…): a prefix is a znode path',
+        'kazoo (<hex>__lock__<seq>, __rlock__)',
+        'Curator (_c_<uuid>-lock-<seq>',
+        "A member's owner is the session its ephemeral node goes with, its token the node's creation zxid (czxid)",
+        'There is no TTL: a node lasts as long as its session',
+      ],
+      acquire: [
+        'Joins it in the layout the lock already has',
+        "kazoo's for a NAME nobody uses yet",
+        'watches only the node just ahead of it',
+        'Each acquire has a ZooKeeper session of its own whose timeout is --ttl',
+        "ZooKeeper: the node's creation zxid, czxid",
+        'ZooKeeper: its node deleted, its session expired, or nothing heard for a session timeout',
+        '--ttl S lease TTL in seconds (default 10, as etcdctl lock); ZooKeeper: the session timeout asked for',
+        "Curator's InterProcessReadWriteLock or kazoo's ReadLock/WriteLock",
+      ],
+      unlock: [
+        "ZooKeeper: deletes the holder's node if it is still the one created at the zxid shown",
+        'the contender watching it (the next in sequence) wakes and takes the lock',
+        "The holder's process is not told: it may still believe it holds the lock",
+      ],
+      watch: ['ZooKeeper is followed by watches on the znodes under each path', 'Redis and ZooKeeper have none to give'],
+    };
+    for (const [command, sentences] of Object.entries(says)) {
       const r = await procs.run([command, '--help']);
       assert.equal(r.code, 0, show(r));
-      return r.stdout.replace(/\s+/g, ' ');
-    };
-    const list = await help('list');
-    for (const said of [
-      'ZooKeeper (--url zookeeper://…): a prefix is a znode path',
-      'kazoo (<hex>__lock__<seq>, __rlock__)',
-      'Curator (_c_<uuid>-lock-<seq>',
-      "A member's owner is the session its ephemeral node goes with, its token the node's creation zxid (czxid)",
-      'There is no TTL: a node lasts as long as its session',
-    ]) assert.ok(list.includes(said), `list --help: ${said}`);
-    const acquire = await help('acquire');
-    for (const said of [
-      'Joins it in the layout the lock already has',
-      "kazoo's for a NAME nobody uses yet",
-      'watches only the node just ahead of it',
-      'Each acquire has a ZooKeeper session of its own whose timeout is --ttl',
-      "ZooKeeper: the node's creation zxid, czxid",
-      "ZooKeeper: its node deleted, its session expired, or nothing heard for a session timeout",
-      "--ttl S lease TTL in seconds (default 10, as etcdctl lock); ZooKeeper: the session timeout asked for",
-      "Curator's InterProcessReadWriteLock or kazoo's ReadLock/WriteLock",
-    ]) assert.ok(acquire.includes(said), `acquire --help: ${said}`);
-    const unlock = await help('unlock');
-    for (const said of [
-      "ZooKeeper: deletes the holder's node if it is still the one created at the zxid shown",
-      'the contender watching it (the next in sequence) wakes and takes the lock',
-      "The holder's process is not told: it may still believe it holds the lock",
-    ]) assert.ok(unlock.includes(said), `unlock --help: ${said}`);
-    const watch = await help('watch');
-    for (const said of ['ZooKeeper is followed by watches on the znodes under each path', 'Redis and ZooKeeper have none to give']) {
-      assert.ok(watch.includes(said), `watch --help: ${said}`);
+      // Lines are wrapped for the terminal: the sentences are looked for in the text as one line.
+      const help = r.stdout.replace(/\s+/g, ' ');
+      for (const said of sentences) assert.ok(help.includes(said), `${command} --help: ${said}`);
     }
   });
 
