@@ -255,6 +255,20 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     assert.deepEqual(holder.lines, said, 'the holder heard nothing: it still believes it holds the lock');
   });
 
+  test('a locklens holder whose node is force-released says it lost the lock (exit 7) and stops its command', async () => {
+    const name = '/unlock/ours';
+    const log = join(dir, 'log');
+    const command = 'trap \'echo stopped >> "$1"; exit 143\' TERM; echo started >> "$1"; while :; do sleep 0.05; done';
+    const ours = procs.locklens(['acquire', name, '--ttl', '2', '--url', url(), '--', 'sh', '-c', command, 'sh', log]);
+    await eventually(() => linesOf(log).includes('started'), 15_000, 'the command runs');
+    const r = await procs.run(['unlock', name, '--force', '--yes', '--url', url()]);
+    assert.equal(r.code, 0, show(r));
+    const lost = await ours.wait();
+    assert.equal(lost.code, 7, show(lost));
+    assert.match(lost.stderr, /lost \/unlock\/ours: its node was deleted/, show(lost));
+    assert.deepEqual(linesOf(log), ['started', 'stopped']);
+  });
+
   test('locklens watch --prefix /app --json follows a kazoo lock taken, queued for, handed over and released', async () => {
     const name = '/app/watched/job';
     const w = procs.locklens(['watch', '--prefix', '/app', '--json', '--url', url()]);
