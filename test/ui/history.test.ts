@@ -57,6 +57,9 @@ describe('Lock History view and the timeline past (code-server + Chromium + etcd
   /** Selects the lock row, replays its history from the palette, and waits for the replay in the Lock History view. */
   async function replay(label: string): Promise<void> {
     await rowLabelled(label).click();
+    // The view takes the selection as its lock (its header names it); only then does the command act on it, instead
+    // of asking which lock (a click lost on a loaded machine would leave that question open).
+    await eventually(async () => ((await historyView().locator('.pane-header').first().textContent()) ?? '').includes(label), 30_000, `Lock History showing ${label}`);
     await runCommand(page, 'LockLens: Replay History from the Store');
     await eventually(async () => (await historyView().locator('.monaco-list-row', { hasText: /^Revisions \d+ to \d+/ }).count()) > 0, 30_000, 'the replay in the view');
   }

@@ -203,11 +203,13 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
       await row.locator('.action-label[aria-label="Stop Watching Prefix"]').click();
       await row.waitFor({ state: 'detached', timeout: 20_000 });
     }
-    const welcome = page.locator('.part.sidebar .welcome-view-content');
+    // The Locks view's own pane: the Lock History view below it has a tree (and a welcome) of its own.
+    const locksPane = '.part.sidebar .pane:has(.pane-header h3.title:text-is("Locks"))';
+    const welcome = page.locator(`${locksPane} .welcome-view-content`);
     await welcome.waitFor({ state: 'visible', timeout: 20_000 });
     assert.match((await welcome.textContent()) ?? '', /No watched prefix yet/);
     assert.ok(await welcome.locator('.monaco-button', { hasText: 'Watch Prefix' }).isVisible());
-    assert.deepEqual(await treeRows(page, '.part.sidebar .tree-explorer-viewlet-tree-view'), []);
+    assert.deepEqual(await treeRows(page, `${locksPane} .tree-explorer-viewlet-tree-view`), []);
     await screenshot(page, 'no-prefix');
   });
 });

@@ -108,6 +108,24 @@ describe('Lock history against a real etcd', function () {
     assert.ok(labels.includes(`/past/jobs/${runs[0].lease}`), JSON.stringify(labels));
   });
 
+  it('a compacted history is reported as such in the view and the report, never silently shorter', async () => {
+    const first = await etcdctlLock('/past/compacted', 1);
+    await first.proc.exited;
+    const holder = await etcdctlLock('/past/compacted', 120);
+    const revision = JSON.parse(await etcd.etcdctl(['endpoint', 'status', '-w', 'json']))[0].Status.header.revision as number;
+    await etcd.etcdctl(['compact', String(revision)]);
+    await eventually(() => !!lockRow('/past/compacted'), 10_000, 'the lock in the tree');
+    await vscode.commands.executeCommand('locklens.replayHistory', lockRow('/past/compacted'));
+    const replayed = api.history.replay(api.history.target!)!;
+    assert.equal(replayed.compactedAt, revision);
+    assert.deepEqual(replayed.holds.map((h) => [h.lease, h.beforeHistory]), [[holder.lease, true]], 'the first run is before history: not shown, not made up');
+    const [, , past] = api.history.getChildren();
+    const labels = api.history.getChildren(past).map((n) => String(api.history.getTreeItem(n).label));
+    assert.ok(labels.includes(`History before revision ${revision} was compacted: older holds are not shown.`), JSON.stringify(labels));
+    await vscode.commands.executeCommand('locklens.copyIncidentReport', lockRow('/past/compacted'));
+    assert.match(await vscode.env.clipboard.readText(), new RegExp(`History before revision ${revision} was compacted`));
+  });
+
   it('Copy Incident Report puts the lock in Markdown on the clipboard: holder, figures, replayed holds', async () => {
     await vscode.commands.executeCommand('locklens.copyIncidentReport', lockRow('/past/jobs'));
     const report = await vscode.env.clipboard.readText();
@@ -115,7 +133,8 @@ describe('Lock history against a real etcd', function () {
     assert.match(report, /^# /m);
     assert.ok(report.includes('/past/jobs'), report);
     assert.ok(report.includes(holder), report);
-    assert.match(report, /revision/i, 'the replayed holds are in it');
+    assert.match(report, /## Replayed from the store's history \(revisions 1 to \d+\)/, 'the replayed holds are in it');
+    assert.match(report, new RegExp(`\\| \`/past/jobs/${holder}\` \\| \`${holder}\` \\| \\d+ \\| \\d+ \\| holding \\|`), report);
     assert.ok(stubs.shown.some((m) => m.kind === 'info' && m.message.includes('incident report')), JSON.stringify(stubs.shown));
   });
 
