@@ -193,6 +193,26 @@ export function viewHelpers(page: () => Page) {
     },
     /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */
     toast: (text: string | RegExp): Locator => page().locator('.notification-toast.notification-fade-in-done').filter({ hasText: text }).first(),
+    /** Expands a collapsed tree row with a click on its twistie (again, until it says it is expanded). */
+    expand: async (row: Locator): Promise<void> => {
+      await row.waitFor({ state: 'visible', timeout: 30_000 });
+      await eventually(
+        async () => {
+          if ((await row.getAttribute('aria-expanded')) === 'true') return true;
+          await row.locator('.monaco-tl-twistie').click({ timeout: 2000 }).catch(() => undefined);
+          return false;
+        },
+        20_000,
+        'row expanded',
+      );
+    },
+    /** A screenshot with the mouse parked on the empty editor area, so no hover tooltip covers the view. */
+    cleanShot: async (name: string): Promise<void> => {
+      await page().mouse.move(1300, 300);
+      // A hover shown before the move fades out after a short delay.
+      await page().locator('.workbench-hover-container, .monaco-hover:not(.hidden)').first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+      await screenshot(page(), name);
+    },
   };
 }
 

@@ -3,11 +3,11 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { eventually } from '../harness/etcd';
 import { startRedis, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
-import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, screenshot, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
 
 /**
  * The Locks view on a Redis connection, as a user works it: a real redis-server (keyspace notifications on, `KEA`, as
@@ -48,27 +48,13 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
   let page: Page;
   let renewer: NodeJS.Timeout | undefined;
 
-  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast } = viewHelpers(() => page);
+  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast, expand, cleanShot: shot } = viewHelpers(() => page);
 
-  /** Expands a collapsed tree row with a click on its twistie. */
-  async function expand(row: Locator): Promise<void> {
-    await row.waitFor({ state: 'visible', timeout: 30_000 });
-    await eventually(async () => {
-      if ((await row.getAttribute('aria-expanded')) === 'true') return true;
-      await row.locator('.monaco-tl-twistie').click({ timeout: 2000 }).catch(() => undefined);
-      return false;
-    }, 20_000, 'row expanded');
-  }
+
 
   const exists = async (key: string) => (await redis.cli(['EXISTS', key])) === '1';
 
-  /** A screenshot with the mouse parked on the empty editor area, so no hover tooltip covers the view. */
-  async function shot(name: string): Promise<void> {
-    await page.mouse.move(1300, 300);
-    // A hover shown before the move fades out after a short delay.
-    await page.locator('.workbench-hover-container, .monaco-hover:not(.hidden)').first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
-    await screenshot(page, name);
-  }
+
 
   /** Closes the notification toasts (a "You hold" toast outlives its lock: it would cover later pictures). */
   const clearNotifications = () => runCommand(page, 'Notifications: Clear All Notifications');

@@ -1,13 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import * as zookeeper from 'node-zookeeper-client';
 import type { ZkClient } from '../../src/core/zookeeper/client';
 import { ZkConnection, ensembleOf, openSession } from '../../src/core/zookeeper/connect';
 import { eventually } from '../harness/etcd';
 import { KazooLock } from '../harness/kazoo';
-import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, screenshot, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
 import { startZooKeeper, type ZooKeeperServer } from '../harness/zookeeper';
 
 /**
@@ -41,25 +41,13 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
   let ui: LockLensUi | undefined;
   let page: Page;
 
-  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast } = viewHelpers(() => page);
+  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast, expand, cleanShot: shot } = viewHelpers(() => page);
   const leaf = (path: string) => path.slice(path.lastIndexOf('/') + 1);
   const exists = async (path: string) => (await raw.client.data(path)) !== undefined;
 
-  async function expand(row: Locator): Promise<void> {
-    await row.waitFor({ state: 'visible', timeout: 30_000 });
-    await eventually(async () => {
-      if ((await row.getAttribute('aria-expanded')) === 'true') return true;
-      await row.locator('.monaco-tl-twistie').click({ timeout: 2000 }).catch(() => undefined);
-      return false;
-    }, 20_000, 'row expanded');
-  }
 
-  /** A screenshot with the mouse parked on the empty editor area, so no hover tooltip covers the view. */
-  async function shot(name: string): Promise<void> {
-    await page.mouse.move(1300, 300);
-    await page.locator('.workbench-hover-container, .monaco-hover:not(.hidden)').first().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
-    await screenshot(page, name);
-  }
+
+
 
   before(async () => {
     server = await startZooKeeper();
