@@ -1,13 +1,8 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import Redis from 'ioredis';
 import type { ChangeSet } from '../src/core/lockState';
 import { RedisBackend } from '../src/core/redis/redisBackend';
 import { startRedis, type RedisServer } from '../test/harness/redis';
-import { handoffFigures, handoffGaps, stampCommand } from './handoff';
-import { CLI } from './paths';
+import { handoffFigures, stampedRound, urlContender } from './handoff';
 import { percentile, round } from './stats';
 
 /**
@@ -129,33 +124,15 @@ export type RedisTool = 'locklens' | 'redis-py';
  * waiter sleeps as redis-py's does), so the figures are polling figures.
  */
 export async function redisHandoffRound(tool: RedisTool, server: RedisServer, contenders: number, name: string): Promise<number[]> {
-  const dir = mkdtempSync(join(tmpdir(), 'locklens-redis-handoff-'));
-  const stamps = join(dir, 'stamps');
-  const command = stampCommand(stamps);
   const raw = new Redis(server.url, { protocol: 2 });
   try {
     await raw.set(name, 'barrier', 'PX', 60_000);
-    const runs = Promise.all(
-      Array.from({ length: contenders }, () => {
-        const [bin, args] =
-          tool === 'locklens'
-            ? [process.execPath, [CLI, 'acquire', name, `--url=${server.url}`, '--', ...command]]
-            : ['/usr/bin/python3', ['-c', REDIS_PY_CONTENDER, server.url, name, ...command]];
-        const child = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-        let err = '';
-        child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-        return new Promise<void>((resolve, reject) =>
-          child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${tool} exited ${code}: ${err.slice(-500)}`)))),
-        );
-      }),
-    );
-    await sleep(tool === 'locklens' ? 1500 : 1000); // every contender started and polling
-    await raw.del(name);
-    await runs;
-    return handoffGaps(tool, readFileSync(stamps, 'utf8'));
+    return await stampedRound(tool, contenders, urlContender(tool, server.url, name, REDIS_PY_CONTENDER, server.url), async () => {
+      await sleep(tool === 'locklens' ? 1500 : 1000); // every contender started and polling
+      await raw.del(name);
+    });
   } finally {
     raw.disconnect();
-    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -8,11 +8,13 @@ import { ROOT } from './paths';
 import * as redis from './redis';
 import * as scenarios from './scenarios';
 import { timelineReduce, timelineWebview } from './timeline';
+import * as zookeeper from './zookeeper';
 
 /**
  * `npm run bench`: starts its own etcd on loopback, runs every scenario against it (LockLens and etcdctl in the same
  * run), prints a table and writes bench/results/latest.json. Figures are only comparable within one run.
- * `node --expose-gc out/bench/run.js NAME...` runs only the scenarios named (figures to bench/results/partial.json).
+ * `node --expose-gc out/bench/run.js NAME...` runs only the scenarios named (figures to bench/results/partial.json);
+ * a group's name (`handoff`, `redis`, `zookeeper`) names all of its scenarios.
  */
 async function main(): Promise<void> {
   const only = new Set(process.argv.slice(2));
@@ -27,14 +29,16 @@ async function main(): Promise<void> {
     results[name] = await f();
     process.stderr.write(`bench: ${name} ${JSON.stringify(results[name])}\n`);
   };
+  /** Whether any of a group's scenarios runs (a store's servers are started only then); the group's name asks for all. */
+  const wanted = (group: string, names: readonly string[]) => {
+    if (only.has(group)) names.forEach((n) => only.add(n));
+    return !only.size || names.some((n) => only.has(n));
+  };
   try {
     await run('extension', () => scenarios.extension(b));
     await run('download', async () => download());
-    // `handoff` (or `handoff_12`, `handoff_20`) runs both sizes of queue.
-    for (const contenders of [12, 20]) {
-      if (only.has('handoff')) only.add(`handoff_${contenders}`);
-      await run(`handoff_${contenders}`, () => scenarios.handoff(b, contenders));
-    }
+    wanted('handoff', ['handoff_12', 'handoff_20']);
+    for (const contenders of [12, 20]) await run(`handoff_${contenders}`, () => scenarios.handoff(b, contenders));
     await run('cycle', () => scenarios.cycle(b));
     await run('watch_to_model', () => scenarios.watchToModel(b));
     await run('lease_sweep', () => scenarios.leaseSweep(b));
@@ -43,14 +47,20 @@ async function main(): Promise<void> {
     await run('history_replay', () => historyReplay(b));
     await run('history_leases', () => historyLeases(b));
     // The Redis store: its own servers (keyspace notifications on, and off), redis-py as the reference client.
-    const redisScenarios = ['redis_list', 'redis_watch_notify', 'redis_watch_poll', 'redis_handoff'];
-    if (!only.size || redisScenarios.some((n) => only.has(n)) || only.has('redis')) {
-      if (only.has('redis')) redisScenarios.forEach((n) => only.add(n));
+    if (wanted('redis', ['redis_list', 'redis_watch_notify', 'redis_watch_poll', 'redis_handoff'])) {
       await redis.withRedis(async ({ notify, plain }) => {
         await run('redis_list', () => redis.redisList(plain));
         await run('redis_watch_notify', () => redis.redisWatchToModel(notify, true));
         await run('redis_watch_poll', () => redis.redisWatchToModel(plain, false));
         await run('redis_handoff', () => redis.redisHandoff(plain));
+      });
+    }
+    // The ZooKeeper store: its own server, kazoo as the reference client.
+    if (wanted('zookeeper', ['zk_list', 'zk_watch', 'zk_handoff'])) {
+      await zookeeper.withZooKeeper(async (server) => {
+        await run('zk_list', () => zookeeper.zkList(server));
+        await run('zk_watch', () => zookeeper.zkWatchToModel(server));
+        await run('zk_handoff', () => zookeeper.zkHandoff(server));
       });
     }
     await run('timeline_reduce', async () => timelineReduce());
