@@ -135,7 +135,8 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
       }
       if (options.tryOnly) throw await lockedError(session, name, contenders[0]);
       announce(index);
-      await waitForChange(session, name, joinPath(name, contenders[ahead].name), options.signal);
+      const watched = [ahead, ahead - 1].filter((i) => i >= 0).map((i) => joinPath(name, contenders[i].name));
+      await waitForChange(session, watched, options.signal);
     }
   } catch (e) {
     // Nothing of ours is left behind: the node goes with the session anyway, the delete only makes it prompt.
@@ -146,22 +147,23 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
 }
 
 /**
- * Waits until the node ahead goes (or changes), the session comes back from a disconnection, or `signal` aborts; and,
- * for the queue position only, until the lock's list of contenders changes (a contender further ahead leaving moves us
- * up without touching the node we watch). Only LockLens's own waiter reads the list again on such a change; nobody
- * contends for the lock because of it.
+ * Waits until the node ahead or the one ahead of it goes (or changes), the session comes back from a disconnection, or
+ * `signal` aborts. The node ahead is the recipe's; the one before it keeps the queue position current when the holder
+ * leaves (two ahead of the second waiter) at the cost of waking two waiters a handoff. Watching the lock's whole list
+ * of contenders instead woke every waiter at every handoff, the herd the recipe exists to avoid: it made LockLens's
+ * handoff 1.2-1.4x kazoo's (docs/BENCHMARKS.md). A contender further ahead leaving moves us up unseen until one of
+ * these two goes.
  */
-async function waitForChange(session: ZkClient, name: string, ahead: string, signal: AbortSignal | undefined): Promise<void> {
+async function waitForChange(session: ZkClient, watched: readonly string[], signal: AbortSignal | undefined): Promise<void> {
   let wake!: () => void;
   const woken = new Promise<void>((resolve) => (wake = resolve));
   const sub = session.onDidChangeState((state) => {
     if (state !== 'disconnected') wake();
   });
   try {
-    if (!(await session.exists(ahead, () => wake()))) return;
-    if ((await session.children(name, () => wake())) === undefined) return;
+    for (const path of watched) if (!(await session.exists(path, () => wake()))) return;
     await sleep(RECHECK_MS, signal, { wake: woken });
-    if (session.state === 'expired') throw new LockLensError('UNREACHABLE', `ZooKeeper expired the session of ${displayKey(Buffer.from(ahead))}'s waiter`);
+    if (session.state === 'expired') throw new LockLensError('UNREACHABLE', `ZooKeeper expired the session of ${displayKey(Buffer.from(watched[0]))}'s waiter`);
   } finally {
     sub.dispose();
   }

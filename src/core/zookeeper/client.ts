@@ -70,6 +70,9 @@ function guardFrames(client: zookeeper.Client): void {
   };
 }
 
+/** Requests sent and not yet answered at once, per session (see ZkClient.call). */
+const MAX_IN_FLIGHT = 1000;
+
 export class ZkClient {
   private readonly raw: zookeeper.Client;
   private readonly stateEmitter = new Emitter<SessionState>();
@@ -135,15 +138,34 @@ export class ZkClient {
     });
   }
 
-  private call<T>(what: string, path: string, run: (done: (error: unknown, value?: T) => void) => void): Promise<T> {
-    if (this.closed) return Promise.reject(new LockLensError('CLOSED', 'the ZooKeeper connection is closed'));
+  /**
+   * At most MAX_IN_FLIGHT requests are sent and unanswered at once; the rest wait their turn here, and each one's
+   * deadline starts when it is sent. node-zookeeper-client keeps what it has sent in an array it shift()s from, so a
+   * listing of 100,000 nodes sent at once spent seconds there, and the last requests timed out while still queued.
+   */
+  private inFlight = 0;
+  private readonly turns: (() => void)[] = [];
+
+  private async call<T>(what: string, path: string, run: (done: (error: unknown, value?: T) => void) => void): Promise<T> {
+    if (this.closed) throw new LockLensError('CLOSED', 'the ZooKeeper connection is closed');
+    if (this.inFlight >= MAX_IN_FLIGHT) await new Promise<void>((resolve) => this.turns.push(resolve));
+    this.inFlight++;
+    let answered = false;
+    const next = () => {
+      if (answered) return;
+      answered = true;
+      this.inFlight--;
+      this.turns.shift()?.();
+    };
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
+        next();
         const why = this.current === 'connected' ? 'no answer' : 'not connected';
         reject(new LockLensError('TIMEOUT', `ZooKeeper at ${this.spec.label}: ${what} ${path}: ${why} within ${this.spec.timeoutMs} ms`));
       }, this.spec.timeoutMs);
       run((error, value) => {
         clearTimeout(timer);
+        next();
         if (error) reject(this.error(error, what, path));
         else resolve(value as T);
       });
