@@ -1,3 +1,4 @@
+import { DEFAULT_DIAL_TIMEOUT_MS } from '../src/core/profile';
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
@@ -41,11 +42,10 @@ export async function withZooKeeper<T>(f: (server: ZooKeeperServer) => Promise<T
 /**
  * `locks` × `perLock` contender nodes (kazoo's layout: a persistent parent per lock, ephemeral sequential children),
  * made by a process of their own (bench/zkNodeOwner.ts), then listed and recognised by `ZooKeeperBackend.list` (a
- * getChildren per parent, a getData per contender, all sent at once): time and heap. Each request of the listing must
- * be answered within the connection's dial timeout, counted from when it was queued: at the default 5 s a listing of
- * this size fails, so it is given `dialTimeoutMs` (a user's `--dial-timeout` or connection setting).
+ * getChildren per parent, a getData per contender, at most 1,000 in flight): time and heap, at the default dial
+ * timeout (each request's deadline starts when it is sent).
  */
-export async function zkList(server: ZooKeeperServer, locks = 10_000, perLock = 10, dialTimeoutMs = 60_000) {
+export async function zkList(server: ZooKeeperServer, locks = 10_000, perLock = 10, dialTimeoutMs = DEFAULT_DIAL_TIMEOUT_MS) {
   const root = '/bench/list';
   const nodes = locks * perLock;
   const owner = fork(join(__dirname, 'zkNodeOwner.js'), [server.url, root, String(locks), String(perLock)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
