@@ -56,10 +56,25 @@ describe('Lock History view and the timeline past (code-server + Chromium + etcd
 
   /** Selects the lock row, replays its history from the palette, and waits for the replay in the Lock History view. */
   async function replay(label: string): Promise<void> {
-    await rowLabelled(label).click();
     // The view takes the selection as its lock (its header names it); only then does the command act on it, instead
-    // of asking which lock (a click lost on a loaded machine would leave that question open).
-    await eventually(async () => ((await historyView().locator('.pane-header').first().textContent()) ?? '').includes(label), 30_000, `Lock History showing ${label}`);
+    // of asking which lock. VS Code drops a row's handle while its parent redraws, and a selection made in that moment
+    // reaches the extension without its row: select another row and this one again (clicking a row that is already
+    // selected changes nothing, so tells nobody).
+    const showing = async () => ((await historyView().locator('.pane-header').first().textContent()) ?? '').includes(label);
+    await eventually(
+      async () => {
+        if (await showing()) return true;
+        await rowLabelled('/locks/').click({ timeout: 5000 }).catch(() => undefined);
+        await rowLabelled(label).click({ timeout: 5000 }).catch(() => undefined);
+        await page.waitForTimeout(500);
+        return showing();
+      },
+      60_000,
+      `Lock History showing ${label}`,
+    ).catch(async (e: unknown) => {
+      await screenshot(page, 'history-not-shown');
+      throw e;
+    });
     await runCommand(page, 'LockLens: Replay History from the Store');
     await eventually(async () => (await historyView().locator('.monaco-list-row', { hasText: /^Revisions \d+ to \d+/ }).count()) > 0, 30_000, 'the replay in the view');
   }
