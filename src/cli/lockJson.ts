@@ -1,7 +1,7 @@
 import type { Capabilities } from '../core/backend';
 import { displayKey, isUtf8 } from '../core/keys';
 import { remainingTtl, type LeaseInfo } from '../core/leaseInfo';
-import type { LockMember, LockState } from '../core/lockState';
+import type { LockMember, LockState, SessionInfo } from '../core/lockState';
 
 /**
  * One member of a lock in `locklens list --json`: the documented shape (`keyBase64` only for non-UTF-8 keys), the
@@ -37,10 +37,27 @@ export interface EntryJson {
    * A session id says nothing of who holds; this is what does. Absent otherwise.
    */
   data?: string;
+  /**
+   * Only for SQL stores: the database session behind the member (PostgreSQL `pg_stat_activity`, MySQL's processlist),
+   * as far as the reader may see it; times in ISO 8601. Absent for lock-table rows, which name no session.
+   */
+  session?: SessionJson;
+}
+
+export interface SessionJson {
+  user?: string;
+  application?: string;
+  client?: string;
+  connectedAt?: string;
+  state?: string;
+  query?: string;
+  waitingSince?: string;
 }
 
 export interface LockJson {
   name: string;
+  /** The same lock's name in another form (a PostgreSQL bigint key as its int pair), where it has one. */
+  altName?: string;
   kind: LockState['kind'];
   holder: EntryJson | null;
   waiters: EntryJson[];
@@ -66,13 +83,21 @@ export function entryJson(m: LockMember, lease: (id: string) => LeaseInfo | unde
       ? { quorum: { agree: m.quorum.agree, of: m.quorum.of, ...(m.quorum.instances ? { instances: [...m.quorum.instances] } : {}), majority: m.quorum.agree > m.quorum.of / 2 } }
       : {}),
     ...(capabilities.owner === 'session' ? { data: displayKey(m.valuePreview) } : {}),
+    ...(m.session ? { session: sessionJson(m.session) } : {}),
   };
+}
+
+function sessionJson(s: SessionInfo): SessionJson {
+  const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
+  const json: SessionJson = { ...s, connectedAt: iso(s.connectedAt), waitingSince: iso(s.waitingSince) };
+  return JSON.parse(JSON.stringify(json)) as SessionJson;
 }
 
 /** A lock as JSON; a read lock's other readers, when there are any, are in `sharedWith`. */
 export function lockJson(lock: LockState, lease: (id: string) => LeaseInfo | undefined, capabilities: Capabilities): LockJson & { sharedWith?: EntryJson[] } {
   return {
     name: displayKey(lock.name),
+    ...(lock.altName ? { altName: lock.altName } : {}),
     kind: lock.kind,
     holder: lock.holder ? entryJson(lock.holder, lease, capabilities) : null,
     ...(lock.sharedWith?.length ? { sharedWith: lock.sharedWith.map((m) => entryJson(m, lease, capabilities)) } : {}),
@@ -82,12 +107,25 @@ export function lockJson(lock: LockState, lease: (id: string) => LeaseInfo | und
 
 /**
  * Who a member is, in its store's terms: its lease (etcd), its session (ZooKeeper: a node goes with it; a persistent
- * node has none and stays until deleted), or the owner the store keeps (Redis's token or Redisson field).
+ * node has none and stays until deleted), its database connection (SQL: a PostgreSQL pid, a MySQL connection id, with
+ * the application and user behind it; a lock-table row names its holder in a column), or the owner the store keeps
+ * (Redis's token or Redisson field).
  */
 export function ownerText(e: EntryJson, owner: Capabilities['owner']): string {
-  if (owner === 'lease') return `lease ${e.lease || '(none: never expires)'}`;
-  if (owner === 'session') return `session ${e.owner || '(none: a persistent node, never expires)'}`;
-  return `owner ${e.owner}`;
+  switch (owner) {
+    case 'lease':
+      return `lease ${e.lease || '(none: never expires)'}`;
+    case 'session':
+      return `session ${e.owner || '(none: a persistent node, never expires)'}`;
+    case 'connection': {
+      if (!e.session) return e.owner ? `locked by ${e.owner}` : 'holder not recorded';
+      const who = [e.session.application, e.session.user && e.session.client ? `${e.session.user}@${e.session.client}` : (e.session.user ?? e.session.client)];
+      const known = who.filter(Boolean).join(', ');
+      return `connection ${e.owner}${known ? ` (${known})` : ''}`;
+    }
+    case 'token':
+      return `owner ${e.owner}`;
+  }
 }
 
 /** The human form of a lock in a listing (every TTL sampled): a heading and one line per member, holders first. */
@@ -103,10 +141,11 @@ export function lockText(lock: ReturnType<typeof lockJson>, capabilities: Capabi
     if (capabilities.ttl) parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
     if (e.quorum) parts.push(`on ${e.quorum.agree}/${e.quorum.of} instances${e.quorum.majority ? '' : ' (no majority)'}`);
     if (e.data) parts.push(`data ${JSON.stringify(e.data)}`);
+    if (e.session?.query) parts.push(`query ${JSON.stringify(e.session.query.length > 120 ? `${e.session.query.slice(0, 120)}…` : e.session.query)}`);
     return parts.join('  ');
   };
   return [
-    `${lock.name}  (${lock.kind}, ${lock.waiters.length} waiting)`,
+    `${lock.name}${lock.altName ? ` = ${lock.altName}` : ''}  (${lock.kind}, ${lock.waiters.length} waiting)`,
     ...(lock.holder ? [line(roles[0], lock.holder)] : []),
     ...(lock.sharedWith ?? []).map((e) => line(roles[0], e)),
     ...lock.waiters.map((w) => line(roles[1], w)),

@@ -1,7 +1,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { storeOfUrl } from '../core/backends';
 import { LockLensError } from '../core/errors';
-import { splitEndpoints, type ConnectionProfile } from '../core/profile';
+import type { StoreKind } from '../core/backend';
+import { splitEndpoints, type ConnectionProfile, type LockTableSpec } from '../core/profile';
 
 /** Connection flags every command takes. Names follow etcdctl's, so muscle memory carries over. */
 export const CONNECTION_OPTIONS = {
@@ -15,23 +16,31 @@ export const CONNECTION_OPTIONS = {
   'insecure-skip-tls-verify': { type: 'boolean' },
   namespace: { type: 'string' },
   'dial-timeout': { type: 'string' },
+  'lock-table': { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
 
 export const CONNECTION_HELP = `Connection (etcdctl's names; ETCDCTL_* environment variables are read too):
   --url URL[,URL]              another store: redis://[USER@]HOST:PORT[/DB] or rediss:// (TLS); several Redis URLs
                                are independent instances (redlock: held on a majority); or
-                               zookeeper://HOST:PORT[,HOST:PORT...][/CHROOT][?sessionTimeout=MS] (one ensemble).
-                               Default: etcd --endpoints
+                               zookeeper://HOST:PORT[,HOST:PORT...][/CHROOT][?sessionTimeout=MS] (one ensemble); or
+                               postgres://[USER@]HOST:PORT/DB[?sslmode=require|verify-ca|verify-full] (advisory locks
+                               and lock tables of DB); or mysql://[USER@]HOST:PORT[/DB][?ssl=true|verify-ca|verify-full]
+                               (MySQL or MariaDB: GET_LOCK, and lock tables of DB). Default: etcd --endpoints
   --endpoints H:P[,H:P]        etcd client URLs (default $ETCDCTL_ENDPOINTS or 127.0.0.1:2379); https:// turns on TLS
   --user NAME[:PASSWORD]       password auth (Redis: an ACL user; ZooKeeper: digest); without ':PASSWORD' it is read from
-                               $LOCKLENS_PASSWORD (Redis: also $REDISCLI_AUTH, which alone means the default user)
+                               $LOCKLENS_PASSWORD (Redis: also $REDISCLI_AUTH, which alone means the default user;
+                               PostgreSQL: $PGPASSWORD; MySQL: $MYSQL_PWD). Never put a password in a URL
   --cacert FILE                CA bundle that signed the server certificate
   --cert FILE --key FILE       client certificate and key (PKCS#1, PKCS#8, SEC1); passphrase from $LOCKLENS_KEY_PASSPHRASE
   --server-name NAME           verify the server certificate against NAME instead of the endpoint's host
   --insecure-skip-tls-verify   accept any server certificate (dangerous)
   --namespace PREFIX           read and write every key under PREFIX
-  --dial-timeout DURATION      e.g. 5s or 800ms (default 5s)`;
+  --dial-timeout DURATION      e.g. 5s or 800ms (default 5s)
+  --lock-table T:NAME,HOLDER[,EXPIRY]
+                               SQL: also read table T as a lock table (a row per held lock; NAME, HOLDER and the
+                               optional EXPIRY timestamp are its columns); repeatable. ShedLock's shedlock, Liquibase's
+                               DATABASECHANGELOGLOCK and a lock table with a unique lock_name are recognised anyway`;
 
 export interface Parsed {
   readonly values: Record<string, string | boolean | string[] | undefined>;
@@ -52,10 +61,10 @@ export function parse(args: string[], options: ParseArgsConfig['options'], posit
   return parsed;
 }
 
-type ConnectionValues = { [K in keyof typeof CONNECTION_OPTIONS]?: string | boolean };
+type ConnectionValues = { [K in keyof typeof CONNECTION_OPTIONS]?: string | boolean | string[] };
 
 export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = process.env): ConnectionProfile {
-  const str = (v: string | boolean | undefined) => (typeof v === 'string' ? v : undefined);
+  const str = (v: string | boolean | string[] | undefined) => (typeof v === 'string' ? v : undefined);
   const url = str(values.url);
   if (url !== undefined && values.endpoints !== undefined) throw new LockLensError('INVALID_ARGUMENT', '--url and --endpoints name two stores: give one');
   const urls = url === undefined ? undefined : splitEndpoints(url);
@@ -75,17 +84,43 @@ export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = p
   const serverName = str(values['server-name']);
   const insecure = values['insecure-skip-tls-verify'] === true || etcdEnv('ETCDCTL_INSECURE_SKIP_TLS_VERIFY') === 'true';
   const anyTls = cacert || cert || key || serverName || insecure;
+  const lockTables = Array.isArray(values['lock-table']) ? values['lock-table'].map(parseLockTable) : [];
+  if (lockTables.length && store !== 'postgres' && store !== 'mysql') throw new LockLensError('INVALID_ARGUMENT', `--lock-table reads a SQL table: ${store} has none`);
   return {
     store,
     endpoints,
     username,
-    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? (store === 'redis' ? env.REDISCLI_AUTH : etcdEnv('ETCDCTL_PASSWORD')),
+    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? storePasswordEnv(store, env),
+    ...(lockTables.length ? { lockTables } : {}),
     tls: anyTls
       ? { caFile: cacert, certFile: cert, keyFile: key, keyPassphrase: env.LOCKLENS_KEY_PASSPHRASE, serverName, insecureSkipVerify: insecure }
       : undefined,
     namespace: str(values.namespace),
     dialTimeoutMs: values['dial-timeout'] === undefined ? undefined : parseDuration(str(values['dial-timeout'])!, '--dial-timeout'),
   };
+}
+
+/** The password variable each store's own command-line client reads, so a shell set up for it works as it is. */
+function storePasswordEnv(store: StoreKind, env: NodeJS.ProcessEnv): string | undefined {
+  switch (store) {
+    case 'etcd':
+      return env.ETCDCTL_PASSWORD;
+    case 'redis':
+      return env.REDISCLI_AUTH;
+    case 'postgres':
+      return env.PGPASSWORD;
+    case 'mysql':
+      return env.MYSQL_PWD;
+    case 'zookeeper':
+      return undefined;
+  }
+}
+
+/** `--lock-table jobs.locks:name,owner,until`: a table and its name, holder and (optional) expiry columns. */
+function parseLockTable(text: string): LockTableSpec {
+  const m = /^([^:\s]+):([^,\s]+),([^,\s]+)(?:,([^,\s]+))?$/.exec(text);
+  if (!m) throw new LockLensError('INVALID_ARGUMENT', `--lock-table '${text}': write TABLE:NAME_COLUMN,HOLDER_COLUMN[,EXPIRY_COLUMN]`);
+  return { table: m[1], nameColumn: m[2], holderColumn: m[3], ...(m[4] ? { expiryColumn: m[4] } : {}) };
 }
 
 function splitOnce(s: string, sep: string): [string, string | undefined] {

@@ -12,16 +12,19 @@ export interface AuditEntry {
   readonly lock?: Uint8Array;
   /** etcd's owner: a lease in hex. */
   readonly lease?: string;
-  /** Another store's owner: a token, a Redisson field, a ZooKeeper session. */
+  /** Another store's owner: a token, a Redisson field, a ZooKeeper session, a database connection. */
   readonly owner?: string;
   readonly keys?: readonly Uint8Array[];
   readonly fencingToken?: number;
   readonly detail?: string;
 }
 
-/** The audit's field for an owner: `lease=` where the store's owners are leases (etcd), else `owner=` (a token, a session). */
+/**
+ * The audit's field for an owner: `lease=` where the store's owners are leases (etcd), else `owner=` (a token, a
+ * session, a database connection).
+ */
 export function ownerField(ownerKind: Capabilities['owner'] | undefined, owner: string | undefined): Pick<AuditEntry, 'lease' | 'owner'> {
-  return ownerKind === 'token' || ownerKind === 'session' ? { owner } : { lease: owner };
+  return ownerKind === 'lease' || ownerKind === undefined ? { lease: owner } : { owner };
 }
 
 /**

@@ -31,6 +31,16 @@ export function formatSince(since: Since, now = Date.now()): string {
 /** What a member's owner is called where the store has leases (etcd), and where it has not. */
 type OwnerKind = Capabilities['owner'];
 
+/**
+ * Whether a member has a TTL worth a word: a store with TTLs shows them (and "TTL …" before the first sample), except
+ * for a member that goes with its database connection, which has none to count down; a member with nothing to expire it
+ * says so in every store.
+ */
+export function showsTtl(health: MemberHealth, caps: Pick<Capabilities, 'ttl' | 'owner'>): boolean {
+  if (!health.member.lease) return true;
+  return caps.ttl && (caps.owner !== 'connection' || health.lease !== undefined);
+}
+
 export function formatTtl(health: MemberHealth, owner: OwnerKind): string {
   if (!health.member.lease) return noExpiryLabel(owner);
   if (health.lease?.state === 'expired') return owner === 'lease' ? vscode.l10n.t('lease expired') : vscode.l10n.t('expired');
@@ -58,7 +68,10 @@ export function ageLabel(health: MemberHealth, now = Date.now()): string {
   return health.position === 0 ? vscode.l10n.t('held {0}', age) : vscode.l10n.t('waiting {0}', age);
 }
 
-/** What a member that nothing expires is called: an etcd key without a lease, a persistent znode, a Redis key without PX. */
+/**
+ * What a member that nothing expires is called: an etcd key without a lease, a persistent znode, a Redis key without
+ * PX, a lock-table row without an expiry column (a Liquibase lock).
+ */
 function noExpiryLabel(owner: OwnerKind): string {
   switch (owner) {
     case 'lease':
@@ -66,13 +79,20 @@ function noExpiryLabel(owner: OwnerKind): string {
     case 'session':
       return vscode.l10n.t('persistent');
     case 'token':
+    case 'connection':
       return vscode.l10n.t('no expiry');
   }
 }
 
-/** An owner for a row or a sentence: "lease 694d…", "session 1000a…", "owner <token>". */
+/**
+ * An owner for a row or a sentence: "lease 694d…", "session 1000a…", "owner <token>", "connection 4242". A SQL member
+ * is owned by a connection (its number: a PostgreSQL pid, a MySQL connection id), or, for a lock-table row, by whoever
+ * the row's holder column names.
+ */
 export function ownerLabel(owner: OwnerKind, id: string): string {
   switch (owner) {
+    case 'connection':
+      return /^\d+$/.test(id) ? vscode.l10n.t('connection {0}', id) : vscode.l10n.t('locked by {0}', id);
     case 'lease':
       return vscode.l10n.t('lease {0}', id);
     case 'session':
@@ -101,6 +121,7 @@ export function troubleLabel(trouble: Trouble, owner: OwnerKind): string {
 export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: number, owner: OwnerKind, now = Date.now()): string {
   switch (trouble) {
     case 'leaseExpired':
+      if (owner === 'connection') return vscode.l10n.t('Its expiry time has passed: the lock counts as free, though its row is still there (ShedLock keeps its rows; the next holder overwrites it).');
       return owner === 'lease'
         ? vscode.l10n.t('Lease {0} has expired, but its key is still listed: etcd is deleting it, or the data is stale.', health.member.lease)
         : vscode.l10n.t('Its TTL has run out, but it is still listed: the store is removing it, or the data is stale.');
@@ -131,6 +152,8 @@ export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: 
           return vscode.l10n.t('This node is persistent, not ephemeral: no session owns it, so it never goes by itself. If its owner crashed, the lock stays held until someone deletes the node.');
         case 'token':
           return vscode.l10n.t('This key has no expiry (PTTL -1): if its owner crashed, the lock stays held until someone deletes the key.');
+        case 'connection':
+          return vscode.l10n.t('This row has no expiry: if the process that wrote it died (a killed migration, say), the lock stays held until someone clears the row.');
       }
     case 'longHold':
       return vscode.l10n.t('Held for {0}, longer than {1} (setting locklens.longHoldSeconds).', formatSince(health.since, now), formatDuration(longHoldMs));
@@ -197,6 +220,11 @@ const CONVENTION_NAMES: Readonly<Record<string, string>> = {
   'kazoo-lock': 'kazoo Lock',
   'kazoo-rlock': 'kazoo ReadLock',
   'zk-recipe': 'ZooKeeper lock recipe (-lock-<sequence>)',
+  'pg-advisory': 'PostgreSQL advisory lock: pg_advisory_lock, Flyway, Rails, golang-migrate',
+  'mysql-get-lock': 'MySQL/MariaDB GET_LOCK: Flyway, golang-migrate',
+  liquibase: 'Liquibase DATABASECHANGELOGLOCK',
+  'lock-table': 'lock table with a unique lock_name (INSERT to take, DELETE to release)',
+  'custom-table': 'lock table of your own (setting locklens.lockTables)',
 };
 
 export function conventionLabel(convention: string): string {
@@ -207,4 +235,4 @@ export function conventionLabel(convention: string): string {
  * Each store's name as users know it (not translated). A record, not a test of the kind: a store added to StoreKind
  * fails to compile until it is named here, where a `kind === 'redis' ? … : 'etcd'` would call it etcd.
  */
-export const STORE_NAMES: Readonly<Record<StoreKind, string>> = { etcd: 'etcd', redis: 'Redis', zookeeper: 'ZooKeeper' };
+export const STORE_NAMES: Readonly<Record<StoreKind, string>> = { etcd: 'etcd', redis: 'Redis', zookeeper: 'ZooKeeper', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB' };

@@ -3,9 +3,9 @@ import type { Capabilities } from '../core/backend';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
 import type { LockFigures } from '../core/lockStats';
-import { members, type LockMember, type LockState } from '../core/lockState';
+import { members, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
-import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, ownerLabel, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
+import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, ownerLabel, showsTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
 
@@ -233,7 +233,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     // worst trouble does. Redrawing it on every lease sweep would make VS Code re-fetch its member rows each time, and
     // a context-menu command run in that gap would get no row.
     this.shownTrouble.set(node.id, trouble);
-    const parts: string[] = [];
+    const parts: string[] = lock.altName ? [lock.altName] : [];
     if (holder) {
       const who = memberLabel(lock, holder.member, node.prefix);
       parts.push(lock.kind === 'election' ? vscode.l10n.t('leader {0}', who) : vscode.l10n.t('held by {0}', who));
@@ -261,7 +261,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   resolveTreeItem(item: vscode.TreeItem, node: LockTreeNode): vscode.TreeItem {
     if (node.kind === 'lock') {
       const lock = this.lock(node);
-      if (lock) item.tooltip = lockTooltip(lock, freshHealth(node.connection, lock), ownerKind(node.connection), this.figures(node.connection, lock.id));
+      if (lock) item.tooltip = lockTooltip(lock, freshHealth(node.connection, lock), capabilities(node.connection), this.figures(node.connection, lock.id));
     } else if (node.kind === 'member') {
       const lock = this.lock(node);
       const health = lock && freshHealth(node.connection, lock).find((h) => keyId(h.member.key) === node.keyId);
@@ -284,14 +284,16 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const parts = [health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role)];
-    if (member.owner && label !== member.owner) parts.push(ownerLabel(caps.owner, shorten(member.owner)));
+    // A database session says who it is (application, user, client) better than its number, which is the row's label.
+    if (member.session) parts.push(sessionSummary(member.session));
+    else if (member.owner && label !== member.owner) parts.push(ownerLabel(caps.owner, shorten(member.owner)));
     if (member.holds !== null) parts.push(member.holds === 1 ? vscode.l10n.t('1 hold') : vscode.l10n.t('{0} holds (re-entrant)', member.holds));
     if (member.mode) parts.push(member.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
     if (member.quorum) parts.push(vscode.l10n.t('on {0}/{1} instances', member.quorum.agree, member.quorum.of));
     // A fair-lock waiter's TTL is its give-up time, not an expiry of anything it holds. A store without TTLs
     // (ZooKeeper: a node lives as long as its session, whose time left cannot be read) has nothing to count down.
     if (member.deadline !== undefined && health.ttl !== undefined) parts.push(vscode.l10n.t('gives up in {0}s', Math.ceil(health.ttl)));
-    else if (caps.ttl || !member.lease) parts.push(formatTtl(health, caps.owner));
+    else if (showsTtl(health, caps)) parts.push(formatTtl(health, caps.owner));
     if (member.token !== null) parts.push(vscode.l10n.t('token {0}', member.token));
     parts.push(ageLabel(health));
     if (own) parts.push(vscode.l10n.t('held by you'));
@@ -453,12 +455,16 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   return item;
 }
 
-function lockTooltip(lock: LockState, health: readonly MemberHealth[], owner: Capabilities['owner'], figures: LockFigures | undefined): vscode.MarkdownString {
+function lockTooltip(lock: LockState, health: readonly MemberHealth[], caps: Capabilities, figures: LockFigures | undefined): vscode.MarkdownString {
+  const { owner } = caps;
   const md = tooltip().appendMarkdown(`**${vscode.l10n.t('Lock')}** `);
-  appendUntrusted(md, lock.name).appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock)}\n\n`);
+  appendUntrusted(md, lock.name);
+  if (lock.altName) appendUntrusted(md.appendMarkdown(' = '), lock.altName);
+  md.appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock)}\n\n`);
   for (const h of health) {
     md.appendMarkdown(`- ${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}: `);
-    appendUntrusted(md, h.member.key).appendMarkdown(` · ${formatTtl(h, owner)}`);
+    appendUntrusted(md, h.member.key);
+    if (showsTtl(h, caps)) md.appendMarkdown(` · ${formatTtl(h, owner)}`);
     if (h.member.token !== null) md.appendMarkdown(` · ${vscode.l10n.t('token {0}', h.member.token)}`);
     md.appendMarkdown('\n');
   }
@@ -486,11 +492,12 @@ function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: Cluste
   row(vscode.l10n.t('Lock'), displayKey(lock.name));
   if (owner === 'lease') row(vscode.l10n.t('Lease'), m.lease || vscode.l10n.t('none'));
   else if (owner === 'session') row(vscode.l10n.t('Session'), m.owner || vscode.l10n.t('none (persistent node)'));
+  else if (owner === 'connection' && m.session) sessionRows(m.session, m.owner, row);
   else row(vscode.l10n.t('Owner'), m.owner || vscode.l10n.t('unknown'));
   if (m.holds !== null) row(vscode.l10n.t('Holds (re-entrant)'), String(m.holds));
   if (m.mode) row(vscode.l10n.t('Mode'), m.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
   if (m.quorum) row(vscode.l10n.t('Instances agreeing'), `${m.quorum.agree}/${m.quorum.of}${m.quorum.instances?.length ? ` (${m.quorum.instances.join(', ')})` : ''}`);
-  if (ttl) row(vscode.l10n.t('Remaining TTL'), formatTtl(h, owner) + (h.lease ? ` / ${Math.ceil(h.lease.grantedTtl)}s` : ''));
+  if (ttl && showsTtl(h, { ttl, owner })) row(vscode.l10n.t('Remaining TTL'), formatTtl(h, owner) + (h.lease ? ` / ${Math.ceil(h.lease.grantedTtl)}s` : ''));
   if (m.deadline !== undefined) row(vscode.l10n.t('Gives up waiting at'), new Date(m.deadline).toLocaleTimeString());
   if (m.token !== null) row(vscode.l10n.t('Fencing token'), String(m.token));
   if (m.revision !== undefined) row(vscode.l10n.t('Modified at revision'), String(m.revision));
@@ -501,6 +508,24 @@ function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: Cluste
   for (const t of h.troubles) md.appendMarkdown(`$(warning) ${escapeOwn(troubleText(t, h, longHoldMs(), owner))}\n\n`);
   if (c.staleSince) md.appendMarkdown(`$(history) ${escapeOwn(vscode.l10n.t('Stale: LockLens lost the watch {0} ago; this may have changed.', formatDuration(Date.now() - c.staleSince)))}`);
   return md;
+}
+
+/** "billing-worker · svc@10.0.0.5:51234": the session behind a SQL member, as far as the reader may see it. */
+function sessionSummary(s: SessionInfo): string {
+  const who = s.user && s.client ? `${s.user}@${s.client}` : (s.user ?? s.client);
+  return [s.application, who].filter(Boolean).join(' · ') || vscode.l10n.t('session details hidden');
+}
+
+/** The database session behind a member, a row each: what the person deciding to terminate it needs to know. */
+function sessionRows(s: SessionInfo, id: string, row: (label: string, value: string) => void): void {
+  row(vscode.l10n.t('Connection'), id);
+  if (s.user) row(vscode.l10n.t('User'), s.user);
+  if (s.application) row(vscode.l10n.t('Application'), s.application);
+  if (s.client) row(vscode.l10n.t('Client'), s.client);
+  if (s.connectedAt !== undefined) row(vscode.l10n.t('Connected'), new Date(s.connectedAt).toLocaleString());
+  if (s.state) row(vscode.l10n.t('State'), s.state);
+  if (s.waitingSince !== undefined) row(vscode.l10n.t('Waiting since'), new Date(s.waitingSince).toLocaleTimeString());
+  if (s.query) row(vscode.l10n.t('Query'), s.query.length > 300 ? `${s.query.slice(0, 300)}…` : s.query);
 }
 
 /** "queue (Go concurrency.Mutex, etcdctl lock, jetcd)": how the lock behaves, and whose layout its members follow. */
@@ -537,10 +562,6 @@ function memberContext(member: LockMember, holds: boolean, own: boolean, caps: C
 /** What the connection's store has; while it is not connected, nothing. */
 function capabilities(connection: ClusterConnection): Capabilities {
   return connection.backend?.capabilities ?? NOTHING;
-}
-
-function ownerKind(connection: ClusterConnection): Capabilities['owner'] {
-  return capabilities(connection).owner;
 }
 
 const NOTHING: Capabilities = { waiters: false, fencingTokens: false, ttl: false, owner: 'token', revokeOwner: false, queuedAcquire: false, readWriteLocks: false, history: false };

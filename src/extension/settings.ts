@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { StoreKind } from '../core/backend';
-import type { ConnectionProfile } from '../core/profile';
+import type { ConnectionProfile, LockTableSpec } from '../core/profile';
 
 /**
  * One connection as stored in settings (`locklens.connections`). Secrets are not here: the password and the key
@@ -88,8 +88,21 @@ export function autoConnect(): boolean {
   return config().get<boolean>('autoConnect', true);
 }
 
+/** The user's own lock tables (`locklens.lockTables`), read by every SQL connection (the other stores have no tables); malformed entries are left out. */
+export function lockTables(): LockTableSpec[] {
+  const raw = config().get<unknown>('lockTables', []);
+  return Array.isArray(raw) ? raw.filter(isLockTableSpec) : [];
+}
+
+function isLockTableSpec(v: unknown): v is LockTableSpec {
+  const t = v as LockTableSpec;
+  const text = (x: unknown) => typeof x === 'string' && x.length > 0;
+  return text(t?.table) && text(t.nameColumn) && text(t.holderColumn) && (t.expiryColumn === undefined || text(t.expiryColumn));
+}
+
 export function toProfile(c: ConnectionSettings, secrets: ConnectionSecrets): ConnectionProfile {
   return {
+    lockTables: lockTables(),
     store: c.store,
     endpoints: c.endpoints,
     username: c.username || undefined,

@@ -18,11 +18,18 @@ latches as elections), kazoo (<hex>__lock__<seq>, __rlock__) or ZooKeeper's reci
 lowest sequence holds, the others wait in sequence order. A member's owner is the session its ephemeral node goes
 with, its token the node's creation zxid (czxid), its data what the client wrote there (kazoo's identifier,
 Curator's IP). There is no TTL: a node lasts as long as its session, whose time left cannot be read.
+PostgreSQL (--url postgres://…): the advisory locks of the URL's database (pg_locks), named by key (12345 for a
+bigint key, 1:2 for an int pair); holders, then waiters in the order they began waiting; each member's owner is its
+session's pid, with the session's user, application, client, state and query (pg_stat_activity). MySQL/MariaDB
+(--url mysql://…): GET_LOCK locks by name, owners are connection ids, waiters the connections waiting in GET_LOCK.
+Both: lock tables of the URL's database (ShedLock, Liquibase, a lock table with a unique lock_name, --lock-table),
+named TABLE/ROW, with the row's expiry as TTL (a past one: expired; none: held until the row is cleared).
 
   --prefix P    a key prefix to read (repeatable; '' reads everything)
   --json        one JSON document: {"revision", "locks": [{"name","kind","holder","waiters"}]}; every entry has
                 key, owner, lease, createRevision, token, holds, ttl and convention (null where the store has none);
-                ZooKeeper's also data
+                ZooKeeper's also data; SQL sessions' also session {user, application, client, connectedAt,
+                state, query, waitingSince}
 
 ${CONNECTION_HELP}`,
   options: { prefix: { type: 'string', multiple: true }, json: { type: 'boolean' } },

@@ -17,7 +17,11 @@ lives on; 'locklens revoke' ends the lease and all its keys). Redis: compare-and
 Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake. ZooKeeper:
 deletes the holder's node if it is still the one created at the zxid shown (its fencing token), by the session
 shown; the contender watching it (the next in sequence) wakes and takes the lock. Its session lives on, and so do
-its other nodes: ZooKeeper offers no way to end another client's session.
+its other nodes: ZooKeeper offers no way to end another client's session. PostgreSQL (advisory locks): terminates
+the holding session (pg_terminate_backend) if it is still the one shown (same pid, same start); MySQL/MariaDB
+(GET_LOCK): kills the holding connection (KILL) if it still holds the name. Every other lock of that session goes
+too, and its open transaction is rolled back. A lock-table row (ShedLock, Liquibase, your own) is released with the
+library's own unlock statement, only while the row still has the holder and times shown.
 The holder's process is not told: it may still believe it holds the lock (Curator and kazoo watch the node ahead of
 theirs, not their own). Resources that check fencing tokens reject it. Without --yes it shows the holder and asks;
 with no terminal to ask on, it refuses.
@@ -38,8 +42,10 @@ ${CONNECTION_HELP}`,
       const holder = lock.holder!;
       const shown = entryJson(holder, (id) => listing.lease(id), backend.capabilities);
       const what = backend.describeForceRelease(lock, holder);
-      // A ZooKeeper session is named as one (a persistent node has none); etcd's lease and Redis's token are the owner.
-      const who = backend.capabilities.owner === 'session' ? ownerText(shown, 'session') : `owner ${shown.owner}`;
+      // A ZooKeeper session or a database connection is named as one (a persistent node has none); etcd's lease and
+      // Redis's token are the owner.
+      const owner = backend.capabilities.owner;
+      const who = owner === 'session' || owner === 'connection' ? ownerText(shown, owner) : `owner ${shown.owner}`;
       if (!values.yes) {
         const refusal = `refusing to force-release '${displayKey(name)}'`;
         if (!process.stdin.isTTY) throw new LockLensError('INVALID_ARGUMENT', `${refusal} without confirmation: pass --yes`);

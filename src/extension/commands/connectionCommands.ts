@@ -134,7 +134,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
   const title = (n: number) => (current ? vscode.l10n.t('Edit connection ({0}/{1})', n, steps) : vscode.l10n.t('Add connection ({0}/{1})', n, steps));
   const input = async (n: number, options: vscode.InputBoxOptions) => orCancel(await vscode.window.showInputBox({ ...options, title: title(n), ignoreFocusOut: true }));
 
-  const endpoints = splitEndpoints(
+  let endpoints = splitEndpoints(
     await input(1, {
       prompt: setup.endpointsPrompt,
       value: current?.endpoints.join(',') ?? setup.endpointsExample,
@@ -176,7 +176,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     password = ''; // authentication turned off: delete the stored password rather than keep it for later
   }
 
-  const wantsTls = endpoints.some((e) => e.startsWith('https://') || e.startsWith('rediss://'));
+  const wantsTls = endpoints.some((e) => e.startsWith('https://') || e.startsWith('rediss://') || /[?&](sslmode|ssl)=(?!disable|false)/.test(e));
   const tlsChoice = setup.tls
     ? orCancel(
         await vscode.window.showQuickPick(
@@ -207,6 +207,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
       value: current?.tls?.serverName ?? '',
     });
     tls = { caFile, certFile, keyFile, serverName: serverName || undefined, insecureSkipVerify: current?.tls?.insecureSkipVerify };
+    if (setup.sql) endpoints = endpoints.map((e) => withTlsOption(e, setup.sql!.tlsOption));
   }
 
   const namespace = etcd
@@ -217,7 +218,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     : undefined;
   const prefixes = current
     ? current.prefixes
-    : [await input(steps, { prompt: setup.firstPrefixPrompt, placeHolder: setup.prefixExample })].filter(Boolean);
+    : [await input(steps, { prompt: setup.firstPrefixPrompt, placeHolder: setup.prefixExample })].filter((p) => p || setup.sql);
 
   return {
     name: name.trim(),
@@ -256,6 +257,11 @@ interface StoreSetup {
   readonly watchPrompt: string;
   readonly firstPrefixPrompt: string;
   readonly prefixExample: string;
+  /**
+   * An empty first prefix watches every lock (a database has few, and they have no common prefix) instead of none.
+   * The store's URL takes a TLS mode (sslmode=, ssl=) that the TLS step sets when the user asks for TLS.
+   */
+  readonly sql?: { readonly tlsOption: string };
 }
 
 /** A record, not a test of the kind: a store added to StoreKind fails to compile until its flow is written here. */
@@ -293,7 +299,37 @@ const STORE_SETUP: Readonly<Record<StoreKind, () => StoreSetup>> = {
     firstPrefixPrompt: vscode.l10n.t('A path to watch for locks, e.g. /locks (leave empty to add one later)'),
     prefixExample: '/locks',
   }),
+  postgres: () => ({
+    libraries: vscode.l10n.t('advisory locks (pg_advisory_lock, Flyway, golang-migrate), ShedLock, Liquibase and lock tables'),
+    endpointsPrompt: vscode.l10n.t('PostgreSQL URL: postgres://host:port/database[?sslmode=require|verify-ca|verify-full] (advisory locks are per database)'),
+    endpointsExample: 'postgres://127.0.0.1:5432/postgres',
+    authLabel: vscode.l10n.t('Database user and password'),
+    userPrompt: vscode.l10n.t('Database user'),
+    tls: true,
+    watchPrompt: vscode.l10n.t('A lock-name prefix: advisory locks are named by their key (12345, or 1:2 for an int pair), table locks by table (shedlock/, databasechangeloglock/)'),
+    firstPrefixPrompt: vscode.l10n.t('A lock-name prefix to watch, e.g. shedlock/ (leave empty to watch every lock)'),
+    prefixExample: 'shedlock/',
+    sql: { tlsOption: 'sslmode=verify-full' },
+  }),
+  mysql: () => ({
+    libraries: vscode.l10n.t('GET_LOCK (Flyway, golang-migrate), ShedLock, Liquibase and lock tables'),
+    endpointsPrompt: vscode.l10n.t('MySQL or MariaDB URL: mysql://host:port/database[?ssl=true|verify-ca|verify-full] (lock tables are read from the database)'),
+    endpointsExample: 'mysql://127.0.0.1:3306/app',
+    authLabel: vscode.l10n.t('Database user and password'),
+    userPrompt: vscode.l10n.t('Database user'),
+    tls: true,
+    watchPrompt: vscode.l10n.t('A lock-name prefix: GET_LOCK locks are named as taken, table locks by table (shedlock/, DATABASECHANGELOGLOCK/)'),
+    firstPrefixPrompt: vscode.l10n.t('A lock-name prefix to watch, e.g. app. (leave empty to watch every lock)'),
+    prefixExample: 'app.',
+    sql: { tlsOption: 'ssl=verify-full' },
+  }),
 };
+
+/** A SQL URL with TLS asked for in the TLS step: the mode it already names, else full verification. */
+function withTlsOption(url: string, option: string): string {
+  if (/[?&](sslmode|ssl)=/.test(url)) return url;
+  return `${url}${url.includes('?') ? '&' : '?'}${option}`;
+}
 
 async function pickFile(title: string, current: string | undefined): Promise<string | undefined> {
   const picked = await vscode.window.showOpenDialog({

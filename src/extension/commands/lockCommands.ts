@@ -346,6 +346,9 @@ async function askTtl(owner: LockBackend['capabilities']['owner']): Promise<numb
     // LockLens holds through a ZooKeeper session of its own, with this timeout (the server may shorten it).
     session: [vscode.l10n.t('Session timeout (seconds)'), vscode.l10n.t('LockLens holds the lock through a session of its own; if VS Code dies, the server ends the session, and the lock, after this long (within the server\'s limits).')],
     token: [vscode.l10n.t('Lock TTL (seconds)'), vscode.l10n.t("LockLens renews the key's expiry while you hold the lock; if VS Code dies, the lock frees itself after this long.")],
+    // A SQL lock has no TTL: it ends with the connection that holds it. What can be set is how soon the server notices
+    // that the connection's other end is gone (TCP keepalives).
+    connection: [vscode.l10n.t('Keepalive (seconds)'), vscode.l10n.t('LockLens holds the lock on a database connection of its own and the lock ends with it; if VS Code vanishes without closing it, the server notices within about this long.')],
   }[owner];
   const text = orCancel(
     await vscode.window.showInputBox({
