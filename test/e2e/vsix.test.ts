@@ -40,8 +40,8 @@ const storeAllowed = (store: string) => [...PACKAGE_FILES, new RegExp(`^extensio
 /** The extension's package is about 280 KB (etcd's client is most of it): room to grow, not to double. */
 const MAX_VSIX_BYTES = 600 * 1024;
 const MAX_UNPACKED_BYTES = 2 * 1024 * 1024;
-/** The store packages, each about 90 KB (ioredis; node-zookeeper-client and its dependencies). */
-const STORE_PACKAGES = ['redis', 'zookeeper'] as const;
+/** The store packages, each about 90 KB (ioredis; node-zookeeper-client, pg, mysql2 and their dependencies). */
+const STORE_PACKAGES = ['mysql', 'postgres', 'redis', 'zookeeper'] as const;
 const MAX_STORE_VSIX_BYTES = 200 * 1024;
 
 interface Manifest {
