@@ -4,7 +4,7 @@
  * pass their SqlSession and merge `read()` into their own reading.
  *
  * API (stable for the store backends; the implementation is being filled in):
- *   new LockTables(session, profile.lockTables ?? [])
+ *   new LockTables(session, profile.lockTables ?? [])   session: a SqlSession that also counts changed rows (below)
  *   read()          every held (or, for ShedLock, expired) row as a 'single' lock named `<table>/<row name>`
  *   owns(lock)      whether a lock came from here (its holder's convention)
  *   forceRelease    the library's own release, guarded on the values shown; LOCK_CHANGED when the row moved
@@ -21,6 +21,15 @@ import type { SqlSession } from './session';
 export const LOCK_TABLE_CONVENTIONS = ['shedlock', 'liquibase', 'lock-table', 'custom-table'] as const;
 export type LockTableConvention = (typeof LOCK_TABLE_CONVENTIONS)[number];
 
+/**
+ * A release must know whether its guarded UPDATE or DELETE changed the row (0 rows: the lock changed, nothing was
+ * done), and MySQL/MariaDB have no UPDATE … RETURNING: the session says how many rows a statement changed (pg's
+ * `rowCount`, mysql2's `affectedRows`). Meant to join SqlSession in session.ts.
+ */
+export interface SqlWriteSession extends SqlSession {
+  execute(sql: string, params?: readonly unknown[]): Promise<number>;
+}
+
 export interface LockTablesReading {
   readonly locks: LockState[];
   readonly expiries: ExpirySample[];
@@ -28,7 +37,7 @@ export interface LockTablesReading {
 
 export class LockTables {
   constructor(
-    private readonly db: SqlSession,
+    private readonly db: SqlWriteSession,
     private readonly custom: readonly LockTableSpec[],
   ) {}
 
