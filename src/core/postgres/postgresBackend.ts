@@ -1,10 +1,125 @@
-// Being built (issue 12): replaced by the real backend.
-import type { LockBackend } from '../backend';
+/**
+ * LockLens's PostgreSQL store: the advisory locks of the connection's database, read whole from pg_locks and
+ * pg_stat_activity at every poll (PostgreSQL pushes nothing about locks), on one connection of the backend's own; a
+ * connection of its own for every lock taken (see acquire.ts); force release by terminating the holding session (see
+ * forceRelease.ts). Members are sessions, owned by their backend pid.
+ */
+import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
+import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
+import { displayKey } from '../keys';
+import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
+import { SqlLockWatch, sampleExpiries, underPrefixes, type SqlReading } from '../sql/pollingWatch';
+import type { AdvisoryKey } from './advisoryKeys';
+import { advisoryQuery, hiddenSessions, keyParams, locksOfRows, type AdvisoryRow } from './advisoryLocks';
+import { acquire, type PostgresHold } from './acquire';
+import { PgConnection, openClient, pgSpecOf } from './connect';
+import { describeForceRelease, forceRelease } from './forceRelease';
 
-export class PostgresBackend {
-  static open(_profile: ConnectionProfile): Promise<LockBackend> {
-    return Promise.reject(new LockLensError('NOT_INSTALLED', 'PostgreSQL support is being built'));
+export const POSTGRES_CAPABILITIES: Capabilities = {
+  waiters: true,
+  fencingTokens: false,
+  // Lock-table rows with an expiry column are sampled; advisory locks have none (they last as long as their session).
+  ttl: true,
+  owner: 'connection',
+  // A session's locks can only be freed by terminating it, which is force release itself.
+  revokeOwner: false,
+  queuedAcquire: true,
+  // pg_advisory_lock_shared: shared holders are readers, pg_advisory_lock's holder the writer.
+  readWriteLocks: true,
+  history: false,
+};
+
+export class PostgresBackend implements LockBackend {
+  readonly kind = 'postgres' as const;
+  readonly capabilities = POSTGRES_CAPABILITIES;
+  /** Watches, holds and waiting acquires taken through this connection: ended when it closes. */
+  private readonly scope = new ConnectionScope<PostgresHold>('PostgreSQL', closedWhileHeld);
+
+  /** Acquires under way: the connection stays open until they end (a waiting one is cancelled through it). */
+  private readonly acquiring = new Set<Promise<unknown>>();
+
+  private constructor(readonly connection: PgConnection) {}
+
+  /** Opens the backend's connection, or throws a LockLensError saying why not (unreachable, password, TLS, …). */
+  static async open(profile: ConnectionProfile): Promise<PostgresBackend> {
+    return new PostgresBackend(await PgConnection.open(await pgSpecOf(profile)));
   }
+
+  private get label(): string {
+    return this.connection.spec.url.label;
+  }
+
+  /** One whole read: every advisory lock of the database. */
+  private async read(): Promise<SqlReading> {
+    this.scope.checkOpen();
+    const rows = await this.connection.query<AdvisoryRow>(advisoryQuery(this.connection.server.version, false));
+    const hidden = hiddenSessions(rows, this.connection.server.currentUser);
+    return { locks: locksOfRows(rows), expiries: [], ...(hidden ? { hidden } : {}) };
+  }
+
+  private readonly readLock = async (key: AdvisoryKey): Promise<LockState | undefined> => {
+    const rows = await this.connection.query<AdvisoryRow>(advisoryQuery(this.connection.server.version, true), keyParams(key));
+    return locksOfRows(rows)[0];
+  };
+
+  watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
+    this.scope.checkOpen();
+    return this.scope.watch(new SqlLockWatch(() => this.read(), prefixes, this.label, options));
+  }
+
+  async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
+    const reading = await this.read();
+    const leases = sampleExpiries(new Map(), reading.expiries);
+    const locks = underPrefixes(reading.locks, prefixes).sort((a, b) => Buffer.compare(a.name, b.name));
+    return { revision: null, locks, lease: (id) => leases.get(id) };
+  }
+
+  acquirable(): boolean {
+    return true;
+  }
+
+  async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
+    this.scope.checkOpen();
+    const spec = this.connection.spec;
+    const acquiring = acquire(
+      {
+        openClient: (ttlSeconds) => openClient(spec, { keepAliveInitialDelayMillis: Math.max(1000, Math.round((ttlSeconds * 1000) / 2)) }),
+        serverVersion: this.connection.server.version,
+        readLock: this.readLock,
+        cancel: async (pid) => void (await this.connection.query('SELECT pg_cancel_backend($1)', [pid])),
+      },
+      name,
+      { ...options, signal: this.scope.signal(options.signal) },
+    );
+    this.acquiring.add(acquiring);
+    try {
+      return this.scope.hold(await acquiring);
+    } finally {
+      this.acquiring.delete(acquiring);
+    }
+  }
+
+  forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
+    this.scope.checkOpen();
+    return forceRelease(this.connection, this.readLock, lock, member);
+  }
+
+  describeForceRelease(lock: LockState, member: LockMember): string {
+    return describeForceRelease(lock, member);
+  }
+
+  close(): void {
+    // Closing the scope cancels the waiting acquires through the connection: it closes once they have ended.
+    if (this.scope.close()) void Promise.allSettled([...this.acquiring]).then(() => this.connection.close());
+  }
+
+  dispose(): void {
+    this.close();
+  }
+}
+
+function closedWhileHeld(name: Buffer): LockLensError {
+  return new LockLensError('LOCK_LOST', `lost ${displayKey(name)}: the PostgreSQL connection was closed while it was held (its session was ended, freeing the lock)`);
 }

@@ -1,0 +1,162 @@
+/**
+ * The advisory locks of the connection's database as one statement reads them: pg_locks joined with
+ * pg_stat_activity, one row per session and key (granted, or waiting), turned into locks. A lock's holders are its
+ * granted rows (several when shared: pg_advisory_lock_shared), its waiters its ungranted rows in the order they began
+ * waiting (`waitstart`, PostgreSQL 14+; then pid). Every member is a session: its key is `pid <pid>`, its owner the pid,
+ * and it expires with its session (never "held forever": a session lock ends with its connection).
+ *
+ * pg_locks does not say whether an advisory lock was taken for the session (`pg_advisory_lock`) or for the current
+ * transaction (`pg_advisory_xact_lock`, Flyway's): both look the same, so both are shown the same.
+ */
+import type { LockMember, LockState, SessionInfo } from '../lockState';
+import { keyId } from '../keys';
+import { altNameOfKey, keyOfRow, nameOfKey, rowOfKey, type AdvisoryKey } from './advisoryKeys';
+
+export const CONVENTION = 'pg-advisory';
+/** What pg_stat_activity shows as the query of a session the reader may not see. */
+export const INSUFFICIENT_PRIVILEGE = '<insufficient privilege>';
+/** At most this much of a session's statement is read (track_activity_query_size is 1 KB by default anyway). */
+const QUERY_CHARS = 4096;
+
+export interface AdvisoryRow {
+  /** oids as text (int8 casts: pg returns them as strings). */
+  readonly classid: string;
+  readonly objid: string;
+  readonly objsubid: number;
+  /** null for a prepared transaction's locks (two-phase commit). */
+  readonly pid: number | null;
+  readonly virtualtransaction: string;
+  readonly granted: boolean;
+  readonly shared: boolean;
+  /** epoch ms */
+  readonly waitstart: number | null;
+  readonly usename: string | null;
+  readonly application_name: string | null;
+  readonly client_addr: string | null;
+  readonly client_port: number | null;
+  /** epoch ms */
+  readonly backend_start: number | null;
+  readonly state: string | null;
+  readonly query: string | null;
+}
+
+/**
+ * The statement, for a server of `version` (server_version_num): every advisory lock of the current database, or
+ * those of one key (`$1` classid, `$2` objid, `$3` objsubid).
+ */
+export function advisoryQuery(version: number, oneKey: boolean): string {
+  const waitstart = version >= 140000 ? '(extract(epoch FROM l.waitstart) * 1000)::float8' : 'NULL::float8';
+  return `SELECT l.classid::int8::text AS classid, l.objid::int8::text AS objid, l.objsubid::int4 AS objsubid, l.pid,
+  l.virtualtransaction, l.granted, l.mode = 'ShareLock' AS shared, ${waitstart} AS waitstart,
+  a.usename::text AS usename, a.application_name, host(a.client_addr) AS client_addr, a.client_port,
+  (extract(epoch FROM a.backend_start) * 1000)::float8 AS backend_start, a.state, left(a.query, ${QUERY_CHARS}) AS query
+FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())${
+    oneKey ? '\n  AND l.classid = $1::int8::oid AND l.objid = $2::int8::oid AND l.objsubid = $3::int2' : ''
+  }`;
+}
+
+/** The statement's parameters for one key. */
+export function keyParams(key: AdvisoryKey): string[] {
+  const { classid, objid, objsubid } = rowOfKey(key);
+  return [classid.toString(), objid.toString(), String(objsubid)];
+}
+
+function clientOf(row: AdvisoryRow): string | undefined {
+  if (row.client_port === -1) return 'local socket';
+  if (row.client_addr === null) return undefined;
+  return row.client_addr.includes(':') ? `[${row.client_addr}]:${row.client_port}` : `${row.client_addr}:${row.client_port}`;
+}
+
+/** What pg_stat_activity says about a session, without what the reader may not see. */
+export function sessionOf(row: AdvisoryRow): SessionInfo {
+  const fields: { [K in keyof SessionInfo]: SessionInfo[K] | null | undefined } = {
+    user: row.usename,
+    application: row.application_name || undefined,
+    client: clientOf(row),
+    connectedAt: row.backend_start === null ? undefined : Math.floor(row.backend_start),
+    state: row.state,
+    query: row.query === INSUFFICIENT_PRIVILEGE ? undefined : row.query,
+    waitingSince: row.waitstart === null ? undefined : Math.floor(row.waitstart),
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== null && v !== undefined)) as SessionInfo;
+}
+
+/** A session's one member of a lock (a session that holds a key twice, shared and exclusive, is shown once, exclusive). */
+function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMember {
+  const owner = row.pid === null ? '' : String(row.pid);
+  return {
+    key: Buffer.from(row.pid === null ? `prepared transaction ${row.virtualtransaction}` : `pid ${row.pid}`),
+    convention: CONVENTION,
+    owner,
+    // A session's locks end with it; a prepared transaction's only when it is committed or rolled back.
+    lease: owner,
+    token: null,
+    holds: null,
+    ...(mode ? { mode } : {}),
+    session: sessionOf(row),
+    valuePreview: Buffer.alloc(0),
+    valueSize: 0,
+  };
+}
+
+function byWaitOrder(a: AdvisoryRow, b: AdvisoryRow): number {
+  // A waiter's waitstart is null for a moment after it begins waiting: it came last.
+  const wa = a.waitstart ?? Infinity;
+  const wb = b.waitstart ?? Infinity;
+  return wa !== wb ? wa - wb : (a.pid ?? 0) - (b.pid ?? 0);
+}
+
+function identity(row: AdvisoryRow): string {
+  return row.pid === null ? `x${row.virtualtransaction}` : `p${row.pid}`;
+}
+
+function lockOf(key: AdvisoryKey, rows: readonly AdvisoryRow[]): LockState {
+  const held = new Map<string, AdvisoryRow>();
+  for (const r of rows.filter((r) => r.granted)) {
+    const seen = held.get(identity(r));
+    if (!seen || (seen.shared && !r.shared)) held.set(identity(r), r);
+  }
+  const holders = [...held.values()].sort((a, b) => Number(a.shared) - Number(b.shared) || (a.pid ?? 0) - (b.pid ?? 0));
+  // A session that holds the key and waits for it in the other mode (shared, asking for exclusive) is shown holding.
+  const waiting = rows.filter((r) => !r.granted && !held.has(identity(r))).sort(byWaitOrder);
+  const readwrite = rows.some((r) => r.shared);
+  const modeOf = (r: AdvisoryRow) => (readwrite ? (r.shared ? 'read' : 'write') : undefined);
+  const name = Buffer.from(nameOfKey(key));
+  const altName = altNameOfKey(key);
+  return {
+    id: keyId(name),
+    name,
+    ...(altName ? { altName } : {}),
+    kind: readwrite ? 'readwrite' : 'queue',
+    holder: holders.length ? memberOf(holders[0], modeOf(holders[0])) : null,
+    ...(holders.length > 1 ? { sharedWith: holders.slice(1).map((r) => memberOf(r, modeOf(r))) } : {}),
+    waiters: waiting.map((r) => memberOf(r, modeOf(r))),
+  };
+}
+
+/** The locks of a reading's rows, in name order. */
+export function locksOfRows(rows: readonly AdvisoryRow[]): LockState[] {
+  const byKey = new Map<string, { key: AdvisoryKey; rows: AdvisoryRow[] }>();
+  for (const r of rows) {
+    const id = `${r.classid}/${r.objid}/${r.objsubid}`;
+    let entry = byKey.get(id);
+    if (!entry) byKey.set(id, (entry = { key: keyOfRow(BigInt(r.classid), BigInt(r.objid), r.objsubid), rows: [] }));
+    entry.rows.push(r);
+  }
+  return [...byKey.values()].map((e) => lockOf(e.key, e.rows)).sort((a, b) => Buffer.compare(a.name, b.name));
+}
+
+/**
+ * Why some sessions show no client, start or statement: PostgreSQL shows them only to their own role, superusers and
+ * members of pg_read_all_stats. undefined when every session was seen whole.
+ */
+export function hiddenSessions(rows: readonly AdvisoryRow[], currentUser: string): string | undefined {
+  const hidden = new Set(rows.filter((r) => r.query === INSUFFICIENT_PRIVILEGE).map((r) => r.pid));
+  if (hidden.size === 0) return undefined;
+  const sessions = hidden.size === 1 ? '1 session of another role is' : `${hidden.size} sessions of other roles are`;
+  return (
+    `${sessions} shown without client, start time, state or statement: PostgreSQL shows those only to the session's own role, ` +
+    `superusers and members of pg_read_all_stats (GRANT pg_read_all_stats TO "${currentUser}")`
+  );
+}
