@@ -1,25 +1,35 @@
 /**
  * Lock tables: locks kept as rows by ShedLock (JDBC), Liquibase (DATABASECHANGELOGLOCK), the seed article's `lock`
  * table, and tables the user describes (`LockTableSpec`). Shared by the PostgreSQL and MySQL/MariaDB stores, which
- * pass their SqlSession and merge `read()` into their own reading.
+ * pass their session and merge `read()` into their own reading (see tableLayouts.ts for what is recognised and how).
  *
- * API (stable for the store backends; the implementation is being filled in):
- *   new LockTables(session, profile.lockTables ?? [])   session: a SqlSession that also counts changed rows (below)
- *   read()          every held (or, for ShedLock, expired) row as a 'single' lock named `<table>/<row name>`
- *   owns(lock)      whether a lock came from here (its holder's convention)
- *   forceRelease    the library's own release, guarded on the values shown; LOCK_CHANGED when the row moved
- *   describeForceRelease
+ * A row is a 'single' lock named `<table>/<row name>`; its member's key is the row's name, its owner the holder column
+ * ('' where there is none), its lease the lock's name where the row expires ('' where it never does: held forever if
+ * its owner died). The member's valuePreview is the row as shown, JSON of the values read as text: the release reads
+ * its guard values back from there and compares them as text, so what is released is exactly the row that was shown.
  */
 import type { ForceReleaseResult } from '../backend';
 import { LockLensError } from '../errors';
+import { displayKey, keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { LockTableSpec } from '../profile';
 import type { ExpirySample } from './pollingWatch';
 import type { SqlSession } from './session';
+import {
+  LOCK_TABLE_CONVENTIONS,
+  catalogColumn,
+  catalogQuery,
+  checkSpec,
+  layoutsOf,
+  lockName,
+  releaseStatement,
+  rowLock,
+  rowsQuery,
+  shownValues,
+  type TableLayout,
+} from './tableLayouts';
 
-/** The conventions of lock-table members. */
-export const LOCK_TABLE_CONVENTIONS = ['shedlock', 'liquibase', 'lock-table', 'custom-table'] as const;
-export type LockTableConvention = (typeof LOCK_TABLE_CONVENTIONS)[number];
+export { LOCK_TABLE_CONVENTIONS, type LockTableConvention } from './tableLayouts';
 
 /**
  * A release must know whether its guarded UPDATE or DELETE changed the row (0 rows: the lock changed, nothing was
@@ -35,28 +45,147 @@ export interface LockTablesReading {
   readonly expiries: ExpirySample[];
 }
 
+/**
+ * Which tables exist is read from the catalog (information_schema, slow on schemas of thousands of tables) on the
+ * first read, then again every this many reads (a table a migration creates shows up within that many polls), and at
+ * once after any failure (a table dropped or altered).
+ */
+export const REDISCOVER_EVERY_READS = 30;
+
 export class LockTables {
+  private layouts: TableLayout[] | undefined;
+  private readsSinceDiscovery = 0;
+  /**
+   * The TTL first seen for each expiring row of a user's table (which says nothing of when a row was written), as
+   * its granted TTL; forgotten when the row's expiry changes or the row goes.
+   */
+  private firstTtls = new Map<string, { readonly shown: string; readonly ttl: number }>();
+
+  /** Throws INVALID_ARGUMENT at once for a spec whose names LockLens would not put in a statement. */
   constructor(
     private readonly db: SqlWriteSession,
     private readonly custom: readonly LockTableSpec[],
-  ) {}
-
-  read(): Promise<LockTablesReading> {
-    void this.db;
-    void this.custom;
-    return Promise.resolve({ locks: [], expiries: [] });
+  ) {
+    custom.forEach(checkSpec);
   }
 
+  /**
+   * Every table lock: the recognised tables found in the current schema(s) or database, and the user's specs. A spec
+   * whose table or column is missing throws INVALID_ARGUMENT naming it (a configuration to fix, not a store failure).
+   */
+  async read(): Promise<LockTablesReading> {
+    try {
+      return await this.readRows(await this.currentLayouts());
+    } catch (e) {
+      this.layouts = undefined;
+      throw e;
+    }
+  }
+
+  private async currentLayouts(): Promise<TableLayout[]> {
+    if (this.layouts && this.readsSinceDiscovery < REDISCOVER_EVERY_READS) {
+      this.readsSinceDiscovery++;
+      return this.layouts;
+    }
+    const { sql, params } = catalogQuery(this.db.dialect, this.custom);
+    const catalog = (await this.db.query(sql, params)).map(catalogColumn);
+    this.layouts = layoutsOf(catalog, this.custom, this.db.dialect);
+    this.readsSinceDiscovery = 0;
+    return this.layouts;
+  }
+
+  private async readRows(layouts: readonly TableLayout[]): Promise<LockTablesReading> {
+    const locks: LockState[] = [];
+    const expiries: ExpirySample[] = [];
+    const seen = new Set<string>();
+    const firstTtls = new Map<string, { shown: string; ttl: number }>();
+    for (const layout of layouts) {
+      for (const row of await this.db.query(rowsQuery(this.db.dialect, layout))) {
+        const { lock, expiry } = rowLock(layout, row);
+        // A user's name column need not be unique: one lock per name, as shown first.
+        if (seen.has(lock.id)) continue;
+        seen.add(lock.id);
+        locks.push(lock);
+        if (!expiry) continue;
+        const id = lock.holder!.lease;
+        let granted = expiry.granted;
+        if (granted === undefined) {
+          const first = this.firstTtls.get(id);
+          const kept = first && first.shown === expiry.shown ? first : { shown: expiry.shown, ttl: expiry.ttl };
+          firstTtls.set(id, kept);
+          granted = kept.ttl;
+        }
+        expiries.push({ id, ttl: expiry.ttl, grantedTtl: granted, keys: [lock.name] });
+      }
+    }
+    this.firstTtls = firstTtls;
+    return { locks, expiries };
+  }
+
+  /** Whether the lock is a table row read here (by its holder's convention). */
   owns(lock: LockState): boolean {
     const convention = lock.holder?.convention;
     return convention !== undefined && (LOCK_TABLE_CONVENTIONS as readonly string[]).includes(convention);
   }
 
-  forceRelease(_lock: LockState, _member: LockMember): Promise<ForceReleaseResult> {
-    return Promise.reject(new LockLensError('STORE', 'lock tables: force release is being built'));
+  private cachedLayout(lock: LockState, member: LockMember): TableLayout | undefined {
+    return this.layouts?.find((l) => l.convention === member.convention && keyId(lockName(l, member.key.toString('utf8'))) === lock.id);
   }
 
-  describeForceRelease(_lock: LockState, _member: LockMember): string {
-    return '';
+  private async layoutOf(lock: LockState, member: LockMember): Promise<TableLayout> {
+    if (!this.owns(lock) || !lock.holder || !lock.holder.key.equals(member.key) || lock.holder.owner !== member.owner) {
+      throw new LockLensError('INVALID_ARGUMENT', `${displayKey(member.key)} is not the row holding ${displayKey(lock.name)} in a lock table`);
+    }
+    let layout = this.cachedLayout(lock, member);
+    if (!layout) {
+      this.layouts = undefined;
+      await this.currentLayouts();
+      layout = this.cachedLayout(lock, member);
+    }
+    if (!layout) throw new LockLensError('LOCK_CHANGED', `the table of ${displayKey(lock.name)} is no longer there: nothing was changed`);
+    return layout;
+  }
+
+  /** The library's own release of the row, only while it is as shown; LOCK_CHANGED (nothing written) when it is not. */
+  async forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
+    const layout = await this.layoutOf(lock, member);
+    const { sql, params } = releaseStatement(this.db.dialect, layout, member);
+    const changed = await this.db.execute(sql, params);
+    if (changed === 0) {
+      throw new LockLensError('LOCK_CHANGED', `${displayKey(lock.name)} is no longer the row that was shown (released, taken again or changed since): nothing was changed`);
+    }
+    return { keys: [lock.name], action: ACTIONS[layout.convention] };
+  }
+
+  describeForceRelease(lock: LockState, member: LockMember): string {
+    const layout = this.cachedLayout(lock, member);
+    const shown = shownValues(member);
+    const guards = layout?.guard.map((c) => ` and ${c} ${shown[c] ?? 'NULL'}`).join('') ?? '';
+    const row = `row '${displayKey(member.key)}'`;
+    switch (member.convention) {
+      case 'shedlock':
+        return (
+          `Sets lock_until of ShedLock's ${row} to the database's now, as ShedLock's own unlock does, only while it still has ` +
+          `locked_by '${member.owner}'${guards}. The job can then run again on any node at its next schedule. ` +
+          `The holder is NOT told: if the job is still running there, it goes on alongside the next run.`
+        );
+      case 'liquibase':
+        return (
+          `Clears Liquibase's changelog lock ${row} (LOCKED false, LOCKGRANTED and LOCKEDBY null), as 'liquibase releaseLocks' does, ` +
+          `only while it is still held by '${member.owner}'${guards}. If that migration is in fact still running, the next ` +
+          `Liquibase run can start migrating alongside it.`
+        );
+      case 'lock-table':
+        return `Deletes the ${row} from the lock table, only while it is still as shown${guards ? ` (${guards.slice(5)})` : ''}. Its holder (the table records none) is NOT told and may go on as if it held the lock.`;
+      default:
+        return `Deletes the ${row} held by '${member.owner}' from the lock table${layout ? ` ${layout.label}` : ''}, only while it is still as shown${guards}. The holder is NOT told and may go on as if it held the lock.`;
+    }
   }
 }
+
+const ACTIONS: Record<TableLayout['convention'], string> = {
+  shedlock: "set lock_until to the database's now (ShedLock's unlock)",
+  liquibase: "cleared LOCKED, LOCKGRANTED and LOCKEDBY (Liquibase's releaseLock)",
+  'lock-table': 'deleted the row',
+  'custom-table': 'deleted the row',
+};

@@ -1,0 +1,419 @@
+/**
+ * The lock tables LockLens reads, as layouts: which column names a lock, which holds it, which expires it, which rows
+ * count, and how the library itself releases one. Pure: the catalog rows found become layouts, a layout becomes the
+ * SQL of each dialect, a row becomes a LockState. lockTables.ts runs the statements.
+ *
+ * Recognised (each library's own DDL and statements):
+ * - ShedLock JDBC: `shedlock(name, lock_until, locked_at, locked_by)`; rows are never deleted, a row is held while
+ *   `lock_until` is ahead of ShedLock's now: the UTC wall clock (`timezone('utc', CURRENT_TIMESTAMP)`,
+ *   `UTC_TIMESTAMP(3)`) for a column without a time zone, the instant for a `timestamptz`. Past it, it is shown expired.
+ * - Liquibase: `DATABASECHANGELOGLOCK(ID, LOCKED, LOCKGRANTED, LOCKEDBY)`, a lock while LOCKED; never expires.
+ * - The seed article's `lock(id, lock_name UNIQUE, desc, update_time)`: a row is a held lock with no holder and no
+ *   expiry. Only a table named `lock` whose `lock_name` alone has a unique index: any other table is described by the
+ *   user (a `locks` table is too common a name to guess what its rows mean).
+ */
+import { LockLensError } from '../errors';
+import { keyId } from '../keys';
+import type { LockMember, LockState } from '../lockState';
+import type { LockTableSpec } from '../profile';
+import type { SqlRow } from './session';
+import type { SqlDialect } from './url';
+
+export const LOCK_TABLE_CONVENTIONS = ['shedlock', 'liquibase', 'lock-table', 'custom-table'] as const;
+export type LockTableConvention = (typeof LOCK_TABLE_CONVENTIONS)[number];
+
+export interface TableRef {
+  /** Absent: the one an unqualified name resolves to (PostgreSQL's search path, MySQL's current database). */
+  readonly schema?: string;
+  readonly name: string;
+}
+
+export interface TableLayout {
+  readonly convention: LockTableConvention;
+  readonly table: TableRef;
+  /** What lock names start with before the '/': the table as the database (or the user's spec) names it. */
+  readonly label: string;
+  readonly nameColumn: string;
+  readonly holderColumn?: string;
+  readonly expiry?: {
+    readonly column: string;
+    /** Compared with the UTC wall clock (ShedLock's now for a column without a time zone), else the session's now. */
+    readonly utc: boolean;
+    /** The column saying when the row was written: its distance to the expiry is the granted TTL. */
+    readonly since?: string;
+  };
+  /** The row as shown besides its name, in order; the holder and the guard columns are among them. */
+  readonly shown: readonly string[];
+  /** Compared, as the text shown, by the release (besides the name and the holder). Short values: timestamps. */
+  readonly guard: readonly string[];
+  /** A boolean column: only rows where it is true are locks (Liquibase's LOCKED). */
+  readonly heldWhen?: string;
+}
+
+/** One column of a table the catalog query found. */
+export interface CatalogColumn {
+  readonly schema: string;
+  readonly table: string;
+  readonly column: string;
+  /** information_schema's data_type, lowercase. */
+  readonly type: string;
+  /** The schema's place in PostgreSQL's search path (1 first); 1 for MySQL's current database, 0 elsewhere. */
+  readonly pos: number;
+  /** The column alone has a unique index. */
+  readonly unique: boolean;
+}
+
+// ---- identifiers ----
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
+
+function invalidSpec(spec: LockTableSpec, why: string): LockLensError {
+  return new LockLensError('INVALID_ARGUMENT', `lock table '${spec.table}' (locklens.lockTables): ${why}`);
+}
+
+function checkIdentifier(spec: LockTableSpec, what: string, text: string): string {
+  if (!IDENTIFIER.test(text)) {
+    throw invalidSpec(spec, `${what} '${text}' is not a name LockLens reads: letters, digits, _ and $, starting with a letter or _, at most 63 characters`);
+  }
+  return text;
+}
+
+/** The spec's table, checked: `table` or `schema.table`. */
+export function specTable(spec: LockTableSpec): TableRef {
+  const parts = spec.table.split('.');
+  if (parts.length > 2) throw invalidSpec(spec, 'write table or schema.table');
+  const [schema, name] = parts.length === 2 ? parts : [undefined, parts[0]];
+  return { schema: schema === undefined ? undefined : checkIdentifier(spec, 'schema', schema), name: checkIdentifier(spec, 'table', name) };
+}
+
+/** Throws INVALID_ARGUMENT on a spec whose names LockLens would not put in a statement. */
+export function checkSpec(spec: LockTableSpec): void {
+  specTable(spec);
+  checkIdentifier(spec, 'nameColumn', spec.nameColumn);
+  checkIdentifier(spec, 'holderColumn', spec.holderColumn);
+  if (spec.expiryColumn !== undefined) checkIdentifier(spec, 'expiryColumn', spec.expiryColumn);
+}
+
+/** An identifier quoted for the dialect. Names reaching here are checked or come from the catalog; quotes are doubled anyway. */
+export function quoteIdent(dialect: SqlDialect, name: string): string {
+  return dialect === 'postgres' ? `"${name.replace(/"/g, '""')}"` : `\`${name.replace(/`/g, '``')}\``;
+}
+
+export function quoteTable(dialect: SqlDialect, table: TableRef): string {
+  return (table.schema === undefined ? '' : `${quoteIdent(dialect, table.schema)}.`) + quoteIdent(dialect, table.name);
+}
+
+// ---- discovery ----
+
+const RECOGNISED = ['shedlock', 'databasechangeloglock', 'lock'];
+
+/** Table names the catalog query asks for: each recognised name as the library writes it, in either case (MariaDB's are case-sensitive on Linux). */
+export function catalogNames(specs: readonly LockTableSpec[]): { unqualified: string[]; qualified: TableRef[] } {
+  const unqualified = new Set(RECOGNISED.flatMap((n) => [n, n.toUpperCase()]));
+  const qualified: TableRef[] = [];
+  for (const spec of specs) {
+    const table = specTable(spec);
+    if (table.schema === undefined) unqualified.add(table.name);
+    else qualified.push(table);
+  }
+  return { unqualified: [...unqualified], qualified };
+}
+
+/** One statement for every candidate table's columns; `?` placeholders, parameters in order. */
+export function catalogQuery(dialect: SqlDialect, specs: readonly LockTableSpec[]): { sql: string; params: string[] } {
+  const { unqualified, qualified } = catalogNames(specs);
+  const marks = unqualified.map(() => '?').join(', ');
+  const params = [...unqualified, ...qualified.flatMap((t) => [t.schema!, t.name])];
+  if (dialect === 'postgres') {
+    const exact = qualified.map(() => ' OR (c.table_schema = ? AND c.table_name = ?)').join('');
+    return {
+      sql:
+        'SELECT c.table_schema AS s, c.table_name AS t, c.column_name AS c, c.data_type AS type, ' +
+        'COALESCE(array_position(current_schemas(false), c.table_schema::name), 0) AS pos, ' +
+        'EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ' +
+        "WHERE i.indrelid = format('%I.%I', c.table_schema, c.table_name)::regclass AND i.indisunique AND i.indnkeyatts = 1 " +
+        'AND a.attname = c.column_name) AS uniq ' +
+        `FROM information_schema.columns c WHERE (c.table_schema::name = ANY (current_schemas(false)) AND c.table_name IN (${marks}))${exact}`,
+      params,
+    };
+  }
+  const exact = qualified.map(() => ' OR (c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ?)').join('');
+  return {
+    sql:
+      'SELECT c.TABLE_SCHEMA AS s, c.TABLE_NAME AS t, c.COLUMN_NAME AS c, LOWER(c.DATA_TYPE) AS type, ' +
+      'IF(c.TABLE_SCHEMA = DATABASE(), 1, 0) AS pos, ' +
+      'EXISTS (SELECT 1 FROM information_schema.STATISTICS st WHERE st.TABLE_SCHEMA = c.TABLE_SCHEMA AND st.TABLE_NAME = c.TABLE_NAME ' +
+      'AND st.COLUMN_NAME = c.COLUMN_NAME AND st.NON_UNIQUE = 0 AND st.SEQ_IN_INDEX = 1 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s2 ' +
+      'WHERE s2.TABLE_SCHEMA = st.TABLE_SCHEMA AND s2.TABLE_NAME = st.TABLE_NAME AND s2.INDEX_NAME = st.INDEX_NAME AND s2.SEQ_IN_INDEX = 2)) AS uniq ' +
+      `FROM information_schema.COLUMNS c WHERE (c.TABLE_SCHEMA = DATABASE() AND c.TABLE_NAME IN (${marks}))${exact}`,
+    params,
+  };
+}
+
+function text(value: unknown): string {
+  return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+}
+
+export function catalogColumn(row: SqlRow): CatalogColumn {
+  return {
+    schema: text(row.s),
+    table: text(row.t),
+    column: text(row.c),
+    type: text(row.type).toLowerCase(),
+    pos: Number(row.pos),
+    unique: row.uniq === true || Number(row.uniq) === 1,
+  };
+}
+
+interface FoundTable {
+  readonly schema: string;
+  readonly name: string;
+  readonly pos: number;
+  readonly columns: readonly CatalogColumn[];
+}
+
+function tablesOf(catalog: readonly CatalogColumn[]): FoundTable[] {
+  const tables = new Map<string, FoundTable>();
+  for (const col of catalog) {
+    const key = `${col.schema}\0${col.table}`;
+    const t = tables.get(key) ?? { schema: col.schema, name: col.table, pos: col.pos, columns: [] };
+    tables.set(key, { ...t, columns: [...t.columns, col] });
+  }
+  return [...tables.values()];
+}
+
+/** The table an unqualified name resolves to: the first schema of the search path that has it. */
+function resolveUnqualified(tables: readonly FoundTable[], name: string): FoundTable | undefined {
+  const inPath = tables.filter((t) => t.pos > 0).sort((a, b) => a.pos - b.pos);
+  // Exact first; MariaDB with lower_case_table_names stores names folded, so a unique case-insensitive match is it.
+  const exact = inPath.find((t) => t.name === name);
+  if (exact) return exact;
+  const folded = inPath.filter((t) => t.name.toLowerCase() === name.toLowerCase());
+  return new Set(folded.map((t) => t.name)).size === 1 ? folded[0] : undefined;
+}
+
+function columnOf(table: FoundTable, name: string): CatalogColumn | undefined {
+  return table.columns.find((c) => c.column === name) ?? table.columns.find((c) => c.column.toLowerCase() === name.toLowerCase());
+}
+
+function recognise(table: FoundTable, dialect: SqlDialect): TableLayout | undefined {
+  const col = (name: string) => columnOf(table, name);
+  const ref: TableRef = { schema: table.schema, name: table.name };
+  const base = { table: ref, label: table.name };
+  switch (table.name.toLowerCase()) {
+    case 'shedlock': {
+      const [name, until, at, by] = ['name', 'lock_until', 'locked_at', 'locked_by'].map(col);
+      if (!name || !until || !at || !by) return undefined;
+      const utc = dialect === 'mysql' || until.type !== 'timestamp with time zone';
+      return {
+        ...base,
+        convention: 'shedlock',
+        nameColumn: name.column,
+        holderColumn: by.column,
+        expiry: { column: until.column, utc, since: at.column },
+        shown: [until.column, at.column, by.column],
+        guard: [until.column],
+      };
+    }
+    case 'databasechangeloglock': {
+      const [id, locked, granted, by] = ['id', 'locked', 'lockgranted', 'lockedby'].map(col);
+      if (!id || !locked || !granted || !by) return undefined;
+      return { ...base, convention: 'liquibase', nameColumn: id.column, holderColumn: by.column, shown: [granted.column, by.column], guard: [granted.column], heldWhen: locked.column };
+    }
+    case 'lock': {
+      const name = col('lock_name');
+      if (!name?.unique) return undefined;
+      const updated = col('update_time');
+      const shown = [col('desc'), updated].filter((c): c is CatalogColumn => c !== undefined).map((c) => c.column);
+      return { ...base, convention: 'lock-table', nameColumn: name.column, shown, guard: updated ? [updated.column] : [] };
+    }
+    default:
+      return undefined;
+  }
+}
+
+const DATE_TYPES: Record<SqlDialect, readonly string[]> = {
+  postgres: ['timestamp without time zone', 'timestamp with time zone', 'date'],
+  mysql: ['timestamp', 'datetime', 'date'],
+};
+
+function specLayout(spec: LockTableSpec, tables: readonly FoundTable[], dialect: SqlDialect): TableLayout {
+  const ref = specTable(spec);
+  const table = ref.schema === undefined ? resolveUnqualified(tables, ref.name) : tables.find((t) => t.schema === ref.schema && t.name === ref.name);
+  if (!table) {
+    const where = ref.schema !== undefined ? `schema ${ref.schema}` : dialect === 'postgres' ? 'the search path (current_schemas)' : 'the current database';
+    throw invalidSpec(spec, `no such table in ${where}, or no privilege on it`);
+  }
+  const need = (what: string, name: string) => {
+    const c = columnOf(table, name);
+    if (!c) throw invalidSpec(spec, `${what} '${name}' is not a column of it (its columns: ${table.columns.map((x) => x.column).join(', ')})`);
+    return c;
+  };
+  const name = need('nameColumn', spec.nameColumn);
+  const holder = need('holderColumn', spec.holderColumn);
+  const expiry = spec.expiryColumn === undefined ? undefined : need('expiryColumn', spec.expiryColumn);
+  if (expiry && !DATE_TYPES[dialect].includes(expiry.type)) {
+    throw invalidSpec(spec, `expiryColumn '${expiry.column}' is a ${expiry.type}: it must be one of ${DATE_TYPES[dialect].join(', ')}`);
+  }
+  return {
+    convention: 'custom-table',
+    table: { schema: table.schema, name: table.name },
+    label: spec.table,
+    nameColumn: name.column,
+    holderColumn: holder.column,
+    expiry: expiry ? { column: expiry.column, utc: false } : undefined,
+    shown: [holder.column, ...(expiry ? [expiry.column] : [])],
+    guard: expiry ? [expiry.column] : [],
+  };
+}
+
+/**
+ * The layouts of what the catalog found: the user's specs (a missing table or column throws INVALID_ARGUMENT naming
+ * it), then the recognised tables that unqualified names resolve to, except one a spec already describes.
+ */
+export function layoutsOf(catalog: readonly CatalogColumn[], specs: readonly LockTableSpec[], dialect: SqlDialect): TableLayout[] {
+  const tables = tablesOf(catalog);
+  const custom = specs.map((spec) => specLayout(spec, tables, dialect));
+  const described = new Set(custom.map((l) => `${l.table.schema}\0${l.table.name}`));
+  const recognised = new Set<FoundTable>();
+  for (const name of new Set(tables.map((t) => t.name))) {
+    const table = tables.filter((t) => t.name === name && t.pos > 0).sort((a, b) => a.pos - b.pos)[0];
+    if (table && RECOGNISED.includes(name.toLowerCase())) recognised.add(table);
+  }
+  const found = [...recognised]
+    .filter((t) => !described.has(`${t.schema}\0${t.name}`))
+    .map((t) => recognise(t, dialect))
+    .filter((l): l is TableLayout => l !== undefined);
+  return [...custom, ...found];
+}
+
+// ---- reading rows ----
+
+function asText(dialect: SqlDialect, column: string): string {
+  return `CAST(${quoteIdent(dialect, column)} AS ${dialect === 'postgres' ? 'text' : 'CHAR'})`;
+}
+
+/** The database's now that an expiry column is compared with (never the client's clock). */
+function nowOf(dialect: SqlDialect, utc: boolean): string {
+  if (dialect === 'postgres') return utc ? "timezone('utc', CURRENT_TIMESTAMP)" : 'CURRENT_TIMESTAMP';
+  return utc ? 'UTC_TIMESTAMP(6)' : 'CURRENT_TIMESTAMP(6)';
+}
+
+function secondsBetween(dialect: SqlDialect, from: string, to: string): string {
+  return dialect === 'postgres' ? `EXTRACT(EPOCH FROM (${to} - ${from}))` : `TIMESTAMPDIFF(MICROSECOND, ${from}, ${to}) / 1000000`;
+}
+
+/**
+ * The rows that are locks. Every shown value is read as text (`v0`, `v1`, …), so the release compares exactly what
+ * was shown, never a client-side rounding of a timestamp; `ttl` and `granted` are computed by the database.
+ */
+export function rowsQuery(dialect: SqlDialect, layout: TableLayout): string {
+  const q = (c: string) => quoteIdent(dialect, c);
+  const select = [`${asText(dialect, layout.nameColumn)} AS n`, ...layout.shown.map((c, i) => `${asText(dialect, c)} AS v${i}`)];
+  if (layout.expiry) {
+    const until = q(layout.expiry.column);
+    select.push(`${secondsBetween(dialect, nowOf(dialect, layout.expiry.utc), until)} AS ttl`);
+    if (layout.expiry.since) select.push(`${secondsBetween(dialect, q(layout.expiry.since), until)} AS granted`);
+  }
+  const where = [`${q(layout.nameColumn)} IS NOT NULL`, ...(layout.heldWhen ? [`${q(layout.heldWhen)} = TRUE`] : [])];
+  return `SELECT ${select.join(', ')} FROM ${quoteTable(dialect, layout.table)} WHERE ${where.join(' AND ')} ORDER BY ${q(layout.nameColumn)}`;
+}
+
+/** Longer values are cut in the preview; names and holders stay whole in the lock's name and the member's owner. */
+export const PREVIEW_VALUE_CHARS = 256;
+
+function cut(value: string | null): string | null {
+  return value !== null && value.length > PREVIEW_VALUE_CHARS ? `${value.slice(0, PREVIEW_VALUE_CHARS)}…` : value;
+}
+
+function nullableText(value: unknown): string | null {
+  return value === null || value === undefined ? null : text(value);
+}
+
+/** What a read row becomes: a held lock, and the TTL it counts down where the table has an expiry. */
+export interface RowLock {
+  readonly lock: LockState;
+  /** Seconds left (negative: expired) and, where the row says when it was written, the TTL it was granted. */
+  readonly expiry?: { readonly ttl: number; readonly granted?: number; readonly shown: string };
+}
+
+export function lockName(layout: TableLayout, rowName: string): Buffer {
+  return Buffer.from(`${layout.label}/${rowName}`, 'utf8');
+}
+
+export function rowLock(layout: TableLayout, row: SqlRow): RowLock {
+  const rowName = text(row.n);
+  const name = lockName(layout, rowName);
+  const values = layout.shown.map((_, i) => nullableText(row[`v${i}`]));
+  const full: Record<string, string | null> = { [layout.nameColumn]: rowName };
+  const preview: Record<string, string | null> = { [layout.nameColumn]: cut(rowName) };
+  layout.shown.forEach((column, i) => {
+    full[column] = values[i];
+    // Guard values are timestamps, short: kept whole, since the release reads them back from here.
+    preview[column] = layout.guard.includes(column) ? values[i] : cut(values[i]);
+  });
+  const holder = layout.holderColumn === undefined ? null : values[layout.shown.indexOf(layout.holderColumn)];
+  const expiryShown = layout.expiry ? values[layout.shown.indexOf(layout.expiry.column)] : null;
+  const member: LockMember = {
+    key: Buffer.from(rowName, 'utf8'),
+    convention: layout.convention,
+    owner: holder ?? '',
+    lease: layout.expiry && expiryShown !== null ? name.toString('utf8') : '',
+    token: null,
+    holds: null,
+    valuePreview: Buffer.from(JSON.stringify(preview), 'utf8'),
+    valueSize: Buffer.byteLength(JSON.stringify(full), 'utf8'),
+  };
+  const lock: LockState = { id: keyId(name), name, kind: 'single', holder: member, waiters: [] };
+  if (!layout.expiry || expiryShown === null) return { lock };
+  const granted = row.granted === undefined || row.granted === null ? undefined : Number(row.granted);
+  return { lock, expiry: { ttl: Number(row.ttl), granted, shown: expiryShown } };
+}
+
+// ---- releasing ----
+
+/** The row's values as shown, read back from the member's preview: what the release guards on. */
+export function shownValues(member: LockMember): Record<string, string | null> {
+  try {
+    const parsed: unknown = JSON.parse(member.valuePreview.toString('utf8'));
+    if (parsed && typeof parsed === 'object') return parsed as Record<string, string | null>;
+  } catch {
+    // falls through: not a row LockLens showed
+  }
+  throw new LockLensError('INVALID_ARGUMENT', `${member.key.toString('utf8')} is not a lock-table row as LockLens shows it`);
+}
+
+/**
+ * The library's own release, on the row only while it is as shown: its name, its holder and its guard columns, compared
+ * as the text that was read (null-safe). ShedLock: `lock_until` set to ShedLock's now (its unlock); Liquibase: the lock
+ * cleared (its releaseLock); the seed table and the user's tables: the row deleted.
+ */
+export function releaseStatement(dialect: SqlDialect, layout: TableLayout, member: LockMember): { sql: string; params: unknown[] } {
+  const shown = shownValues(member);
+  const q = (c: string) => quoteIdent(dialect, c);
+  const same = (c: string) => `${asText(dialect, c)} ${dialect === 'postgres' ? 'IS NOT DISTINCT FROM' : '<=>'} ?`;
+  const where = [`${q(layout.nameColumn)} = ?`];
+  const params: unknown[] = [member.key.toString('utf8')];
+  if (layout.holderColumn !== undefined) {
+    where.push(same(layout.holderColumn));
+    params.push(shown[layout.holderColumn] === null ? null : member.owner);
+  }
+  for (const column of layout.guard) {
+    const value = shown[column];
+    if (value !== null && typeof value !== 'string') throw new LockLensError('INVALID_ARGUMENT', `the shown row has no ${column}`);
+    where.push(same(column));
+    params.push(value);
+  }
+  const table = quoteTable(dialect, layout.table);
+  switch (layout.convention) {
+    case 'shedlock':
+      return { sql: `UPDATE ${table} SET ${q(layout.expiry!.column)} = ${nowOf(dialect, layout.expiry!.utc)} WHERE ${where.join(' AND ')}`, params };
+    case 'liquibase': {
+      const [granted] = layout.guard;
+      const set = `${q(layout.heldWhen!)} = FALSE, ${q(granted)} = NULL, ${q(layout.holderColumn!)} = NULL`;
+      return { sql: `UPDATE ${table} SET ${set} WHERE ${where.join(' AND ')} AND ${q(layout.heldWhen!)} = TRUE`, params };
+    }
+    default:
+      return { sql: `DELETE FROM ${table} WHERE ${where.join(' AND ')}`, params };
+  }
+}
