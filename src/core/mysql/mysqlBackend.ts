@@ -1,10 +1,149 @@
-// Being built (issue 12): replaced by the real backend.
-import type { LockBackend } from '../backend';
+/**
+ * LockLens's MySQL/MariaDB store: GET_LOCK locks (held by connections; see getLockReading.ts for what each server
+ * shows) and the lock tables of the URL's database (sql/lockTables.ts), read together every poll over one connection.
+ * A lock is taken on a connection of its own (acquire.ts) and force-released by killing its holder's connection
+ * (forceRelease.ts).
+ */
+import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
+import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
+import { displayKey } from '../keys';
+import type { LeaseInfo } from '../leaseInfo';
+import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
+import { LockTables } from '../sql/lockTables';
+import { SqlLockWatch, sampleExpiries, underPrefixes, type SqlReading } from '../sql/pollingWatch';
+import { acquire, type MysqlHold } from './acquire';
+import { flavorOf, openConnection, targetOf, type MysqlFlavor } from './connect';
+import { describeForceRelease, forceRelease } from './forceRelease';
+import { GET_LOCK_CONVENTION, GetLockReader, processRow } from './getLockReading';
+import { MysqlSession } from './session';
 
-export class MysqlBackend {
-  static open(_profile: ConnectionProfile): Promise<LockBackend> {
-    return Promise.reject(new LockLensError('NOT_INSTALLED', 'MySQL support is being built'));
+export const MYSQL_CAPABILITIES: Capabilities = {
+  // The holder and the connections blocked in GET_LOCK (MariaDB: the processlist; MySQL 8: performance_schema).
+  waiters: true,
+  fencingTokens: false,
+  // Lock-table rows with an expiry column (ShedLock's lock_until); GET_LOCK locks have none.
+  ttl: true,
+  owner: 'connection',
+  revokeOwner: false,
+  // The server grants a freed name to one of its waiters from its metadata-lock queue, which no table shows: the
+  // waiters' order here is how long each has waited, an estimate (whole seconds on MySQL), and a waiter killed or
+  // timed out leaves unseen. LockLens cannot promise a position, so an acquire only says "held by another".
+  queuedAcquire: false,
+  readWriteLocks: false,
+  history: false,
+};
+
+export class MysqlBackend implements LockBackend {
+  readonly kind = 'mysql' as const;
+  readonly capabilities = MYSQL_CAPABILITIES;
+  private readonly scope = new ConnectionScope<MysqlHold>('MySQL', closedWhileHeld);
+  private readonly getLocks: GetLockReader;
+  /** The URL's database's lock tables; none without a database. */
+  private readonly tables: LockTables | undefined;
+
+  private constructor(
+    private readonly db: MysqlSession,
+    readonly flavor: MysqlFlavor,
+    readonly version: string,
+    seesAllConnections: boolean,
+    profile: ConnectionProfile,
+  ) {
+    this.getLocks = new GetLockReader(db, { flavor, seesAllConnections, user: String(db.target.options.user) });
+    this.tables = db.target.url.database ? new LockTables(db, profile.lockTables ?? []) : undefined;
   }
+
+  /** Connects, or throws a LockLensError saying why not (unreachable, not MySQL, access denied, TLS, …). */
+  static async open(profile: ConnectionProfile): Promise<MysqlBackend> {
+    const target = await targetOf(profile);
+    const conn = await openConnection(target);
+    try {
+      const { flavor, version } = await flavorOf(conn);
+      const [grants] = await conn.query("SELECT COUNT(*) AS n FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'PROCESS'");
+      const seesAll = Number((grants as { n: unknown }[])[0].n) > 0;
+      return new MysqlBackend(new MysqlSession(target, conn), flavor, version, seesAll, profile);
+    } catch (e) {
+      conn.destroy();
+      throw e;
+    }
+  }
+
+  private get label(): string {
+    return `MySQL at ${this.db.target.url.label}`;
+  }
+
+  private async read(): Promise<SqlReading> {
+    const [getLocks, tables] = await Promise.all([this.getLocks.read(), this.tables?.read()]);
+    return {
+      locks: [...getLocks.locks, ...(tables?.locks ?? [])],
+      expiries: tables?.expiries ?? [],
+      ...(getLocks.hidden.length ? { hidden: getLocks.hidden.join('; ') } : {}),
+    };
+  }
+
+  watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
+    this.scope.checkOpen();
+    return this.scope.watch(new SqlLockWatch(() => this.read(), prefixes, this.label, options));
+  }
+
+  async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
+    this.scope.checkOpen();
+    const reading = await this.read();
+    const locks = underPrefixes(reading.locks, prefixes).sort((a, b) => Buffer.compare(a.name, b.name));
+    const leases: ReadonlyMap<string, LeaseInfo> = sampleExpiries(new Map(), reading.expiries);
+    return { revision: null, locks, lease: (id) => leases.get(id) };
+  }
+
+  /** GET_LOCK locks; lock-table rows are the tables' libraries' to take. */
+  acquirable(lock: LockState): boolean {
+    return !this.tables?.owns(lock) && [lock.holder, ...lock.waiters].some((m) => m?.convention === GET_LOCK_CONVENTION);
+  }
+
+  async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
+    this.scope.checkOpen();
+    const hold = await acquire(
+      {
+        flavor: this.flavor,
+        open: () => openConnection(this.db.target),
+        killQuery: async (id) => void (await this.db.query(`KILL QUERY ${Number(id)}`)),
+        describeHolder: (n) => this.describeHolder(n),
+      },
+      name,
+      { ...options, signal: this.scope.signal(options.signal) },
+    );
+    return this.scope.hold(hold);
+  }
+
+  /** "connection 12 (app@10.0.0.5:51234)", or undefined when the name is free by now. */
+  private async describeHolder(name: string): Promise<string | undefined> {
+    const [row] = await this.db.query('SELECT IS_USED_LOCK(?) AS holder', [name]);
+    if (row.holder === null || row.holder === undefined) return undefined;
+    const rows = await this.db.query('SELECT ID AS id, USER AS user, HOST AS host FROM information_schema.PROCESSLIST WHERE ID = ?', [row.holder]);
+    const proc = rows.length ? processRow(rows[0]) : undefined;
+    return `connection ${String(row.holder)}${proc?.user ? ` (${proc.user}@${proc.host ?? '?'})` : ''}`;
+  }
+
+  forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
+    this.scope.checkOpen();
+    if (this.tables?.owns(lock)) return this.tables.forceRelease(lock, member);
+    return forceRelease(this.db, lock, member);
+  }
+
+  describeForceRelease(lock: LockState, member: LockMember): string {
+    if (this.tables?.owns(lock)) return this.tables.describeForceRelease(lock, member);
+    return describeForceRelease(lock, member);
+  }
+
+  close(): void {
+    if (this.scope.close()) this.db.close();
+  }
+
+  dispose(): void {
+    this.close();
+  }
+}
+
+function closedWhileHeld(name: Buffer): LockLensError {
+  return new LockLensError('LOCK_LOST', `lost ${displayKey(name)}: the MySQL connection was closed while it was held (its connection was closed, freeing the lock)`);
 }
