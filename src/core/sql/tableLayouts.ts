@@ -133,7 +133,7 @@ export function catalogQuery(dialect: SqlDialect, specs: readonly LockTableSpec[
         'EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ' +
         "WHERE i.indrelid = format('%I.%I', c.table_schema, c.table_name)::regclass AND i.indisunique AND i.indnkeyatts = 1 " +
         'AND a.attname = c.column_name) AS uniq ' +
-        `FROM information_schema.columns c WHERE (c.table_schema::name = ANY (current_schemas(false)) AND c.table_name IN (${marks}))${exact}`,
+        `FROM information_schema.columns c WHERE (c.table_schema::name = ANY (current_schemas(false)) AND c.table_name IN (${marks}))${exact} ORDER BY c.ordinal_position`,
       params,
     };
   }
@@ -145,7 +145,7 @@ export function catalogQuery(dialect: SqlDialect, specs: readonly LockTableSpec[
       'EXISTS (SELECT 1 FROM information_schema.STATISTICS st WHERE st.TABLE_SCHEMA = c.TABLE_SCHEMA AND st.TABLE_NAME = c.TABLE_NAME ' +
       'AND st.COLUMN_NAME = c.COLUMN_NAME AND st.NON_UNIQUE = 0 AND st.SEQ_IN_INDEX = 1 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s2 ' +
       'WHERE s2.TABLE_SCHEMA = st.TABLE_SCHEMA AND s2.TABLE_NAME = st.TABLE_NAME AND s2.INDEX_NAME = st.INDEX_NAME AND s2.SEQ_IN_INDEX = 2)) AS uniq ' +
-      `FROM information_schema.COLUMNS c WHERE (c.TABLE_SCHEMA = DATABASE() AND c.TABLE_NAME IN (${marks}))${exact}`,
+      `FROM information_schema.COLUMNS c WHERE (c.TABLE_SCHEMA = DATABASE() AND c.TABLE_NAME IN (${marks}))${exact} ORDER BY c.ORDINAL_POSITION`,
     params,
   };
 }

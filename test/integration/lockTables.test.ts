@@ -1,0 +1,345 @@
+/**
+ * Lock tables against a real PostgreSQL 15 and a real MariaDB 10.11: the tables made with ShedLock's, Liquibase's and
+ * the seed article's own DDL, their rows written with the libraries' own statements (ShedLock's usingDbTime
+ * statements, Liquibase's lock and release) on a connection of the test's own, read and released by LockTables over
+ * the stores' sessions.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createConnection, type Connection } from 'mysql2/promise';
+import type { Client } from 'pg';
+import { isLockLensError } from '../../src/core/errors';
+import type { LockState } from '../../src/core/lockState';
+import { MysqlSession } from '../../src/core/mysql/session';
+import { openConnection, targetOf } from '../../src/core/mysql/connect';
+import { openClient, pgSpecOf } from '../../src/core/postgres/connect';
+import { numberPlaceholders, pgSession } from '../../src/core/postgres/session';
+import type { LockTableSpec } from '../../src/core/profile';
+import { LockTables, type SqlWriteSession } from '../../src/core/sql/lockTables';
+import { SqlLockWatch } from '../../src/core/sql/pollingWatch';
+import type { SqlDialect } from '../../src/core/sql/url';
+import { ADMIN, DATABASE, startMariaDb, type MariaDbServer } from '../harness/mariadb';
+import { SUPERUSER_PASSWORD, startPostgres, type PostgresServer } from '../harness/postgres';
+
+type Row = Record<string, unknown>;
+
+/** One database, as the libraries and LockLens each see it. */
+interface Fixture {
+  readonly dialect: SqlDialect;
+  /** LockLens's session, as the store opens it. */
+  readonly session: SqlWriteSession;
+  /** The libraries' own connection (another session than LockLens's). */
+  lib(sql: string, params?: unknown[]): Promise<{ rows: Row[]; changed: number }>;
+  /** The tables as each library creates them. */
+  readonly ddl: readonly string[];
+  readonly liquibaseTable: string;
+  shedlockLock(name: string, ms: number, by: string): Promise<number>;
+  shedlockUnlock(name: string, by: string): Promise<number>;
+  liquibaseLock(by: string): Promise<number>;
+  readonly customTable: string;
+  /** A moment of the database's clock passes (not the test's: nothing is timed here). */
+  tick(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const SPEC: LockTableSpec = { table: 'job_locks', nameColumn: 'job', holderColumn: 'owner_id', expiryColumn: 'expires_at' };
+
+async function postgresFixture(server: PostgresServer): Promise<Fixture> {
+  const profile = { store: 'postgres' as const, endpoints: [server.url()], password: SUPERUSER_PASSWORD };
+  const client: Client = await openClient(await pgSpecOf(profile));
+  const session: SqlWriteSession = {
+    ...pgSession(async (sql, params) => (await client.query(sql, [...params])).rows as Row[]),
+    execute: async (sql, params = []) => (await client.query(numberPlaceholders(sql), [...params])).rowCount ?? 0,
+  };
+  const libClient = await server.superuser();
+  const lib = async (sql: string, params: unknown[] = []) => {
+    const r = await libClient.query(sql, params);
+    return { rows: r.rows as Row[], changed: r.rowCount ?? 0 };
+  };
+  const now = "timezone('utc', CURRENT_TIMESTAMP)";
+  return {
+    dialect: 'postgres',
+    session,
+    lib,
+    ddl: [
+      // ShedLock's README, PostgreSQL.
+      'CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))',
+      // Liquibase 4 on PostgreSQL (unquoted: lowercase names), and its initialisation.
+      'CREATE TABLE public.databasechangeloglock (ID INTEGER NOT NULL, LOCKED BOOLEAN NOT NULL, LOCKGRANTED TIMESTAMP WITHOUT TIME ZONE, LOCKEDBY VARCHAR(255), CONSTRAINT databasechangeloglock_pkey PRIMARY KEY (ID))',
+      'DELETE FROM public.databasechangeloglock',
+      'INSERT INTO public.databasechangeloglock (ID, LOCKED) VALUES (1, FALSE)',
+      // The seed article's table (`desc` is a keyword: quoted).
+      'CREATE TABLE lock (id SERIAL PRIMARY KEY, lock_name VARCHAR(64) NOT NULL UNIQUE, "desc" VARCHAR(1024), update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)',
+      'CREATE TABLE job_locks (job VARCHAR(2000) PRIMARY KEY, owner_id VARCHAR(100), expires_at TIMESTAMPTZ)',
+    ],
+    liquibaseTable: 'databasechangeloglock',
+    // ShedLock's PostgresSqlServerTimeStatementsSource (usingDbTime): insert, else take an expired row.
+    shedlockLock: async (name, ms, by) =>
+      (
+        await lib(
+          `INSERT INTO shedlock(name, lock_until, locked_at, locked_by) VALUES($1, ${now} + cast($2 as interval), ${now}, $3) ` +
+            `ON CONFLICT (name) DO UPDATE SET lock_until = ${now} + cast($2 as interval), locked_at = ${now}, locked_by = $3 ` +
+            `WHERE shedlock.name = $1 AND shedlock.lock_until <= ${now}`,
+          [name, `${ms} milliseconds`, by],
+        )
+      ).changed,
+    shedlockUnlock: async (name, by) =>
+      (
+        await lib(
+          `UPDATE shedlock SET lock_until = CASE WHEN locked_at + cast($1 as interval) > ${now} THEN locked_at + cast($1 as interval) ELSE ${now} END ` +
+            'WHERE name = $2 AND locked_by = $3',
+          ['0 milliseconds', name, by],
+        )
+      ).changed,
+    liquibaseLock: async (by) => (await lib('UPDATE public.databasechangeloglock SET LOCKED = TRUE, LOCKEDBY = $1, LOCKGRANTED = NOW() WHERE ID = 1 AND LOCKED = FALSE', [by])).changed,
+    customTable: 'job_locks',
+    tick: async () => void (await lib('SELECT pg_sleep(0.02)')),
+    close: async () => {
+      await client.end();
+      await libClient.end();
+    },
+  };
+}
+
+async function mariadbFixture(server: MariaDbServer): Promise<Fixture> {
+  const target = await targetOf({ store: 'mysql', endpoints: [server.url()], password: ADMIN.password });
+  const session = new MysqlSession(target, await openConnection(target));
+  const conn: Connection = await createConnection({ host: '127.0.0.1', port: server.port, user: ADMIN.user, password: ADMIN.password, database: DATABASE });
+  const lib = async (sql: string, params: unknown[] = []) => {
+    const [result] = await conn.query(sql, params);
+    return Array.isArray(result) ? { rows: result as Row[], changed: 0 } : { rows: [], changed: Number((result as { affectedRows: number }).affectedRows) };
+  };
+  const now = 'UTC_TIMESTAMP(3)';
+  return {
+    dialect: 'mysql',
+    session,
+    lib,
+    ddl: [
+      // ShedLock's README, MySQL/MariaDB.
+      'CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))',
+      // Liquibase on MySQL: an uppercase table (case-sensitive on Linux), LOCKED a BIT(1).
+      'CREATE TABLE DATABASECHANGELOGLOCK (ID INT NOT NULL, LOCKED BIT(1) NOT NULL, LOCKGRANTED datetime NULL, LOCKEDBY VARCHAR(255) NULL, CONSTRAINT PK_DATABASECHANGELOGLOCK PRIMARY KEY (ID))',
+      'DELETE FROM DATABASECHANGELOGLOCK',
+      'INSERT INTO DATABASECHANGELOGLOCK (ID, LOCKED) VALUES (1, 0)',
+      'CREATE TABLE `lock` (id INT AUTO_INCREMENT PRIMARY KEY, lock_name VARCHAR(64) NOT NULL, `desc` VARCHAR(1024) NOT NULL DEFAULT \'\', ' +
+        'update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, UNIQUE KEY uidx_lock_name (lock_name)) DEFAULT CHARSET utf8mb4',
+      'CREATE TABLE job_locks (job VARCHAR(2000) NOT NULL, owner_id VARCHAR(100), expires_at DATETIME(3), PRIMARY KEY (job(255))) DEFAULT CHARSET utf8mb4',
+    ],
+    liquibaseTable: 'DATABASECHANGELOGLOCK',
+    // ShedLock's MySqlServerTimeStatementsSource (usingDbTime): insert ignore, else update an expired row.
+    shedlockLock: async (name, ms, by) => {
+      const inserted = await lib(`INSERT IGNORE INTO shedlock(name, lock_until, locked_at, locked_by) VALUES(?, TIMESTAMPADD(MICROSECOND, ?, ${now}), ${now}, ?)`, [name, ms * 1000, by]);
+      if (inserted.changed) return 1;
+      return (
+        await lib(`UPDATE shedlock SET lock_until = TIMESTAMPADD(MICROSECOND, ?, ${now}), locked_at = ${now}, locked_by = ? WHERE name = ? AND lock_until <= ${now}`, [ms * 1000, by, name])
+      ).changed;
+    },
+    shedlockUnlock: async (name, by) =>
+      (
+        await lib(
+          `UPDATE shedlock SET lock_until = IF (TIMESTAMPADD(MICROSECOND, ?, locked_at) > ${now}, TIMESTAMPADD(MICROSECOND, ?, locked_at), ${now}) WHERE name = ? AND locked_by = ?`,
+          [0, 0, name, by],
+        )
+      ).changed,
+    liquibaseLock: async (by) => (await lib('UPDATE DATABASECHANGELOGLOCK SET LOCKED = 1, LOCKEDBY = ?, LOCKGRANTED = NOW() WHERE ID = 1 AND LOCKED = 0', [by])).changed,
+    customTable: 'job_locks',
+    tick: async () => void (await lib('SELECT SLEEP(0.02)')),
+    close: async () => {
+      session.close();
+      await conn.end();
+    },
+  };
+}
+
+function byName(locks: readonly LockState[], name: string): LockState | undefined {
+  return locks.find((l) => l.name.toString('utf8') === name);
+}
+
+function must(locks: readonly LockState[], name: string): LockState {
+  const lock = byName(locks, name);
+  assert.ok(lock, `${name} among ${locks.map((l) => l.name.toString('utf8')).join(', ')}`);
+  return lock;
+}
+
+function shown(lock: LockState): Record<string, string | null> {
+  return JSON.parse(lock.holder!.valuePreview.toString('utf8')) as Record<string, string | null>;
+}
+
+async function rejectsWith(p: Promise<unknown>, code: string, pattern: RegExp): Promise<void> {
+  await assert.rejects(p, (e: unknown) => isLockLensError(e) && e.code === code && pattern.test(e.message));
+}
+
+function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
+  describe(name, () => {
+    let db: Fixture;
+    let tables: LockTables;
+
+    before(async () => {
+      db = await open();
+      for (const statement of db.ddl) await db.lib(statement);
+      tables = new LockTables(db.session, [SPEC]);
+    });
+    after(async () => db?.close());
+
+    test('a held ShedLock row counts down from lock_until - locked_at; one ShedLock unlocked is shown expired', async () => {
+      assert.equal(await db.shedlockLock('report-job', 60_000, 'host-a'), 1);
+      assert.equal(await db.shedlockLock('report-job', 60_000, 'host-b'), 0, 'ShedLock itself is excluded while held');
+      assert.equal(await db.shedlockLock('done-job', 60_000, 'host-a'), 1);
+      assert.equal(await db.shedlockUnlock('done-job', 'host-a'), 1);
+      const first = await tables.read();
+      const held = must(first.locks, 'shedlock/report-job');
+      assert.equal(held.kind, 'single');
+      assert.equal(held.holder!.convention, 'shedlock');
+      assert.equal(held.holder!.owner, 'host-a');
+      assert.equal(held.holder!.key.toString(), 'report-job');
+      assert.equal(held.holder!.lease, 'shedlock/report-job');
+      assert.equal(held.holder!.token, null);
+      assert.equal(held.holder!.session, undefined);
+      assert.deepEqual(Object.keys(shown(held)), ['name', 'lock_until', 'locked_at', 'locked_by']);
+      const sample = first.expiries.find((e) => e.id === 'shedlock/report-job')!;
+      assert.ok(sample.ttl > 0 && sample.ttl <= 60, `ttl ${sample.ttl}`);
+      assert.equal(sample.grantedTtl, 60);
+      const expired = first.expiries.find((e) => e.id === 'shedlock/done-job')!;
+      assert.ok(expired.ttl <= 0, `expired ttl ${expired.ttl}`);
+      assert.ok(must(first.locks, 'shedlock/done-job').holder, 'an expired row is still shown');
+
+      await db.tick();
+      const again = (await tables.read()).expiries.find((e) => e.id === 'shedlock/report-job')!;
+      assert.ok(again.ttl < sample.ttl, `counts down: ${again.ttl} after ${sample.ttl}`);
+
+      // Through the polling watch the stores use: alive with its granted TTL, and expired.
+      const watch = new SqlLockWatch(() => tables.read(), [Buffer.from('shedlock/')], name, { pollIntervalMs: 60_000 });
+      try {
+        await watch.start();
+        assert.deepEqual(watch.locks().map((l) => l.name.toString()), ['shedlock/done-job', 'shedlock/report-job']);
+        assert.equal(watch.lease('shedlock/report-job')?.state, 'alive');
+        assert.equal(watch.lease('shedlock/report-job')?.grantedTtl, 60);
+        assert.equal(watch.lease('shedlock/done-job')?.state, 'expired');
+      } finally {
+        watch.dispose();
+      }
+    });
+
+    test("force release is ShedLock's unlock, only on the row shown; ShedLock then takes it again", async () => {
+      const lock = must((await tables.read()).locks, 'shedlock/report-job');
+      assert.match(tables.describeForceRelease(lock, lock.holder!), /locked_by 'host-a' and lock_until /);
+      const result = await tables.forceRelease(lock, lock.holder!);
+      assert.deepEqual(result.keys.map((k) => k.toString()), ['shedlock/report-job']);
+      const after = (await tables.read()).expiries.find((e) => e.id === 'shedlock/report-job')!;
+      assert.ok(after.ttl <= 0, `released: ttl ${after.ttl}`);
+      await rejectsWith(tables.forceRelease(lock, lock.holder!), 'LOCK_CHANGED', /nothing was changed/);
+      assert.equal(await db.shedlockLock('report-job', 60_000, 'host-b'), 1, 'ShedLock acquires the released row');
+      // Shown to the user, then taken over by another node: nothing is written.
+      const stale = must((await tables.read()).locks, 'shedlock/report-job');
+      assert.equal(await db.shedlockUnlock('report-job', 'host-b'), 1);
+      assert.equal(await db.shedlockLock('report-job', 60_000, 'host-c'), 1);
+      const before = (await db.lib(`SELECT CAST(lock_until AS ${db.dialect === 'postgres' ? 'text' : 'CHAR'}) AS u, locked_by FROM shedlock WHERE name = 'report-job'`)).rows[0];
+      await rejectsWith(tables.forceRelease(stale, stale.holder!), 'LOCK_CHANGED', /shedlock\/report-job/);
+      const now = (await db.lib(`SELECT CAST(lock_until AS ${db.dialect === 'postgres' ? 'text' : 'CHAR'}) AS u, locked_by FROM shedlock WHERE name = 'report-job'`)).rows[0];
+      assert.deepEqual(now, before);
+    });
+
+    test('a stuck Liquibase lock: no expiry, its LOCKEDBY as owner, released as releaseLock, then Liquibase acquires', async () => {
+      assert.equal(byName((await tables.read()).locks, `${db.liquibaseTable}/1`), undefined, 'a free row is no lock');
+      assert.equal(await db.liquibaseLock('ci-runner-7 (10.0.0.7)'), 1);
+      const { locks, expiries } = await tables.read();
+      const lock = must(locks, `${db.liquibaseTable}/1`);
+      assert.equal(lock.holder!.convention, 'liquibase');
+      assert.equal(lock.holder!.owner, 'ci-runner-7 (10.0.0.7)');
+      assert.equal(lock.holder!.lease, '', 'never expires');
+      assert.equal(expiries.some((e) => e.id.startsWith(db.liquibaseTable)), false);
+      assert.equal(await db.liquibaseLock('another'), 0, 'Liquibase is excluded while it is held');
+      assert.match(tables.describeForceRelease(lock, lock.holder!), /releaseLocks.*ci-runner-7/);
+      await tables.forceRelease(lock, lock.holder!);
+      assert.equal(byName((await tables.read()).locks, `${db.liquibaseTable}/1`), undefined);
+      assert.equal(await db.liquibaseLock('ci-runner-8 (10.0.0.8)'), 1, "Liquibase's own acquire succeeds");
+      // The lock the user was shown has gone and come back with another grant: LOCK_CHANGED, the new holder kept.
+      await rejectsWith(tables.forceRelease(lock, lock.holder!), 'LOCK_CHANGED', /nothing was changed/);
+      assert.equal(must((await tables.read()).locks, `${db.liquibaseTable}/1`).holder!.owner, 'ci-runner-8 (10.0.0.8)');
+    });
+
+    test("the seed article's table: a row is a lock, HTML and unicode names kept, deleted only while as shown", async () => {
+      const tricky = '<b onmouseover="x">orders</b> ☃ 日本 🔒';
+      await db.lib(`INSERT INTO ${db.dialect === 'postgres' ? 'lock' : '`lock`'} (lock_name, ${db.dialect === 'postgres' ? '"desc"' : '`desc`'}) VALUES (${db.dialect === 'postgres' ? '$1, $2' : '?, ?'})`, [tricky, 'sync worker 3']);
+      await db.lib(`INSERT INTO ${db.dialect === 'postgres' ? 'lock' : '`lock`'} (lock_name) VALUES ('nightly')`);
+      const lock = must((await tables.read()).locks, `lock/${tricky}`);
+      assert.equal(lock.holder!.convention, 'lock-table');
+      assert.equal(lock.holder!.owner, '');
+      assert.equal(lock.holder!.lease, '');
+      assert.equal(lock.holder!.key.toString('utf8'), tricky);
+      assert.equal(shown(lock).desc, 'sync worker 3');
+      assert.ok(shown(lock).update_time);
+      await tables.forceRelease(lock, lock.holder!);
+      assert.equal(byName((await tables.read()).locks, `lock/${tricky}`), undefined);
+
+      const nightly = must((await tables.read()).locks, 'lock/nightly');
+      await db.lib(`UPDATE ${db.dialect === 'postgres' ? 'lock' : '`lock`'} SET update_time = update_time + INTERVAL '1' SECOND WHERE lock_name = 'nightly'`);
+      await rejectsWith(tables.forceRelease(nightly, nightly.holder!), 'LOCK_CHANGED', /lock\/nightly/);
+      assert.ok(byName((await tables.read()).locks, 'lock/nightly'), 'nothing was deleted');
+    });
+
+    test("a user's table: held by its holder column, expired past its expiry column, deleted only while as shown", async () => {
+      const long = `job-${'x'.repeat(1500)}`;
+      const insert = db.dialect === 'postgres'
+        ? "INSERT INTO job_locks VALUES ($1, $2, CURRENT_TIMESTAMP + $3 * INTERVAL '1 second')"
+        : 'INSERT INTO job_locks VALUES (?, ?, TIMESTAMPADD(SECOND, ?, CURRENT_TIMESTAMP(3)))';
+      await db.lib(insert, ['billing', 'worker-1', 30]);
+      await db.lib(insert, ['stale', 'worker-2', -5]);
+      await db.lib(insert, [long, 'worker-3', 30]);
+      const { locks, expiries } = await tables.read();
+      const billing = must(locks, 'job_locks/billing');
+      assert.equal(billing.holder!.convention, 'custom-table');
+      assert.equal(billing.holder!.owner, 'worker-1');
+      const ttl = expiries.find((e) => e.id === 'job_locks/billing')!;
+      assert.ok(ttl.ttl > 0 && ttl.ttl <= 30, `ttl ${ttl.ttl}`);
+      assert.equal(ttl.grantedTtl, ttl.ttl, 'no written-at column: the TTL first seen');
+      assert.ok(expiries.find((e) => e.id === 'job_locks/stale')!.ttl < 0);
+      const longLock = must(locks, `job_locks/${long}`);
+      assert.equal(longLock.holder!.key.length, long.length, 'the name whole in the key');
+      assert.ok(longLock.holder!.valuePreview.length < 1000, 'the preview cut');
+
+      await db.lib(db.dialect === 'postgres' ? "UPDATE job_locks SET owner_id = 'worker-9' WHERE job = 'billing'" : "UPDATE job_locks SET owner_id = 'worker-9' WHERE job = 'billing'");
+      await rejectsWith(tables.forceRelease(billing, billing.holder!), 'LOCK_CHANGED', /job_locks\/billing/);
+      assert.equal(must((await tables.read()).locks, 'job_locks/billing').holder!.owner, 'worker-9');
+      const current = must((await tables.read()).locks, 'job_locks/billing');
+      assert.match(tables.describeForceRelease(current, current.holder!), /Deletes the row 'billing' held by 'worker-9' from the lock table job_locks/);
+      await tables.forceRelease(current, current.holder!);
+      await tables.forceRelease(longLock, longLock.holder!);
+      const left = (await tables.read()).locks.map((l) => l.name.toString()).filter((n) => n.startsWith('job_locks/'));
+      assert.deepEqual(left, ['job_locks/stale']);
+    });
+
+    test('a spec naming a missing table or column is a clear INVALID_ARGUMENT; an odd name is refused at once', async () => {
+      await rejectsWith(new LockTables(db.session, [{ table: 'no_such_locks', nameColumn: 'n', holderColumn: 'h' }]).read(), 'INVALID_ARGUMENT', /'no_such_locks'.*no such table/);
+      await rejectsWith(
+        new LockTables(db.session, [{ ...SPEC, holderColumn: 'holder' }]).read(),
+        'INVALID_ARGUMENT',
+        /'job_locks'.*holderColumn 'holder' is not a column of it \(its columns: job, owner_id, expires_at\)/,
+      );
+      await rejectsWith(new LockTables(db.session, [{ ...SPEC, expiryColumn: 'owner_id' }]).read(), 'INVALID_ARGUMENT', /expiryColumn 'owner_id' is a /);
+      assert.throws(() => new LockTables(db.session, [{ ...SPEC, table: 'job_locks; DROP TABLE shedlock' }]), (e: unknown) => isLockLensError(e, 'INVALID_ARGUMENT'));
+      assert.throws(() => new LockTables(db.session, [{ ...SPEC, nameColumn: 'a"b' }]), /nameColumn 'a"b' is not a name/);
+    });
+
+    test('a table dropped after it was found: the next read finds the tables again instead of failing', async () => {
+      const fresh = new LockTables(db.session, []);
+      assert.ok((await fresh.read()).locks.some((l) => l.name.toString().startsWith('lock/')));
+      await db.lib(db.dialect === 'postgres' ? 'DROP TABLE lock' : 'DROP TABLE `lock`');
+      const { locks } = await fresh.read();
+      assert.equal(locks.some((l) => l.name.toString().startsWith('lock/')), false);
+      assert.ok(locks.some((l) => l.name.toString().startsWith('shedlock/')));
+      assert.equal(locks.some((l) => l.holder!.convention === 'custom-table'), false, 'no spec: the user table is not guessed');
+    });
+  });
+}
+
+let pg: PostgresServer | undefined;
+let maria: MariaDbServer | undefined;
+
+lockTableSuite('lock tables on PostgreSQL 15', async () => postgresFixture((pg = await startPostgres())));
+lockTableSuite('lock tables on MariaDB 10.11', async () => mariadbFixture((maria = await startMariaDb({ metadataLockInfo: false }))));
+
+after(async () => {
+  await pg?.dispose();
+  await maria?.dispose();
+});
