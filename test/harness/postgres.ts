@@ -153,7 +153,7 @@ export class PostgresServer {
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     proc.kill('SIGQUIT');
-    if ((await Promise.race([exited.then(() => true), sleep(10_000).then(() => false)])) === false) await stopProcess(proc, 'SIGKILL');
+    if ((await Promise.race([exited.then(() => true), sleep(10_000, undefined, { unref: true }).then(() => false)])) === false) await stopProcess(proc, 'SIGKILL');
   }
 
   async dispose(): Promise<void> {
