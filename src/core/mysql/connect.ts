@@ -103,14 +103,18 @@ export async function flavorOf(conn: Connection): Promise<{ flavor: MysqlFlavor;
   return { flavor: /mariadb/i.test(version) ? 'mariadb' : 'mysql', version };
 }
 
-// Server errors at connect time (MySQL's and MariaDB's numbers agree).
+// Server errors at connect time (MySQL's and MariaDB's numbers agree; 3159 is MySQL's alone).
 const ER_DBACCESS_DENIED = 1044;
 const ER_ACCESS_DENIED = 1045;
 const ER_BAD_DB = 1049;
 const ER_SECURE_TRANSPORT_REQUIRED = 3159;
-const ER_MARIADB_SECURE_TRANSPORT_REQUIRED = 4179;
 
-const TLS_CODES = /CERT|SELF_SIGNED|UNABLE_TO|ERR_TLS|ERR_SSL|EPROTO|HANDSHAKE_NO_SSL_SUPPORT/;
+const TLS_CODES = /SSL|TLS|CERT|SELF_SIGNED|UNABLE_TO|EPROTO/;
+
+/** The probe gets a share of the dial timeout of its own: the connection's deadline is spent by now. */
+function probeMs(target: MysqlTarget): number {
+  return Math.max(500, Math.min(target.timeoutMs, 3000));
+}
 
 async function explainOpenFailure(target: MysqlTarget, e: unknown): Promise<LockLensError> {
   if (e instanceof LockLensError) return e;
@@ -120,12 +124,15 @@ async function explainOpenFailure(target: MysqlTarget, e: unknown): Promise<Lock
   const errno = serverErrno(e);
   const code = errorCode(e);
   if (errno === ER_ACCESS_DENIED) {
-    const tlsHint = url.tlsMode === 'disable' ? ' (or the account requires TLS: add ?ssl=true)' : '';
+    // MariaDB refuses a plain connection under require_secure_transport (or an account's REQUIRE SSL) with this same
+    // error, not MySQL's own code for it: whether the server offers TLS at all is the one hint to give.
+    const greeting = url.tlsMode === 'disable' ? await probeGreeting(url.host, url.port, probeMs(target)) : undefined;
+    const tlsHint = greeting?.kind === 'mysql' && greeting.offersTls ? `; the server offers TLS, and if it requires it (require_secure_transport, an account's REQUIRE SSL), add ?ssl=true to the URL` : '';
     return fail('AUTH', `access denied for user '${String(options.user)}': wrong password, or the user may not connect from here${tlsHint}`);
   }
   if (errno === ER_BAD_DB) return fail('INVALID_ARGUMENT', `there is no database '${url.database}' on the server`);
   if (errno === ER_DBACCESS_DENIED) return fail('PERMISSION', `user '${String(options.user)}' may not use database '${url.database}'`);
-  if (errno === ER_SECURE_TRANSPORT_REQUIRED || errno === ER_MARIADB_SECURE_TRANSPORT_REQUIRED) {
+  if (errno === ER_SECURE_TRANSPORT_REQUIRED) {
     return fail('TLS', 'the server requires TLS (require_secure_transport): add ?ssl=true, ?ssl=verify-ca or ?ssl=verify-full to the URL');
   }
   if (code === 'HANDSHAKE_NO_SSL_SUPPORT') return fail('TLS', 'the URL asks for TLS but the server does not offer it (no ssl_cert/ssl_key configured): drop ?ssl or configure TLS on the server');
@@ -133,7 +140,7 @@ async function explainOpenFailure(target: MysqlTarget, e: unknown): Promise<Lock
   if (errno !== undefined) return fail('STORE', `the server refused the connection: ${errorMessage(e)}`);
   if (code === 'ECONNREFUSED') return fail('UNREACHABLE', `nothing listens on ${at} (connection refused)`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return fail('UNREACHABLE', `${url.host} is not a known host name`);
-  const finding = await probeGreeting(url.host, url.port, Math.max(500, Math.min(target.timeoutMs, 3000)));
+  const finding = await probeGreeting(url.host, url.port, probeMs(target));
   switch (finding.kind) {
     case 'mysql':
       return fail(code === 'ETIMEDOUT' ? 'TIMEOUT' : 'UNREACHABLE', `${at} greets as MySQL but the connection failed: ${errorMessage(e)}`);
@@ -148,21 +155,34 @@ async function explainOpenFailure(target: MysqlTarget, e: unknown): Promise<Lock
   }
 }
 
-type Greeting = { kind: 'mysql' | 'silent' | 'closed' } | { kind: 'other'; text: string } | { kind: 'error'; message: string };
+type Greeting = { kind: 'mysql'; offersTls: boolean } | { kind: 'silent' | 'closed' } | { kind: 'other'; text: string } | { kind: 'error'; message: string };
+
+/** The capability flag a server's greeting sets when it can switch to TLS. */
+const CLIENT_SSL = 0x0800;
 
 /**
- * A MySQL server speaks first: a packet (3-byte length, sequence 0) holding protocol version 10, or an error packet
- * (0xff) when it refuses this host. Anything else is another kind of server.
+ * A MySQL server speaks first: a packet (3-byte length, sequence 0) holding protocol version 10, its version text,
+ * a thread id, 8 bytes of salt, a filler and its capability flags; or an error packet (0xff) when it refuses this
+ * host. Anything else is another kind of server.
  */
+export function readGreeting(got: Buffer): Greeting | undefined {
+  if (got.length < 5) return undefined;
+  if (got[3] !== 0 || (got[4] !== 10 && got[4] !== 0xff)) return { kind: 'other', text: printable(got.toString('latin1', 0, Math.min(got.length, 60)).split(/\r?\n/)[0]) };
+  if (got[4] === 0xff) return { kind: 'mysql', offersTls: false };
+  const versionEnd = got.indexOf(0, 5);
+  const flagsAt = versionEnd + 1 + 4 + 8 + 1;
+  if (versionEnd < 0 || got.length < flagsAt + 2) return undefined;
+  return { kind: 'mysql', offersTls: (got.readUInt16LE(flagsAt) & CLIENT_SSL) !== 0 };
+}
+
 function probeGreeting(host: string, port: number, timeoutMs: number): Promise<Greeting> {
   const socket = createSocket({ host, port });
   return probe<Greeting>(socket, timeoutMs, { kind: 'silent' }, (done) => {
     let got = Buffer.alloc(0);
     socket.on('data', (d: Buffer) => {
       got = Buffer.concat([got, d]);
-      if (got.length < 5) return;
-      if (got[3] === 0 && (got[4] === 10 || got[4] === 0xff)) return done({ kind: 'mysql' });
-      done({ kind: 'other', text: printable(got.toString('latin1', 0, Math.min(got.length, 60)).split(/\r?\n/)[0]) });
+      const greeting = readGreeting(got);
+      if (greeting) done(greeting);
     });
     socket.once('error', (err: NodeJS.ErrnoException) => done({ kind: 'error', message: err.message }));
     socket.once('close', () => done(got.length ? { kind: 'other', text: printable(got.toString('latin1')) } : { kind: 'closed' }));
