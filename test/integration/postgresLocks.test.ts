@@ -340,4 +340,39 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     assert.match(refused.message, /pg_signal_backend/);
     assert.ok(!(await sessionGone(lock.holder!.owner)));
   });
+
+  test('lock tables are read with the advisory locks, sampled for TTLs, and released their library`s way', async () => {
+    await admin.query('CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))');
+    defer(() => admin.query('DROP TABLE shedlock'));
+    const now = "timezone('utc', CURRENT_TIMESTAMP)";
+    await admin.query(`INSERT INTO shedlock(name, lock_until, locked_at, locked_by) VALUES('report-job', ${now} + interval '60 seconds', ${now}, 'host-a')`);
+    const own = await open();
+    const name = fresh();
+    const holder = psycopg(name);
+    await holder.until(['acquired']);
+    const listing = await own.list([]);
+    const table = listing.locks.find((l) => l.name.toString() === 'shedlock/report-job')!;
+    const advisory = listing.locks.find((l) => l.name.toString() === name)!;
+    assert.equal(table.holder?.convention, 'shedlock');
+    assert.equal(table.holder?.owner, 'host-a');
+    const ttl = listing.lease(table.holder!.lease);
+    assert.ok(ttl && ttl.ttl > 50 && ttl.ttl <= 60, JSON.stringify(ttl));
+    assert.equal(advisory.holder?.owner, String(await holder.pid()));
+    assert.deepEqual(listing.locks.map((l) => l.name.toString()), [...listing.locks.map((l) => l.name.toString())].sort(), 'in name order');
+    assert.equal(own.acquirable(table), false, 'a table row is written by its library only');
+    assert.equal(own.acquirable(advisory), true);
+    assert.match(own.describeForceRelease(table, table.holder!), /ShedLock/);
+    const result = await own.forceRelease(table, table.holder!);
+    assert.match(result.action, /ShedLock/);
+    const [row] = (await admin.query(`SELECT lock_until <= ${now} AS released FROM shedlock WHERE name = 'report-job'`)).rows;
+    assert.equal(row.released, true);
+    assert.ok(!(await sessionGone(advisory.holder!.owner)), 'no session was terminated for a table lock');
+    const badSpec = await PostgresBackend.open({
+      store: 'postgres',
+      endpoints: [server.url()],
+      password: SUPERUSER_PASSWORD,
+      lockTables: [{ table: 'jobs; DROP TABLE x', nameColumn: 'name', holderColumn: 'owner' }],
+    }).catch((e: LockLensError) => e);
+    assert.ok(isLockLensError(badSpec, 'INVALID_ARGUMENT'), String(badSpec));
+  });
 });

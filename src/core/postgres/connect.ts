@@ -11,7 +11,7 @@
 import { createConnection } from 'node:net';
 import { checkServerIdentity, type ConnectionOptions } from 'node:tls';
 import { userInfo } from 'node:os';
-import { Client, DatabaseError, type ClientConfig } from 'pg';
+import { Client, DatabaseError, type ClientConfig, type QueryResult } from 'pg';
 import { LockLensError, errorMessage } from '../errors';
 import { DEFAULT_DIAL_TIMEOUT_MS, type ConnectionProfile } from '../profile';
 import { printable, probe } from '../socketProbe';
@@ -222,8 +222,17 @@ export class PgConnection {
     return client;
   }
 
-  /** One statement, within the dial timeout; a connection that broke or timed out is replaced on the next one. */
+  /** One statement's rows, within the dial timeout; a connection that broke or timed out is replaced on the next one. */
   async query<R = Record<string, unknown>>(sql: string, params: readonly unknown[] = []): Promise<R[]> {
+    return (await this.run(sql, params)).rows as R[];
+  }
+
+  /** How many rows a statement changed. */
+  async execute(sql: string, params: readonly unknown[] = []): Promise<number> {
+    return (await this.run(sql, params)).rowCount ?? 0;
+  }
+
+  private async run(sql: string, params: readonly unknown[]): Promise<QueryResult> {
     const client = await this.live();
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
@@ -232,7 +241,7 @@ export class PgConnection {
     const run = client.query(sql, params as unknown[]);
     this.running.add(run);
     try {
-      return (await Promise.race([run, deadline])).rows as R[];
+      return await Promise.race([run, deadline]);
     } catch (e) {
       if (isConnectionError(e)) {
         if (this.client === client) this.client = undefined;

@@ -2,7 +2,9 @@
  * LockLens's PostgreSQL store: the advisory locks of the connection's database, read whole from pg_locks and
  * pg_stat_activity at every poll (PostgreSQL pushes nothing about locks), on one connection of the backend's own; a
  * connection of its own for every lock taken (see acquire.ts); force release by terminating the holding session (see
- * forceRelease.ts). Members are sessions, owned by their backend pid.
+ * forceRelease.ts). Members are sessions, owned by their backend pid. The database's lock tables (ShedLock, Liquibase,
+ * the user's) are read with them, through the same connection, and released their library's way (sql/lockTables.ts);
+ * they are not taken from LockLens.
  */
 import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
 import { ConnectionScope } from '../connectionScope';
@@ -10,12 +12,14 @@ import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
+import { LockTables } from '../sql/lockTables';
 import { SqlLockWatch, sampleExpiries, underPrefixes, type SqlReading } from '../sql/pollingWatch';
 import type { AdvisoryKey } from './advisoryKeys';
 import { advisoryQuery, hiddenSessions, keyParams, locksOfRows, type AdvisoryRow } from './advisoryLocks';
 import { acquire, type PostgresHold } from './acquire';
 import { PgConnection, openClient, pgSpecOf } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
+import { pgSession } from './session';
 
 export const POSTGRES_CAPABILITIES: Capabilities = {
   waiters: true,
@@ -40,23 +44,43 @@ export class PostgresBackend implements LockBackend {
   /** Acquires under way: the connection stays open until they end (a waiting one is cancelled through it). */
   private readonly acquiring = new Set<Promise<unknown>>();
 
-  private constructor(readonly connection: PgConnection) {}
+  private readonly tables: LockTables;
 
-  /** Opens the backend's connection, or throws a LockLensError saying why not (unreachable, password, TLS, …). */
+  private constructor(
+    readonly connection: PgConnection,
+    profile: ConnectionProfile,
+  ) {
+    const session = pgSession(
+      (sql, params) => connection.query(sql, params),
+      (sql, params) => connection.execute(sql, params),
+    );
+    this.tables = new LockTables(session, profile.lockTables ?? []);
+  }
+
+  /** Opens the backend's connection, or throws a LockLensError saying why not (unreachable, password, TLS, a lock table spec, …). */
   static async open(profile: ConnectionProfile): Promise<PostgresBackend> {
-    return new PostgresBackend(await PgConnection.open(await pgSpecOf(profile)));
+    const connection = await PgConnection.open(await pgSpecOf(profile));
+    try {
+      return new PostgresBackend(connection, profile);
+    } catch (e) {
+      void connection.close();
+      throw e;
+    }
   }
 
   private get label(): string {
     return this.connection.spec.url.label;
   }
 
-  /** One whole read: every advisory lock of the database. */
+  /** One whole read: every advisory lock of the database (one statement), then its lock tables. */
   private async read(): Promise<SqlReading> {
     this.scope.checkOpen();
     const rows = await this.connection.query<AdvisoryRow>(advisoryQuery(this.connection.server.version, false));
+    const tables = await this.tables.read();
     const hidden = hiddenSessions(rows, this.connection.server.currentUser);
-    return { locks: locksOfRows(rows), expiries: [], ...(hidden ? { hidden } : {}) };
+    // Table locks are named `<table>/<row>`, advisory keys are numbers: the two never share a name.
+    const locks = [...locksOfRows(rows), ...tables.locks].sort((a, b) => Buffer.compare(a.name, b.name));
+    return { locks, expiries: tables.expiries, ...(hidden ? { hidden } : {}) };
   }
 
   private readonly readLock = async (key: AdvisoryKey): Promise<LockState | undefined> => {
@@ -72,12 +96,13 @@ export class PostgresBackend implements LockBackend {
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
     const reading = await this.read();
     const leases = sampleExpiries(new Map(), reading.expiries);
-    const locks = underPrefixes(reading.locks, prefixes).sort((a, b) => Buffer.compare(a.name, b.name));
+    const locks = underPrefixes(reading.locks, prefixes);
     return { revision: null, locks, lease: (id) => leases.get(id) };
   }
 
-  acquirable(): boolean {
-    return true;
+  /** Advisory locks; a lock table's row is written by its library only. */
+  acquirable(lock: LockState): boolean {
+    return !this.tables.owns(lock);
   }
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
@@ -103,11 +128,12 @@ export class PostgresBackend implements LockBackend {
 
   forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
     this.scope.checkOpen();
+    if (this.tables.owns(lock)) return this.tables.forceRelease(lock, member);
     return forceRelease(this.connection, this.readLock, lock, member);
   }
 
   describeForceRelease(lock: LockState, member: LockMember): string {
-    return describeForceRelease(lock, member);
+    return this.tables.owns(lock) ? this.tables.describeForceRelease(lock, member) : describeForceRelease(lock, member);
   }
 
   close(): void {

@@ -2,6 +2,7 @@
  * The SqlSession the lock-table readers use, over a PostgreSQL connection: their `?` placeholders become `$1`, `$2`, …
  * (PostgreSQL's own), and rows come back as objects keyed by column name, as `pg` gives them.
  */
+import type { SqlWriteSession } from '../sql/lockTables';
 import type { SqlRow, SqlSession } from '../sql/session';
 
 /**
@@ -52,10 +53,15 @@ function skipQuoted(sql: string, i: number): number {
   return i;
 }
 
-/** A SqlSession whose statements run through `query` (numbered for PostgreSQL). */
-export function pgSession(query: (sql: string, params: readonly unknown[]) => Promise<SqlRow[]>): SqlSession {
-  return {
-    dialect: 'postgres',
-    query: (sql, params = []) => query(numberPlaceholders(sql), params),
-  };
+/**
+ * A SqlSession whose statements run through `query` (numbered for PostgreSQL); with `execute` (a statement's count of
+ * changed rows, pg's rowCount), the SqlWriteSession a lock-table release needs.
+ */
+export function pgSession(query: Run<SqlRow[]>): SqlSession;
+export function pgSession(query: Run<SqlRow[]>, execute: Run<number>): SqlWriteSession;
+export function pgSession(query: Run<SqlRow[]>, execute?: Run<number>): SqlSession | SqlWriteSession {
+  const session: SqlSession = { dialect: 'postgres', query: (sql, params = []) => query(numberPlaceholders(sql), params) };
+  return execute ? { ...session, execute: (sql, params = []) => execute(numberPlaceholders(sql), params) } : session;
 }
+
+type Run<T> = (sql: string, params: readonly unknown[]) => Promise<T>;
