@@ -17,6 +17,7 @@ import { numberPlaceholders, pgSession } from '../../src/core/postgres/session';
 import type { LockTableSpec } from '../../src/core/profile';
 import { LockTables, type SqlWriteSession } from '../../src/core/sql/lockTables';
 import { SqlLockWatch } from '../../src/core/sql/pollingWatch';
+import { quoteIdent } from '../../src/core/sql/tableLayouts';
 import type { SqlDialect } from '../../src/core/sql/url';
 import { ADMIN, DATABASE, startMariaDb, type MariaDbServer } from '../harness/mariadb';
 import { SUPERUSER_PASSWORD, startPostgres, type PostgresServer } from '../harness/postgres';
@@ -36,7 +37,6 @@ interface Fixture {
   shedlockLock(name: string, ms: number, by: string): Promise<number>;
   shedlockUnlock(name: string, by: string): Promise<number>;
   liquibaseLock(by: string): Promise<number>;
-  readonly customTable: string;
   /** A moment of the database's clock passes (not the test's: nothing is timed here). */
   tick(): Promise<void>;
   close(): Promise<void>;
@@ -92,7 +92,6 @@ async function postgresFixture(server: PostgresServer): Promise<Fixture> {
         )
       ).changed,
     liquibaseLock: async (by) => (await lib('UPDATE public.databasechangeloglock SET LOCKED = TRUE, LOCKEDBY = $1, LOCKGRANTED = NOW() WHERE ID = 1 AND LOCKED = FALSE', [by])).changed,
-    customTable: 'job_locks',
     tick: async () => void (await lib('SELECT pg_sleep(0.02)')),
     close: async () => {
       await client.end();
@@ -142,7 +141,6 @@ async function mariadbFixture(server: MariaDbServer): Promise<Fixture> {
         )
       ).changed,
     liquibaseLock: async (by) => (await lib('UPDATE DATABASECHANGELOGLOCK SET LOCKED = 1, LOCKEDBY = ?, LOCKGRANTED = NOW() WHERE ID = 1 AND LOCKED = 0', [by])).changed,
-    customTable: 'job_locks',
     tick: async () => void (await lib('SELECT SLEEP(0.02)')),
     close: async () => {
       session.close();
@@ -233,10 +231,10 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
       const stale = must((await tables.read()).locks, 'shedlock/report-job');
       assert.equal(await db.shedlockUnlock('report-job', 'host-b'), 1);
       assert.equal(await db.shedlockLock('report-job', 60_000, 'host-c'), 1);
-      const before = (await db.lib(`SELECT CAST(lock_until AS ${db.dialect === 'postgres' ? 'text' : 'CHAR'}) AS u, locked_by FROM shedlock WHERE name = 'report-job'`)).rows[0];
+      const row = async () => (await db.lib(`SELECT CAST(lock_until AS ${db.dialect === 'postgres' ? 'text' : 'CHAR'}) AS u, locked_by FROM shedlock WHERE name = 'report-job'`)).rows[0];
+      const before = await row();
       await rejectsWith(tables.forceRelease(stale, stale.holder!), 'LOCK_CHANGED', /shedlock\/report-job/);
-      const now = (await db.lib(`SELECT CAST(lock_until AS ${db.dialect === 'postgres' ? 'text' : 'CHAR'}) AS u, locked_by FROM shedlock WHERE name = 'report-job'`)).rows[0];
-      assert.deepEqual(now, before);
+      assert.deepEqual(await row(), before, 'nothing written');
     });
 
     test('a stuck Liquibase lock: no expiry, its LOCKEDBY as owner, released as releaseLock, then Liquibase acquires', async () => {
@@ -260,8 +258,9 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
 
     test("the seed article's table: a row is a lock, HTML and unicode names kept, deleted only while as shown", async () => {
       const tricky = '<b onmouseover="x">orders</b> ☃ 日本 🔒';
-      await db.lib(`INSERT INTO ${db.dialect === 'postgres' ? 'lock' : '`lock`'} (lock_name, ${db.dialect === 'postgres' ? '"desc"' : '`desc`'}) VALUES (${db.dialect === 'postgres' ? '$1, $2' : '?, ?'})`, [tricky, 'sync worker 3']);
-      await db.lib(`INSERT INTO ${db.dialect === 'postgres' ? 'lock' : '`lock`'} (lock_name) VALUES ('nightly')`);
+      const q = (name: string) => quoteIdent(db.dialect, name);
+      await db.lib(`INSERT INTO ${q('lock')} (lock_name, ${q('desc')}) VALUES (${db.dialect === 'postgres' ? '$1, $2' : '?, ?'})`, [tricky, 'sync worker 3']);
+      await db.lib(`INSERT INTO ${q('lock')} (lock_name) VALUES ('nightly')`);
       const lock = must((await tables.read()).locks, `lock/${tricky}`);
       assert.equal(lock.holder!.convention, 'lock-table');
       assert.equal(lock.holder!.owner, '');
@@ -273,7 +272,7 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
       assert.equal(byName((await tables.read()).locks, `lock/${tricky}`), undefined);
 
       const nightly = must((await tables.read()).locks, 'lock/nightly');
-      await db.lib(`UPDATE ${db.dialect === 'postgres' ? 'lock' : '`lock`'} SET update_time = update_time + INTERVAL '1' SECOND WHERE lock_name = 'nightly'`);
+      await db.lib(`UPDATE ${q('lock')} SET update_time = update_time + INTERVAL '1' SECOND WHERE lock_name = 'nightly'`);
       await rejectsWith(tables.forceRelease(nightly, nightly.holder!), 'LOCK_CHANGED', /lock\/nightly/);
       assert.ok(byName((await tables.read()).locks, 'lock/nightly'), 'nothing was deleted');
     });
@@ -298,7 +297,7 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
       assert.equal(longLock.holder!.key.length, long.length, 'the name whole in the key');
       assert.ok(longLock.holder!.valuePreview.length < 1000, 'the preview cut');
 
-      await db.lib(db.dialect === 'postgres' ? "UPDATE job_locks SET owner_id = 'worker-9' WHERE job = 'billing'" : "UPDATE job_locks SET owner_id = 'worker-9' WHERE job = 'billing'");
+      await db.lib("UPDATE job_locks SET owner_id = 'worker-9' WHERE job = 'billing'");
       await rejectsWith(tables.forceRelease(billing, billing.holder!), 'LOCK_CHANGED', /job_locks\/billing/);
       assert.equal(must((await tables.read()).locks, 'job_locks/billing').holder!.owner, 'worker-9');
       const current = must((await tables.read()).locks, 'job_locks/billing');
@@ -324,7 +323,7 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
     test('a table dropped after it was found: the next read finds the tables again instead of failing', async () => {
       const fresh = new LockTables(db.session, []);
       assert.ok((await fresh.read()).locks.some((l) => l.name.toString().startsWith('lock/')));
-      await db.lib(db.dialect === 'postgres' ? 'DROP TABLE lock' : 'DROP TABLE `lock`');
+      await db.lib(`DROP TABLE ${quoteIdent(db.dialect, 'lock')}`);
       const { locks } = await fresh.read();
       assert.equal(locks.some((l) => l.name.toString().startsWith('lock/')), false);
       assert.ok(locks.some((l) => l.name.toString().startsWith('shedlock/')));
