@@ -74,10 +74,13 @@ export class LockTables {
    * whose table or column is missing throws INVALID_ARGUMENT naming it (a configuration to fix, not a store failure).
    */
   async read(): Promise<LockTablesReading> {
+    const cached = this.layouts !== undefined && this.readsSinceDiscovery < REDISCOVER_EVERY_READS;
     try {
       return await this.readRows(await this.currentLayouts());
     } catch (e) {
       this.layouts = undefined;
+      // A table dropped or altered since it was found: found again, it is read as it is now (or no longer).
+      if (cached) return this.read();
       throw e;
     }
   }
