@@ -96,6 +96,23 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.deepEqual(logLines(log), ['holder acquired', 'holder releasing', 'first acquired', 'first releasing', 'second acquired', 'second releasing']);
   });
 
+  test('a watch of a quiet lock with waiters reports no change from poll to poll (their wait starts stay as first seen)', async () => {
+    const name = `${p}quiet`;
+    const holder = py(name);
+    await holder.until(['acquired']);
+    py(name);
+    py(name);
+    await waitersOf(name, 2);
+    const watch = backend.watch([b(name)], { minNotifyIntervalMs: 0, pollIntervalMs: 60_000 });
+    defer(() => watch.dispose());
+    await watch.start();
+    let changes = 0;
+    watch.onDidChangeLocks(() => changes++);
+    for (let i = 0; i < 5; i++) await watch.sync();
+    assert.equal(changes, 0);
+    assert.equal(watch.lock(keyId(b(name)))?.waiters.length, 2);
+  });
+
   test('our acquire waits behind PyMySQL and holds only after it released; PyMySQL then waits behind ours', async () => {
     const name = `${p}shared`;
     const holder = py(name);
@@ -258,6 +275,31 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.deepEqual(watch.locks().map((l) => l.name.toString()), [waited]);
     await server.sql("INSTALL SONAME 'metadata_lock_info'");
     await eventually(() => watch.locks().length === 2 && !/metadata_lock_info/.test(watch.status.detail ?? ''), 10_000, 'the plugin seen at the next poll');
+  });
+
+  test('lock tables of the URL`s database come with the GET_LOCK locks: a ShedLock row, its TTL, released its own way, not acquirable', async () => {
+    await server.sql(
+      'CREATE TABLE app.shedlock (name VARCHAR(64) NOT NULL PRIMARY KEY, lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL, locked_by VARCHAR(255) NOT NULL);' +
+        `INSERT INTO app.shedlock VALUES ('${p}report', UTC_TIMESTAMP(3) + INTERVAL 5 MINUTE, UTC_TIMESTAMP(3), 'host-a');`,
+    );
+    defer(() => server.sql('DROP TABLE app.shedlock'));
+    const holder = py(`${p}job`);
+    await holder.until(['acquired']);
+    // A fresh connection: which tables exist is read at the first reading (then every 30).
+    const reader = await open();
+    const listing = await reader.list([b(p), b('shedlock/')]);
+    const row = listing.locks.find((l) => l.holder?.convention === 'shedlock');
+    assert.ok(row, JSON.stringify(listing.locks.map((l) => l.name.toString())));
+    assert.equal(row.name.toString(), `shedlock/${p}report`);
+    assert.ok(listing.locks.some((l) => l.name.equals(b(`${p}job`))), 'the GET_LOCK lock beside it');
+    const ttl = listing.lease(row.holder!.lease)?.ttl ?? 0;
+    assert.ok(ttl > 200 && ttl <= 300, `a TTL from lock_until: ${ttl}`);
+    assert.equal(reader.acquirable(row), false, 'ShedLock takes its rows itself');
+    assert.match(reader.describeForceRelease(row, row.holder!), /lock_until/);
+    await reader.forceRelease(row, row.holder!);
+    assert.equal((await server.sql(`SELECT lock_until <= UTC_TIMESTAMP(3) FROM app.shedlock WHERE name = '${p}report'`)).trim(), '1');
+    const without = await open(ADMIN, '');
+    assert.equal((await without.list([b('shedlock/')])).locks.length, 0, 'no database in the URL: no lock tables');
   });
 
   test('a user without PROCESS sees its own connections, says so, and may not kill another user`s', async () => {
