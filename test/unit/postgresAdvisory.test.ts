@@ -1,0 +1,134 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { isLockLensError } from '../../src/core/errors';
+import { altNameOfKey, keyArguments, keyOfRow, nameOfKey, parseAdvisoryName, rowOfKey } from '../../src/core/postgres/advisoryKeys';
+import { hiddenSessions, INSUFFICIENT_PRIVILEGE, locksOfRows, sessionOf, type AdvisoryRow } from '../../src/core/postgres/advisoryLocks';
+import { holdersText } from '../../src/core/postgres/acquire';
+import { describeForceRelease } from '../../src/core/postgres/forceRelease';
+import { numberPlaceholders } from '../../src/core/postgres/session';
+
+describe('advisory keys', () => {
+  test('a bigint key and pg_locks` halves, both ways, signs included', () => {
+    const cases: [string, bigint, bigint][] = [
+      ['42', 0n, 42n],
+      ['-1', 0xffffffffn, 0xffffffffn],
+      ['4294967296', 1n, 0n],
+      ['9223372036854775807', 0x7fffffffn, 0xffffffffn],
+      ['-9223372036854775808', 0x80000000n, 0n],
+    ];
+    for (const [name, classid, objid] of cases) {
+      const key = parseAdvisoryName(name);
+      assert.deepEqual(rowOfKey(key), { classid, objid, objsubid: 1 }, name);
+      assert.equal(nameOfKey(keyOfRow(classid, objid, 1)), name);
+      assert.equal(altNameOfKey(key), `(${classid}, ${objid})`);
+    }
+  });
+
+  test('an int pair: k1:k2, signed, with no other name', () => {
+    const key = parseAdvisoryName('-5:2147483647');
+    assert.deepEqual(rowOfKey(key), { classid: 0xfffffffbn, objid: 0x7fffffffn, objsubid: 2 });
+    assert.equal(nameOfKey(keyOfRow(0xfffffffbn, 0x7fffffffn, 2)), '-5:2147483647');
+    assert.equal(altNameOfKey(key), undefined);
+    assert.deepEqual(keyArguments(key, 2), { sql: '$2::int4, $3::int4', params: ['-5', '2147483647'] });
+    assert.deepEqual(keyArguments(parseAdvisoryName('7')), { sql: '$1::int8', params: ['7'] });
+  });
+
+  test('anything else is refused, saying the two forms', () => {
+    for (const name of ['', 'orders', '1.5', ' 1', '1:', ':1', '1:2:3', '2147483648:0', '0:-2147483649', '9223372036854775808', '-9223372036854775809', 'shedlock/job']) {
+      assert.throws(() => parseAdvisoryName(name), (e: unknown) => isLockLensError(e, 'INVALID_ARGUMENT') && /a bigint such as 42.*an int pair such as 1:2/.test(e.message), name);
+    }
+  });
+});
+
+const row = (over: Partial<AdvisoryRow>): AdvisoryRow => ({
+  classid: '0',
+  objid: '42',
+  objsubid: 1,
+  pid: 100,
+  virtualtransaction: '3/7',
+  granted: true,
+  shared: false,
+  waitstart: null,
+  usename: 'app',
+  application_name: 'worker',
+  client_addr: '10.0.0.5',
+  client_port: 5555,
+  backend_start: 1_700_000_000_123.456,
+  state: 'idle',
+  query: 'SELECT pg_advisory_lock(42)',
+  ...over,
+});
+
+describe('advisory rows as locks', () => {
+  test('holder, then waiters by waitstart (a waiter without one yet last), pid breaking ties', () => {
+    const [lock] = locksOfRows([
+      row({ pid: 300, granted: false, waitstart: null }),
+      row({ pid: 250, granted: false, waitstart: 2000 }),
+      row({ pid: 200, granted: false, waitstart: 1000 }),
+      row({ pid: 210, granted: false, waitstart: 2000 }),
+      row({ pid: 100 }),
+    ]);
+    assert.equal(lock.kind, 'queue');
+    assert.equal(lock.holder?.owner, '100');
+    assert.deepEqual(lock.waiters.map((w) => w.owner), ['200', '210', '250', '300']);
+    assert.equal(lock.holder?.mode, undefined, 'no modes in an exclusive queue');
+    assert.equal(lock.waiters[0].session?.waitingSince, 1000);
+  });
+
+  test('shared holders are readers, exclusive ones writers; a session holding both ways is one writer', () => {
+    const [lock] = locksOfRows([
+      row({ pid: 5, shared: true }),
+      row({ pid: 3, shared: true }),
+      row({ pid: 3, shared: false }),
+      row({ pid: 9, granted: false, waitstart: 1 }),
+      row({ pid: 5, granted: false, waitstart: 2 }),
+    ]);
+    assert.equal(lock.kind, 'readwrite');
+    assert.deepEqual([lock.holder, ...lock.sharedWith!].map((m) => [m!.owner, m!.mode]), [['3', 'write'], ['5', 'read']]);
+    assert.deepEqual(lock.waiters.map((w) => [w.owner, w.mode]), [['9', 'write']], 'a holder asking for the other mode is shown holding');
+  });
+
+  test('locks by key, in name order; a pair and a bigint of the same bits are two locks', () => {
+    const locks = locksOfRows([row({ classid: '7', objid: '4294967294', objsubid: 2 }), row({ classid: '7', objid: '4294967294', objsubid: 1, pid: 101 }), row({ objid: '5', pid: 102 })]);
+    assert.deepEqual(locks.map((l) => [l.name.toString(), l.id, l.altName]), [
+      ['34359738366', '34359738366', '(7, 4294967294)'],
+      ['5', '5', '(0, 5)'],
+      ['7:-2', '7:-2', undefined],
+    ]);
+  });
+
+  test('a member: its pid as key, owner and lease; its session without what is hidden', () => {
+    const [lock] = locksOfRows([row({ client_addr: '::1' })]);
+    const m = lock.holder!;
+    assert.deepEqual([m.key.toString(), m.owner, m.lease, m.token, m.holds, m.convention], ['pid 100', '100', '100', null, null, 'pg-advisory']);
+    assert.deepEqual(m.session, { user: 'app', application: 'worker', client: '[::1]:5555', connectedAt: 1_700_000_000_123, state: 'idle', query: 'SELECT pg_advisory_lock(42)' });
+    const hidden = sessionOf(row({ client_addr: null, client_port: null, backend_start: null, state: null, query: INSUFFICIENT_PRIVILEGE, application_name: '' }));
+    assert.deepEqual(hidden, { user: 'app' });
+    assert.equal(sessionOf(row({ client_addr: null, client_port: -1 })).client, 'local socket');
+    const [prepared] = locksOfRows([row({ pid: null, virtualtransaction: '-1/55' })]);
+    assert.deepEqual([prepared.holder!.key.toString(), prepared.holder!.owner, prepared.holder!.lease], ['prepared transaction -1/55', '', '']);
+    assert.match(describeForceRelease(prepared, prepared.holder!), /COMMIT PREPARED or ROLLBACK PREPARED/);
+  });
+
+  test('hidden sessions are counted and the way to see them is named', () => {
+    assert.equal(hiddenSessions([row({})], 'app'), undefined);
+    const one = hiddenSessions([row({ query: INSUFFICIENT_PRIVILEGE }), row({ query: INSUFFICIENT_PRIVILEGE, granted: false })], 'reader')!;
+    assert.match(one, /^1 session of another role is shown without/);
+    assert.match(one, /GRANT pg_read_all_stats TO "reader"/);
+    assert.match(hiddenSessions([row({ query: INSUFFICIENT_PRIVILEGE }), row({ pid: 7, query: INSUFFICIENT_PRIVILEGE })], 'r')!, /^2 sessions of other roles are/);
+  });
+
+  test('LOCKED names every holder with what is known of it', () => {
+    const [lock] = locksOfRows([row({ shared: true }), row({ pid: 101, shared: true, client_addr: null, client_port: null, application_name: '' })]);
+    assert.equal(holdersText(lock), 'pid 100 (user app, application worker, from 10.0.0.5:5555), pid 101 (user app)');
+    assert.equal(holdersText(undefined), 'another session (gone by now)');
+  });
+});
+
+describe('placeholders', () => {
+  test('? becomes $n outside quotes, identifiers, dollar quotes and comments', () => {
+    assert.equal(numberPlaceholders('SELECT a FROM t WHERE x = ? AND y = ?'), 'SELECT a FROM t WHERE x = $1 AND y = $2');
+    assert.equal(numberPlaceholders(`SELECT '?', 'it''s ?', "we?ird", ? -- why?\n, ? /* ? */ , $$?$$, $q$ ? $q$, ?`), `SELECT '?', 'it''s ?', "we?ird", $1 -- why?\n, $2 /* ? */ , $$?$$, $q$ ? $q$, $3`);
+    assert.equal(numberPlaceholders("SELECT $1 FROM t WHERE 'unterminated ?"), "SELECT $1 FROM t WHERE 'unterminated ?");
+  });
+});
