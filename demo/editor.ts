@@ -2,16 +2,18 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { baseSettings, checkInstalled, copyExtension, repoRoot, startCodeServer, type CodeServer } from './codeServer';
+import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS } from './postgresWorkload';
 import { Group, RUN_VAR } from './processes';
 import { REDIS_LOCKS, REDIS_PREFIX, REDISSON_KEYS } from './redisWorkload';
 import { LOCKS, PREFIXES } from './workload';
 import { ZOOKEEPER_LOCKS, ZOOKEEPER_PREFIX } from './zookeeperWorkload';
 
 /**
- * VS Code with LockLens installed and connected to the demo's etcd (and its Redis and ZooKeeper): desktop VS Code when
- * `code` is on PATH and there is a display, else code-server on 127.0.0.1 (the same one the UI tests use) in the
- * browser. Either way it gets temporary user-data and extensions dirs (your own VS Code profile is not touched), the
- * built extension copied in, and a settings.json with the `demo` connection (and `demo-redis`, `demo-zookeeper`).
+ * VS Code with LockLens installed and connected to the demo's etcd (and its Redis, ZooKeeper and PostgreSQL): desktop
+ * VS Code when `code` is on PATH and there is a display, else code-server on 127.0.0.1 (the same one the UI tests use)
+ * in the browser. Either way it gets temporary user-data and extensions dirs (your own VS Code profile is not touched),
+ * the built extension copied in, and a settings.json with the `demo` connection (and `demo-redis`, `demo-zookeeper`,
+ * `demo-postgres`).
  */
 
 export interface Editor {
@@ -27,6 +29,8 @@ export interface EditorOptions {
   readonly redisUrl?: string;
   /** zookeeper://127.0.0.1:PORT of the demo's ZooKeeper, when it runs one. */
   readonly zookeeperUrl?: string;
+  /** postgres://postgres@127.0.0.1:PORT/app of the demo's PostgreSQL, when it runs one. */
+  readonly postgresUrl?: string;
   /** The demo's temp dir: the workspace folder and the desktop profile go under it. */
   readonly root: string;
   readonly runId: string;
@@ -36,13 +40,16 @@ export interface EditorOptions {
 }
 
 /**
- * The settings that connect LockLens to the demo: `demo` (etcd) and, when it runs them, `demo-redis` and
- * `demo-zookeeper`.
+ * The settings that connect LockLens to the demo: `demo` (etcd) and, when it runs them, `demo-redis`, `demo-zookeeper`
+ * and `demo-postgres`. No password anywhere: the demo's PostgreSQL trusts loopback connections (see postgres.ts),
+ * since a password belongs in VS Code's SecretStorage, which the demo cannot write.
  */
-export function demoSettings(endpoints: readonly string[], redisUrl?: string, zookeeperUrl?: string): Record<string, unknown> {
+export function demoSettings(endpoints: readonly string[], redisUrl?: string, zookeeperUrl?: string, postgresUrl?: string): Record<string, unknown> {
   const connections: Record<string, unknown>[] = [{ name: 'demo', endpoints: [...endpoints], prefixes: [...PREFIXES] }];
   if (redisUrl) connections.push({ name: 'demo-redis', store: 'redis', endpoints: [redisUrl], prefixes: [REDIS_PREFIX] });
   if (zookeeperUrl) connections.push({ name: 'demo-zookeeper', store: 'zookeeper', endpoints: [zookeeperUrl], prefixes: [ZOOKEEPER_PREFIX] });
+  // The empty prefix: every advisory lock and lock-table row of the database.
+  if (postgresUrl) connections.push({ name: 'demo-postgres', store: 'postgres', endpoints: [postgresUrl], prefixes: [''] });
   return {
     'locklens.connections': connections,
     // The stuck holder is flagged after a minute, not the default five.
@@ -62,7 +69,7 @@ export async function openEditor(options: EditorOptions): Promise<Editor> {
   const workspace = join(options.root, 'workspace');
   mkdirSync(workspace, { recursive: true });
   writeFileSync(join(workspace, 'README.md'), workspaceReadme(options));
-  const settings = { ...baseSettings, ...demoSettings(options.endpoints, options.redisUrl, options.zookeeperUrl) };
+  const settings = { ...baseSettings, ...demoSettings(options.endpoints, options.redisUrl, options.zookeeperUrl, options.postgresUrl) };
 
   if (!options.forceCodeServer && desktopCodeAvailable()) {
     const userData = join(options.root, 'vscode-user-data');
@@ -85,7 +92,7 @@ export async function openEditor(options: EditorOptions): Promise<Editor> {
   checkInstalled();
   const server: CodeServer = await startCodeServer({
     installExtensionFrom: repoRoot,
-    extraSettings: demoSettings(options.endpoints, options.redisUrl, options.zookeeperUrl),
+    extraSettings: demoSettings(options.endpoints, options.redisUrl, options.zookeeperUrl, options.postgresUrl),
     env: { [RUN_VAR]: options.runId },
   });
   const url = `${server.url}/?folder=${encodeURIComponent(workspace)}`;
@@ -96,7 +103,7 @@ export async function openEditor(options: EditorOptions): Promise<Editor> {
   };
 }
 
-function workspaceReadme({ endpoints, redisUrl, zookeeperUrl }: EditorOptions): string {
+function workspaceReadme({ endpoints, redisUrl, zookeeperUrl, postgresUrl }: EditorOptions): string {
   return `# LockLens demo
 
 A local etcd (\`${endpoints.join(',')}\`) with simulated services fighting over locks. Open the **LockLens** view in
@@ -120,7 +127,7 @@ Things to try:
    services, see your position, then hold it (status bar) until you click it to release.
 3. **Watch it live.** **LockLens: Open Timeline** shows every lease's hold and wait as bars over time.
 
-${redisUrl ? redisReadme(redisUrl) : ''}${zookeeperUrl ? zooKeeperReadme(zookeeperUrl) : ''}
+${redisUrl ? redisReadme(redisUrl) : ''}${zookeeperUrl ? zooKeeperReadme(zookeeperUrl) : ''}${postgresUrl ? postgresReadme(postgresUrl) : ''}
 Ctrl-C in the terminal that runs \`npm run demo\` stops everything the demo started.
 `;
 }
@@ -162,5 +169,28 @@ says who it is (kazoo's identifier, Curator's IP).
 6. **Force-release the stuck node.** Right-click the holder of \`${ZOOKEEPER_LOCKS.stuck}\` → **Force Release…**: it
    deletes that node only if it is still the one shown, and the standby takes the lock. The confirmation says it: the
    stuck service is not told, and may still believe it holds the lock. It hangs holding it again 30 s later.
+`;
+}
+
+function postgresReadme(url: string): string {
+  return `
+## PostgreSQL
+
+A local PostgreSQL 15 (\`${url}\`, loopback connections trusted: the demo cannot put a password in VS Code's secret
+storage) with psycopg2 sessions on database \`app\`: the \`demo-postgres\` connection watches every lock in it (an
+empty prefix). A member's owner is its session: the backend pid, shown with its \`application_name\`, user and client.
+
+| lock | who | what to look at |
+| --- | --- | --- |
+| \`${POSTGRES_LOCKS.incident}\` | **stuck**: \`${INCIDENT_HOLDER}\` holds \`pg_advisory_lock(42)\` for minutes, its session idle; ${INCIDENT_WAITERS.map((w) => `\`${w}\``).join(' and ')} wait behind it | the incident: a holder and two waiters in queue order |
+| \`${POSTGRES_LOCKS.contended}\` | three \`sync-worker\` sessions in \`pg_advisory_lock(7, 1)\` (an int pair) | a holder that changes every few seconds |
+| \`${POSTGRES_LOCKS.liquibase}\` | **stuck**: Liquibase's lock row, locked by \`${LIQUIBASE_LOCKED_BY}\`, a migration that was killed | locked forever: no session holds it, nothing will unlock it |
+| \`${POSTGRES_LOCKS.shedlock}\` | a ShedLock job, locked for 20 s every 30 s | held until its \`lock_until\`, then expired |
+
+7. **Release the stuck Liquibase lock.** Right-click the holder of \`${POSTGRES_LOCKS.liquibase}\` → **Force Release…**:
+   Liquibase's own release (LOCKED false), only if the row still says what you saw. A migration crashes holding it
+   again 30 s later.
+8. **Force-release \`${POSTGRES_LOCKS.incident}\`.** It terminates ${INCIDENT_HOLDER}'s session: \`${INCIDENT_WAITERS[0]}\` holds next,
+   and ${INCIDENT_HOLDER} connects again and queues, so it holds for minutes again soon after.
 `;
 }

@@ -1,5 +1,5 @@
-// `npm run demo`: a local etcd, a local Redis and a local ZooKeeper, simulated services contending for locks in each
-// (one stuck in each), and VS Code with LockLens connected to all three. Ctrl-C stops everything it started.
+// `npm run demo`: a local etcd, Redis, ZooKeeper and PostgreSQL, simulated services contending for locks in each (one
+// stuck in each), and VS Code with LockLens connected to all four. Ctrl-C stops everything it started.
 //
 // Bundled by esbuild.mjs into dist/demo.js (not compiled with tsc into out/): it runs the core engine (src/core) the
 // same way the `locklens` CLI does, from one self-contained file with etcd3's .proto files next to it in dist/proto,
@@ -15,6 +15,8 @@ import { openEditor, type Editor } from './editor';
 import { startEtcd, type DemoEtcd } from './etcd';
 import { sleep } from '../src/core/sleep';
 import { killStragglers, processesWithEnv, RUN_VAR } from './processes';
+import { postgresInstalled, startPostgres, type DemoPostgres } from './postgres';
+import { INCIDENT_HOLDER, INCIDENT_WAITERS, POSTGRES_LOCKS, PostgresWorkload } from './postgresWorkload';
 import { PYTHON } from './pythonServices';
 import { startRedis, type DemoRedis } from './redis';
 import { REDIS_LOCKS, REDIS_PREFIX, RedisWorkload } from './redisWorkload';
@@ -33,8 +35,11 @@ nothing persisted, keyspace notifications on) with locks under ${REDIS_PREFIX} (
 fair lock with two waiters, contending redis-py locks, and one stuck redis-py token with no expiry to force-release);
 a local ZooKeeper (Debian's, run from its jar on a free loopback port, data in the temp dir) with kazoo clients under
 ${ZOOKEEPER_PREFIX} (three kazoo Lock processes contending, a kazoo read/write lock, and one stuck holder in Curator's layout
-that keeps its session alive, with a kazoo waiter behind it, to force-release); and VS Code with LockLens connected to
-all three: desktop VS Code when \`code\` is on PATH, otherwise code-server on 127.0.0.1 (open the URL it prints).
+that keeps its session alive, with a kazoo waiter behind it, to force-release); a local PostgreSQL (Debian's 15, a
+cluster in the temp dir on a free loopback port, loopback connections trusted) with psycopg2 sessions on database app
+(advisory lock ${POSTGRES_LOCKS.incident} held for minutes by ${INCIDENT_HOLDER} with two waiters, advisory lock ${POSTGRES_LOCKS.contended} contended, a ShedLock
+job, and a stuck Liquibase lock to release); and VS Code with LockLens connected to all four: desktop VS Code when
+\`code\` is on PATH, otherwise code-server on 127.0.0.1 (open the URL it prints).
 Ctrl-C stops everything.
 
 Options:
@@ -42,6 +47,7 @@ Options:
                     under ${PREFIXES.join(' and ')}; they go when it stops (etcdctl's within their 10-60 s lease TTLs).
   --no-redis        leave Redis out
   --no-zookeeper    leave ZooKeeper out
+  --no-postgres     leave PostgreSQL out
   --no-editor       run only the stores and the workload (connect with your own VS Code or \`locklens list\`)
   --code-server     use code-server even where desktop VS Code is available
   --verbose         log every acquire and release, not only the stuck holder, lost locks and errors
@@ -55,6 +61,7 @@ async function main(argv: string[]): Promise<number> {
       'no-editor': { type: 'boolean' },
       'no-redis': { type: 'boolean' },
       'no-zookeeper': { type: 'boolean' },
+      'no-postgres': { type: 'boolean' },
       'code-server': { type: 'boolean' },
       verbose: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -75,6 +82,7 @@ async function main(argv: string[]): Promise<number> {
     editor: !values['no-editor'],
     redis: !values['no-redis'],
     zookeeper: !values['no-zookeeper'],
+    postgres: !values['no-postgres'],
     forceCodeServer: !!values['code-server'],
     verbose: !!values.verbose,
   });
@@ -85,6 +93,7 @@ interface DemoOptions {
   readonly editor: boolean;
   readonly redis: boolean;
   readonly zookeeper: boolean;
+  readonly postgres: boolean;
   readonly forceCodeServer: boolean;
   readonly verbose: boolean;
 }
@@ -102,6 +111,8 @@ async function runDemo(options: DemoOptions): Promise<number> {
   let redisWorkload: RedisWorkload | undefined;
   let zookeeper: DemoZooKeeper | undefined;
   let zooKeeperWorkload: ZooKeeperWorkload | undefined;
+  let postgres: DemoPostgres | undefined;
+  let postgresWorkload: PostgresWorkload | undefined;
   let editor: Editor | undefined;
   /** Steps under way (starting etcd, VS Code): a stop waits for them, so that what they start is stopped too. */
   const starting: Promise<unknown>[] = [];
@@ -114,17 +125,18 @@ async function runDemo(options: DemoOptions): Promise<number> {
       const workloadStopped = workload?.stop().catch((e) => say(`  workload: ${String(e)}`));
       const redisWorkloadStopped = redisWorkload?.stop().catch((e) => say(`  Redis workload: ${String(e)}`));
       const zooKeeperWorkloadStopped = zooKeeperWorkload?.stop().catch((e) => say(`  ZooKeeper workload: ${String(e)}`));
+      const postgresWorkloadStopped = postgresWorkload?.stop().catch((e) => say(`  PostgreSQL workload: ${String(e)}`));
       await Promise.all(starting.map((p) => p.catch(() => undefined)));
       await editor?.stop().catch((e) => say(`  VS Code: ${String(e)}`));
-      await Promise.all([workloadStopped, redisWorkloadStopped, zooKeeperWorkloadStopped]);
-      await Promise.all([etcd?.group.stop(5000), redis?.group.stop(5000), zookeeper?.group.stop(5000)]);
+      await Promise.all([workloadStopped, redisWorkloadStopped, zooKeeperWorkloadStopped, postgresWorkloadStopped]);
+      await Promise.all([etcd?.group.stop(5000), redis?.group.stop(5000), zookeeper?.group.stop(5000), postgres?.group.stop(5000)]);
       // Anything still carrying this run's id (a window that left its group, a grandchild): ask, then kill.
       const left = processesWithEnv(RUN_VAR, runId);
       left.forEach((pid) => signalPid(pid, 'SIGTERM'));
       for (let i = 0; i < 30 && processesWithEnv(RUN_VAR, runId).length; i++) await sleep(100);
       const killed = killStragglers(runId);
       rmSync(root, { recursive: true, force: true, maxRetries: 3 });
-      const what = [etcd && 'etcd', redis && 'Redis', zookeeper && 'ZooKeeper', (workload || redisWorkload || zooKeeperWorkload) && 'the workload', editor && 'VS Code', left.length && `${left.length} other process(es)${killed ? ` (${killed} killed)` : ''}`];
+      const what = [etcd && 'etcd', redis && 'Redis', zookeeper && 'ZooKeeper', postgres && 'PostgreSQL', (workload || redisWorkload || zooKeeperWorkload || postgresWorkload) && 'the workload', editor && 'VS Code', left.length && `${left.length} other process(es)${killed ? ` (${killed} killed)` : ''}`];
       say(`${time()} stopped ${what.filter(Boolean).join(', ') || 'everything'}; temp dir removed`);
     })());
 
@@ -157,8 +169,8 @@ async function runDemo(options: DemoOptions): Promise<number> {
 
   try {
     checkInstalled(options);
-    // The stores start side by side (ZooKeeper's JVM takes a second or two, etcd and Redis less): the demo is ready
-    // when the slowest is, not after the sum of them.
+    // The stores start side by side (ZooKeeper's JVM and PostgreSQL's initdb take a second or two, etcd and Redis
+    // less): the demo is ready when the slowest is, not after the sum of them.
     let endpoints = options.endpoints;
     const stores: Promise<unknown>[] = [];
     if (!endpoints) {
@@ -186,6 +198,13 @@ async function runDemo(options: DemoOptions): Promise<number> {
         }),
       );
     }
+    if (options.postgres) {
+      stores.push(
+        step(startPostgres(root, runId).then((started) => (postgres = started))).then((p) => {
+          say(`${time()} postgres    ${p.url}   (data dir ${p.dataDir}, loopback connections trusted)`);
+        }),
+      );
+    }
     await Promise.all(stores);
     const etcdEndpoints = endpoints!;
 
@@ -194,6 +213,7 @@ async function runDemo(options: DemoOptions): Promise<number> {
     workload = new Workload({ ...services, endpoints: etcdEndpoints, self: [process.execPath, process.argv[1]] });
     if (redis) redisWorkload = new RedisWorkload({ ...services, url: redis.url, root });
     if (zookeeper) zooKeeperWorkload = new ZooKeeperWorkload({ ...services, url: zookeeper.url, root });
+    if (postgres) postgresWorkload = new PostgresWorkload({ ...services, url: postgres.url, root });
     // Each workload says what it set up once it has; they start side by side too.
     await step(
       Promise.all([
@@ -210,6 +230,11 @@ async function runDemo(options: DemoOptions): Promise<number> {
           say(`${time()} zk locks    ${Object.values(ZOOKEEPER_LOCKS).join(', ')}`);
           say(`${time()} stuck       ${ZOOKEEPER_LOCKS.stuck} held by session ${stuck?.session} (node ${stuck?.node}, token ${stuck?.token}) in Curator's layout, never released`);
         }),
+        postgresWorkload?.start().then(() => {
+          say(`${time()} pg locks    ${Object.values(POSTGRES_LOCKS).join(', ')}`);
+          say(`${time()} incident    ${POSTGRES_LOCKS.incident} held by ${INCIDENT_HOLDER} (pid ${postgresWorkload!.holderPid}) for minutes, ${INCIDENT_WAITERS.join(' and ')} waiting behind it`);
+          say(`${time()} stuck       ${POSTGRES_LOCKS.liquibase} locked by ${postgresWorkload!.liquibaseLockedBy} (Liquibase; its migration was killed), never unlocked`);
+        }),
       ]),
     );
 
@@ -220,6 +245,7 @@ async function runDemo(options: DemoOptions): Promise<number> {
           endpoints: etcdEndpoints,
           redisUrl: redis?.url,
           zookeeperUrl: zookeeper?.url,
+          postgresUrl: postgres?.url,
           root,
           runId,
           forceCodeServer: options.forceCodeServer,
@@ -229,7 +255,7 @@ async function runDemo(options: DemoOptions): Promise<number> {
       say(`${time()} VS Code     ${ed.description}${ed.url ? `\n\n    Open ${ed.url}\n` : ''}`);
       say(`${time()}             click the LockLens icon (the padlock) in the activity bar; the demo connection is set up`);
     }
-    say(`${time()} ready: ${[etcdEndpoints.join(','), redis?.url, zookeeper?.url].filter(Boolean).join(' ')}  (Ctrl-C stops everything)`);
+    say(`${time()} ready: ${[etcdEndpoints.join(','), redis?.url, zookeeper?.url, postgres?.url].filter(Boolean).join(' ')}  (Ctrl-C stops everything)`);
     await stopping;
     return 0;
   } catch (e) {
@@ -254,6 +280,9 @@ function checkInstalled(options: DemoOptions): void {
   }
   if (options.zookeeper && !(zooKeeperInstalled() && has(`${PYTHON} -c 'import kazoo'`))) {
     throw new Error(`zookeeper (and a java) or python3-kazoo (for ${PYTHON}) is not installed: run \`bash scripts/setup.sh\`, or leave ZooKeeper out with --no-zookeeper`);
+  }
+  if (options.postgres && !(postgresInstalled() && has(`${PYTHON} -c 'import psycopg2'`))) {
+    throw new Error(`postgresql (15) or python3-psycopg2 (for ${PYTHON}) is not installed: run \`bash scripts/setup.sh\`, or leave PostgreSQL out with --no-postgres`);
   }
 }
 
