@@ -150,6 +150,24 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     assert.equal(await lockOf(name), undefined, 'nobody took it');
   });
 
+  test('a waiting acquire whose session is terminated or cancelled by someone says so', async () => {
+    const name = fresh();
+    const holder = psycopg(name);
+    await holder.until(['acquired']);
+    const pending = backend.acquire(b(name), { ttlSeconds: 5 }).catch((e: LockLensError) => e);
+    await untilWaiting(name, 1);
+    await admin.query('SELECT pg_terminate_backend($1)', [Number((await waitersOf(name))[0])]);
+    const terminated = await pending;
+    assert.ok(isLockLensError(terminated, 'LOCK_LOST'), String(terminated));
+    assert.match(terminated.message, /the waiting session was terminated by someone/);
+    const again = backend.acquire(b(name), { ttlSeconds: 5 }).catch((e: LockLensError) => e);
+    await untilWaiting(name, 1);
+    await admin.query('SELECT pg_cancel_backend($1)', [Number((await waitersOf(name))[0])]);
+    const cancelled = await again;
+    assert.ok(isLockLensError(cancelled, 'CANCELLED'), String(cancelled));
+    assert.match(cancelled.message, /someone cancelled the waiting statement/);
+  });
+
   test('closing the backend cancels a waiting acquire and loses a hold', async () => {
     const own = await open();
     const held = fresh();

@@ -103,8 +103,19 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   } catch (e) {
     // Ending the session frees whatever it took.
     await client.end().catch(() => undefined);
-    throw e;
+    throw acquireError(name, e);
   }
+}
+
+/** A failure of the lock statements in words: the server's lock_timeout, someone's cancel or terminate, a deadlock. */
+function acquireError(name: string, e: unknown): LockLensError {
+  if (e instanceof LockLensError) return e;
+  const code = (e as { code?: string }).code;
+  const fail = (c: ConstructorParameters<typeof LockLensError>[0], text: string) => new LockLensError(c, `${name}: ${text}`, { cause: e });
+  if (code === '55P03') return fail('LOCKED', `the server's lock_timeout ended the wait (${errorMessage(e)})`);
+  if (code === '57014') return fail('CANCELLED', `someone cancelled the waiting statement (pg_cancel_backend, or the role's statement_timeout): ${errorMessage(e)}`);
+  if (code === '57P01') return fail('LOCK_LOST', 'the waiting session was terminated by someone (pg_terminate_backend), or the server is shutting down');
+  return fail('STORE', `the lock statement failed: ${errorMessage(e)}${code ? ` (${code})` : ''}`);
 }
 
 /** Our place: 1 for the holders (however many share it), plus the waiters that began waiting before us. */
