@@ -7,6 +7,7 @@ import { Procs, show } from '../harness/cli';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually, sleep } from '../harness/etcd';
 import type { LockJson } from '../../src/cli/lockJson';
+import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS } from '../../demo/postgresWorkload';
 
 /**
  * `npm run demo -- --no-editor` (dist/demo.js, built by npm test) as a user runs it: it starts its own etcd, its own
@@ -14,7 +15,9 @@ import type { LockJson } from '../../src/cli/lockJson';
  * queues with holders and waiters, the stuck holder that never lets go, the single-key try-lock, the election; Redis:
  * a Redisson re-entrant lock held twice, a Redisson fair lock's queue, contending redis-py locks, the stuck token with
  * no expiry; ZooKeeper: contending kazoo locks, kazoo's read/write lock, the stuck holder in Curator's layout with a
- * kazoo waiter), and Ctrl-C (SIGINT) stops every process it started and removes its temp dir.
+ * kazoo waiter; PostgreSQL: an advisory lock held by an idle session with two psycopg2 waiters in order, another
+ * contended, the stuck Liquibase lock (which `locklens unlock --force` frees), a ShedLock job), and Ctrl-C (SIGINT)
+ * stops every process it started and removes its temp dir.
  *
  * Every process the demo starts inherits a marker variable from this test's environment, so "nothing left" is checked
  * by looking at every process on the machine, not only the ones the demo says it started; and whatever happens, the
@@ -32,6 +35,9 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
   let stuckToken = '';
   let zookeeperUrl = '';
   let stuckZnode: RunningDemo['stuckZnode'];
+  let postgresUrl = '';
+  /** billing-worker's backend pid when the demo became ready. */
+  let incidentPid = 0;
 
   async function list(): Promise<Map<string, LockJson>> {
     const r = await procs.run(['list', '--endpoints', endpoint, '--prefix', '/locks/', '--prefix', '/election/', '--json']);
@@ -48,6 +54,9 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
   }
   const listRedis = () => listUrl(redisUrl, 'app:');
   const listZooKeeper = () => listUrl(zookeeperUrl, '/app');
+  // The empty prefix: every lock of the database, as the demo-postgres connection watches it. No password: the demo's
+  // PostgreSQL trusts loopback connections.
+  const listPostgres = () => listUrl(postgresUrl, '');
 
   /** Lists with `list` until every check has passed at least once (the workload moves: a queue can be empty briefly). */
   async function seenOnce(what: string, list: () => Promise<Map<string, LockJson>>, checks: Record<string, (locks: Map<string, LockJson>) => boolean>): Promise<void> {
@@ -71,6 +80,8 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
   before(async () => {
     demo = await startDemo(['--no-editor']);
     ({ endpoint, tempDir, stuckLease, redisUrl, stuckToken, zookeeperUrl, stuckZnode } = demo);
+    postgresUrl = /^\S+ postgres +(postgres:\/\/\S+)/m.exec(demo.proc.stdout)?.[1] ?? '';
+    incidentPid = Number(new RegExp(`${POSTGRES_LOCKS.incident} held by ${INCIDENT_HOLDER} \\(pid (\\d+)\\)`).exec(demo.proc.stdout)?.[1] ?? 0);
   });
 
   after(async () => {
@@ -198,11 +209,46 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     }, 30_000, 'two different nightly-report holders');
   });
 
-  test('the stuck holders never let go, 6 s later: etcd`s key with its lease kept alive, Redis`s token with no expiry, ZooKeeper`s node with its session kept alive', async () => {
+  test('it starts PostgreSQL on loopback with a database app, and names the incident`s holder', () => {
+    assert.match(postgresUrl, /^postgres:\/\/postgres@127\.0\.0\.1:\d+\/app$/, demo.proc.stdout);
+    assert.ok(incidentPid > 0, demo.proc.stdout);
+    assert.ok(demo.proc.stdout.includes(`${POSTGRES_LOCKS.liquibase} locked by ${LIQUIBASE_LOCKED_BY}`), demo.proc.stdout);
+  });
+
+  test('locklens list --url postgres://… shows 42 held by billing-worker`s idle session with its two waiters in order, 7:1 contended, the stuck Liquibase lock, the ShedLock job', async () => {
+    const application = (e: LockJson['holder'] | undefined) => e?.session?.application;
+    await seenOnce('every promised PostgreSQL lock', listPostgres, {
+      '42: billing-worker holding, idle, report-export then ledger-sync waiting in pg_advisory_lock(42)': (m) => {
+        const l = m.get(POSTGRES_LOCKS.incident);
+        const h = l?.holder;
+        return (
+          l?.kind === 'queue' &&
+          h?.owner === String(incidentPid) &&
+          h.convention === 'pg-advisory' &&
+          application(h) === INCIDENT_HOLDER &&
+          h.session?.state === 'idle' &&
+          l.waiters.map(application).join(' ') === INCIDENT_WAITERS.join(' ') &&
+          l.waiters.every((w) => w.session?.query === 'SELECT pg_advisory_lock(42)' && !!w.session.waitingSince)
+        );
+      },
+      '7:1: a sync-worker holding the int pair': (m) => /^sync-worker-\d$/.test(application(m.get(POSTGRES_LOCKS.contended)?.holder) ?? ''),
+      'databasechangeloglock/1: locked by the killed migration, no expiry': (m) => {
+        const h = m.get(POSTGRES_LOCKS.liquibase)?.holder;
+        return h?.convention === 'liquibase' && h.owner === LIQUIBASE_LOCKED_BY && h.ttl === null;
+      },
+      'shedlock/nightly-report: held by the scheduler until its lock_until': (m) => {
+        const h = m.get(POSTGRES_LOCKS.shedlock)?.holder;
+        return h?.convention === 'shedlock' && h.owner === 'scheduler-2b9d' && (h.ttl ?? 0) > 0;
+      },
+    });
+  });
+
+  test('the stuck holders never let go, 6 s later: etcd`s key with its lease kept alive, Redis`s token with no expiry, ZooKeeper`s node with its session kept alive, PostgreSQL`s 42 with billing-worker`s idle session', async () => {
     const read = async () => ({
       etcd: (await list()).get('/locks/payments-reconcile')?.holder,
       redis: (await listRedis()).get('app:stuck-migration')?.holder,
       zookeeper: (await listZooKeeper()).get('/app/locks/ledger-migration')?.holder,
+      postgres: (await listPostgres()).get(POSTGRES_LOCKS.incident)?.holder,
     });
     const first = await read();
     assert.equal(first.redis?.owner, stuckToken, JSON.stringify(first.redis));
@@ -221,9 +267,20 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
       [stuckZnode?.node, stuckZnode?.session, stuckZnode?.token],
       JSON.stringify(later.zookeeper),
     );
+    assert.deepEqual([later.postgres?.owner, later.postgres?.session?.application], [String(incidentPid), INCIDENT_HOLDER], JSON.stringify(later.postgres));
   });
 
-  test('Ctrl-C (SIGINT) stops etcd, Redis, ZooKeeper, the workload and every process it started, and removes its temp dir', async () => {
+  test('locklens unlock databasechangeloglock/1 --force --yes releases the stuck Liquibase lock as Liquibase does', async () => {
+    assert.equal((await listPostgres()).get(POSTGRES_LOCKS.liquibase)?.holder?.owner, LIQUIBASE_LOCKED_BY);
+    const r = await procs.run(['unlock', POSTGRES_LOCKS.liquibase, '--force', '--yes', '--url', postgresUrl]);
+    assert.equal(r.code, 0, show(r));
+    assert.ok(r.stdout.includes(`released '${POSTGRES_LOCKS.liquibase}' from 1 (locked by ${LIQUIBASE_LOCKED_BY})`), show(r));
+    assert.equal((await listPostgres()).get(POSTGRES_LOCKS.liquibase), undefined, 'the row is free');
+    // The demo's workload sees it (it locks it again 30 s later, the incident coming back).
+    await demo.proc.until((p) => new RegExp(`${POSTGRES_LOCKS.liquibase} was unlocked`).test(p.stdout), 'the workload sees the row unlocked', 20_000);
+  });
+
+  test('Ctrl-C (SIGINT) stops etcd, Redis, ZooKeeper, PostgreSQL, the workload and every process it started, and removes its temp dir', async () => {
     const before = demo.marked();
     assert.ok(before.length >= 8, `the demo and its processes carry the marker (${before.length})`);
     demo.proc.signal('SIGINT');
@@ -241,6 +298,11 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     const zookeeperEndpoint = new URL(zookeeperUrl.replace(/^zookeeper:/, 'tcp:')).host;
     assert.equal(await listening(zookeeperEndpoint), false, `nothing listens on ${zookeeperEndpoint} any more`);
     assert.deepEqual(commandLines((c) => c.includes('zookeeper') && c.includes(tempDir)), [], 'no ZooKeeper JVM of the demo left');
+    const postgresEndpoint = new URL(postgresUrl).host;
+    assert.equal(await listening(postgresEndpoint), false, `nothing listens on ${postgresEndpoint} any more`);
+    // The server's backends rewrite their command lines (and the environment's memory) as their titles, but end with
+    // their postmaster, whose command line names the data dir in the temp dir (as the psycopg2 peers' name their script).
+    assert.deepEqual(commandLines((c) => c.includes('postgres') && c.includes(tempDir)), [], 'no PostgreSQL server or psycopg2 peer of the demo left');
   });
 });
 
