@@ -56,9 +56,16 @@ export async function writeConnections(connections: readonly ConnectionSettings[
   await config().update('connections', connections.map(withoutEmpty), vscode.ConfigurationTarget.Global);
 }
 
-/** Keeps settings.json readable: no `"username": ""` or `"insecureSkipVerify": false`. */
+/**
+ * Keeps settings.json readable: no `"username": ""` or `"insecureSkipVerify": false`. An empty prefix in the list is
+ * kept: it watches every lock (a SQL connection's default), and dropping it from an array would leave a null there.
+ */
 function withoutEmpty(c: ConnectionSettings): ConnectionSettings {
-  return JSON.parse(JSON.stringify(c, (_key, v: unknown) => (v === '' || v === false ? undefined : v))) as ConnectionSettings;
+  return JSON.parse(
+    JSON.stringify(c, function (this: unknown, _key, v: unknown) {
+      return !Array.isArray(this) && (v === '' || v === false) ? undefined : v;
+    }),
+  ) as ConnectionSettings;
 }
 
 /** Read-only if any level says so: a workspace can turn it on for its folder, never off against the user's settings. */
