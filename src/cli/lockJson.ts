@@ -137,8 +137,10 @@ export function lockText(lock: ReturnType<typeof lockJson>, capabilities: Capabi
     if (e.token !== null) parts.push(`token ${e.token}`);
     // Without leases (Redis) a listing samples every TTL there is: none is a key with no expiry, held until deleted.
     // A store without TTLs (ZooKeeper: a node lasts as long as its session, whose time left cannot be read) has none
-    // to show, and saying "never expires" of a session's node would be false.
-    if (capabilities.ttl) parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
+    // to show, and saying "never expires" of a session's node would be false; nor of a SQL session's lock, which ends
+    // with its connection (only a lock-table row, which names no session, can be held forever).
+    const endsWithSession = capabilities.owner === 'connection' && e.session !== undefined;
+    if (capabilities.ttl && !endsWithSession) parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
     if (e.quorum) parts.push(`on ${e.quorum.agree}/${e.quorum.of} instances${e.quorum.majority ? '' : ' (no majority)'}`);
     if (e.data) parts.push(`data ${JSON.stringify(e.data)}`);
     if (e.session?.query) parts.push(`query ${JSON.stringify(e.session.query.length > 120 ? `${e.session.query.slice(0, 120)}…` : e.session.query)}`);
