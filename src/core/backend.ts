@@ -62,6 +62,11 @@ export interface LiveStatus {
    * is partial, and `detail` says what that means for it.
    */
   readonly unreachable?: readonly string[];
+  /**
+   * What the store would not show LockLens and how to see it ("2 sessions of other roles show no query: GRANT
+   * pg_read_all_stats TO …"): what is listed is true, but not all there is.
+   */
+  readonly hidden?: string;
 }
 
 /** The live locks under a connection's prefixes, and the TTLs of what they expire with. */
@@ -91,6 +96,8 @@ export interface Listing {
   readonly revision: number | null;
   readonly locks: readonly LockState[];
   lease(id: string): LeaseInfo | undefined;
+  /** What the store would not show (see `LiveStatus.hidden`). */
+  readonly hidden?: string;
 }
 
 export interface QueuePosition {

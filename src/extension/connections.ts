@@ -31,6 +31,8 @@ export class ClusterConnection implements vscode.Disposable {
   staleSince?: number;
   /** Live, but some of the store's nodes could not be read: which, and what that means for what is shown. */
   partial?: { readonly unreachable: readonly string[]; readonly detail: string };
+  /** Live, but the store would not show everything (another role's sessions, a plugin not installed): what, and the fix. */
+  hidden?: string;
   clock = new LockClock();
 
   private readonly stateEmitter = new Emitter<ClusterConnection>();
@@ -182,8 +184,11 @@ export class ClusterConnection implements vscode.Disposable {
       watch.onDidChangeStatus((status) => {
         if (status.detail) this.log.info(`${this.name}: ${status.detail}`);
         const partial = status.state === 'live' && status.unreachable?.length ? { unreachable: status.unreachable, detail: status.detail ?? '' } : undefined;
-        const partialChanged = JSON.stringify(partial) !== JSON.stringify(this.partial);
+        const hidden = status.state === 'live' ? status.hidden : this.hidden;
+        const partialChanged = JSON.stringify(partial) !== JSON.stringify(this.partial) || hidden !== this.hidden;
+        if (hidden && hidden !== this.hidden) this.log.warn(`${this.name}: ${hidden}`);
         this.partial = partial;
+        this.hidden = hidden;
         if (status.state === 'live') {
           if (partialChanged && this.currentState === 'connected') this.stateEmitter.fire(this);
           else this.setState('connected');
@@ -209,6 +214,7 @@ export class ClusterConnection implements vscode.Disposable {
     this.lockWatch?.dispose();
     this.lockWatch = undefined;
     this.partial = undefined;
+    this.hidden = undefined;
   }
 
   private setState(state: ConnectionState): void {

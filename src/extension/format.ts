@@ -188,7 +188,8 @@ export function stateText(c: ClusterConnection): string {
   const reason = c.error?.message;
   switch (c.state) {
     case 'connected':
-      return c.partial ? vscode.l10n.t('connected; unreachable: {0}', c.partial.unreachable.join(', ')) : vscode.l10n.t('connected');
+      if (c.partial) return vscode.l10n.t('connected; unreachable: {0}', c.partial.unreachable.join(', '));
+      return c.hidden ? vscode.l10n.t('connected; some details hidden') : vscode.l10n.t('connected');
     case 'connecting':
       return vscode.l10n.t('connecting…');
     case 'reconnecting':

@@ -451,6 +451,7 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   if (c.settings.tls) md.appendMarkdown(`\n\n$(shield) ${vscode.l10n.t('TLS')}${c.settings.tls.insecureSkipVerify ? ` (${vscode.l10n.t('certificate not verified')})` : ''}`);
   if (c.error) appendUntrusted(md.appendMarkdown(`\n\n$(warning) `), c.error.message);
   if (c.partial) appendUntrusted(md.appendMarkdown(`\n\n$(warning) `), c.partial.detail);
+  if (c.hidden) appendUntrusted(md.appendMarkdown(`\n\n$(eye-closed) `), c.hidden);
   item.tooltip = md;
   return item;
 }

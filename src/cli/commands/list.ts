@@ -29,7 +29,8 @@ named TABLE/ROW, with the row's expiry as TTL (a past one: expired; none: held u
   --json        one JSON document: {"revision", "locks": [{"name","kind","holder","waiters"}]}; every entry has
                 key, owner, lease, createRevision, token, holds, ttl and convention (null where the store has none);
                 ZooKeeper's also data; SQL sessions' also session {user, application, client, connectedAt,
-                state, query, waitingSince}
+                state, query, waitingSince}; and "hidden" when the store would not show everything (a role
+                that may not see other sessions), said on stderr too
 
 ${CONNECTION_HELP}`,
   options: { prefix: { type: 'string', multiple: true }, json: { type: 'boolean' } },
@@ -40,7 +41,9 @@ ${CONNECTION_HELP}`,
     try {
       const listing = await backend.list(prefixes);
       const json = listing.locks.map((l) => lockJson(l, (id) => listing.lease(id), backend.capabilities));
-      if (values.json) out.stdout(JSON.stringify({ revision: listing.revision, locks: json }, null, 2));
+      // What the store would not show goes to stderr, so that a script reading the listing still gets only the listing.
+      if (listing.hidden) out.stderr(`note: ${listing.hidden}`);
+      if (values.json) out.stdout(JSON.stringify({ revision: listing.revision, locks: json, ...(listing.hidden ? { hidden: listing.hidden } : {}) }, null, 2));
       else out.stdout(json.length ? json.map((l) => lockText(l, backend.capabilities)).join('\n\n') : `no locks under ${prefixes.map((p) => `'${p}'`).join(', ')}`);
       return 0;
     } finally {

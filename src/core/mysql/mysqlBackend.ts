@@ -8,11 +8,10 @@ import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBac
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
-import type { LeaseInfo } from '../leaseInfo';
 import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
 import { LockTables } from '../sql/lockTables';
-import { SqlLockWatch, sampleExpiries, underPrefixes, type SqlReading } from '../sql/pollingWatch';
+import { SqlLockWatch, listingOf, type SqlReading } from '../sql/pollingWatch';
 import { acquire, type MysqlHold } from './acquire';
 import { flavorOf, openConnection, targetOf, type MysqlFlavor } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
@@ -89,10 +88,7 @@ export class MysqlBackend implements LockBackend {
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
     this.scope.checkOpen();
-    const reading = await this.read();
-    const locks = underPrefixes(reading.locks, prefixes).sort((a, b) => Buffer.compare(a.name, b.name));
-    const leases: ReadonlyMap<string, LeaseInfo> = sampleExpiries(new Map(), reading.expiries);
-    return { revision: null, locks, lease: (id) => leases.get(id) };
+    return listingOf(await this.read(), prefixes);
   }
 
   /** GET_LOCK locks; lock-table rows are the tables' libraries' to take. */

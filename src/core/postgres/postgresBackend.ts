@@ -13,7 +13,7 @@ import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
 import { LockTables } from '../sql/lockTables';
-import { SqlLockWatch, sampleExpiries, underPrefixes, type SqlReading } from '../sql/pollingWatch';
+import { SqlLockWatch, listingOf, type SqlReading } from '../sql/pollingWatch';
 import type { AdvisoryKey } from './advisoryKeys';
 import { advisoryQuery, hiddenSessions, keyParams, locksOfRows, type AdvisoryRow } from './advisoryLocks';
 import { acquire, type PostgresHold } from './acquire';
@@ -94,10 +94,7 @@ export class PostgresBackend implements LockBackend {
   }
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
-    const reading = await this.read();
-    const leases = sampleExpiries(new Map(), reading.expiries);
-    const locks = underPrefixes(reading.locks, prefixes);
-    return { revision: null, locks, lease: (id) => leases.get(id) };
+    return listingOf(await this.read(), prefixes);
   }
 
   /** Advisory locks; a lock table's row is written by its library only. */

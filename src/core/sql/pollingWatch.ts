@@ -4,7 +4,7 @@
  * that moved, coalesced as the other stores' change sets are. Lock-table rows with an expiry are sampled as TTLs; they
  * are never renewed by their owners the way leases are (ShedLock sets `lock_until` once), so none is ever "stalled".
  */
-import type { LiveStatus, LockWatch, WatchOptions } from '../backend';
+import type { Listing, LiveStatus, LockWatch, WatchOptions } from '../backend';
 import { Emitter } from '../emitter';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix } from '../keys';
@@ -35,15 +35,22 @@ export interface SqlReading {
 }
 
 /** The locks of a reading under any of `prefixes` (every lock when there is none). */
-export function underPrefixes(locks: readonly LockState[], prefixes: readonly Uint8Array[]): LockState[] {
+function underPrefixes(locks: readonly LockState[], prefixes: readonly Uint8Array[]): LockState[] {
   return prefixes.length === 0 ? [...locks] : locks.filter((l) => prefixes.some((p) => hasPrefix(l.name, p)));
 }
 
 /** Folds a reading's expiries into the sampled TTLs known before (ids no longer read are dropped). */
-export function sampleExpiries(previous: ReadonlyMap<string, LeaseInfo>, expiries: readonly ExpirySample[], at = Date.now()): Map<string, LeaseInfo> {
+function sampleExpiries(previous: ReadonlyMap<string, LeaseInfo>, expiries: readonly ExpirySample[], at = Date.now()): Map<string, LeaseInfo> {
   const next = new Map<string, LeaseInfo>();
   for (const e of expiries) next.set(e.id, observeLease(previous.get(e.id), e.id, { ttl: e.ttl, grantedTtl: e.grantedTtl, keys: [...e.keys], at }, 0));
   return next;
+}
+
+/** A SQL store's listing: one reading's locks under the prefixes, in name order, with its expiries sampled once. */
+export function listingOf(reading: SqlReading, prefixes: readonly Uint8Array[]): Listing {
+  const leases = sampleExpiries(new Map(), reading.expiries);
+  const locks = underPrefixes(reading.locks, prefixes).sort((a, b) => Buffer.compare(a.name, b.name));
+  return { revision: null, locks, lease: (id) => leases.get(id), ...(reading.hidden ? { hidden: reading.hidden } : {}) };
 }
 
 export class SqlLockWatch implements LockWatch {
@@ -80,7 +87,11 @@ export class SqlLockWatch implements LockWatch {
 
   private setStatus(status: LiveStatus): void {
     if (this.disposed) return;
-    const same = status.state === this.current.state && status.detail === this.current.detail && status.error?.message === this.current.error?.message;
+    const same =
+      status.state === this.current.state &&
+      status.detail === this.current.detail &&
+      status.hidden === this.current.hidden &&
+      status.error?.message === this.current.error?.message;
     this.current = status;
     if (!same) this.statusEmitter.fire(status);
   }
@@ -110,8 +121,8 @@ export class SqlLockWatch implements LockWatch {
       this.resync = false;
       this.leases = sampleExpiries(this.leases, reading.expiries);
       if (this.leases.size) this.leasesEmitter.fire([...this.leases.values()]);
-      const every = `polling every ${this.pollMs / 1000} s: databases push no lock changes`;
-      this.setStatus({ state: 'live', detail: reading.hidden ? `${every}; ${reading.hidden}` : every });
+      const detail = `polling every ${this.pollMs / 1000} s: databases push no lock changes`;
+      this.setStatus({ state: 'live', detail, ...(reading.hidden ? { hidden: reading.hidden } : {}) });
     } catch (e) {
       const error = e instanceof LockLensError ? e : new LockLensError('STORE', errorMessage(e), { cause: e });
       if (throwOnError) throw error;

@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { eventually } from '../../harness/etcd';
-import { startPostgres, SUPERUSER, SUPERUSER_PASSWORD, type PostgresServer } from '../../harness/postgres';
+import { PLAIN_PASSWORD, PLAIN_USER, startPostgres, SUPERUSER, SUPERUSER_PASSWORD, type PostgresServer } from '../../harness/postgres';
 import { PsycopgLock } from '../../harness/psycopg';
 import { auditText, menuCommands, removeConnectionSetting, userDataDir } from './fixture';
 import { WindowStubs } from './windowStubs';
@@ -151,6 +151,25 @@ describe('Locks tree and commands against a real PostgreSQL', function () {
     assert.equal(confirmations().length, 0);
     const rows = await server.superuserQuery(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND objid = 4104 AND granted`);
     assert.equal(rows[0].n, 1, 'psycopg2 still holds');
+  });
+
+  it('a role that may not see other sessions sees their locks, and the connection says what is hidden and how to see it', async () => {
+    const holder = psycopg('4105', 'secret-app');
+    await holder.until(['acquired']);
+    const plain = 'e2e-postgres-plain';
+    await vscode.commands.executeCommand('locklens.addConnection', { name: plain, store: 'postgres', endpoints: [server.url(PLAIN_USER)], username: PLAIN_USER, password: PLAIN_PASSWORD, prefixes: ['4105'] });
+    try {
+      await eventually(() => api.registry.get(plain)?.state === 'connected', 20_000, `${plain} connected`);
+      await eventually(async () => (await api.registry.get(plain)!.watch!.sync(), api.registry.get(plain)!.hidden !== undefined), 10_000, 'the hidden note');
+      const row = api.tree.getChildren().find((n) => n.connection.name === plain)!;
+      const item = api.tree.getTreeItem(row);
+      assert.equal(item.description, 'connected; some details hidden');
+      assert.match((item.tooltip as vscode.MarkdownString).value, /\$\(eye-closed\).*pg\\_read\\_all\\_stats/);
+      const [lock] = api.registry.get(plain)!.watch!.locks();
+      assert.deepEqual([lock.holder?.owner !== undefined, lock.holder?.session?.client, lock.holder?.session?.query], [true, undefined, undefined], 'another role\'s client and query are hidden, its pid is not');
+    } finally {
+      await removeConnectionSetting(plain);
+    }
   });
 
   it('a stuck Liquibase lock shows as held with no expiry, and Force Release runs Liquibase\'s own unlock', async () => {
