@@ -5,6 +5,7 @@
  * a shell history.
  */
 import { LockLensError } from '../errors';
+import { redact } from '../redis/endpoints';
 
 export type SqlDialect = 'postgres' | 'mysql';
 
@@ -30,8 +31,9 @@ const DEFAULT_PORTS: Record<SqlDialect, number> = { postgres: 5432, mysql: 3306 
 const DEFAULT_DATABASES: Record<SqlDialect, string> = { postgres: 'postgres', mysql: '' };
 const SCHEMES: Record<string, SqlDialect> = { postgres: 'postgres', postgresql: 'postgres', mysql: 'mysql', mariadb: 'mysql' };
 
+/** The URL is echoed with any password masked: a refused URL is exactly the one that may hold one. */
 function invalid(text: string, why: string): LockLensError {
-  return new LockLensError('INVALID_ARGUMENT', `'${text}' is not a database URL: ${why} (write postgres://user@host:port/database or mysql://user@host:port/database)`);
+  return new LockLensError('INVALID_ARGUMENT', `'${redact(text)}' is not a database URL: ${why} (write postgres://user@host:port/database or mysql://user@host:port/database)`);
 }
 
 /** The dialect a URL's scheme names, or undefined when it is no SQL URL. */
