@@ -7,8 +7,7 @@
  */
 import type { Connection } from 'mysql2/promise';
 import { LockLensError, errorMessage } from '../errors';
-import type { SqlWriteSession } from '../sql/lockTables';
-import type { SqlRow } from '../sql/session';
+import type { SqlRow, SqlWriteSession } from '../sql/session';
 import { openConnection, serverErrno, type MysqlTarget } from './connect';
 
 export class MysqlSession implements SqlWriteSession {

@@ -2,8 +2,7 @@
  * The SqlSession the lock-table readers use, over a PostgreSQL connection: their `?` placeholders become `$1`, `$2`, …
  * (PostgreSQL's own), and rows come back as objects keyed by column name, as `pg` gives them.
  */
-import type { SqlWriteSession } from '../sql/lockTables';
-import type { SqlRow, SqlSession } from '../sql/session';
+import type { SqlRow, SqlSession, SqlWriteSession } from '../sql/session';
 
 /**
  * Numbers the `?` placeholders of `sql` as `$1`, `$2`, … A `?` inside a quoted string ('…'), a quoted identifier

@@ -14,7 +14,7 @@ import { displayKey, keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { LockTableSpec } from '../profile';
 import type { ExpirySample } from './pollingWatch';
-import type { SqlSession } from './session';
+import type { SqlWriteSession } from './session';
 import {
   LOCK_TABLE_CONVENTIONS,
   catalogColumn,
@@ -30,15 +30,6 @@ import {
 } from './tableLayouts';
 
 export { LOCK_TABLE_CONVENTIONS, type LockTableConvention } from './tableLayouts';
-
-/**
- * A release must know whether its guarded UPDATE or DELETE changed the row (0 rows: the lock changed, nothing was
- * done), and MySQL/MariaDB have no UPDATE … RETURNING: the session says how many rows a statement changed (pg's
- * `rowCount`, mysql2's `affectedRows`). Meant to join SqlSession in session.ts.
- */
-export interface SqlWriteSession extends SqlSession {
-  execute(sql: string, params?: readonly unknown[]): Promise<number>;
-}
 
 export interface LockTablesReading {
   readonly locks: LockState[];

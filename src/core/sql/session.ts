@@ -11,3 +11,12 @@ export interface SqlSession {
   readonly dialect: SqlDialect;
   query(sql: string, params?: readonly unknown[]): Promise<SqlRow[]>;
 }
+
+/**
+ * A release must know whether its guarded UPDATE or DELETE changed the row (0 rows: the lock changed, nothing was
+ * done), and MySQL/MariaDB have no UPDATE … RETURNING: the session says how many rows a statement changed (pg's
+ * `rowCount`, mysql2's `affectedRows`).
+ */
+export interface SqlWriteSession extends SqlSession {
+  execute(sql: string, params?: readonly unknown[]): Promise<number>;
+}
