@@ -5,6 +5,8 @@ import { startEtcd } from '../test/harness/etcd';
 import { download } from './download';
 import { historyLeases, historyReplay } from './history';
 import { ROOT } from './paths';
+import * as mysql from './mysql';
+import * as postgres from './postgres';
 import * as redis from './redis';
 import * as scenarios from './scenarios';
 import { timelineReduce, timelineWebview } from './timeline';
@@ -14,7 +16,7 @@ import * as zookeeper from './zookeeper';
  * `npm run bench`: starts its own etcd on loopback, runs every scenario against it (LockLens and etcdctl in the same
  * run), prints a table and writes bench/results/latest.json. Figures are only comparable within one run.
  * `node --expose-gc out/bench/run.js NAME...` runs only the scenarios named (figures to bench/results/partial.json);
- * a group's name (`handoff`, `redis`, `zookeeper`) names all of its scenarios.
+ * a group's name (`handoff`, `redis`, `zookeeper`, `postgres`, `mysql`) names all of its scenarios.
  */
 async function main(): Promise<void> {
   const only = new Set(process.argv.slice(2));
@@ -61,6 +63,19 @@ async function main(): Promise<void> {
         await run('zk_list', () => zookeeper.zkList(server));
         await run('zk_watch', () => zookeeper.zkWatchToModel(server));
         await run('zk_handoff', () => zookeeper.zkHandoff(server));
+      });
+    }
+    // The SQL stores: a server of each, psycopg2 and PyMySQL as the reference clients.
+    if (wanted('postgres', ['pg_list', 'pg_handoff'])) {
+      await postgres.withPostgres(async (server) => {
+        await run('pg_list', () => postgres.pgList(server));
+        await run('pg_handoff', () => postgres.pgHandoff(server));
+      });
+    }
+    if (wanted('mysql', ['mysql_list', 'mysql_handoff'])) {
+      await mysql.withMariaDb(async (server) => {
+        await run('mysql_list', () => mysql.mysqlList(server));
+        await run('mysql_handoff', () => mysql.mysqlHandoff(server));
       });
     }
     await run('timeline_reduce', async () => timelineReduce());
