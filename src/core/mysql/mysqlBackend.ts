@@ -98,6 +98,9 @@ export class MysqlBackend implements LockBackend {
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.scope.checkOpen();
+    // Any text is a GET_LOCK name, a lock-table row's `<table>/<row>` too: taking it would exclude nobody.
+    const rowName = await this.tables?.whyNotToTake(name);
+    if (rowName) throw new LockLensError('INVALID_ARGUMENT', `${rowName} (a GET_LOCK of that name would exclude nobody); a stuck row is released with unlock --force`);
     const hold = await acquire(
       {
         flavor: this.flavor,

@@ -116,6 +116,18 @@ export class LockTables {
     return { locks, expiries };
   }
 
+  /**
+   * Why `name` is not to be taken as a lock of another kind: it is how a row of one of these tables is named
+   * (`<table>/<row>`), which only the table's library writes. Undefined for any other name.
+   */
+  async whyNotToTake(name: Uint8Array): Promise<string | undefined> {
+    const text = Buffer.from(name).toString('utf8');
+    const layout = (await this.currentLayouts()).find((l) => text.startsWith(`${l.label}/`));
+    if (!layout) return undefined;
+    const { table, takes } = WRITERS[layout.convention];
+    return `${displayKey(name)} names a row of ${table} ${layout.label}: ${takes}, not LockLens`;
+  }
+
   /** Whether the lock is a table row read here (by its holder's convention). */
   owns(lock: LockState): boolean {
     const convention = lock.holder?.convention;
@@ -176,6 +188,14 @@ export class LockTables {
     }
   }
 }
+
+/** Whose rows each kind of table holds, for messages. */
+const WRITERS: Record<TableLayout['convention'], { table: string; takes: string }> = {
+  shedlock: { table: "ShedLock's lock table", takes: 'ShedLock takes it' },
+  liquibase: { table: "Liquibase's lock table", takes: 'Liquibase takes it' },
+  'lock-table': { table: 'the lock table', takes: 'its own clients take it' },
+  'custom-table': { table: 'the lock table', takes: 'its own clients take it' },
+};
 
 const ACTIONS: Record<TableLayout['convention'], string> = {
   shedlock: "set lock_until to the database's now (ShedLock's unlock)",
