@@ -589,11 +589,12 @@ const MEMBER_ICONS: Record<MemberHealth['role'], string> = { holder: 'lock', wai
 const MAX_PROPOSAL_LABEL = 40;
 
 /**
- * A single key by its name under the prefix; an election member by its proposal (what `etcdctl elect` prints), when
- * that is text; a queue member by the last segment of its key (the lease, for Go and etcdctl).
+ * A single key by its lock's name under the prefix (a lock-table row's key is the row's name alone, its lock
+ * `<table>/<row>`); an election member by its proposal (what `etcdctl elect` prints), when that is text; a queue
+ * member by the last segment of its key (the lease, for Go and etcdctl).
  */
 function memberLabel(lock: LockState, member: LockMember, prefix: string): string {
-  if (lock.kind === 'single') return shortName(member.key, prefix);
+  if (lock.kind === 'single') return shortName(lock.name, prefix);
   if (lock.kind === 'election' && member.valueSize > 0 && isUtf8(member.valuePreview)) {
     const proposal = member.valuePreview.toString('utf8').replace(/\s+/g, ' ');
     return proposal.length > MAX_PROPOSAL_LABEL ? proposal.slice(0, MAX_PROPOSAL_LABEL - 1) + '…' : proposal;
