@@ -68,7 +68,7 @@ export interface CatalogColumn {
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]{0,62}$/;
 
 function invalidSpec(spec: LockTableSpec, why: string): LockLensError {
-  return new LockLensError('INVALID_ARGUMENT', `lock table '${spec.table}' (locklens.lockTables): ${why}`);
+  return new LockLensError('INVALID_ARGUMENT', `lock table '${spec.table}' (locklens.lockTables, or the CLI's --lock-table): ${why}`);
 }
 
 function checkIdentifier(spec: LockTableSpec, what: string, text: string): string {
