@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Locator, Page } from 'playwright-core';
 import { demoSettings } from '../../demo/editor';
+import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS } from '../../demo/postgresWorkload';
 import { repoRoot, startCodeServer, testOutput, type CodeServer } from '../harness/codeServer';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually } from '../harness/etcd';
@@ -26,6 +27,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
   let workbench: Workbench;
   let page: Page;
   let folder: string;
+  let postgresUrl: string;
 
   /** The sidebar row whose label is exactly `label`. */
   const row = (label: string): Locator =>
@@ -51,12 +53,13 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
 
   before(async () => {
     demo = await startDemo(['--no-editor']);
+    postgresUrl = /^\S+ postgres +(postgres:\/\/\S+)/m.exec(demo.proc.stdout)?.[1] ?? '';
     folder = mkdtempSync(join(tmpdir(), 'locklens-ui-demo-'));
     writeFileSync(join(folder, 'README.md'), '# the LockLens demo\n');
     server = await startCodeServer({
       installExtensionFrom: repoRoot,
       // The demo's own settings; the stuck holder is flagged sooner than the demo's 60 s, so the picture shows it.
-      extraSettings: { ...demoSettings([demo.endpoint], demo.redisUrl, demo.zookeeperUrl), 'locklens.longHoldSeconds': 30, 'workbench.startupEditor': 'none' },
+      extraSettings: { ...demoSettings([demo.endpoint], demo.redisUrl, demo.zookeeperUrl, postgresUrl), 'locklens.longHoldSeconds': 30, 'workbench.startupEditor': 'none' },
     });
     workbench = await openWorkbench(server, { folder, viewport: { width: 1440, height: 860 } });
     page = workbench.page;
@@ -241,9 +244,60 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     await widenSidebar(page, 640);
   });
 
+  test('postgres: 42 held by billing-worker`s session with its two waiters in order, the stuck Liquibase lock; Force Release clears it', async () => {
+    // The other connections folded, top down (a row below an open one may be out of the view, not in the DOM).
+    for (const name of ['demo', 'demo-redis', 'demo-zookeeper']) {
+      const connection = row(name);
+      if ((await connection.getAttribute('aria-expanded')) === 'true') await connection.locator('.monaco-tl-twistie').click();
+    }
+    await eventually(async () => /connected/.test(await description(row('demo-postgres'))), 60_000, 'the demo-postgres connection says connected');
+    const incident = row(POSTGRES_LOCKS.incident);
+    /** The row whose description begins so: a lock's member, `holder · billing-worker · …`, by its role and session. */
+    const described = (start: string) =>
+      page.locator('.part.sidebar .monaco-list-row').filter({ has: page.locator('.label-description', { hasText: new RegExp(`^${escapeRegExp(start)}`) }) }).first();
+    // A single-key lock is one row: Liquibase's, owned by what its LOCKEDBY says.
+    const liquibase = row(POSTGRES_LOCKS.liquibase);
+    for (const r of [incident, row(POSTGRES_LOCKS.contended), liquibase]) await r.waitFor({ state: 'visible', timeout: 30_000 });
+    // No expiry: flagged.
+    await liquibase.locator('.codicon-warning').waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match(await description(liquibase), new RegExp(`^held \\(single key\\) · locked by ${escapeRegExp(LIQUIBASE_LOCKED_BY.slice(0, 16))}.* · no expiry`));
+    const wanted = [described(`holder · ${INCIDENT_HOLDER} · `), ...INCIDENT_WAITERS.map((w, i) => described(`waiter #${i + 1} · ${w} · `))];
+    const showsAll = async () => (await Promise.all(wanted.map((r) => r.isVisible()))).every(Boolean) && /\b2 waiting/.test(await description(incident, 1000).catch(() => ''));
+    // Force-released or let go, 42 comes back to billing-worker within seconds, its waiters behind it in order.
+    await widenSidebar(page, 1000);
+    const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
+    await eventually(async () => {
+      await expand(incident).catch(() => undefined);
+      return (await showsAll()) && (await shot('postgres-tree', { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 420 }), await showsAll());
+    }, 90_000, '42 held by billing-worker with report-export and ledger-sync waiting, and the stuck Liquibase row');
+
+    await runCommand(page, 'Notifications: Clear All Notifications');
+    const dialog = await confirmFromContextMenu(page, liquibase, 'Force Release…');
+    const text = (await dialog.textContent()) ?? '';
+    try {
+      assert.match(text, new RegExp(`Force-release "${escapeRegExp(POSTGRES_LOCKS.liquibase)}" from .* on demo-postgres\\?`));
+      assert.match(text, new RegExp(`Clears Liquibase's changelog lock .* still held by '${escapeRegExp(LIQUIBASE_LOCKED_BY)}'`));
+    } catch (e) {
+      // A dialog left open would block every later test's clicks.
+      await dialog.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+      throw e;
+    }
+    await shot('postgres-force-release');
+    await dialog.locator('.monaco-button', { hasText: 'Force Release' }).first().click();
+    await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
+    // Lock tables list held rows only: the released row's lock goes from the tree, and the workload sees it free.
+    await liquibase.waitFor({ state: 'detached', timeout: 20_000 });
+    await demo.proc.until((p) => p.stdout.includes(`${POSTGRES_LOCKS.liquibase} was unlocked`), 'the workload sees the Liquibase row unlocked', 20_000);
+    // Its "Released …" notification would sit in the next picture.
+    await runCommand(page, 'Notifications: Clear All Notifications');
+    await widenSidebar(page, 640);
+  });
+
   test('history: the stuck etcd lock\'s past, replayed from etcd, in the Lock History view', async () => {
-    const zk = row('demo-zookeeper');
-    if ((await zk.getAttribute('aria-expanded')) === 'true') await zk.locator('.monaco-tl-twistie').click();
+    for (const name of ['demo-zookeeper', 'demo-postgres']) {
+      const connection = row(name);
+      if ((await connection.getAttribute('aria-expanded')) === 'true') await connection.locator('.monaco-tl-twistie').click();
+    }
     const etcd = row('demo');
     if ((await etcd.getAttribute('aria-expanded')) !== 'true') await etcd.locator('.monaco-tl-twistie').click();
     await row('billing-batch').click();
