@@ -271,10 +271,10 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     defer(() => watch.dispose());
     await watch.start();
     assert.equal(watch.status.state, 'live');
-    assert.match(watch.status.detail ?? '', /held locks nobody waits for are not visible: the metadata_lock_info plugin is not installed \(INSTALL SONAME 'metadata_lock_info', which needs SUPER or INSERT on mysql\.plugin\)/);
+    assert.match(watch.status.hidden ?? '', /held locks nobody waits for are not visible: the metadata_lock_info plugin is not installed \(INSTALL SONAME 'metadata_lock_info', which needs SUPER or INSERT on mysql\.plugin\)/);
     assert.deepEqual(watch.locks().map((l) => l.name.toString()), [waited]);
     await server.sql("INSTALL SONAME 'metadata_lock_info'");
-    await eventually(() => watch.locks().length === 2 && !/metadata_lock_info/.test(watch.status.detail ?? ''), 10_000, 'the plugin seen at the next poll');
+    await eventually(() => watch.locks().length === 2 && !/metadata_lock_info/.test(watch.status.hidden ?? ''), 10_000, 'the plugin seen at the next poll');
   });
 
   test('lock tables of the URL`s database come with the GET_LOCK locks: a ShedLock row, its TTL, released its own way, not acquirable', async () => {
@@ -321,7 +321,7 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     const watch = plain.watch([b(p)], { minNotifyIntervalMs: 0 });
     defer(() => watch.dispose());
     await watch.start();
-    assert.match(watch.status.detail ?? '', /only the connections of plain are visible: without the PROCESS privilege/);
+    assert.match(watch.status.hidden ?? '', /only the connections of plain are visible: without the PROCESS privilege/);
     const e = await plain.forceRelease(seen, seen.holder!).catch((x: unknown) => x);
     assert.ok(isLockLensError(e, 'PERMISSION'), String(e));
     assert.match((e as Error).message, /CONNECTION ADMIN/);
