@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { Capabilities, StoreKind } from '../core/backend';
 import { displayKey } from '../core/keys';
 import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
+import type { LockMember } from '../core/lockState';
 import type { ClusterConnection } from './connections';
 
 /** 42s, 5m 3s, 2h 5m, 3d 4h: the two largest units, as people read ages and TTLs at a glance. */
@@ -84,15 +85,11 @@ function noExpiryLabel(owner: OwnerKind): string {
   }
 }
 
-/**
- * An owner for a row or a sentence: "lease 694d…", "session 1000a…", "owner <token>", "connection 4242". A SQL member
- * is owned by a connection (its number: a PostgreSQL pid, a MySQL connection id), or, for a lock-table row, by whoever
- * the row's holder column names.
- */
+/** An owner for a row or a sentence: "lease 694d…", "session 1000a…", "owner <token>", "connection 4242". */
 export function ownerLabel(owner: OwnerKind, id: string): string {
   switch (owner) {
     case 'connection':
-      return /^\d+$/.test(id) ? vscode.l10n.t('connection {0}', id) : vscode.l10n.t('locked by {0}', id);
+      return vscode.l10n.t('connection {0}', id);
     case 'lease':
       return vscode.l10n.t('lease {0}', id);
     case 'session':
@@ -100,6 +97,14 @@ export function ownerLabel(owner: OwnerKind, id: string): string {
     case 'token':
       return vscode.l10n.t('owner {0}', id);
   }
+}
+
+/**
+ * A member's owner for its row. In a SQL store a member goes with its connection (its lease is that connection) unless
+ * it is a lock-table row, which no connection owns: its owner is whoever the row's holder column names.
+ */
+export function memberOwnerLabel(owner: OwnerKind, member: LockMember, shown: string): string {
+  return owner === 'connection' && member.lease !== member.owner ? vscode.l10n.t('locked by {0}', shown) : ownerLabel(owner, shown);
 }
 
 /** A few words for a trouble, where a sentence does not fit (pickers). */

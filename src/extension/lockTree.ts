@@ -5,7 +5,7 @@ import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../co
 import type { LockFigures } from '../core/lockStats';
 import { members, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
-import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, ownerLabel, showsTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
+import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, memberOwnerLabel, showsTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
 
@@ -286,7 +286,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const parts = [health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role)];
     // A database session says who it is (application, user, client) better than its number, which is the row's label.
     if (member.session) parts.push(sessionSummary(member.session));
-    else if (member.owner && label !== member.owner) parts.push(ownerLabel(caps.owner, shorten(member.owner)));
+    else if (member.owner && label !== member.owner) parts.push(memberOwnerLabel(caps.owner, member, shorten(member.owner)));
     if (member.holds !== null) parts.push(member.holds === 1 ? vscode.l10n.t('1 hold') : vscode.l10n.t('{0} holds (re-entrant)', member.holds));
     if (member.mode) parts.push(member.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
     if (member.quorum) parts.push(vscode.l10n.t('on {0}/{1} instances', member.quorum.agree, member.quorum.of));

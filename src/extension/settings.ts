@@ -95,9 +95,13 @@ export function autoConnect(): boolean {
   return config().get<boolean>('autoConnect', true);
 }
 
-/** The user's own lock tables (`locklens.lockTables`), read by every SQL connection (the other stores have no tables); malformed entries are left out. */
+/**
+ * The user's own lock tables (`locklens.lockTables`), read by every SQL connection (the other stores have no tables);
+ * malformed entries are left out. From user settings only, as connections are: a workspace's `.vscode/settings.json`
+ * must not be able to turn a table of the user's database (`users`, say) into "locks" whose Force Release deletes rows.
+ */
 export function lockTables(): LockTableSpec[] {
-  const raw = config().get<unknown>('lockTables', []);
+  const raw = config().inspect<unknown>('lockTables')?.globalValue ?? [];
   return Array.isArray(raw) ? raw.filter(isLockTableSpec) : [];
 }
 
