@@ -1,39 +1,35 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, chownSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { sleep } from '../../src/core/sleep';
+import { dataDir, initCluster, PG_BIN, serverUser, SUPERUSER } from '../../demo/postgres';
 import type { TestCerts } from './certs';
 import { freePort } from './ports';
 import { killOnExit, startOrDispose, stopProcess } from './processes';
 
 /**
- * A real PostgreSQL 15 for tests: Debian's binaries, a cluster made by initdb in a temporary dir, run as the `postgres`
- * OS user (the server refuses root: the processes get its uid and gid, as `runuser -u postgres` would give them, but
- * stay our children so that they can be stopped) on a free loopback port. Every role logs in with a SCRAM password:
- * the superuser `postgres` and, made after start, the plain role `plain` (no pg_read_all_stats, no pg_signal_backend).
+ * A real PostgreSQL 15 for tests: Debian's binaries, a cluster made by the demo's initCluster in a temporary dir, run
+ * as the `postgres` OS user when we are root (the server refuses root: the process gets that user's uid and gid but
+ * stays our child, so that it can be stopped) on a free loopback port. Every role logs in with a SCRAM password: the
+ * superuser `postgres` and, made after start, the plain role `plain` (no pg_read_all_stats, no pg_signal_backend).
  *
  * TLS: 'off' (ssl = off), 'on' (offered, not required), 'required' (pg_hba.conf accepts only hostssl).
  */
 
-export const PG_BIN = '/usr/lib/postgresql/15/bin';
-export const SUPERUSER = 'postgres';
+export { PG_BIN, SUPERUSER };
 export const SUPERUSER_PASSWORD = 'super secret';
 export const PLAIN_USER = 'plain';
 export const PLAIN_PASSWORD = 'plain secret';
 
 export type PostgresTls = 'off' | 'on' | 'required';
 
-function postgresIds(): { uid: number; gid: number } {
-  const [uid, gid] = ['-u', '-g'].map((flag) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim()));
-  return { uid, gid };
-}
-
 export class PostgresServer {
   private proc?: ChildProcess;
   private output = '';
-  private readonly ids = postgresIds();
+  /** The server's OS user when we are root (see demo/postgres.ts); undefined: it runs as us. */
+  private ids?: { uid: number; gid: number };
 
   constructor(
     readonly port: number,
@@ -57,35 +53,27 @@ export class PostgresServer {
   }
 
   private get data(): string {
-    return join(this.dir, 'data');
+    return dataDir(this.dir);
   }
 
-  private asPostgres(file: string, args: readonly string[]): void {
-    execFileSync(file, args, { ...this.ids, cwd: this.dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  }
-
-  private initCluster(): void {
-    chmodSync(this.dir, 0o755);
-    chownSync(this.dir, this.ids.uid, this.ids.gid);
-    const pwfile = join(this.dir, 'pwfile');
-    writeFileSync(pwfile, `${SUPERUSER_PASSWORD}\n`);
-    chownSync(pwfile, this.ids.uid, this.ids.gid);
-    this.asPostgres(join(PG_BIN, 'initdb'), ['-D', this.data, '-U', SUPERUSER, '--auth=scram-sha-256', `--pwfile=${pwfile}`, '--no-sync', '-E', 'UTF8', '--locale=C']);
+  private async initCluster(): Promise<void> {
     const hostType = this.tls === 'required' ? 'hostssl' : 'host';
-    writeFileSync(join(this.data, 'pg_hba.conf'), `${hostType} all all 127.0.0.1/32 scram-sha-256\n`);
+    await initCluster(this.dir, { password: SUPERUSER_PASSWORD, hba: [`${hostType} all all 127.0.0.1/32 scram-sha-256`] });
+    chmodSync(this.dir, 0o755);
     if (this.tls !== 'off') {
       if (!this.certs) throw new Error('a TLS PostgreSQL needs the test certificates');
       for (const [from, to] of [[this.certs.serverCert, 'server.crt'], [this.certs.serverKey, 'server.key']]) {
         const path = join(this.data, to);
         copyFileSync(from, path);
-        chownSync(path, this.ids.uid, this.ids.gid);
+        if (this.ids) chownSync(path, this.ids.uid, this.ids.gid);
         chmodSync(path, 0o600);
       }
     }
   }
 
   async start(): Promise<void> {
-    this.initCluster();
+    this.ids = await serverUser();
+    await this.initCluster();
     const settings = [
       `port=${this.port}`,
       'listen_addresses=127.0.0.1',
