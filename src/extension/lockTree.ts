@@ -97,6 +97,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       asVscode(registry.onDidChangeLeases(({ connection, infos }) => this.leasesChanged(connection, new Set(infos.map((i) => i.id))))),
       asVscode(heldLocks.onDidChange(() => this.ownershipChanged())),
     );
+    const ages = setInterval(() => this.agesChanged(), AGE_REDRAW_MS);
+    this.subscriptions.push(new vscode.Disposable(() => clearInterval(ages)));
   }
 
   getChildren(node?: LockTreeNode): LockTreeNode[] {
@@ -343,10 +345,26 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   private leasesChanged(connection: ClusterConnection, leases: Set<string>): void {
+    this.redrawMembers(connection, (m) => leases.has(m.lease));
+  }
+
+  /**
+   * A member with no sampled TTL is redrawn by no sweep (a ZooKeeper node, a SQL session, a Liquibase row): its age
+   * ("held 2m") would stay as first drawn. Such rows are redrawn now and then, as TTL rows are at every sweep.
+   */
+  private agesChanged(): void {
+    for (const connection of this.registry.all()) {
+      const watch = connection.watch;
+      if (watch) this.redrawMembers(connection, (m) => !m.lease || !watch.lease(m.lease));
+    }
+  }
+
+  /** Redraws the member rows of the locks with a member `wanted` picks, and their lock rows whose worst trouble moved. */
+  private redrawMembers(connection: ClusterConnection, wanted: (member: LockMember) => boolean): void {
     const watch = connection.watch;
     for (const n of this.rowsOf(connection, (lockId) => {
       const lock = watch?.lock(lockId);
-      return !!lock && members(lock).some((m) => leases.has(m.lease));
+      return !!lock && members(lock).some(wanted);
     })) {
       if (n.kind === 'member') this.pending.add(n);
       else {
@@ -566,6 +584,9 @@ function capabilities(connection: ClusterConnection): Capabilities {
 }
 
 const NOTHING: Capabilities = { waiters: false, fencingTokens: false, ttl: false, owner: 'token', revokeOwner: false, queuedAcquire: false, readWriteLocks: false, history: false };
+
+/** How often rows without a TTL are redrawn for their ages: often enough for "held 2m 10s", rarely enough to cost nothing. */
+const AGE_REDRAW_MS = 5000;
 
 const LOCK_ICONS: Record<LockState['kind'], string> = { queue: 'lock', single: 'key', election: 'organization', readwrite: 'book' };
 
