@@ -7,6 +7,8 @@ import type { LockHold } from '../../src/core/backend';
 import { isLockLensError, type LockLensError } from '../../src/core/errors';
 import { keyId } from '../../src/core/keys';
 import type { LockState } from '../../src/core/lockState';
+import { acquire } from '../../src/core/mysql/acquire';
+import { openConnection, targetOf } from '../../src/core/mysql/connect';
 import { MysqlBackend } from '../../src/core/mysql/mysqlBackend';
 import { ADMIN, PLAIN, startMariaDb, type MariaDbServer } from '../harness/mariadb';
 import { PyMysqlLock } from '../harness/pymysql';
@@ -173,6 +175,38 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.ok(isLockLensError(e, 'CANCELLED'), String(e));
     await eventually(async () => (await server.sql(`SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ${Number(ours)}`)).trim() === '0', 10_000, 'our connection gone');
     assert.equal((await lockAt(name))?.waiters.length, 0);
+    holder.release();
+    await holder.until(['released']);
+    const next = py(name, { mode: 'try' });
+    await next.until(['acquired']);
+  });
+
+  test('an acquire cancelled while its connection opens never waits in GET_LOCK, and takes nothing later', { timeout: 60_000 }, async () => {
+    const name = `${p}early-cancel`;
+    const holder = py(name);
+    await holder.until(['acquired']);
+    const target = await targetOf({ store: 'mysql', endpoints: [server.url()], password: ADMIN.password, dialTimeoutMs: DIAL_MS });
+    const controller = new AbortController();
+    let ours = 0;
+    const e = await acquire(
+      {
+        flavor: 'mariadb',
+        // The abort comes once the connection is open, before the acquire's first statement on it.
+        open: async () => {
+          const conn = await openConnection(target);
+          ours = conn.threadId;
+          controller.abort();
+          return conn;
+        },
+        killQuery: async (id) => void (await server.sql(`KILL QUERY ${id}`)),
+        describeHolder: async () => undefined,
+      },
+      b(name),
+      { ttlSeconds: 30, signal: controller.signal },
+    ).catch((x: unknown) => x);
+    assert.ok(isLockLensError(e, 'CANCELLED'), String(e));
+    await eventually(async () => (await server.sql(`SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ${ours}`)).trim() === '0', 10_000, 'our connection gone');
+    assert.equal((await server.sql("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'")).trim(), '0', 'no GET_LOCK left waiting');
     holder.release();
     await holder.until(['released']);
     const next = py(name, { mode: 'try' });

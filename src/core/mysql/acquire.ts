@@ -86,6 +86,7 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   const waitTimeoutS = Math.max(1, Math.ceil(options.ttlSeconds));
   let onAbort: (() => void) | undefined;
   try {
+    throwIfAborted(options.signal);
     await conn.query('SET SESSION wait_timeout = ?', [waitTimeoutS]);
     if (options.tryOnly) {
       if ((await getLock(conn, name, 0)) !== 1) {
@@ -103,6 +104,9 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
         options.signal?.addEventListener('abort', onAbort, { once: true });
       });
       aborted.catch(() => undefined);
+      // An abort while the connection opened or the statements above ran fired before the listener: it is seen here,
+      // before the year-long GET_LOCK is sent; one from now on by the listener.
+      throwIfAborted(options.signal);
       const got = await Promise.race([getLock(conn, name, WAIT_FOR_EVER_S), aborted]);
       throwIfAborted(options.signal);
       if (got !== 1) throw new LockLensError('LOCK_LOST', `GET_LOCK(${displayKey(nameBytes)}) on connection ${id} returned ${String(got)}: its wait was killed by someone`);
