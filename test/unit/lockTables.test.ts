@@ -33,7 +33,7 @@ const SPEC: LockTableSpec = { table: 'job_locks', nameColumn: 'job', holderColum
 const CUSTOM = [...columns('job_locks', ['job', 'owner_id']), ...columns('job_locks', ['expires_at'], { type: 'timestamp with time zone' })];
 
 function layout(catalog: CatalogColumn[], convention: string, specs: LockTableSpec[] = []): TableLayout {
-  const found = layoutsOf(catalog, specs, 'postgres').find((l) => l.convention === convention);
+  const found = layoutsOf(catalog, specs, 'postgres').layouts.find((l) => l.convention === convention);
   assert.ok(found, convention);
   return found;
 }
@@ -67,7 +67,7 @@ describe('lock table identifiers', () => {
 
 describe('lock table recognition', () => {
   test('ShedLock, Liquibase (any case) and the seed table with a unique lock_name', () => {
-    const layouts = layoutsOf([...SHEDLOCK, ...LIQUIBASE, ...SEED], [], 'postgres');
+    const { layouts } = layoutsOf([...SHEDLOCK, ...LIQUIBASE, ...SEED], [], 'postgres');
     assert.deepEqual(layouts.map((l) => [l.convention, l.label]), [
       ['shedlock', 'shedlock'],
       ['liquibase', 'DATABASECHANGELOGLOCK'],
@@ -84,19 +84,19 @@ describe('lock table recognition', () => {
   test('not recognised: a lock table whose lock_name is not unique, a ShedLock table missing a column, other tables', () => {
     const loose = [...columns('lock', ['id', 'lock_name'])];
     const partial = SHEDLOCK.filter((c) => c.column !== 'locked_at');
-    assert.deepEqual(layoutsOf([...loose, ...partial, ...columns('locks', ['lock_name'], { unique: true })], [], 'postgres'), []);
+    assert.deepEqual(layoutsOf([...loose, ...partial, ...columns('locks', ['lock_name'], { unique: true })], [], 'postgres'), { layouts: [], problems: [] });
   });
 
   test("ShedLock's now: UTC for a column without a time zone (and always on MySQL), the instant for timestamptz", () => {
     const tz = SHEDLOCK.map((c) => (c.column === 'lock_until' ? { ...c, type: 'timestamp with time zone' } : c));
     assert.equal(layout(tz, 'shedlock').expiry?.utc, false);
-    assert.equal(layoutsOf(tz, [], 'mysql')[0].expiry?.utc, true);
+    assert.equal(layoutsOf(tz, [], 'mysql').layouts[0].expiry?.utc, true);
   });
 
   test('an unqualified name is the first schema of the search path that has it; other schemas are not read', () => {
     const later = SHEDLOCK.map((c) => ({ ...c, schema: 'audit', pos: 2 }));
     const outside = LIQUIBASE.map((c) => ({ ...c, schema: 'other', pos: 0 }));
-    const layouts = layoutsOf([...later, ...SHEDLOCK, ...outside], [], 'postgres');
+    const { layouts } = layoutsOf([...later, ...SHEDLOCK, ...outside], [], 'postgres');
     assert.deepEqual(layouts.map((l) => l.table), [{ schema: 'public', name: 'shedlock' }]);
   });
 
@@ -106,15 +106,21 @@ describe('lock table recognition', () => {
     assert.equal(custom.holderColumn, 'owner_id');
     assert.deepEqual(custom.expiry, { column: 'expires_at', utc: false });
     assert.equal(layout(CUSTOM, 'custom-table', [{ ...SPEC, table: 'JOB_LOCKS' }]).table.name, 'job_locks');
-    assert.throws(() => layoutsOf(CUSTOM, [{ ...SPEC, table: 'jobs.job_locks' }], 'postgres'), invalid(/'jobs.job_locks'.*no such table in schema jobs/));
-    assert.throws(() => layoutsOf([], [SPEC], 'mysql'), invalid(/no such table in the current database/));
-    assert.throws(() => layoutsOf(CUSTOM, [{ ...SPEC, nameColumn: 'name' }], 'postgres'), invalid(/nameColumn 'name' is not a column of it \(its columns: job, owner_id, expires_at\)/));
-    assert.throws(() => layoutsOf(CUSTOM, [{ ...SPEC, expiryColumn: 'owner_id' }], 'postgres'), invalid(/expiryColumn 'owner_id' is a character varying/));
+    // Every SQL connection gets every spec: a table not in this database is another database's, skipped unsaid.
+    assert.deepEqual(layoutsOf(CUSTOM, [{ ...SPEC, table: 'jobs.job_locks' }], 'postgres'), { layouts: [], problems: [] });
+    assert.deepEqual(layoutsOf([], [SPEC], 'mysql'), { layouts: [], problems: [] });
+    // A table that is here but does not fit the spec is said, and the rest is still read.
+    const misfits = layoutsOf([...CUSTOM, ...SHEDLOCK], [{ ...SPEC, nameColumn: 'name' }, { ...SPEC, expiryColumn: 'owner_id' }], 'postgres');
+    assert.deepEqual(misfits.layouts.map((l) => l.convention), ['shedlock']);
+    assert.deepEqual(misfits.problems, [
+      "lock table 'job_locks' (locklens.lockTables, or the CLI's --lock-table): nameColumn 'name' is not a column of it (its columns: job, owner_id, expires_at)",
+      "lock table 'job_locks' (locklens.lockTables, or the CLI's --lock-table): expiryColumn 'owner_id' is a character varying: it must be one of timestamp without time zone, timestamp with time zone, date",
+    ]);
   });
 
   test("a spec naming a recognised table replaces its recognition (the user's description wins)", () => {
     const spec = { table: 'shedlock', nameColumn: 'name', holderColumn: 'locked_by' };
-    assert.deepEqual(layoutsOf(SHEDLOCK, [spec], 'postgres').map((l) => l.convention), ['custom-table']);
+    assert.deepEqual(layoutsOf(SHEDLOCK, [spec], 'postgres').layouts.map((l) => l.convention), ['custom-table']);
   });
 
   test('the catalog query asks for each recognised name in both cases, and for the specs', () => {
@@ -137,7 +143,7 @@ describe('lock table rows', () => {
         `EXTRACT(EPOCH FROM ("lock_until" - timezone('utc', CURRENT_TIMESTAMP))) AS ttl, EXTRACT(EPOCH FROM ("lock_until" - "locked_at")) AS granted ` +
         'FROM "public"."shedlock" WHERE "name" IS NOT NULL ORDER BY "name"',
     );
-    const liquibase = layoutsOf(LIQUIBASE, [], 'mysql')[0];
+    const liquibase = layoutsOf(LIQUIBASE, [], 'mysql').layouts[0];
     assert.match(rowsQuery('mysql', liquibase), /FROM `public`.`DATABASECHANGELOGLOCK` WHERE `ID` IS NOT NULL AND `LOCKED` = TRUE ORDER BY `ID`$/);
     assert.match(rowsQuery('mysql', shedlock), /TIMESTAMPDIFF\(MICROSECOND, UTC_TIMESTAMP\(6\), `lock_until`\) \/ 1000000 AS ttl/);
   });
@@ -191,7 +197,7 @@ describe('lock table releases', () => {
   });
 
   test("Liquibase's releaseLock, only while LOCKED; the seed table's and a user's rows deleted", () => {
-    const liquibase = layoutsOf(LIQUIBASE, [], 'mysql')[0];
+    const liquibase = layoutsOf(LIQUIBASE, [], 'mysql').layouts[0];
     const held = rowLock(liquibase, { n: '1', v0: '2024-05-01 12:00:00', v1: 'ci (10.0.0.7)' }).lock.holder!;
     assert.deepEqual(releaseStatement('mysql', liquibase, held), {
       sql:

@@ -9,7 +9,7 @@
  * its guard values back from there and compares them as text, so what is released is exactly the row that was shown.
  */
 import type { ForceReleaseResult } from '../backend';
-import { LockLensError } from '../errors';
+import { LockLensError, isLockLensError } from '../errors';
 import { displayKey, keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { LockTableSpec } from '../profile';
@@ -34,6 +34,8 @@ export { LOCK_TABLE_CONVENTIONS, type LockTableConvention } from './tableLayouts
 export interface LockTablesReading {
   readonly locks: LockState[];
   readonly expiries: ExpirySample[];
+  /** What was not read and why (a spec that does not fit its table), for the store's reading's `hidden`. */
+  readonly hidden?: string;
 }
 
 /**
@@ -45,6 +47,10 @@ export const REDISCOVER_EVERY_READS = 30;
 
 export class LockTables {
   private layouts: TableLayout[] | undefined;
+  /** Why a spec is not read: its names, once; its table's columns, at each discovery. */
+  private readonly specProblems: string[] = [];
+  private tableProblems: string[] = [];
+  private readonly custom: LockTableSpec[] = [];
   private readsSinceDiscovery = 0;
   /**
    * The TTL first seen for each expiring row of a user's table (which says nothing of when a row was written), as
@@ -52,17 +58,29 @@ export class LockTables {
    */
   private firstTtls = new Map<string, { readonly shown: string; readonly ttl: number }>();
 
-  /** Throws INVALID_ARGUMENT at once for a spec whose names LockLens would not put in a statement. */
+  /**
+   * `specs` are the user's, given to every SQL connection: a spec with names LockLens would not put in a statement is
+   * not read, and said in each reading's `hidden`, never thrown (the connection's other locks are still shown).
+   */
   constructor(
     private readonly db: SqlWriteSession,
-    private readonly custom: readonly LockTableSpec[],
+    specs: readonly LockTableSpec[],
   ) {
-    custom.forEach(checkSpec);
+    for (const spec of specs) {
+      try {
+        checkSpec(spec);
+        this.custom.push(spec);
+      } catch (e) {
+        if (!isLockLensError(e, 'INVALID_ARGUMENT')) throw e;
+        this.specProblems.push(e.message);
+      }
+    }
   }
 
   /**
    * Every table lock: the recognised tables found in the current schema(s) or database, and the user's specs. A spec
-   * whose table or column is missing throws INVALID_ARGUMENT naming it (a configuration to fix, not a store failure).
+   * whose table is not in this database is skipped (it is another database's); one that does not fit its table is
+   * said in `hidden`.
    */
   async read(): Promise<LockTablesReading> {
     const cached = this.layouts !== undefined && this.readsSinceDiscovery < REDISCOVER_EVERY_READS;
@@ -83,7 +101,9 @@ export class LockTables {
     }
     const { sql, params } = catalogQuery(this.db.dialect, this.custom);
     const catalog = (await this.db.query(sql, params)).map(catalogColumn);
-    this.layouts = layoutsOf(catalog, this.custom, this.db.dialect);
+    const { layouts, problems } = layoutsOf(catalog, this.custom, this.db.dialect);
+    this.layouts = layouts;
+    this.tableProblems = problems;
     this.readsSinceDiscovery = 0;
     return this.layouts;
   }
@@ -113,7 +133,8 @@ export class LockTables {
       }
     }
     this.firstTtls = firstTtls;
-    return { locks, expiries };
+    const hidden = [...this.specProblems, ...this.tableProblems].map((p) => `${p}, so its rows are not read`);
+    return { locks, expiries, ...(hidden.length ? { hidden: hidden.join('; ') } : {}) };
   }
 
   /**

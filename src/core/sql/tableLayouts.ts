@@ -12,7 +12,7 @@
  *   expiry. Only a table named `lock` whose `lock_name` alone has a unique index: any other table is described by the
  *   user (a `locks` table is too common a name to guess what its rows mean).
  */
-import { LockLensError } from '../errors';
+import { LockLensError, isLockLensError } from '../errors';
 import { keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { LockTableSpec } from '../profile';
@@ -237,13 +237,15 @@ const DATE_TYPES: Record<SqlDialect, readonly string[]> = {
   mysql: ['timestamp', 'datetime', 'date'],
 };
 
-function specLayout(spec: LockTableSpec, tables: readonly FoundTable[], dialect: SqlDialect): TableLayout {
+/**
+ * The layout of a user's spec, or undefined when its table is not in this database: the specs are every SQL
+ * connection's, and a table of one database is normally missing from the others. A table found without a named
+ * column, or with an expiry that is no date, throws INVALID_ARGUMENT naming it (a spec to fix).
+ */
+function specLayout(spec: LockTableSpec, tables: readonly FoundTable[], dialect: SqlDialect): TableLayout | undefined {
   const ref = specTable(spec);
   const table = ref.schema === undefined ? resolveUnqualified(tables, ref.name) : tables.find((t) => t.schema === ref.schema && t.name === ref.name);
-  if (!table) {
-    const where = ref.schema !== undefined ? `schema ${ref.schema}` : dialect === 'postgres' ? 'the search path (current_schemas)' : 'the current database';
-    throw invalidSpec(spec, `no such table in ${where}, or no privilege on it`);
-  }
+  if (!table) return undefined;
   const need = (what: string, name: string) => {
     const c = columnOf(table, name);
     if (!c) throw invalidSpec(spec, `${what} '${name}' is not a column of it (its columns: ${table.columns.map((x) => x.column).join(', ')})`);
@@ -267,13 +269,30 @@ function specLayout(spec: LockTableSpec, tables: readonly FoundTable[], dialect:
   };
 }
 
+export interface Layouts {
+  readonly layouts: TableLayout[];
+  /** Why a spec whose table is here is not read (a missing column, an expiry that is no date): for the reading's `hidden`. */
+  readonly problems: string[];
+}
+
 /**
- * The layouts of what the catalog found: the user's specs (a missing table or column throws INVALID_ARGUMENT naming
- * it), then the recognised tables that unqualified names resolve to, except one a spec already describes.
+ * The layouts of what the catalog found: the user's specs whose tables are here, then the recognised tables that
+ * unqualified names resolve to, except one a spec already describes. A spec that cannot be read is a problem said
+ * beside the others, never a failure of the whole read (the connection's other locks are still to be shown).
  */
-export function layoutsOf(catalog: readonly CatalogColumn[], specs: readonly LockTableSpec[], dialect: SqlDialect): TableLayout[] {
+export function layoutsOf(catalog: readonly CatalogColumn[], specs: readonly LockTableSpec[], dialect: SqlDialect): Layouts {
   const tables = tablesOf(catalog);
-  const custom = specs.map((spec) => specLayout(spec, tables, dialect));
+  const custom: TableLayout[] = [];
+  const problems: string[] = [];
+  for (const spec of specs) {
+    try {
+      const layout = specLayout(spec, tables, dialect);
+      if (layout) custom.push(layout);
+    } catch (e) {
+      if (!isLockLensError(e, 'INVALID_ARGUMENT')) throw e;
+      problems.push(e.message);
+    }
+  }
   const described = new Set(custom.map((l) => `${l.table.schema}\0${l.table.name}`));
   const recognised = new Set<FoundTable>();
   for (const name of new Set(tables.map((t) => t.name))) {
@@ -284,7 +303,7 @@ export function layoutsOf(catalog: readonly CatalogColumn[], specs: readonly Loc
     .filter((t) => !described.has(`${t.schema}\0${t.name}`))
     .map((t) => recognise(t, dialect))
     .filter((l): l is TableLayout => l !== undefined);
-  return [...custom, ...found];
+  return { layouts: [...custom, ...found], problems };
 }
 
 // ---- reading rows ----
