@@ -38,7 +38,11 @@ interface Fixture {
   /** The tables as each library creates them. */
   readonly ddl: readonly string[];
   readonly liquibaseTable: string;
-  shedlockLock(name: string, ms: number, by: string): Promise<number>;
+  /**
+   * ShedLock's lock statements; `zoneHours` from UTC: its JVM's time zone when it writes its own time (not
+   * usingDbTime()), 0 the database's UTC as usingDbTime() writes it.
+   */
+  shedlockLock(name: string, ms: number, by: string, zoneHours?: number): Promise<number>;
   shedlockUnlock(name: string, by: string): Promise<number>;
   liquibaseLock(by: string): Promise<number>;
   /** A moment of the database's clock passes (not the test's: nothing is timed here). */
@@ -64,7 +68,7 @@ async function postgresFixture(server: PostgresServer): Promise<Fixture> {
     const r = await libClient.query(sql, params);
     return { rows: r.rows as Row[], changed: r.rowCount ?? 0 };
   };
-  const now = "timezone('utc', CURRENT_TIMESTAMP)";
+  const utcNow = "timezone('utc', CURRENT_TIMESTAMP)";
   return {
     dialect: 'postgres',
     session,
@@ -82,19 +86,21 @@ async function postgresFixture(server: PostgresServer): Promise<Fixture> {
     ],
     liquibaseTable: 'databasechangeloglock',
     // ShedLock's PostgresSqlServerTimeStatementsSource (usingDbTime): insert, else take an expired row.
-    shedlockLock: async (name, ms, by) =>
-      (
+    shedlockLock: async (name, ms, by, zoneHours = 0) => {
+      const now = `(${utcNow} + interval '${zoneHours} hours')`;
+      return (
         await lib(
           `INSERT INTO shedlock(name, lock_until, locked_at, locked_by) VALUES($1, ${now} + cast($2 as interval), ${now}, $3) ` +
             `ON CONFLICT (name) DO UPDATE SET lock_until = ${now} + cast($2 as interval), locked_at = ${now}, locked_by = $3 ` +
             `WHERE shedlock.name = $1 AND shedlock.lock_until <= ${now}`,
           [name, `${ms} milliseconds`, by],
         )
-      ).changed,
+      ).changed;
+    },
     shedlockUnlock: async (name, by) =>
       (
         await lib(
-          `UPDATE shedlock SET lock_until = CASE WHEN locked_at + cast($1 as interval) > ${now} THEN locked_at + cast($1 as interval) ELSE ${now} END ` +
+          `UPDATE shedlock SET lock_until = CASE WHEN locked_at + cast($1 as interval) > ${utcNow} THEN locked_at + cast($1 as interval) ELSE ${utcNow} END ` +
             'WHERE name = $2 AND locked_by = $3',
           ['0 milliseconds', name, by],
         )
@@ -122,7 +128,7 @@ async function mariadbFixture(server: MariaDbServer): Promise<Fixture> {
     const [result] = await conn.query(sql, params);
     return Array.isArray(result) ? { rows: result as Row[], changed: 0 } : { rows: [], changed: Number((result as { affectedRows: number }).affectedRows) };
   };
-  const now = 'UTC_TIMESTAMP(3)';
+  const utcNow = 'UTC_TIMESTAMP(3)';
   return {
     dialect: 'mysql',
     session,
@@ -140,7 +146,8 @@ async function mariadbFixture(server: MariaDbServer): Promise<Fixture> {
     ],
     liquibaseTable: 'DATABASECHANGELOGLOCK',
     // ShedLock's MySqlServerTimeStatementsSource (usingDbTime): insert ignore, else update an expired row.
-    shedlockLock: async (name, ms, by) => {
+    shedlockLock: async (name, ms, by, zoneHours = 0) => {
+      const now = `TIMESTAMPADD(HOUR, ${zoneHours}, ${utcNow})`;
       const inserted = await lib(`INSERT IGNORE INTO shedlock(name, lock_until, locked_at, locked_by) VALUES(?, TIMESTAMPADD(MICROSECOND, ?, ${now}), ${now}, ?)`, [name, ms * 1000, by]);
       if (inserted.changed) return 1;
       return (
@@ -150,7 +157,7 @@ async function mariadbFixture(server: MariaDbServer): Promise<Fixture> {
     shedlockUnlock: async (name, by) =>
       (
         await lib(
-          `UPDATE shedlock SET lock_until = IF (TIMESTAMPADD(MICROSECOND, ?, locked_at) > ${now}, TIMESTAMPADD(MICROSECOND, ?, locked_at), ${now}) WHERE name = ? AND locked_by = ?`,
+          `UPDATE shedlock SET lock_until = IF (TIMESTAMPADD(MICROSECOND, ?, locked_at) > ${utcNow}, TIMESTAMPADD(MICROSECOND, ?, locked_at), ${utcNow}) WHERE name = ? AND locked_by = ?`,
           [0, 0, name, by],
         )
       ).changed,
@@ -237,7 +244,7 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
       }
     });
 
-    test("force release is ShedLock's unlock, only on the row shown; ShedLock then takes it again", async () => {
+    test('force release sets lock_until back to locked_at, only on the row shown; ShedLock then takes it again', async () => {
       const lock = must((await tables.read()).locks, 'shedlock/report-job');
       assert.match(tables.describeForceRelease(lock, lock.holder!), /locked_by 'host-a' and lock_until /);
       const result = await tables.forceRelease(lock, lock.holder!);
@@ -254,6 +261,27 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
       const before = await row();
       await rejectsWith(tables.forceRelease(stale, stale.holder!), 'LOCK_CHANGED', /shedlock\/report-job/);
       assert.deepEqual(await row(), before, 'nothing written');
+    });
+
+    test("ShedLock writing its JVM's local time: the zone is noted, and force release frees the row for ShedLock there at once", async () => {
+      const zoned = new LockTables(db.session, []);
+      await zoned.read(); // what is written after this read is seen being written
+      assert.equal(await db.shedlockLock('ny-job', 60_000, 'ny-host', -5), 1, 'a JVM in New York (UTC-5)');
+      assert.equal(await db.shedlockLock('tokyo-job', 60_000, 'tokyo-host', 9), 1, 'a JVM in Tokyo (UTC+9)');
+      const { locks, hidden } = await zoned.read();
+      assert.match(hidden ?? '', /shedlock\/ny-job was written 5\.0 h behind the database's UTC clock: its writer may keep its local time zone/);
+      assert.match(hidden ?? '', /shedlock\/tokyo-job was written 9\.0 h ahead of the database's UTC clock/);
+      assert.match((await zoned.read()).hidden ?? '', /ny-job was written 5\.0 h behind/, 'the note stays while the row does');
+      assert.match((await new LockTables(db.session, []).read()).hidden ?? '', /tokyo-job was written 9\.0 h ahead/, 'ahead is seen at first sight');
+      for (const [job, zone] of [['ny-job', -5], ['tokyo-job', 9]] as const) {
+        assert.equal(await db.shedlockLock(job, 60_000, 'other-host', zone), 0, `${job} is held where it was taken`);
+        const lock = must(locks, `shedlock/${job}`);
+        assert.match(zoned.describeForceRelease(lock, lock.holder!), /back to its locked_at/);
+        await zoned.forceRelease(lock, lock.holder!);
+        // The database's UTC now would be 5 h in New York's future: ShedLock there would be locked out that long.
+        assert.equal(await db.shedlockLock(job, 60_000, 'other-host', zone), 1, `ShedLock in ${job}'s zone takes it at once`);
+      }
+      await db.lib("DELETE FROM shedlock WHERE name IN ('ny-job', 'tokyo-job')");
     });
 
     test('a stuck Liquibase lock: no expiry, its LOCKEDBY as owner, released as releaseLock, then Liquibase acquires', async () => {

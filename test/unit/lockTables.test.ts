@@ -157,7 +157,7 @@ describe('lock table rows', () => {
     const m = lock.holder!;
     assert.deepEqual([m.key.toString(), m.convention, m.owner, m.lease, m.token, m.holds, m.session], ['report-job', 'shedlock', 'host-a', 'shedlock/report-job', null, null, undefined]);
     assert.deepEqual(shownValues(m), { name: 'report-job', lock_until: '2030-01-01 10:00:30.5', locked_at: '2030-01-01 10:00:00.5', locked_by: 'host-a' });
-    assert.deepEqual(expiry, { ttl: 29.75, granted: 30, shown: '2030-01-01 10:00:30.5' });
+    assert.deepEqual(expiry, { ttl: 29.75, granted: 30, shown: '2030-01-01 10:00:30.5', written: '2030-01-01 10:00:00.5' });
   });
 
   test('a row without expiry never expires; unicode, HTML and long names kept whole in the name, cut in the preview', () => {
@@ -185,12 +185,12 @@ describe('lock table rows', () => {
 });
 
 describe('lock table releases', () => {
-  test("ShedLock's unlock, guarded on the name, holder and lock_until shown", () => {
+  test("ShedLock's row: lock_until set back to its locked_at (same clock and zone, so past), guarded on the name, holder and lock_until shown", () => {
     const shedlock = layout(SHEDLOCK, 'shedlock');
     const { lock } = rowLock(shedlock, { n: 'job', v0: '2030-01-01 10:00:30.5', v1: '2030-01-01 10:00:00', v2: 'host-a', ttl: 1, granted: 30 });
     assert.deepEqual(releaseStatement('postgres', shedlock, lock.holder!), {
       sql:
-        `UPDATE "public"."shedlock" SET "lock_until" = timezone('utc', CURRENT_TIMESTAMP) WHERE "name" = ? ` +
+        'UPDATE "public"."shedlock" SET "lock_until" = "locked_at" WHERE "name" = ? ' +
         'AND CAST("locked_by" AS text) IS NOT DISTINCT FROM ? AND CAST("lock_until" AS text) IS NOT DISTINCT FROM ?',
       params: ['job', 'host-a', '2030-01-01 10:00:30.5'],
     });

@@ -45,6 +45,9 @@ export interface LockTablesReading {
  */
 export const REDISCOVER_EVERY_READS = 30;
 
+/** More than any clock skew between the database and its clients, less than any time zone's offset from UTC. */
+const ZONE_SKEW_S = 15 * 60;
+
 export class LockTables {
   private layouts: TableLayout[] | undefined;
   /** Why a spec is not read: its names, once; its table's columns, at each discovery. */
@@ -57,6 +60,8 @@ export class LockTables {
    * its granted TTL; forgotten when the row's expiry changes or the row goes.
    */
   private firstTtls = new Map<string, { readonly shown: string; readonly ttl: number }>();
+  /** When the last read was, and what each row said it was written at (ShedLock's locked_at) with its zone note. */
+  private lastRead: { readonly at: number; readonly rows: ReadonlyMap<string, { readonly written: string; readonly note?: string }> } | undefined;
 
   /**
    * `specs` are the user's, given to every SQL connection: a spec with names LockLens would not put in a statement is
@@ -113,6 +118,9 @@ export class LockTables {
     const expiries: ExpirySample[] = [];
     const seen = new Set<string>();
     const firstTtls = new Map<string, { shown: string; ttl: number }>();
+    const written = new Map<string, { written: string; note?: string }>();
+    const notes: string[] = [];
+    const readAt = Date.now();
     for (const layout of layouts) {
       for (const row of await this.db.query(rowsQuery(this.db.dialect, layout))) {
         const { lock, expiry } = rowLock(layout, row);
@@ -130,11 +138,38 @@ export class LockTables {
           granted = kept.ttl;
         }
         expiries.push({ id, ttl: expiry.ttl, grantedTtl: granted, keys: [lock.name] });
+        if (expiry.written !== undefined) {
+          const note = this.zoneNote(lock, expiry.written, granted - expiry.ttl, readAt);
+          written.set(id, { written: expiry.written, note });
+          if (note) notes.push(note);
+        }
       }
     }
     this.firstTtls = firstTtls;
-    const hidden = [...this.specProblems, ...this.tableProblems].map((p) => `${p}, so its rows are not read`);
+    this.lastRead = { at: readAt, rows: written };
+    const hidden = [...[...this.specProblems, ...this.tableProblems].map((p) => `${p}, so its rows are not read`), ...notes];
     return { locks, expiries, ...(hidden.length ? { hidden: hidden.join('; ') } : {}) };
+  }
+
+  /**
+   * A note that a row's writer seems to keep another time zone than the one its TTL is read against (the database's
+   * UTC, see tableLayouts.ts), from `age`: the database's now less when the row says it was written, in seconds. A
+   * row written ahead of the database's clock is one; so is a row written since the last read (new, or its `written`
+   * changed) long before that read. A writer west of UTC is seen only that way, writing while LockLens reads: an old
+   * row is not otherwise told from one just written hours behind; once seen, the note stays while the row does.
+   * Clocks off by less than ZONE_SKEW_S are not zones.
+   */
+  private zoneNote(lock: LockState, written: string, age: number, readAt: number): string | undefined {
+    const last = this.lastRead;
+    const before = last?.rows.get(lock.holder!.lease);
+    if (before?.written === written && before.note) return before.note;
+    const behind = last && before?.written !== written ? age - (readAt - last.at) / 1000 : 0;
+    const off = age < -ZONE_SKEW_S ? age : behind > ZONE_SKEW_S ? behind : 0;
+    if (off === 0) return undefined;
+    return (
+      `${displayKey(lock.name)} was written ${(Math.abs(off) / 3600).toFixed(1)} h ${off < 0 ? 'ahead of' : 'behind'} the database's ` +
+      `UTC clock: its writer may keep its local time zone (ShedLock without usingDbTime()), and its TTL is off by as much`
+    );
   }
 
   /**
@@ -192,8 +227,9 @@ export class LockTables {
     switch (member.convention) {
       case 'shedlock':
         return (
-          `Sets lock_until of ShedLock's ${row} to the database's now, as ShedLock's own unlock does, only while it still has ` +
-          `locked_by '${member.owner}'${guards}. The job can then run again on any node at its next schedule. ` +
+          `Sets lock_until of ShedLock's ${row} back to its locked_at (written by the same clock, so past whatever time zone ` +
+          `ShedLock writes in), only while it still has locked_by '${member.owner}'${guards}. The job can then run again on any ` +
+          `node at its next schedule, lockAtLeastFor or not. ` +
           `The holder is NOT told: if the job is still running there, it goes on alongside the next run.`
         );
       case 'liquibase':
@@ -219,7 +255,7 @@ const WRITERS: Record<TableLayout['convention'], { table: string; takes: string 
 };
 
 const ACTIONS: Record<TableLayout['convention'], string> = {
-  shedlock: "set lock_until to the database's now (ShedLock's unlock)",
+  shedlock: "set lock_until back to locked_at (ShedLock's next run takes it)",
   liquibase: "cleared LOCKED, LOCKGRANTED and LOCKEDBY (Liquibase's releaseLock)",
   'lock-table': 'deleted the row',
   'custom-table': 'deleted the row',

@@ -5,8 +5,11 @@
  *
  * Recognised (each library's own DDL and statements):
  * - ShedLock JDBC: `shedlock(name, lock_until, locked_at, locked_by)`; rows are never deleted, a row is held while
- *   `lock_until` is ahead of ShedLock's now: the UTC wall clock (`timezone('utc', CURRENT_TIMESTAMP)`,
- *   `UTC_TIMESTAMP(3)`) for a column without a time zone, the instant for a `timestamptz`. Past it, it is shown expired.
+ *   `lock_until` is ahead of ShedLock's now. LockLens's TTL is `lock_until` less the database's clock: its UTC wall
+ *   clock (`timezone('utc', CURRENT_TIMESTAMP)`, `UTC_TIMESTAMP(6)`) for a column without a time zone, the instant for
+ *   a `timestamptz`. That assumes the writer's clock is UTC, as it is with ShedLock's usingDbTime(); without it ShedLock
+ *   writes its JVM's local time (pgjdbc also sets the session's TimeZone to the JVM's), which shifts the TTL by the
+ *   JVM's offset: lockTables.ts notes it where `locked_at` gives it away. Past `lock_until`, a row is shown expired.
  * - Liquibase: `DATABASECHANGELOGLOCK(ID, LOCKED, LOCKGRANTED, LOCKEDBY)`, a lock while LOCKED; never expires.
  * - The seed article's `lock(id, lock_name UNIQUE, desc, update_time)`: a row is a held lock with no holder and no
  *   expiry. Only a table named `lock` whose `lock_name` alone has a unique index: any other table is described by the
@@ -312,7 +315,11 @@ function asText(dialect: SqlDialect, column: string): string {
   return `CAST(${quoteIdent(dialect, column)} AS ${dialect === 'postgres' ? 'text' : 'CHAR'})`;
 }
 
-/** The database's now that an expiry column is compared with (never the client's clock). */
+/**
+ * The database's now that an expiry column is compared with (never the client's clock): its UTC wall clock for a
+ * ShedLock column without a time zone (see the top of this file); else its session's now, against which PostgreSQL
+ * reads a column without a time zone in the session's TimeZone and MySQL a DATETIME in the session's time_zone.
+ */
 function nowOf(dialect: SqlDialect, utc: boolean): string {
   if (dialect === 'postgres') return utc ? "timezone('utc', CURRENT_TIMESTAMP)" : 'CURRENT_TIMESTAMP';
   return utc ? 'UTC_TIMESTAMP(6)' : 'CURRENT_TIMESTAMP(6)';
@@ -352,8 +359,11 @@ function nullableText(value: unknown): string | null {
 /** What a read row becomes: a held lock, and the TTL it counts down where the table has an expiry. */
 export interface RowLock {
   readonly lock: LockState;
-  /** Seconds left (negative: expired) and, where the row says when it was written, the TTL it was granted. */
-  readonly expiry?: { readonly ttl: number; readonly granted?: number; readonly shown: string };
+  /**
+   * Seconds left (negative: expired) and, where the row says when it was written (`written`, as text), the TTL it
+   * was granted.
+   */
+  readonly expiry?: { readonly ttl: number; readonly granted?: number; readonly shown: string; readonly written?: string };
 }
 
 export function lockName(layout: TableLayout, rowName: string): Buffer {
@@ -386,7 +396,8 @@ export function rowLock(layout: TableLayout, row: SqlRow): RowLock {
   const lock: LockState = { id: keyId(name), name, kind: 'single', holder: member, waiters: [] };
   if (!layout.expiry || expiryShown === null) return { lock };
   const granted = row.granted === undefined || row.granted === null ? undefined : Number(row.granted);
-  return { lock, expiry: { ttl: Number(row.ttl), granted, shown: expiryShown } };
+  const written = layout.expiry.since === undefined ? null : values[layout.shown.indexOf(layout.expiry.since)];
+  return { lock, expiry: { ttl: Number(row.ttl), granted, shown: expiryShown, ...(written !== null ? { written } : {}) } };
 }
 
 // ---- releasing ----
@@ -404,8 +415,15 @@ export function shownValues(member: LockMember): Record<string, string | null> {
 
 /**
  * The library's own release, on the row only while it is as shown: its name, its holder and its guard columns, compared
- * as the text that was read (null-safe). ShedLock: `lock_until` set to ShedLock's now (its unlock); Liquibase: the lock
- * cleared (its releaseLock); the seed table and the user's tables: the row deleted.
+ * as the text that was read (null-safe). ShedLock: `lock_until` set back to `locked_at`; Liquibase: the lock cleared
+ * (its releaseLock); the seed table and the user's tables: the row deleted.
+ *
+ * ShedLock's own unlock sets `lock_until` to max(its now, `locked_at` + lockAtLeastFor), in the clock and zone it
+ * wrote the row with: the database's UTC with usingDbTime(), else the JVM's local time. LockLens knows neither that
+ * zone nor lockAtLeastFor, and any now of its own (the database's UTC) is hours in the future of a JVM west of UTC:
+ * "releasing" would lock the job out for hours. `locked_at` is written by the same clock and zone as `lock_until`, when
+ * the lock was taken, so it is at or before ShedLock's now whatever the zone: ShedLock's next `lock_until <= now`
+ * takes the row at once. (Skipping lockAtLeastFor is what a force release is for.)
  */
 export function releaseStatement(dialect: SqlDialect, layout: TableLayout, member: LockMember): { sql: string; params: unknown[] } {
   const shown = shownValues(member);
@@ -426,7 +444,7 @@ export function releaseStatement(dialect: SqlDialect, layout: TableLayout, membe
   const table = quoteTable(dialect, layout.table);
   switch (layout.convention) {
     case 'shedlock':
-      return { sql: `UPDATE ${table} SET ${q(layout.expiry!.column)} = ${nowOf(dialect, layout.expiry!.utc)} WHERE ${where.join(' AND ')}`, params };
+      return { sql: `UPDATE ${table} SET ${q(layout.expiry!.column)} = ${q(layout.expiry!.since!)} WHERE ${where.join(' AND ')}`, params };
     case 'liquibase': {
       const [granted] = layout.guard;
       const set = `${q(layout.heldWhen!)} = FALSE, ${q(granted)} = NULL, ${q(layout.holderColumn!)} = NULL`;
