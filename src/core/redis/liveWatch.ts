@@ -12,14 +12,13 @@
  * fair queues of the locks already known are read on every poll without it.
  */
 import type Redis from 'ioredis';
-import type { LiveStatus, LockWatch, WatchOptions } from '../backend';
-import { Emitter, type Disposable } from '../emitter';
+import type { LiveStatus, WatchOptions } from '../backend';
+import type { Disposable } from '../emitter';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix, keyId } from '../keys';
 import type { LeaseInfo } from '../leaseInfo';
-import type { ChangeSet, LockState } from '../lockState';
 import { members } from '../lockState';
-import { ChangeSetCoalescer, SnapshotModel } from '../snapshotModel';
+import { SnapshotLockWatch } from '../snapshotWatch';
 import { globPrefix, storeError, type ReadOptions } from './keyspaceReader';
 import { PollPacer } from './pollPacing';
 import { queueOwnerName, type TtlSource } from './recognize';
@@ -28,7 +27,6 @@ import type { Subscriber } from './subscriber';
 import type { RedisNode, Topology, Unreachable } from './topology';
 import { TtlTable } from './ttlTable';
 
-const COALESCE_MS = 100;
 /** Notifications can be missed (a reconnect, a buffer limit): with them on, a full read still runs this often. */
 const SAFETY_RESYNC_MS = 30_000;
 /** How often a full read also walks the keyspace for fair queues whose lock is free (its hash gone while waiters remain). */
@@ -80,17 +78,9 @@ interface NodeSubscription {
   notifications: boolean;
 }
 
-export class RedisLockWatch implements LockWatch {
-  private readonly model = new SnapshotModel();
+export class RedisLockWatch extends SnapshotLockWatch {
   private readonly ttls = new TtlTable();
   private sources = new Map<string, TtlSource>();
-  private readonly statusEmitter = new Emitter<LiveStatus>();
-  private readonly locksEmitter = new Emitter<ChangeSet>();
-  private readonly leasesEmitter = new Emitter<readonly LeaseInfo[]>();
-  readonly onDidChangeStatus = this.statusEmitter.event;
-  readonly onDidChangeLocks = this.locksEmitter.event;
-  readonly onDidChangeLeases = this.leasesEmitter.event;
-  private current: LiveStatus = { state: 'loading' };
   private readonly pollMs: number;
   private readonly sampleMs: number;
   private readonly pacer: PollPacer;
@@ -118,10 +108,7 @@ export class RedisLockWatch implements LockWatch {
   private sampleTimer: NodeJS.Timeout | undefined;
   private touchTimer: NodeJS.Timeout | undefined;
   private readonly touched = new Map<string, Buffer>();
-  private queue: Promise<void> = Promise.resolve();
   private fullPending: Promise<void> | undefined;
-  private readonly changes: ChangeSetCoalescer;
-  private disposed = false;
   private readonly clientListeners: [Redis, string, (...a: unknown[]) => void][] = [];
   /** The detections in flight, one after the other (see detectMode). */
   private detection: Promise<void> = Promise.resolve();
@@ -129,24 +116,13 @@ export class RedisLockWatch implements LockWatch {
   constructor(
     private readonly deps: WatchDeps,
     private readonly prefixes: readonly Buffer[],
-    private readonly options: WatchOptions = {},
+    options: WatchOptions = {},
   ) {
+    super(options);
     this.pollMs = Math.max(50, options.pollIntervalMs ?? 1000);
     this.sampleMs = Math.max(50, options.leaseSampleIntervalMs ?? 2000);
     this.pacer = new PollPacer(this.pollMs);
     this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
-    this.changes = new ChangeSetCoalescer((set) => this.locksEmitter.fire(set), options.minNotifyIntervalMs ?? COALESCE_MS);
-  }
-
-  get status(): LiveStatus {
-    return this.current;
-  }
-
-  private setStatus(status: LiveStatus): void {
-    if (this.disposed) return;
-    const same = status.state === this.current.state && status.detail === this.current.detail && status.error?.message === this.current.error?.message;
-    this.current = status;
-    if (!same) this.statusEmitter.fire(status);
   }
 
   private get detail(): string {
@@ -176,11 +152,11 @@ export class RedisLockWatch implements LockWatch {
     const topology = this.deps.topology;
     if (topology.kind === 'single') {
       const onClose = () => {
-        if (this.disposed || this.current.state === 'reconnecting') return;
+        if (this.disposed || this.status.state === 'reconnecting') return;
         this.setStatus({ state: 'reconnecting', error: new LockLensError('UNREACHABLE', `lost the connection to Redis at ${this.label}; reconnecting`), detail: this.detail });
       };
       const onReady = () => {
-        if (this.disposed || this.current.state !== 'reconnecting') return;
+        if (this.disposed || this.status.state !== 'reconnecting') return;
         void this.detectMode().then(() => this.enqueue(() => this.fullRead(true)));
       };
       this.listen(topology.router, 'close', onClose);
@@ -242,7 +218,7 @@ export class RedisLockWatch implements LockWatch {
       gone.subscriber.dispose();
     }
     this.notifications = results.length > 0 && results.every((r) => r === 'on');
-    if (this.current.state === 'live') this.setStatus(this.liveStatus);
+    if (this.status.state === 'live') this.setStatus(this.liveStatus);
   }
 
   /** Whether `node` sends keyspace notifications (`unreadable`: CONFIG refused), subscribing to what it sends. */
@@ -324,12 +300,6 @@ export class RedisLockWatch implements LockWatch {
     }
   }
 
-  private enqueue(task: () => Promise<void>): Promise<void> {
-    const run = this.queue.then(task, task);
-    this.queue = run.catch(() => undefined);
-    return run;
-  }
-
   /**
    * A full read soon; calls made while one is waiting share it. Not sooner than the pacer's gap after the last one
    * (events, a cluster's notifications, ask for them too: a burst must not walk a big keyspace again and again).
@@ -381,14 +351,14 @@ export class RedisLockWatch implements LockWatch {
       this.lastFullMs = cost?.totalMs ?? now - started;
       const paceChanged = cost ? this.pacer.observe(cost) : false;
       const { locks, ttls } = recognized;
-      const wasReconnecting = this.current.state === 'reconnecting';
+      const wasReconnecting = this.status.state === 'reconnecting';
       const downChanged = down.map((d) => d.label).join() !== this.down.map((d) => d.label).join();
       this.down = down;
       this.sources = ttls;
       this.emit(this.model.replaceAll(locks, resynced || wasReconnecting));
       this.observeTtls([...ttls.values()], now);
       const restate = downChanged || (paceChanged && !this.notifications);
-      if (wasReconnecting || (restate && this.current.state === 'live')) this.setStatus(this.liveStatus);
+      if (wasReconnecting || (restate && this.status.state === 'live')) this.setStatus(this.liveStatus);
     } catch (e) {
       // The failed read's time (a timeout, say) spaces nothing: the read after it is wanted soon.
       // Asked for again by the next read.
@@ -427,15 +397,11 @@ export class RedisLockWatch implements LockWatch {
     if (changed.length || gone.length) this.leasesEmitter.fire([...changed, ...gone]);
   }
 
-  private emit(set: ChangeSet | undefined): void {
-    if (!this.disposed) this.changes.push(set);
-  }
-
   /** The wait before the next full read. */
   private pollDelay(): number {
     // Never sooner than the last read's cost allows, even when it walked for fair queues too.
     const gap = this.pacer.gapAfter(this.lastFullMs);
-    if (this.notifications && this.current.state === 'live') return Math.max(SAFETY_RESYNC_MS, gap);
+    if (this.notifications && this.status.state === 'live') return Math.max(SAFETY_RESYNC_MS, gap);
     return Math.max(this.pacer.intervalMs, gap);
   }
 
@@ -448,14 +414,6 @@ export class RedisLockWatch implements LockWatch {
   private scheduleSample(): void {
     if (this.disposed) return;
     this.sampleTimer = setTimeout(() => void this.sweep().catch(() => undefined).finally(() => this.scheduleSample()), this.sampleMs);
-  }
-
-  locks(): LockState[] {
-    return this.model.locks();
-  }
-
-  lock(id: string): LockState | undefined {
-    return this.model.lock(id);
   }
 
   lease(id: string): LeaseInfo | undefined {
@@ -483,21 +441,14 @@ export class RedisLockWatch implements LockWatch {
     keyed.forEach((s, i) => pttls[i] === -2 && this.touch(s.keys[0]));
   }
 
-  sync(): Promise<void> {
-    return this.enqueue(async () => {
-      await this.fullRead(false);
-      this.changes.flush();
-    });
+  protected readWhole(): Promise<void> {
+    return this.fullRead(false);
   }
 
-  dispose(): void {
-    if (this.disposed) return;
-    this.setStatus({ state: 'closed' });
-    this.disposed = true;
+  protected stop(): void {
     clearTimeout(this.pollTimer);
     clearTimeout(this.sampleTimer);
     clearTimeout(this.touchTimer);
-    this.changes.dispose();
     clearTimeout(this.fullTimer);
     this.fullTimerDone?.();
     for (const [client, event, l] of this.clientListeners) client.off(event, l);
@@ -506,8 +457,5 @@ export class RedisLockWatch implements LockWatch {
       entry.subscriber.dispose();
     }
     this.subscribers.clear();
-    this.statusEmitter.dispose();
-    this.locksEmitter.dispose();
-    this.leasesEmitter.dispose();
   }
 }

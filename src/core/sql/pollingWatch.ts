@@ -4,16 +4,14 @@
  * that moved, coalesced as the other stores' change sets are. Lock-table rows with an expiry are sampled as TTLs; they
  * are never renewed by their owners the way leases are (ShedLock sets `lock_until` once), so none is ever "stalled".
  */
-import type { Listing, LiveStatus, LockWatch, WatchOptions } from '../backend';
-import { Emitter } from '../emitter';
+import type { Listing, WatchOptions } from '../backend';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix } from '../keys';
 import { observeLease, type LeaseInfo } from '../leaseInfo';
-import type { ChangeSet, LockState } from '../lockState';
-import { ChangeSetCoalescer, SnapshotModel } from '../snapshotModel';
+import type { LockState } from '../lockState';
+import { SnapshotLockWatch } from '../snapshotWatch';
 
 const DEFAULT_POLL_MS = 1000;
-const COALESCE_MS = 100;
 
 /** What a member expires with, read with the locks: a lock row's expiry column. */
 export interface ExpirySample {
@@ -53,58 +51,26 @@ export function listingOf(reading: SqlReading, prefixes: readonly Uint8Array[]):
   return { revision: null, locks, lease: (id) => leases.get(id), ...(reading.hidden ? { hidden: reading.hidden } : {}) };
 }
 
-export class SqlLockWatch implements LockWatch {
-  private readonly model = new SnapshotModel();
-  private readonly statusEmitter = new Emitter<LiveStatus>();
-  private readonly locksEmitter = new Emitter<ChangeSet>();
-  private readonly leasesEmitter = new Emitter<readonly LeaseInfo[]>();
-  readonly onDidChangeStatus = this.statusEmitter.event;
-  readonly onDidChangeLocks = this.locksEmitter.event;
-  readonly onDidChangeLeases = this.leasesEmitter.event;
-  private readonly changes: ChangeSetCoalescer;
+export class SqlLockWatch extends SnapshotLockWatch {
   private readonly pollMs: number;
   private leases = new Map<string, LeaseInfo>();
-  private current: LiveStatus = { state: 'loading' };
-  private queue: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   /** The next read follows an error (or is the first): what it finds was already in place, not seen happening. */
   private resync = true;
-  private disposed = false;
 
   constructor(
     private readonly read: () => Promise<SqlReading>,
     private readonly prefixes: readonly Uint8Array[],
     private readonly label: string,
-    private readonly options: WatchOptions = {},
+    options: WatchOptions = {},
   ) {
+    super(options);
     this.pollMs = options.pollIntervalMs ?? DEFAULT_POLL_MS;
-    this.changes = new ChangeSetCoalescer((set) => this.locksEmitter.fire(set), options.minNotifyIntervalMs ?? COALESCE_MS);
-  }
-
-  get status(): LiveStatus {
-    return this.current;
-  }
-
-  private setStatus(status: LiveStatus): void {
-    if (this.disposed) return;
-    const same =
-      status.state === this.current.state &&
-      status.detail === this.current.detail &&
-      status.hidden === this.current.hidden &&
-      status.error?.message === this.current.error?.message;
-    this.current = status;
-    if (!same) this.statusEmitter.fire(status);
   }
 
   async start(): Promise<void> {
     this.setStatus({ state: 'loading' });
     await this.enqueue(() => this.poll(true));
-  }
-
-  private enqueue(task: () => Promise<void>): Promise<void> {
-    const run = this.queue.then(task, task);
-    this.queue = run.catch(() => undefined);
-    return run;
   }
 
   private schedule(): void {
@@ -117,7 +83,7 @@ export class SqlLockWatch implements LockWatch {
     try {
       const reading = await this.read();
       if (this.disposed) return;
-      this.changes.push(this.model.replaceAll(underPrefixes(reading.locks, this.prefixes), this.resync));
+      this.emit(this.model.replaceAll(underPrefixes(reading.locks, this.prefixes), this.resync));
       this.resync = false;
       this.leases = sampleExpiries(this.leases, reading.expiries);
       if (this.leases.size) this.leasesEmitter.fire([...this.leases.values()]);
@@ -135,14 +101,6 @@ export class SqlLockWatch implements LockWatch {
     }
   }
 
-  locks(): LockState[] {
-    return this.model.locks();
-  }
-
-  lock(id: string): LockState | undefined {
-    return this.model.lock(id);
-  }
-
   lease(id: string): LeaseInfo | undefined {
     return this.leases.get(id);
   }
@@ -152,22 +110,12 @@ export class SqlLockWatch implements LockWatch {
     return this.sync();
   }
 
-  sync(): Promise<void> {
-    return this.enqueue(async () => {
-      await this.poll(false);
-      this.changes.flush();
-    });
+  /** A poll now (the timer starts again from it). */
+  protected readWhole(): Promise<void> {
+    return this.poll(false);
   }
 
-  dispose(): void {
-    if (this.disposed) return;
-    this.setStatus({ state: 'closed' });
-    this.disposed = true;
+  protected stop(): void {
     clearTimeout(this.timer);
-    this.changes.dispose();
-    this.model.clear();
-    this.statusEmitter.dispose();
-    this.locksEmitter.dispose();
-    this.leasesEmitter.dispose();
   }
 }

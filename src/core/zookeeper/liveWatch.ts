@@ -7,61 +7,36 @@
  * locks that really changed are emitted, coalesced.
  */
 import * as zookeeper from 'node-zookeeper-client';
-import type { LiveStatus, LockWatch, WatchOptions } from '../backend';
-import { Emitter, type Disposable } from '../emitter';
+import type { WatchOptions } from '../backend';
+import type { Disposable } from '../emitter';
 import { LockLensError, errorMessage } from '../errors';
 import { keyId } from '../keys';
 import type { LeaseInfo } from '../leaseInfo';
-import type { ChangeSet, LockState } from '../lockState';
-import { ChangeSetCoalescer, SnapshotModel } from '../snapshotModel';
+import { SnapshotLockWatch } from '../snapshotWatch';
 import type { ConnectionState, ZkConnection } from './connect';
 import { ZnodeTree } from './znodeTree';
 
-const COALESCE_MS = 100;
 /** Events of one burst (a lock handed over: a delete, then the next holder's watch) are read together. */
 const EVENT_DELAY_MS = 2;
 /** How soon a full read that failed while connected is tried again. */
 const RETRY_MS = 1000;
 
-export class ZooKeeperLockWatch implements LockWatch {
-  private readonly model = new SnapshotModel();
+export class ZooKeeperLockWatch extends SnapshotLockWatch {
   private readonly tree: ZnodeTree;
-  private readonly statusEmitter = new Emitter<LiveStatus>();
-  private readonly locksEmitter = new Emitter<ChangeSet>();
-  private readonly leasesEmitter = new Emitter<readonly LeaseInfo[]>();
-  readonly onDidChangeStatus = this.statusEmitter.event;
-  readonly onDidChangeLocks = this.locksEmitter.event;
-  /** ZooKeeper has no TTL to sample: a session's remaining time cannot be read. Never fires. */
-  readonly onDidChangeLeases = this.leasesEmitter.event;
-  private readonly changes: ChangeSetCoalescer;
-  private current: LiveStatus = { state: 'loading' };
-  private queue: Promise<void> = Promise.resolve();
   private fullPending: Promise<void> | undefined;
   private readonly dirtyDirs = new Set<string>();
   private readonly dirtyNodes = new Set<string>();
   private eventTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private subscription: Disposable | undefined;
-  private disposed = false;
 
   constructor(
     private readonly conn: ZkConnection,
     roots: readonly string[],
-    private readonly options: WatchOptions = {},
+    options: WatchOptions = {},
   ) {
+    super(options);
     this.tree = new ZnodeTree(() => conn.client, roots, (event) => this.onEvent(event));
-    this.changes = new ChangeSetCoalescer((set) => this.locksEmitter.fire(set), options.minNotifyIntervalMs ?? COALESCE_MS);
-  }
-
-  get status(): LiveStatus {
-    return this.current;
-  }
-
-  private setStatus(status: LiveStatus): void {
-    if (this.disposed) return;
-    const same = status.state === this.current.state && status.error?.message === this.current.error?.message;
-    this.current = status;
-    if (!same) this.statusEmitter.fire(status);
   }
 
   private get label(): string {
@@ -104,12 +79,6 @@ export class ZooKeeperLockWatch implements LockWatch {
       this.eventTimer = undefined;
       void this.enqueue(() => this.readDirty());
     }, EVENT_DELAY_MS);
-  }
-
-  private enqueue(task: () => Promise<void>): Promise<void> {
-    const run = this.queue.then(task, task);
-    this.queue = run.catch(() => undefined);
-    return run;
   }
 
   /** Reads again what the events since the last read named. */
@@ -170,18 +139,7 @@ export class ZooKeeperLockWatch implements LockWatch {
     }
   }
 
-  private emit(set: ChangeSet | undefined): void {
-    if (!this.disposed) this.changes.push(set);
-  }
-
-  locks(): LockState[] {
-    return this.model.locks();
-  }
-
-  lock(id: string): LockState | undefined {
-    return this.model.lock(id);
-  }
-
+  /** ZooKeeper has no TTL to sample (a session's remaining time cannot be read): onDidChangeLeases never fires. */
   lease(): LeaseInfo | undefined {
     return undefined;
   }
@@ -190,24 +148,13 @@ export class ZooKeeperLockWatch implements LockWatch {
     // Nothing to sample: a session's remaining time is the server's secret.
   }
 
-  sync(): Promise<void> {
-    return this.enqueue(async () => {
-      await this.fullRead(false);
-      this.changes.flush();
-    });
+  protected readWhole(): Promise<void> {
+    return this.fullRead(false);
   }
 
-  dispose(): void {
-    if (this.disposed) return;
-    this.setStatus({ state: 'closed' });
-    this.disposed = true;
+  protected stop(): void {
     clearTimeout(this.eventTimer);
     clearTimeout(this.retryTimer);
-    this.changes.dispose();
     this.subscription?.dispose();
-    this.model.clear();
-    this.statusEmitter.dispose();
-    this.locksEmitter.dispose();
-    this.leasesEmitter.dispose();
   }
 }
