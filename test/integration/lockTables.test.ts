@@ -322,6 +322,15 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
       await db.lib(`UPDATE ${q('lock')} SET update_time = update_time + INTERVAL '1' SECOND WHERE lock_name = 'nightly'`);
       await rejectsWith(tables.forceRelease(nightly, nightly.holder!), 'LOCK_CHANGED', /lock\/nightly/);
       assert.ok(byName((await tables.read()).locks, 'lock/nightly'), 'nothing was deleted');
+
+      // Deleted and taken again within update_time's second: another row, kept.
+      const shownRow = must((await tables.read()).locks, 'lock/nightly');
+      const p = db.dialect === 'postgres' ? '$1' : '?';
+      await db.lib(`DELETE FROM ${q('lock')} WHERE lock_name = 'nightly'`);
+      await db.lib(`INSERT INTO ${q('lock')} (lock_name, update_time) VALUES ('nightly', ${p})`, [shown(shownRow).update_time]);
+      assert.equal(shown(must((await tables.read()).locks, 'lock/nightly')).update_time, shown(shownRow).update_time, 'the same second');
+      await rejectsWith(tables.forceRelease(shownRow, shownRow.holder!), 'LOCK_CHANGED', /lock\/nightly/);
+      assert.ok(byName((await tables.read()).locks, 'lock/nightly'), 'the new row was not deleted');
     });
 
     test("a user's table: held by its holder column, expired past its expiry column, deleted only while as shown", async () => {

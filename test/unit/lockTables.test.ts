@@ -77,7 +77,8 @@ describe('lock table recognition', () => {
     assert.equal(liquibase.nameColumn, 'ID');
     assert.equal(liquibase.heldWhen, 'LOCKED');
     assert.deepEqual(liquibase.guard, ['LOCKGRANTED']);
-    assert.deepEqual(layouts[2].guard, ['update_time']);
+    assert.deepEqual(layouts[2].shown, ['id', 'desc', 'update_time']);
+    assert.deepEqual(layouts[2].guard, ['id', 'update_time']);
     assert.deepEqual(layouts[0].expiry, { column: 'lock_until', utc: true, since: 'locked_at' });
   });
 
@@ -163,7 +164,7 @@ describe('lock table rows', () => {
   test('a row without expiry never expires; unicode, HTML and long names kept whole in the name, cut in the preview', () => {
     const seed = layout(SEED, 'lock-table');
     const name = `<img src=x onerror=alert(1)> ☃ ${'ü'.repeat(1000)}`;
-    const { lock, expiry } = rowLock(seed, { n: name, v0: 'd'.repeat(2000), v1: '2024-01-01 00:00:00' });
+    const { lock, expiry } = rowLock(seed, { n: name, v0: '7', v1: 'd'.repeat(2000), v2: '2024-01-01 00:00:00' });
     assert.equal(expiry, undefined);
     assert.equal(lock.holder!.lease, '');
     assert.equal(lock.holder!.owner, '');
@@ -206,10 +207,10 @@ describe('lock table releases', () => {
       params: ['1', 'ci (10.0.0.7)', '2024-05-01 12:00:00'],
     });
     const seed = layout(SEED, 'lock-table');
-    const row = rowLock(seed, { n: 'a', v0: null, v1: '2024-01-01 00:00:00' }).lock.holder!;
+    const row = rowLock(seed, { n: 'a', v0: '7', v1: null, v2: '2024-01-01 00:00:00' }).lock.holder!;
     assert.deepEqual(releaseStatement('postgres', seed, row), {
-      sql: 'DELETE FROM "public"."lock" WHERE "lock_name" = ? AND CAST("update_time" AS text) IS NOT DISTINCT FROM ?',
-      params: ['a', '2024-01-01 00:00:00'],
+      sql: 'DELETE FROM "public"."lock" WHERE "lock_name" = ? AND CAST("id" AS text) IS NOT DISTINCT FROM ? AND CAST("update_time" AS text) IS NOT DISTINCT FROM ?',
+      params: ['a', '7', '2024-01-01 00:00:00'],
     });
     const custom = layout(CUSTOM, 'custom-table', [SPEC]);
     const nobody = rowLock(custom, { n: 'x', v0: null, v1: null }).lock.holder!;

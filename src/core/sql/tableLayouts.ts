@@ -12,7 +12,7 @@
  *   JVM's offset: lockTables.ts notes it where `locked_at` gives it away. Past `lock_until`, a row is shown expired.
  * - Liquibase: `DATABASECHANGELOGLOCK(ID, LOCKED, LOCKGRANTED, LOCKEDBY)`, a lock while LOCKED; never expires.
  * - The seed article's `lock(id, lock_name UNIQUE, desc, update_time)`: a row is a held lock with no holder and no
- *   expiry. Only a table named `lock` whose `lock_name` alone has a unique index: any other table is described by the
+ *   expiry, released (deleted) only while its id and update_time are as shown. Only a table named `lock` whose `lock_name` alone has a unique index: any other table is described by the
  *   user (a `locks` table is too common a name to guess what its rows mean).
  */
 import { LockLensError, isLockLensError } from '../errors';
@@ -226,9 +226,10 @@ function recognise(table: FoundTable, dialect: SqlDialect): TableLayout | undefi
     case 'lock': {
       const name = col('lock_name');
       if (!name?.unique) return undefined;
-      const updated = col('update_time');
-      const shown = [col('desc'), updated].filter((c): c is CatalogColumn => c !== undefined).map((c) => c.column);
-      return { ...base, convention: 'lock-table', nameColumn: name.column, shown, guard: updated ? [updated.column] : [] };
+      // update_time is to the second: a row deleted and taken again within it is told apart by its id.
+      const [id, desc, updated] = ['id', 'desc', 'update_time'].map(col);
+      const present = (cols: (CatalogColumn | undefined)[]) => cols.filter((c): c is CatalogColumn => c !== undefined).map((c) => c.column);
+      return { ...base, convention: 'lock-table', nameColumn: name.column, shown: present([id, desc, updated]), guard: present([id, updated]) };
     }
     default:
       return undefined;
