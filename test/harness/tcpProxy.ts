@@ -4,11 +4,13 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
  * A loopback TCP proxy a test can cut, as a network partition would: while cut, every connection through it is dropped
  * and new ones are closed at once, and the server behind it hears nothing from those clients (so their sessions
  * expire, which no client-side trick does reliably: a client reconnects to its session faster than another can close
- * it). `restore` lets connections through again.
+ * it). `restore` lets connections through again. `silence` is the other kind of partition: the connections stay open
+ * but nothing passes either way, so neither end sees a close (a cable pulled, a firewall dropping packets).
  */
 export class TcpProxy {
   private readonly sockets = new Set<Socket>();
   private cutOff = false;
+  private silent = false;
 
   private constructor(
     private readonly server: Server,
@@ -25,9 +27,11 @@ export class TcpProxy {
         s.once('close', () => proxy!.sockets.delete(s));
         s.on('error', () => undefined);
       }
-      client.pipe(upstream).pipe(client);
-      client.once('close', () => upstream.destroy());
-      upstream.once('close', () => client.destroy());
+      if (proxy.silent) for (const s of [client, upstream]) s.pause();
+      else client.pipe(upstream).pipe(client);
+      // A silenced connection's close does not pass either: a partition hides it too.
+      client.once('close', () => proxy!.silent || upstream.destroy());
+      upstream.once('close', () => proxy!.silent || client.destroy());
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     proxy = new TcpProxy(server, (server.address() as { port: number }).port);
@@ -37,6 +41,15 @@ export class TcpProxy {
   cut(): void {
     this.cutOff = true;
     for (const s of this.sockets) s.destroy();
+  }
+
+  /** Stops passing bytes on every connection, open and new, without closing any. */
+  silence(): void {
+    this.silent = true;
+    for (const s of this.sockets) {
+      s.unpipe();
+      s.pause();
+    }
   }
 
   restore(): void {

@@ -13,6 +13,7 @@ import { MysqlBackend } from '../../src/core/mysql/mysqlBackend';
 import { ADMIN, PLAIN, startMariaDb, type MariaDbServer } from '../harness/mariadb';
 import { PyMysqlLock } from '../harness/pymysql';
 import { eventually } from '../harness/redis';
+import { TcpProxy } from '../harness/tcpProxy';
 
 const b = (s: string) => Buffer.from(s);
 const DIAL_MS = 3000;
@@ -263,6 +264,24 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.equal(hold.lost, e);
     assert.equal(await hold.release(), false);
     assert.equal(await lockAt(name), undefined);
+  });
+
+  test('LOCK_LOST when the hold`s connection goes silent: the server frees the lock after the TTL (wait_timeout), and the hold says so by then', { timeout: 60_000 }, async () => {
+    const name = `${p}silent`;
+    const proxy = await TcpProxy.start(server.port);
+    defer(() => proxy.dispose());
+    const via = await MysqlBackend.open({ store: 'mysql', endpoints: [`mysql://${ADMIN.user}@127.0.0.1:${proxy.port}/app`], password: ADMIN.password, dialTimeoutMs: DIAL_MS });
+    defer(() => via.close());
+    const hold = await via.acquire(b(name), { ttlSeconds: 3 });
+    const lost = new Promise<LockLensError>((resolve) => hold.onDidLose(resolve));
+    proxy.silence();
+    const e = await lost;
+    assert.equal(e.code, 'LOCK_LOST');
+    assert.match(e.message, /nothing was heard from MySQL/);
+    assert.equal(hold.lost, e);
+    // What the hold said is what happened: the server ended the connection it no longer heard from, freeing the lock.
+    await eventually(async () => (await server.sql(`SELECT IS_USED_LOCK('${name}') IS NULL`)).trim() === '1', 20_000, 'the server freed the lock');
+    assert.equal(await hold.release(), false);
   });
 
   test('names with HTML, quotes, backslashes and unicode survive both ways, as bytes', async () => {

@@ -8,6 +8,7 @@ import { PostgresBackend } from '../../src/core/postgres/postgresBackend';
 import { PLAIN_PASSWORD, PLAIN_USER, SUPERUSER, SUPERUSER_PASSWORD, startPostgres, type PostgresServer } from '../harness/postgres';
 import { PsycopgLock } from '../harness/psycopg';
 import { eventually } from '../harness/redis';
+import { TcpProxy } from '../harness/tcpProxy';
 
 const b = (s: string) => Buffer.from(s);
 
@@ -244,6 +245,22 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     const error = await lost;
     assert.equal(error.code, 'LOCK_LOST');
     assert.match(error.message, new RegExp(`pid ${hold.owner}\\) was terminated by someone`));
+    assert.equal(hold.lost, error);
+    assert.equal(await hold.release(), false);
+  });
+
+  test('our hold reports LOCK_LOST when its connection goes silent (nothing passes, nothing closes)', { timeout: 60_000 }, async () => {
+    const name = fresh();
+    const proxy = await TcpProxy.start(server.port);
+    defer(() => proxy.dispose());
+    const via = await PostgresBackend.open({ store: 'postgres', endpoints: [`postgres://${SUPERUSER}@127.0.0.1:${proxy.port}/postgres`], password: SUPERUSER_PASSWORD, dialTimeoutMs: 3000 });
+    defer(() => via.close());
+    const hold = await via.acquire(b(name), { ttlSeconds: 3 });
+    const lost = new Promise<LockLensError>((resolve) => hold.onDidLose(resolve));
+    proxy.silence();
+    const error = await lost;
+    assert.equal(error.code, 'LOCK_LOST');
+    assert.match(error.message, /nothing was heard from PostgreSQL .*: the server ends a session it cannot reach within the TTL/);
     assert.equal(hold.lost, error);
     assert.equal(await hold.release(), false);
   });

@@ -9,14 +9,15 @@
  *
  * `ttlSeconds` becomes the hold's session `wait_timeout`: the lock has no TTL, but a LockLens that vanishes without
  * closing its socket (a machine gone, a cut network) leaves an idle connection, which the server ends after
- * wait_timeout, freeing the lock. A hold therefore pings (checking that it still holds the name) every third of it,
- * well inside the timeout, which would otherwise end a healthy but idle hold silently.
+ * wait_timeout, freeing the lock. The hold's pings (sql/connectionHold.ts: every third of the TTL, each checking that
+ * the connection still holds the name) keep a healthy but idle hold inside that timeout, and count it lost when they go
+ * unanswered for most of it.
  */
 import type { Connection } from 'mysql2/promise';
-import type { AcquireOptions, LockHold } from '../backend';
-import { Emitter, type Event } from '../emitter';
+import type { AcquireOptions } from '../backend';
 import { LockLensError, abortError, errorMessage, throwIfAborted } from '../errors';
 import { displayKey, isUtf8 } from '../keys';
+import { ConnectionHold, type HeldConnection } from '../sql/connectionHold';
 import { errorCode, serverErrno, type MysqlFlavor } from './connect';
 import { memberKey } from './getLockReading';
 
@@ -32,8 +33,6 @@ export interface AcquireContext {
 
 /** A GET_LOCK that waits this long (a year, in seconds) is as good as for ever on MySQL and MariaDB alike. */
 const WAIT_FOR_EVER_S = 365 * 24 * 3600;
-/** The pings keep at least this pace, whatever the TTL. */
-const MAX_PING_MS = 60_000;
 
 // Server errors seen on a killed or interrupted connection (MySQL's and MariaDB's numbers agree).
 const ER_QUERY_INTERRUPTED = 1317;
@@ -62,11 +61,13 @@ export function checkLockName(flavor: MysqlFlavor, bytes: Uint8Array): string {
   return name;
 }
 
+const CLOSED_BY_SERVER = 'the server closed its connection (killed by someone, a restart, or wait_timeout)';
+
 function lostReason(e: unknown): string {
   const errno = serverErrno(e);
   if (errno === ER_CONNECTION_KILLED || errno === ER_QUERY_INTERRUPTED) return 'its connection was killed by someone (KILL: a force release?)';
   if (errno === ER_SERVER_SHUTDOWN) return 'the server is shutting down';
-  if (errorCode(e) === 'PROTOCOL_CONNECTION_LOST') return 'the server closed its connection (killed by someone, a restart, or wait_timeout)';
+  if (errorCode(e) === 'PROTOCOL_CONNECTION_LOST') return CLOSED_BY_SERVER;
   return `its connection failed: ${errorMessage(e)}`;
 }
 
@@ -76,7 +77,7 @@ async function getLock(conn: Connection, name: string, timeoutS: number): Promis
   return got === null ? null : Number(got);
 }
 
-export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<MysqlHold> {
+export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<ConnectionHold> {
   const name = checkLockName(ctx.flavor, nameBytes);
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the hold connection`s wait_timeout) must be positive');
   throwIfAborted(options.signal);
@@ -113,7 +114,7 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
     }
     options.onQueue?.({ key, ahead: 0, fencingToken: null });
     throwIfAborted(options.signal);
-    return new MysqlHold(conn, Buffer.from(nameBytes), name, key, waitTimeoutS);
+    return new ConnectionHold({ name: Buffer.from(nameBytes), key, owner: String(id), ttlSeconds: options.ttlSeconds }, heldConnection(conn, name));
   } catch (e) {
     // Whatever it got goes with the connection.
     conn.destroy();
@@ -125,82 +126,26 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   }
 }
 
-/** A lock held by a connection of its own; see the file's comment. */
-export class MysqlHold implements LockHold {
-  readonly fencingToken = null;
-  readonly revision = null;
-  readonly owner: string;
-  private readonly lostEmitter = new Emitter<LockLensError>();
-  readonly onDidLose: Event<LockLensError> = this.lostEmitter.event;
-  private lostError: LockLensError | undefined;
-  private isEnded = false;
-  private readonly timer: NodeJS.Timeout;
-
-  constructor(
-    private readonly conn: Connection,
-    readonly name: Buffer,
-    private readonly serverName: string,
-    readonly key: Buffer,
-    waitTimeoutS: number,
-  ) {
-    this.owner = String(conn.threadId);
-    conn.on('error', (e: unknown) => this.lose(lostReason(e)));
-    conn.on('end', () => this.lose('the server closed its connection (killed by someone, a restart, or wait_timeout)'));
-    this.timer = setInterval(() => void this.check(), Math.min(MAX_PING_MS, (waitTimeoutS * 1000) / 3));
-  }
-
-  get lost(): LockLensError | undefined {
-    return this.lostError;
-  }
-
-  get ended(): boolean {
-    return this.isEnded;
-  }
-
-  /** The keepalive: still our connection's lock. */
-  private async check(): Promise<void> {
-    if (this.isEnded) return;
-    try {
-      const [rows] = await this.conn.query('SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS ours', [this.serverName]);
-      if (!this.isEnded && Number((rows as { ours: unknown }[])[0].ours) !== 1) this.lose(`connection ${this.owner} no longer holds it`);
-    } catch (e) {
-      this.lose(lostReason(e));
-    }
-  }
-
-  private end(): void {
-    this.isEnded = true;
-    clearInterval(this.timer);
-  }
-
-  private lose(why: string, error = new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: ${why}`)): void {
-    if (this.isEnded) return;
-    this.end();
-    this.lostError = error;
-    this.lostEmitter.fire(error);
-    this.conn.destroy();
-  }
-
-  /** The connection it was taken through is closing: lost now; ending our own connection frees the lock. */
-  abandon(error: LockLensError): void {
-    this.lose('', error);
-  }
-
-  async release(): Promise<boolean> {
-    if (this.isEnded) return false;
-    this.end();
-    this.lostEmitter.dispose();
-    try {
-      const [rows] = await this.conn.query('SELECT RELEASE_LOCK(?) AS released', [this.serverName]);
+/** A held lock's connection as the hold keeps it; see the file's comment. */
+function heldConnection(conn: Connection, serverName: string): HeldConnection {
+  return {
+    store: 'MySQL',
+    freedWhenSilent: 'the server ends a connection it has not heard from for wait_timeout (the TTL), freeing the lock',
+    onEnd: (listener) => {
+      conn.on('error', listener);
+      conn.on('end', () => listener());
+    },
+    lossReason: (e) => (e === undefined ? CLOSED_BY_SERVER : lostReason(e)),
+    // Still our connection's lock: a ping that also proves the hold.
+    ping: async () => {
+      const [rows] = await conn.query('SELECT IS_USED_LOCK(?) = CONNECTION_ID() AS ours', [serverName]);
+      return Number((rows as { ours: unknown }[])[0].ours) === 1;
+    },
+    unlock: async () => {
+      const [rows] = await conn.query('SELECT RELEASE_LOCK(?) AS released', [serverName]);
       return Number((rows as { released: unknown }[])[0].released) === 1;
-    } catch {
-      return false;
-    } finally {
-      await this.conn.end().catch(() => this.conn.destroy());
-    }
-  }
-
-  dispose(): void {
-    void this.release().catch(() => undefined);
-  }
+    },
+    close: () => conn.end(),
+    destroy: () => conn.destroy(),
+  };
 }

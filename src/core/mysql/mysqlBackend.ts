@@ -10,9 +10,10 @@ import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
+import type { ConnectionHold } from '../sql/connectionHold';
 import { LockTables } from '../sql/lockTables';
 import { SqlLockWatch, listingOf, type SqlReading } from '../sql/pollingWatch';
-import { acquire, type MysqlHold } from './acquire';
+import { acquire } from './acquire';
 import { flavorOf, openConnection, targetOf, type MysqlFlavor } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
 import { GET_LOCK_CONVENTION, GetLockReader, processRow } from './getLockReading';
@@ -37,7 +38,7 @@ export const MYSQL_CAPABILITIES: Capabilities = {
 export class MysqlBackend implements LockBackend {
   readonly kind = 'mysql' as const;
   readonly capabilities = MYSQL_CAPABILITIES;
-  private readonly scope = new ConnectionScope<MysqlHold>('MySQL', closedWhileHeld);
+  private readonly scope = new ConnectionScope<ConnectionHold>('MySQL', closedWhileHeld);
   private readonly getLocks: GetLockReader;
   /** The URL's database's lock tables; none without a database. */
   private readonly tables: LockTables | undefined;

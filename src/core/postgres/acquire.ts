@@ -8,17 +8,17 @@
  * An advisory lock has no TTL: it lasts as long as its session. `ttlSeconds` is used for what comes closest: the
  * holding session's TCP keepalives (and tcp_user_timeout) are set so that the server ends it, freeing the lock, within
  * about ttlSeconds of LockLens vanishing from the network; the session also checks for a vanished client while it
- * waits (client_connection_check_interval, PostgreSQL 14+). LockLens in turn pings the server every third of the TTL
- * and counts the hold lost when nothing was heard for the TTL, as the server will have ended the session by then.
+ * waits (client_connection_check_interval, PostgreSQL 14+). The hold pings and watches for silence as every SQL hold
+ * does (sql/connectionHold.ts).
  */
 import type { Client } from 'pg';
-import type { AcquireOptions, LockHold } from '../backend';
-import { Emitter, type Event } from '../emitter';
+import type { AcquireOptions } from '../backend';
 import { LockLensError, abortError, errorMessage, throwIfAborted } from '../errors';
 import { displayKey, isUtf8 } from '../keys';
 import type { LockState } from '../lockState';
 import { keyArguments, parseAdvisoryName, type AdvisoryKey } from './advisoryKeys';
 import { sleep } from '../sleep';
+import { ConnectionHold, type HeldConnection } from '../sql/connectionHold';
 
 export interface AcquireContext {
   /** A new connection for one hold, its client's TCP keepalives set for the TTL. */
@@ -68,7 +68,7 @@ function nameText(name: Uint8Array): string {
   return Buffer.from(name).toString('utf8');
 }
 
-export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<PostgresHold> {
+export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<ConnectionHold> {
   const name = nameText(nameBytes);
   const key = parseAdvisoryName(name);
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (how soon the server ends the session of a vanished holder) must be positive');
@@ -99,7 +99,10 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
     }
     announce(0);
     if (options.signal?.aborted) throw abortError(options.signal);
-    return new PostgresHold(client, Buffer.from(name), pid, `SELECT pg_advisory_unlock${suffix}(${args.sql}) AS ok`, args.params, options.ttlSeconds);
+    return new ConnectionHold(
+      { name: Buffer.from(name), key: memberKey, owner: String(pid), ttlSeconds: options.ttlSeconds },
+      heldSession(client, pid, `SELECT pg_advisory_unlock${suffix}(${args.sql}) AS ok`, args.params),
+    );
   } catch (e) {
     // Ending the session frees whatever it took.
     await client.end().catch(() => undefined);
@@ -167,99 +170,22 @@ function lossReason(pid: number, e: unknown): string {
   return `its connection (pid ${pid}) ended${e ? `: ${errorMessage(e)}` : ''}`;
 }
 
-/** A lock held on a connection of its own; see the file's comment. */
-export class PostgresHold implements LockHold {
-  readonly revision = null;
-  readonly fencingToken = null;
-  readonly key: Buffer;
-  readonly owner: string;
-  private readonly lostEmitter = new Emitter<LockLensError>();
-  readonly onDidLose: Event<LockLensError> = this.lostEmitter.event;
-  private lostError: LockLensError | undefined;
-  private isEnded = false;
-  private pingTimer: NodeJS.Timeout | undefined;
-  private heardAt = Date.now();
-
-  constructor(
-    private readonly client: Client,
-    readonly name: Buffer,
-    pid: number,
-    private readonly unlockSql: string,
-    private readonly unlockParams: readonly string[],
-    private readonly ttlSeconds: number,
-  ) {
-    this.key = Buffer.from(`pid ${pid}`);
-    this.owner = String(pid);
-    client.on('error', (e) => this.lose(lossReason(pid, e)));
-    client.on('end', () => this.lose(lossReason(pid, undefined)));
-    this.schedulePing();
-  }
-
-  get lost(): LockLensError | undefined {
-    return this.lostError;
-  }
-
-  get ended(): boolean {
-    return this.isEnded;
-  }
-
-  private schedulePing(): void {
-    this.pingTimer = setTimeout(() => void this.ping(), Math.max(500, (this.ttlSeconds * 1000) / 3));
-    this.pingTimer.unref?.();
-  }
-
-  private async ping(): Promise<void> {
-    if (this.isEnded) return;
-    const sentAt = Date.now();
-    const silence = setTimeout(() => {
-      this.lose(`nothing was heard from PostgreSQL for the TTL (${this.ttlSeconds} s): the server ends a session it cannot reach by then (its TCP keepalives), freeing the lock`);
-    }, Math.max(0, this.heardAt + this.ttlSeconds * 900 - sentAt));
-    try {
-      await this.client.query('SELECT 1');
-      this.heardAt = sentAt;
-    } catch {
-      // A broken connection says so through its 'error' and 'end' events.
-    } finally {
-      clearTimeout(silence);
-    }
-    if (!this.isEnded) this.schedulePing();
-  }
-
-  private stop(): void {
-    this.isEnded = true;
-    clearTimeout(this.pingTimer);
-  }
-
-  private lose(why: string, error = new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: ${why}`)): void {
-    if (this.isEnded) return;
-    this.stop();
-    this.lostError = error;
-    this.lostEmitter.fire(error);
-    // Whatever is left of the session must not keep a lock nobody holds.
-    void this.client.end().catch(() => undefined);
-  }
-
-  /** The backend's connection is closing: lost now; ending our own connection frees the lock. */
-  abandon(error: LockLensError): void {
-    this.lose('', error);
-  }
-
-  async release(): Promise<boolean> {
-    if (this.isEnded) return false;
-    this.stop();
-    this.lostEmitter.dispose();
-    try {
-      const [row] = (await this.client.query(this.unlockSql, this.unlockParams as string[])).rows as { ok: boolean }[];
-      return row.ok;
-    } catch {
-      // The connection went before the unlock: the lock went with it.
-      return false;
-    } finally {
-      await this.client.end().catch(() => undefined);
-    }
-  }
-
-  dispose(): void {
-    void this.release().catch(() => undefined);
-  }
+/** A held lock's session as the hold keeps it; see the file's comment. */
+function heldSession(client: Client, pid: number, unlockSql: string, unlockParams: readonly string[]): HeldConnection {
+  return {
+    store: 'PostgreSQL',
+    freedWhenSilent: 'the server ends a session it cannot reach within the TTL (its TCP keepalives), freeing the lock',
+    onEnd: (listener) => {
+      client.on('error', listener);
+      client.on('end', () => listener());
+    },
+    lossReason: (e) => lossReason(pid, e),
+    ping: async () => {
+      await client.query('SELECT 1');
+      return true;
+    },
+    unlock: async () => ((await client.query(unlockSql, unlockParams as string[])).rows as { ok: boolean }[])[0].ok,
+    close: () => client.end(),
+    destroy: () => void client.end().catch(() => undefined),
+  };
 }

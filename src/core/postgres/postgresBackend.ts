@@ -12,11 +12,12 @@ import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
+import type { ConnectionHold } from '../sql/connectionHold';
 import { LockTables } from '../sql/lockTables';
 import { SqlLockWatch, listingOf, type SqlReading } from '../sql/pollingWatch';
 import type { AdvisoryKey } from './advisoryKeys';
 import { advisoryQuery, hiddenSessions, keyParams, locksOfRows, type AdvisoryRow } from './advisoryLocks';
-import { acquire, type PostgresHold } from './acquire';
+import { acquire } from './acquire';
 import { PgConnection, openClient, pgSpecOf } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
 import { pgSession } from './session';
@@ -39,7 +40,7 @@ export class PostgresBackend implements LockBackend {
   readonly kind = 'postgres' as const;
   readonly capabilities = POSTGRES_CAPABILITIES;
   /** Watches, holds and waiting acquires taken through this connection: ended when it closes. */
-  private readonly scope = new ConnectionScope<PostgresHold>('PostgreSQL', closedWhileHeld);
+  private readonly scope = new ConnectionScope<ConnectionHold>('PostgreSQL', closedWhileHeld);
 
   /** Acquires under way: the connection stays open until they end (a waiting one is cancelled through it). */
   private readonly acquiring = new Set<Promise<unknown>>();
