@@ -351,6 +351,16 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.match(reader.describeForceRelease(row, row.holder!), /lock_until/);
     await reader.forceRelease(row, row.holder!);
     assert.equal((await server.sql(`SELECT lock_until <= UTC_TIMESTAMP(3) FROM app.shedlock WHERE name = '${p}report'`)).trim(), '1');
+    const misfit = await MysqlBackend.open({
+      store: 'mysql',
+      endpoints: [server.url()],
+      password: ADMIN.password,
+      lockTables: [{ table: 'shedlock', nameColumn: 'name', holderColumn: 'holder' }],
+    });
+    defer(() => misfit.close());
+    const seen = await misfit.list([b(p)]);
+    assert.match(seen.hidden ?? '', /holderColumn 'holder' is not a column of it .*so its rows are not read/, 'a spec that does not fit its table is said');
+    assert.ok(seen.locks.some((l) => l.name.equals(b(`${p}job`))), 'the GET_LOCK lock is still listed');
     const without = await open(ADMIN, '');
     assert.equal((await without.list([b('shedlock/')])).locks.length, 0, 'no database in the URL: no lock tables');
   });

@@ -75,10 +75,11 @@ export class MysqlBackend implements LockBackend {
 
   private async read(): Promise<SqlReading> {
     const [getLocks, tables] = await Promise.all([this.getLocks.read(), this.tables?.read()]);
+    const hidden = [...getLocks.hidden, tables?.hidden].filter(Boolean).join('; ');
     return {
       locks: [...getLocks.locks, ...(tables?.locks ?? [])],
       expiries: tables?.expiries ?? [],
-      ...(getLocks.hidden.length ? { hidden: getLocks.hidden.join('; ') } : {}),
+      ...(hidden ? { hidden } : {}),
     };
   }
 
