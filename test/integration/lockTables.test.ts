@@ -364,6 +364,35 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
       assert.deepEqual(left, ['job_locks/stale']);
     });
 
+    test("a user's table with names on several rows, and names or holders alike but for case or trailing spaces: one row deleted, the one shown", async () => {
+      await db.lib(`CREATE TABLE queue_locks (job VARCHAR(100), owner_id VARCHAR(100))${db.dialect === 'mysql' ? ' DEFAULT CHARSET utf8mb4' : ''}`);
+      const rows: [string, string][] = [['dup', 'w1'], ['dup', 'w1'], ['case', 'w1'], ['Case', 'w1'], ['case ', 'w1'], ['held', 'Worker']];
+      for (const [job, owner] of rows) await db.lib(`INSERT INTO queue_locks VALUES ('${job}', '${owner}')`);
+      const count = async (job: string) =>
+        Number((await db.lib(`SELECT COUNT(*) AS n FROM queue_locks WHERE ${db.dialect === 'mysql' ? 'BINARY job = BINARY ' : 'job = '}'${job}'`)).rows[0].n);
+      const queue = new LockTables(db.session, [{ table: 'queue_locks', nameColumn: 'job', holderColumn: 'owner_id' }]);
+      const first = await queue.read();
+      const names = first.locks.map((l) => l.name.toString()).filter((n) => n.startsWith('queue_locks/'));
+      assert.deepEqual([...names].sort(), ['queue_locks/Case', 'queue_locks/case', 'queue_locks/case ', 'queue_locks/dup', 'queue_locks/held']);
+      assert.match(first.hidden ?? '', /queue_locks\/dup is 2 rows: the first is shown, and force release deletes that one only/);
+
+      const dup = must(first.locks, 'queue_locks/dup');
+      await queue.forceRelease(dup, dup.holder!);
+      assert.equal(await count('dup'), 1, 'one of the two rows deleted');
+      assert.equal((await queue.read()).hidden, undefined, 'one row left: nothing to say');
+
+      const lower = must(first.locks, 'queue_locks/case');
+      await queue.forceRelease(lower, lower.holder!);
+      assert.deepEqual([await count('case'), await count('Case'), await count('case ')], [0, 1, 1], 'only the name shown, byte for byte');
+
+      // A holder changed only in case is another holder.
+      const held = must(first.locks, 'queue_locks/held');
+      await db.lib("UPDATE queue_locks SET owner_id = 'worker' WHERE job = 'held'");
+      await rejectsWith(queue.forceRelease(held, held.holder!), 'LOCK_CHANGED', /queue_locks\/held/);
+      assert.equal(await count('held'), 1);
+      await db.lib('DROP TABLE queue_locks');
+    });
+
     test("a spec for another database's table is skipped; one that does not fit its table is said in hidden; the rest is read", async () => {
       const misfit = { ...SPEC, holderColumn: 'holder' };
       const odd = { ...SPEC, table: 'job-locks' };

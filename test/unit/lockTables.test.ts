@@ -77,8 +77,9 @@ describe('lock table recognition', () => {
     assert.equal(liquibase.nameColumn, 'ID');
     assert.equal(liquibase.heldWhen, 'LOCKED');
     assert.deepEqual(liquibase.guard, ['LOCKGRANTED']);
-    assert.deepEqual(layouts[2].shown, ['id', 'desc', 'update_time']);
-    assert.deepEqual(layouts[2].guard, ['id', 'update_time']);
+    assert.deepEqual(layouts[2].shown, ['id', 'desc', 'update_time', 'ctid'], "PostgreSQL's row address besides");
+    assert.deepEqual(layouts[2].guard, ['id', 'update_time', 'ctid']);
+    assert.deepEqual(layoutsOf(SEED, [], 'mysql').layouts[0].guard, ['id', 'update_time']);
     assert.deepEqual(layouts[0].expiry, { column: 'lock_until', utc: true, since: 'locked_at' });
   });
 
@@ -142,10 +143,10 @@ describe('lock table rows', () => {
       rowsQuery('postgres', shedlock),
       'SELECT CAST("name" AS text) AS n, CAST("lock_until" AS text) AS v0, CAST("locked_at" AS text) AS v1, CAST("locked_by" AS text) AS v2, ' +
         `EXTRACT(EPOCH FROM ("lock_until" - timezone('utc', CURRENT_TIMESTAMP))) AS ttl, EXTRACT(EPOCH FROM ("lock_until" - "locked_at")) AS granted ` +
-        'FROM "public"."shedlock" WHERE "name" IS NOT NULL ORDER BY "name"',
+        'FROM "public"."shedlock" WHERE "name" IS NOT NULL ORDER BY "name", v0, v1, v2',
     );
     const liquibase = layoutsOf(LIQUIBASE, [], 'mysql').layouts[0];
-    assert.match(rowsQuery('mysql', liquibase), /FROM `public`.`DATABASECHANGELOGLOCK` WHERE `ID` IS NOT NULL AND `LOCKED` = TRUE ORDER BY `ID`$/);
+    assert.match(rowsQuery('mysql', liquibase), /FROM `public`.`DATABASECHANGELOGLOCK` WHERE `ID` IS NOT NULL AND `LOCKED` = TRUE ORDER BY `ID`, v0, v1$/);
     assert.match(rowsQuery('mysql', shedlock), /TIMESTAMPDIFF\(MICROSECOND, UTC_TIMESTAMP\(6\), `lock_until`\) \/ 1000000 AS ttl/);
   });
 
@@ -191,9 +192,9 @@ describe('lock table releases', () => {
     const { lock } = rowLock(shedlock, { n: 'job', v0: '2030-01-01 10:00:30.5', v1: '2030-01-01 10:00:00', v2: 'host-a', ttl: 1, granted: 30 });
     assert.deepEqual(releaseStatement('postgres', shedlock, lock.holder!), {
       sql:
-        'UPDATE "public"."shedlock" SET "lock_until" = "locked_at" WHERE "name" = ? ' +
+        'UPDATE "public"."shedlock" SET "lock_until" = "locked_at" WHERE "name" = ? AND CAST("name" AS text) IS NOT DISTINCT FROM ? ' +
         'AND CAST("locked_by" AS text) IS NOT DISTINCT FROM ? AND CAST("lock_until" AS text) IS NOT DISTINCT FROM ?',
-      params: ['job', 'host-a', '2030-01-01 10:00:30.5'],
+      params: ['job', 'job', 'host-a', '2030-01-01 10:00:30.5'],
     });
   });
 
@@ -203,18 +204,30 @@ describe('lock table releases', () => {
     assert.deepEqual(releaseStatement('mysql', liquibase, held), {
       sql:
         'UPDATE `public`.`DATABASECHANGELOGLOCK` SET `LOCKED` = FALSE, `LOCKGRANTED` = NULL, `LOCKEDBY` = NULL WHERE `ID` = ? ' +
-        'AND CAST(`LOCKEDBY` AS CHAR) <=> ? AND CAST(`LOCKGRANTED` AS CHAR) <=> ? AND `LOCKED` = TRUE',
-      params: ['1', 'ci (10.0.0.7)', '2024-05-01 12:00:00'],
+        'AND CAST(CAST(`ID` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) AND CAST(CAST(`LOCKEDBY` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) ' +
+        'AND CAST(CAST(`LOCKGRANTED` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) AND `LOCKED` = TRUE',
+      params: ['1', '1', 'ci (10.0.0.7)', '2024-05-01 12:00:00'],
     });
     const seed = layout(SEED, 'lock-table');
-    const row = rowLock(seed, { n: 'a', v0: '7', v1: null, v2: '2024-01-01 00:00:00' }).lock.holder!;
+    const row = rowLock(seed, { n: 'a', v0: '7', v1: null, v2: '2024-01-01 00:00:00', v3: '(0,3)' }).lock.holder!;
     assert.deepEqual(releaseStatement('postgres', seed, row), {
-      sql: 'DELETE FROM "public"."lock" WHERE "lock_name" = ? AND CAST("id" AS text) IS NOT DISTINCT FROM ? AND CAST("update_time" AS text) IS NOT DISTINCT FROM ?',
-      params: ['a', '7', '2024-01-01 00:00:00'],
+      sql:
+        'DELETE FROM "public"."lock" WHERE "lock_name" = ? AND CAST("lock_name" AS text) IS NOT DISTINCT FROM ? AND CAST("id" AS text) IS NOT DISTINCT FROM ? ' +
+        'AND CAST("update_time" AS text) IS NOT DISTINCT FROM ? AND CAST("ctid" AS text) IS NOT DISTINCT FROM ?',
+      params: ['a', 'a', '7', '2024-01-01 00:00:00', '(0,3)'],
     });
     const custom = layout(CUSTOM, 'custom-table', [SPEC]);
-    const nobody = rowLock(custom, { n: 'x', v0: null, v1: null }).lock.holder!;
-    assert.deepEqual(releaseStatement('mysql', custom, nobody).params, ['x', null, null], 'NULLs compared as NULL');
+    const nobody = rowLock(custom, { n: 'x', v0: null, v1: null, v2: '(0,1)' }).lock.holder!;
+    assert.deepEqual(releaseStatement('postgres', custom, nobody).params, ['x', 'x', null, null, '(0,1)'], 'NULLs compared as NULL');
+    // On MySQL, compared as bytes (not in a _ci collation), and one row deleted at most.
+    const mysqlCustom = layoutsOf(CUSTOM.map((c) => (c.column === 'expires_at' ? { ...c, type: 'datetime' } : c)), [SPEC], 'mysql').layouts[0];
+    const shownRow = rowLock(mysqlCustom, { n: 'x', v0: 'w', v1: '2030-01-01 00:00:00.000' }).lock.holder!;
+    assert.deepEqual(releaseStatement('mysql', mysqlCustom, shownRow), {
+      sql:
+        'DELETE FROM `public`.`job_locks` WHERE `job` = ? AND CAST(CAST(`job` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) ' +
+        'AND CAST(CAST(`owner_id` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) AND CAST(CAST(`expires_at` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) LIMIT 1',
+      params: ['x', 'x', 'w', '2030-01-01 00:00:00.000'],
+    });
   });
 
   test('a long holder is cut in the preview but guarded whole (from the owner)', () => {
@@ -222,7 +235,7 @@ describe('lock table releases', () => {
     const owner = 'o'.repeat(1000);
     const m = rowLock(custom, { n: 'x', v0: owner, v1: '2030-01-01 00:00:00+00', ttl: 3 }).lock.holder!;
     assert.equal(shownValues(m).owner_id!.length, PREVIEW_VALUE_CHARS + 1);
-    assert.equal(releaseStatement('postgres', custom, m).params[1], owner);
+    assert.equal(releaseStatement('postgres', custom, m).params[2], owner);
   });
 
   test('a member that is not a row LockLens showed is refused', () => {

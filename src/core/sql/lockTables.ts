@@ -116,7 +116,7 @@ export class LockTables {
   private async readRows(layouts: readonly TableLayout[]): Promise<LockTablesReading> {
     const locks: LockState[] = [];
     const expiries: ExpirySample[] = [];
-    const seen = new Set<string>();
+    const seen = new Map<string, { name: Buffer; rows: number }>();
     const firstTtls = new Map<string, { shown: string; ttl: number }>();
     const written = new Map<string, { written: string; note?: string }>();
     const notes: string[] = [];
@@ -124,9 +124,10 @@ export class LockTables {
     for (const layout of layouts) {
       for (const row of await this.db.query(rowsQuery(this.db.dialect, layout))) {
         const { lock, expiry } = rowLock(layout, row);
-        // A user's name column need not be unique: one lock per name, as shown first.
-        if (seen.has(lock.id)) continue;
-        seen.add(lock.id);
+        // A user's name column need not be unique: one lock per name, as shown first; the others are said.
+        const rows = seen.get(lock.id);
+        seen.set(lock.id, { name: lock.name, rows: (rows?.rows ?? 0) + 1 });
+        if (rows) continue;
         locks.push(lock);
         if (!expiry) continue;
         const id = lock.holder!.lease;
@@ -147,7 +148,10 @@ export class LockTables {
     }
     this.firstTtls = firstTtls;
     this.lastRead = { at: readAt, rows: written };
-    const hidden = [...[...this.specProblems, ...this.tableProblems].map((p) => `${p}, so its rows are not read`), ...notes];
+    const shared = [...seen.values()]
+      .filter((s) => s.rows > 1)
+      .map((s) => `${displayKey(s.name)} is ${s.rows} rows: the first is shown, and force release deletes that one only`);
+    const hidden = [...[...this.specProblems, ...this.tableProblems].map((p) => `${p}, so its rows are not read`), ...shared, ...notes];
     return { locks, expiries, ...(hidden.length ? { hidden: hidden.join('; ') } : {}) };
   }
 

@@ -229,11 +229,21 @@ function recognise(table: FoundTable, dialect: SqlDialect): TableLayout | undefi
       // update_time is to the second: a row deleted and taken again within it is told apart by its id.
       const [id, desc, updated] = ['id', 'desc', 'update_time'].map(col);
       const present = (cols: (CatalogColumn | undefined)[]) => cols.filter((c): c is CatalogColumn => c !== undefined).map((c) => c.column);
-      return { ...base, convention: 'lock-table', nameColumn: name.column, shown: present([id, desc, updated]), guard: present([id, updated]) };
+      const address = rowAddress(dialect);
+      return { ...base, convention: 'lock-table', nameColumn: name.column, shown: [...present([id, desc, updated]), ...address], guard: [...present([id, updated]), ...address] };
     }
     default:
       return undefined;
   }
+}
+
+/**
+ * The columns that tell one row from another whatever the table's keys, for the tables whose rows a release deletes:
+ * PostgreSQL's `ctid` (a row's place, new at every UPDATE), so the DELETE removes the row read and no other with the
+ * same values. MySQL has none: its DELETE is LIMIT 1 instead.
+ */
+function rowAddress(dialect: SqlDialect): string[] {
+  return dialect === 'postgres' ? ['ctid'] : [];
 }
 
 const DATE_TYPES: Record<SqlDialect, readonly string[]> = {
@@ -268,8 +278,8 @@ function specLayout(spec: LockTableSpec, tables: readonly FoundTable[], dialect:
     nameColumn: name.column,
     holderColumn: holder.column,
     expiry: expiry ? { column: expiry.column, utc: false } : undefined,
-    shown: [holder.column, ...(expiry ? [expiry.column] : [])],
-    guard: expiry ? [expiry.column] : [],
+    shown: [holder.column, ...(expiry ? [expiry.column] : []), ...rowAddress(dialect)],
+    guard: [...(expiry ? [expiry.column] : []), ...rowAddress(dialect)],
   };
 }
 
@@ -343,7 +353,9 @@ export function rowsQuery(dialect: SqlDialect, layout: TableLayout): string {
     if (layout.expiry.since) select.push(`${secondsBetween(dialect, q(layout.expiry.since), until)} AS granted`);
   }
   const where = [`${q(layout.nameColumn)} IS NOT NULL`, ...(layout.heldWhen ? [`${q(layout.heldWhen)} = TRUE`] : [])];
-  return `SELECT ${select.join(', ')} FROM ${quoteTable(dialect, layout.table)} WHERE ${where.join(' AND ')} ORDER BY ${q(layout.nameColumn)}`;
+  // Rows of one name (a user's name column need not be unique) in an order that holds from one read to the next.
+  const order = [q(layout.nameColumn), ...layout.shown.map((_, i) => `v${i}`)];
+  return `SELECT ${select.join(', ')} FROM ${quoteTable(dialect, layout.table)} WHERE ${where.join(' AND ')} ORDER BY ${order.join(', ')}`;
 }
 
 /** Longer values are cut in the preview; names and holders stay whole in the lock's name and the member's owner. */
@@ -416,7 +428,7 @@ export function shownValues(member: LockMember): Record<string, string | null> {
 
 /**
  * The library's own release, on the row only while it is as shown: its name, its holder and its guard columns, compared
- * as the text that was read (null-safe). ShedLock: `lock_until` set back to `locked_at`; Liquibase: the lock cleared
+ * as the text that was read (null-safe, byte for byte). ShedLock: `lock_until` set back to `locked_at`; Liquibase: the lock cleared
  * (its releaseLock); the seed table and the user's tables: the row deleted.
  *
  * ShedLock's own unlock sets `lock_until` to max(its now, `locked_at` + lockAtLeastFor), in the clock and zone it
@@ -429,9 +441,13 @@ export function shownValues(member: LockMember): Record<string, string | null> {
 export function releaseStatement(dialect: SqlDialect, layout: TableLayout, member: LockMember): { sql: string; params: unknown[] } {
   const shown = shownValues(member);
   const q = (c: string) => quoteIdent(dialect, c);
-  const same = (c: string) => `${asText(dialect, c)} ${dialect === 'postgres' ? 'IS NOT DISTINCT FROM' : '<=>'} ?`;
-  const where = [`${q(layout.nameColumn)} = ?`];
-  const params: unknown[] = [member.key.toString('utf8')];
+  // MySQL compares text in the column's or connection's collation, case-, accent- and trailing-space-insensitive
+  // (`_ci`, PAD SPACE): as bytes, 'Job' and 'job ' are not the 'job' shown. The name's `=` lets an index find the row.
+  const same = (c: string) =>
+    dialect === 'postgres' ? `${asText(dialect, c)} IS NOT DISTINCT FROM ?` : `CAST(${asText(dialect, c)} AS BINARY) <=> CAST(? AS BINARY)`;
+  const name = member.key.toString('utf8');
+  const where = [`${q(layout.nameColumn)} = ?`, same(layout.nameColumn)];
+  const params: unknown[] = [name, name];
   if (layout.holderColumn !== undefined) {
     where.push(same(layout.holderColumn));
     params.push(shown[layout.holderColumn] === null ? null : member.owner);
@@ -452,6 +468,7 @@ export function releaseStatement(dialect: SqlDialect, layout: TableLayout, membe
       return { sql: `UPDATE ${table} SET ${set} WHERE ${where.join(' AND ')} AND ${q(layout.heldWhen!)} = TRUE`, params };
     }
     default:
-      return { sql: `DELETE FROM ${table} WHERE ${where.join(' AND ')}`, params };
+      // Several rows may be as shown (no unique name, no row address on MySQL): one lock shown, one row deleted.
+      return { sql: `DELETE FROM ${table} WHERE ${where.join(' AND ')}${dialect === 'mysql' ? ' LIMIT 1' : ''}`, params };
   }
 }
