@@ -9,6 +9,8 @@ import { keyId } from '../../src/core/keys';
 import type { LockState } from '../../src/core/lockState';
 import { acquire } from '../../src/core/mysql/acquire';
 import { openConnection, targetOf } from '../../src/core/mysql/connect';
+import { forceRelease } from '../../src/core/mysql/forceRelease';
+import { MysqlSession } from '../../src/core/mysql/session';
 import { MysqlBackend } from '../../src/core/mysql/mysqlBackend';
 import { ADMIN, PLAIN, startMariaDb, type MariaDbServer } from '../harness/mariadb';
 import { PyMysqlLock } from '../harness/pymysql';
@@ -251,6 +253,31 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.ok(isLockLensError(e2, 'LOCK_CHANGED'), String(e2));
     assert.match((e2 as Error).message, new RegExp(`held by connection ${nextId} now`));
     assert.equal((await lockAt(name))?.holder?.owner, nextId, 'still held by the new holder');
+    // The same connection, but not the user and host shown: checked in the statement that would kill it.
+    const now = (await lockAt(name))!;
+    const elsewhere = { ...now.holder!, session: { ...now.holder!.session, client: '10.9.9.9:1' } };
+    const e3 = await backend.forceRelease(now, elsewhere).catch((x: unknown) => x);
+    assert.ok(isLockLensError(e3, 'LOCK_CHANGED'), String(e3));
+    assert.match((e3 as Error).message, new RegExp(`held by connection ${nextId} of ${ADMIN.user} from 127\\.0\\.0\\.1:\\d+, not as shown`));
+    assert.equal((await lockAt(name))?.holder?.owner, nextId, 'nobody was killed');
+  });
+
+  test('MySQL 8`s way (no compound statements: the check, then KILL) refuses a changed holder and kills the one shown', async () => {
+    const name = `${p}mysql8`;
+    const target = await targetOf({ store: 'mysql', endpoints: [server.url()], password: ADMIN.password, dialTimeoutMs: DIAL_MS });
+    const db = new MysqlSession(target, await openConnection(target));
+    defer(() => db.close());
+    const holder = py(name);
+    const holderId = (await holder.until(['acquired'])).split(' ')[1];
+    const lock = (await lockAt(name))!;
+    const elsewhere = { ...lock.holder!, session: { ...lock.holder!.session, user: 'someone' } };
+    const e = await forceRelease(db, 'mysql', lock, elsewhere).catch((x: unknown) => x);
+    assert.ok(isLockLensError(e, 'LOCK_CHANGED'), String(e));
+    assert.match((e as Error).message, /not as shown: nothing was killed/);
+    const result = await forceRelease(db, 'mysql', lock, lock.holder!);
+    assert.match(result.action, new RegExp(`killed connection ${holderId}`));
+    holder.release();
+    await holder.until(['release-failed']);
   });
 
   test('LOCK_LOST when someone kills our holding connection', async () => {

@@ -7,9 +7,9 @@
 import type { ForceReleaseResult } from '../backend';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
-import type { LockMember, LockState } from '../lockState';
+import type { LockMember, LockState, SessionInfo } from '../lockState';
 import type { SqlSession } from '../sql/session';
-import { serverErrno } from './connect';
+import { serverErrno, type MysqlFlavor } from './connect';
 import { processRow } from './getLockReading';
 
 const ER_NO_SUCH_THREAD = 1094;
@@ -35,36 +35,76 @@ export function describeForceRelease(lock: LockState, member: LockMember): strin
   );
 }
 
-export async function forceRelease(db: SqlSession, lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
+/** The connection's lock and who it is now, as one statement reads them. */
+interface Seen {
+  readonly holder: number | undefined;
+  readonly user: string | undefined;
+  readonly host: string | undefined;
+}
+
+async function see(db: SqlSession, name: string, id: number): Promise<Seen> {
+  const [row] = await db.query(
+    'SELECT IS_USED_LOCK(?) AS holder, (SELECT USER FROM information_schema.PROCESSLIST WHERE ID = ?) AS user, (SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = ?) AS host',
+    [name, id, id],
+  );
+  const { user, host } = processRow({ ...row, id });
+  return { holder: row.holder === null || row.holder === undefined ? undefined : Number(row.holder), user, host };
+}
+
+/** Why the lock is not (or no longer) the one shown, in words; undefined when it is. */
+function changedSince(seen: Seen, id: number, shown: SessionInfo | undefined): string | undefined {
+  if (seen.holder === undefined) return 'is free now (released, or its connection ended)';
+  if (seen.holder !== id) return `is held by connection ${seen.holder} now, not ${id}`;
+  // Another user's connection is not in a processlist read without PROCESS: nothing to compare.
+  const visible = seen.user !== undefined || seen.host !== undefined;
+  if (shownWho(shown) && visible && (seen.user !== shown?.user || seen.host !== shown?.client)) {
+    return `is held by connection ${id} of ${seen.user ?? '?'} from ${seen.host ?? '?'}, not as shown`;
+  }
+  return undefined;
+}
+
+function shownWho(shown: SessionInfo | undefined): boolean {
+  return shown?.user !== undefined || shown?.client !== undefined;
+}
+
+/**
+ * KILL CONNECTION, only while the connection holds the name as shown. MariaDB checks and kills in one compound
+ * statement, so nothing can change between the two; MySQL has none outside stored programs, so there the check is one
+ * statement sent just before the KILL, leaving one round trip in which the holder could release and take another lock.
+ */
+async function killIfUnchanged(db: SqlSession, flavor: MysqlFlavor, name: string, id: number, shown: SessionInfo | undefined): Promise<string | undefined> {
+  if (flavor === 'mysql') {
+    const why = changedSince(await see(db, name, id), id, shown);
+    if (!why) await db.query(`KILL CONNECTION ${id}`);
+    return why;
+  }
+  const sameSession = shownWho(shown) ? ' AND NOT EXISTS (SELECT 1 FROM information_schema.PROCESSLIST WHERE ID = ? AND NOT (USER <=> ? AND HOST <=> ?))' : '';
+  const params = shownWho(shown) ? [name, id, id, shown?.user ?? null, shown?.client ?? null] : [name, id];
+  const killed = await db.query(`BEGIN NOT ATOMIC IF IS_USED_LOCK(?) = ?${sameSession} THEN KILL CONNECTION ${id}; SELECT 1 AS killed; END IF; END`, params);
+  if (killed.length) return undefined;
+  return changedSince(await see(db, name, id), id, shown) ?? 'changed while it was being released';
+}
+
+export async function forceRelease(db: SqlSession, flavor: MysqlFlavor, lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
   if (!isHolder(lock, member)) {
     throw new LockLensError('INVALID_ARGUMENT', `${displayKey(member.key)} does not hold ${displayKey(lock.name)}: only a holder can be released (a waiter gives up by itself)`);
   }
   const id = Number(member.owner);
   if (!Number.isSafeInteger(id) || id <= 0) throw new LockLensError('INVALID_ARGUMENT', `'${member.owner}' is not a connection id`);
-  const changed = (now: string) => new LockLensError('LOCK_CHANGED', `${displayKey(lock.name)} ${now}: nothing was killed`);
-  const [row] = await db.query('SELECT IS_USED_LOCK(?) AS holder', [lock.name.toString('utf8')]);
-  const holder = row.holder === null || row.holder === undefined ? undefined : Number(row.holder);
-  if (holder === undefined) throw changed('is free now (released, or its connection ended)');
-  if (holder !== id) throw changed(`is held by connection ${holder} now, not ${id}`);
-  const shown = member.session;
-  if (shown?.user !== undefined || shown?.client !== undefined) {
-    const rows = await db.query('SELECT ID AS id, USER AS user, HOST AS host FROM information_schema.PROCESSLIST WHERE ID = ?', [id]);
-    const now = rows.length ? processRow(rows[0]) : undefined;
-    if (now && (now.user !== shown.user || now.host !== shown.client)) throw changed(`is held by connection ${id} of ${now.user ?? '?'} from ${now.host ?? '?'}, not as shown`);
-  }
+  let changed: string | undefined;
   try {
-    await db.query(`KILL CONNECTION ${id}`);
+    changed = await killIfUnchanged(db, flavor, lock.name.toString('utf8'), id, member.session);
   } catch (e) {
     const errno = serverErrno(e);
-    if (errno === ER_NO_SUCH_THREAD) throw changed(`lost its connection ${id} while it was being released`);
-    if (errno === ER_KILL_DENIED || errno === ER_SPECIFIC_ACCESS_DENIED) {
+    if (errno === ER_NO_SUCH_THREAD) changed = `lost its connection ${id} while it was being released`;
+    else if (errno === ER_KILL_DENIED || errno === ER_SPECIFIC_ACCESS_DENIED) {
       throw new LockLensError(
         'PERMISSION',
         `not allowed to kill connection ${id}: killing another user's connection needs the CONNECTION ADMIN privilege (MySQL 8: CONNECTION_ADMIN) or SUPER`,
         { cause: e },
       );
-    }
-    throw e;
+    } else throw e;
   }
+  if (changed) throw new LockLensError('LOCK_CHANGED', `${displayKey(lock.name)} ${changed}: nothing was killed`);
   return { keys: [member.key], action: `killed connection ${id} (KILL CONNECTION), freeing every lock it held` };
 }

@@ -128,7 +128,7 @@ export class MysqlBackend implements LockBackend {
   forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
     this.scope.checkOpen();
     if (this.tables?.owns(lock)) return this.tables.forceRelease(lock, member);
-    return forceRelease(this.db, lock, member);
+    return forceRelease(this.db, this.flavor, lock, member);
   }
 
   describeForceRelease(lock: LockState, member: LockMember): string {

@@ -50,8 +50,11 @@ export class MysqlSession implements SqlWriteSession {
     return this.opening;
   }
 
+  /** The rows of the statement's first result set ([] when it has none). */
   async query(sql: string, params: readonly unknown[] = []): Promise<SqlRow[]> {
-    const rows = await this.run(sql, params);
+    const result = await this.run(sql, params);
+    // A compound statement (MariaDB's BEGIN NOT ATOMIC … END) answers with the result sets of its SELECTs, then an OK.
+    const rows = Array.isArray(result) && Array.isArray(result[0]) ? (result[0] as unknown) : result;
     return Array.isArray(rows) ? (rows as SqlRow[]) : [];
   }
 
