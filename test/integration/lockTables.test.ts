@@ -21,7 +21,7 @@ import type { LockTableSpec } from '../../src/core/profile';
 import { LockTables } from '../../src/core/sql/lockTables';
 import type { SqlWriteSession } from '../../src/core/sql/session';
 import { SqlLockWatch } from '../../src/core/sql/pollingWatch';
-import { quoteIdent } from '../../src/core/sql/tableLayouts';
+import { catalogQuery, quoteIdent } from '../../src/core/sql/tableLayouts';
 import type { SqlDialect } from '../../src/core/sql/url';
 import { ADMIN, DATABASE, startMariaDb, type MariaDbServer } from '../harness/mariadb';
 import { SUPERUSER_PASSWORD, startPostgres, type PostgresServer } from '../harness/postgres';
@@ -416,6 +416,21 @@ function lockTableSuite(name: string, open: () => Promise<Fixture>): void {
         assert.ok(must(locks, 'shedlock/report-job'));
       } finally {
         backend.close();
+      }
+    });
+
+    test('the catalog query looks up the named tables, never every table of every database', async () => {
+      const { sql, params } = catalogQuery(db.dialect, [SPEC, { ...SPEC, table: 'other_schema.job_locks' }]);
+      const plan = (await db.session.query(`EXPLAIN ${sql}`, params)).map((r) => Object.values(r).join(' ')).join('\n');
+      if (db.dialect === 'mysql') {
+        // MariaDB: each information_schema read a lookup of one table ("Scanned 0 databases").
+        assert.doesNotMatch(plan, /Scanned all databases|Scanned 1 database/, plan);
+        assert.match(plan, /Scanned 0 databases/, plan);
+      } else {
+        // PostgreSQL: the columns of the tables found, through pg_attribute's index. (pg_class is read by its name
+        // index once it is large: a fresh database's is small enough to scan.)
+        assert.doesNotMatch(plan, /Seq Scan on pg_attribute\b/, plan);
+        assert.match(plan, /Index Scan using pg_attribute_relid_attnum_index on pg_attribute/, plan);
       }
     });
 

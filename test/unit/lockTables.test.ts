@@ -125,10 +125,15 @@ describe('lock table recognition', () => {
     assert.deepEqual(layoutsOf(SHEDLOCK, [spec], 'postgres').layouts.map((l) => l.convention), ['custom-table']);
   });
 
-  test('the catalog query asks for each recognised name in both cases, and for the specs', () => {
+  test('the catalog query asks for each recognised name in both cases, and for the specs, by constants on MariaDB', () => {
     const { sql, params } = catalogQuery('mysql', [SPEC, { ...SPEC, table: 'jobs.locks' }]);
-    assert.deepEqual(params, ['shedlock', 'SHEDLOCK', 'databasechangeloglock', 'DATABASECHANGELOGLOCK', 'lock', 'LOCK', 'job_locks', 'jobs', 'locks']);
+    // MariaDB: one SELECT per table, by constants (a lookup, not a scan of every database), each asking whether the seed table's columns are unique.
+    const tables = ['shedlock', 'SHEDLOCK', 'databasechangeloglock', 'DATABASECHANGELOGLOCK', 'lock', 'LOCK', 'job_locks'];
+    assert.deepEqual(params, [...tables.flatMap((t) => ['lock', 'LOCK', t]), 'lock', 'LOCK', 'jobs', 'locks']);
     assert.equal(sql.split('?').length - 1, params.length);
+    assert.equal(sql.split(' UNION ').length, tables.length + 1);
+    assert.equal(sql.match(/c\.TABLE_SCHEMA = DATABASE\(\) AND c\.TABLE_NAME = \? /g)?.length, tables.length);
+    assert.doesNotMatch(sql, /\bOR\b|st\.TABLE_NAME = c\./, 'no OR of tables, no subquery on the outer row');
     const pg = catalogQuery('postgres', []);
     assert.equal(pg.sql.split('?').length - 1, pg.params.length);
     assert.match(pg.sql, /current_schemas\(false\)/);

@@ -62,7 +62,7 @@ export interface CatalogColumn {
   readonly type: string;
   /** The schema's place in PostgreSQL's search path (1 first); 1 for MySQL's current database, 0 elsewhere. */
   readonly pos: number;
-  /** The column alone has a unique index. */
+  /** The column alone has a unique index (on MySQL, only asked of the seed article's `lock` table, which needs it). */
   readonly unique: boolean;
 }
 
@@ -108,7 +108,9 @@ export function quoteTable(dialect: SqlDialect, table: TableRef): string {
 
 // ---- discovery ----
 
-const RECOGNISED = ['shedlock', 'databasechangeloglock', 'lock'];
+/** The seed article's table: the one whose recognition needs to know a column is unique. */
+const RECOGNISED_SEED = ['lock'];
+const RECOGNISED = ['shedlock', 'databasechangeloglock', ...RECOGNISED_SEED];
 
 /** Table names the catalog query asks for: each recognised name as the library writes it, in either case (MariaDB's are case-sensitive on Linux). */
 export function catalogNames(specs: readonly LockTableSpec[]): { unqualified: string[]; qualified: TableRef[] } {
@@ -125,9 +127,9 @@ export function catalogNames(specs: readonly LockTableSpec[]): { unqualified: st
 /** One statement for every candidate table's columns; `?` placeholders, parameters in order. */
 export function catalogQuery(dialect: SqlDialect, specs: readonly LockTableSpec[]): { sql: string; params: string[] } {
   const { unqualified, qualified } = catalogNames(specs);
-  const marks = unqualified.map(() => '?').join(', ');
-  const params = [...unqualified, ...qualified.flatMap((t) => [t.schema!, t.name])];
   if (dialect === 'postgres') {
+    const marks = unqualified.map(() => '?').join(', ');
+    const params = [...unqualified, ...qualified.flatMap((t) => [t.schema!, t.name])];
     const exact = qualified.map(() => ' OR (c.table_schema = ? AND c.table_name = ?)').join('');
     return {
       sql:
@@ -140,16 +142,23 @@ export function catalogQuery(dialect: SqlDialect, specs: readonly LockTableSpec[
       params,
     };
   }
-  const exact = qualified.map(() => ' OR (c.TABLE_SCHEMA = ? AND c.TABLE_NAME = ?)').join('');
+  // MariaDB reads information_schema from the tables themselves: only a WHERE of constants keeps it from opening every
+  // table of every database ("Scanned all databases" in EXPLAIN; an OR, or a column of another table, is no constant).
+  // One SELECT per table, its schema and name equal to constants ("Scanned 0 databases": the table is looked up), and
+  // uniqueness from an uncorrelated subquery, asked of the seed table only.
+  const seed = RECOGNISED_SEED.flatMap((n) => [n, n.toUpperCase()]);
+  const uniq =
+    '(c.TABLE_SCHEMA = DATABASE() AND (c.TABLE_NAME, c.COLUMN_NAME) IN (SELECT st.TABLE_NAME, MIN(st.COLUMN_NAME) FROM information_schema.STATISTICS st ' +
+    `WHERE st.TABLE_SCHEMA = DATABASE() AND st.TABLE_NAME IN (${seed.map(() => '?').join(', ')}) AND st.NON_UNIQUE = 0 ` +
+    'GROUP BY st.TABLE_NAME, st.INDEX_NAME HAVING COUNT(*) = 1))';
+  const select =
+    'SELECT c.TABLE_SCHEMA AS s, c.TABLE_NAME AS t, c.COLUMN_NAME AS c, LOWER(c.DATA_TYPE) AS type, IF(c.TABLE_SCHEMA = DATABASE(), 1, 0) AS pos, ' +
+    `${uniq} AS uniq, c.ORDINAL_POSITION AS o FROM information_schema.COLUMNS c WHERE `;
+  const tables = [...unqualified.map((name) => ({ schema: undefined, name })), ...qualified];
+  // UNION, not UNION ALL: a spec may name a table of the current database with its schema.
   return {
-    sql:
-      'SELECT c.TABLE_SCHEMA AS s, c.TABLE_NAME AS t, c.COLUMN_NAME AS c, LOWER(c.DATA_TYPE) AS type, ' +
-      'IF(c.TABLE_SCHEMA = DATABASE(), 1, 0) AS pos, ' +
-      'EXISTS (SELECT 1 FROM information_schema.STATISTICS st WHERE st.TABLE_SCHEMA = c.TABLE_SCHEMA AND st.TABLE_NAME = c.TABLE_NAME ' +
-      'AND st.COLUMN_NAME = c.COLUMN_NAME AND st.NON_UNIQUE = 0 AND st.SEQ_IN_INDEX = 1 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS s2 ' +
-      'WHERE s2.TABLE_SCHEMA = st.TABLE_SCHEMA AND s2.TABLE_NAME = st.TABLE_NAME AND s2.INDEX_NAME = st.INDEX_NAME AND s2.SEQ_IN_INDEX = 2)) AS uniq ' +
-      `FROM information_schema.COLUMNS c WHERE (c.TABLE_SCHEMA = DATABASE() AND c.TABLE_NAME IN (${marks}))${exact} ORDER BY c.ORDINAL_POSITION`,
-    params,
+    sql: tables.map((t) => `${select}c.TABLE_SCHEMA = ${t.schema === undefined ? 'DATABASE()' : '?'} AND c.TABLE_NAME = ?`).join(' UNION ') + ' ORDER BY o',
+    params: tables.flatMap((t) => [...seed, ...(t.schema === undefined ? [] : [t.schema]), t.name]),
   };
 }
 
