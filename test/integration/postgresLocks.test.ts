@@ -230,6 +230,13 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     const stale = await backend.forceRelease({ ...now, holder: other }, other).catch((e: LockLensError) => e);
     assert.ok(isLockLensError(stale, 'LOCK_CHANGED'), String(stale));
     assert.match(stale.message, /another session than the one shown/);
+    // The start time hidden (a role without pg_read_all_stats): the role still tells another session apart.
+    const { connectedAt: _, ...unstarted } = now.holder!.session!;
+    const otherRole = { ...now.holder!, session: { ...unstarted, user: PLAIN_USER } };
+    assert.match(backend.describeForceRelease(now, otherRole), new RegExp(`start time is hidden from this role, so only its pid and role \\(${PLAIN_USER}\\) can be checked`));
+    const reused = await backend.forceRelease({ ...now, holder: otherRole }, otherRole).catch((e: LockLensError) => e);
+    assert.ok(isLockLensError(reused, 'LOCK_CHANGED'), String(reused));
+    assert.match(reused.message, new RegExp(`another session than the one shown \\(role ${SUPERUSER}, connected at `));
     assert.equal((await lockOf(name))?.holder?.owner, String(await second.pid()), 'nobody was terminated');
     const waiter = (await lockOf(name))!;
     const notHolder = await backend.forceRelease(waiter, { ...waiter.holder!, key: b('pid 1'), owner: '1' }).catch((e: LockLensError) => e);

@@ -1,8 +1,8 @@
 /**
  * Releasing someone else's advisory lock: PostgreSQL has no way to unlock another session's lock, so the session is
  * terminated (pg_terminate_backend), which frees every lock it holds and rolls back its open transaction. Only the
- * session the user was shown is terminated: the same pid, still holding that key, connected at the same moment (a pid
- * is reused by a later session). Its client is told: its connection ends with "terminating connection due to
+ * session the user was shown is terminated: the same pid, still holding that key, of the same role, connected at the
+ * same moment (a pid is reused by a later session; the moment is hidden from roles without pg_read_all_stats). Its client is told: its connection ends with "terminating connection due to
  * administrator command".
  */
 import { DatabaseError } from 'pg';
@@ -43,9 +43,18 @@ export function sessionText(member: LockMember): string {
   return `session pid ${member.owner}${parts.length ? ` (${parts.join(', ')})` : ''}${doing}`;
 }
 
+/** What makes sure the session terminated is the one shown, in words. */
+function sameSessionText(member: LockMember): string {
+  if (member.session?.connectedAt !== undefined) return ', and is the session that connected at that moment';
+  // A pid is reused by later sessions; without the start time, one of the same role that took it over and then this
+  // lock would pass the check.
+  const role = member.session?.user !== undefined ? ` and role (${member.session.user})` : '';
+  return `. Its start time is hidden from this role, so only its pid${role} can be checked, not that it is the very session shown`;
+}
+
 export function describeForceRelease(lock: LockState, member: LockMember): string {
   if (!member.owner) return `${displayKey(member.key)} is a prepared transaction: only COMMIT PREPARED or ROLLBACK PREPARED ends it.`;
-  const shown = member.session?.connectedAt !== undefined ? ', and is the session that connected at that moment' : '';
+  const shown = sameSessionText(member);
   const next = lock.waiters.length ? ` The next waiter (pid ${lock.waiters[0].owner}) then gets the lock.` : '';
   const others = lock.sharedWith?.length ? ' The other sessions sharing it keep their hold.' : '';
   return (
@@ -71,17 +80,21 @@ export async function forceRelease(
   const pid = Number(member.owner);
   const key = keyOf(lock);
   const connectedAt = member.session?.connectedAt;
+  const role = member.session?.user;
   const changed = (now: string) => new LockLensError('LOCK_CHANGED', `pid ${pid} ${now}: nothing was terminated`);
   let rows: { terminated: boolean }[];
   try {
     // The check and the termination in one statement: the session cannot let go and another take its pid between them.
+    // The start time tells a reused pid apart, where this role may see it; the role (usename, seen by every role) is
+    // compared whatever is hidden.
     rows = await db.query<{ terminated: boolean }>(
       `SELECT pg_terminate_backend(a.pid) AS terminated FROM pg_stat_activity a
 WHERE a.pid = $1 AND ($5::float8 IS NULL OR floor((extract(epoch FROM a.backend_start) * 1000)::float8) = $5::float8)
+  AND ($6::text IS NULL OR a.usename = $6::text)
   AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted
     AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
     AND l.classid = $2::int8::oid AND l.objid = $3::int8::oid AND l.objsubid = $4::int2)`,
-      [pid, ...keyParams(key), connectedAt ?? null],
+      [pid, ...keyParams(key), connectedAt ?? null, role ?? null],
     );
   } catch (e) {
     if (e instanceof DatabaseError && e.code === '42501') {
@@ -95,7 +108,8 @@ WHERE a.pid = $1 AND ($5::float8 IS NULL OR floor((extract(epoch FROM a.backend_
     const still = now && holders(now).find((m) => m.owner === member.owner);
     if (!still) throw changed(`no longer holds ${displayKey(lock.name)} (released, or its session ended)`);
     const since = still.session?.connectedAt;
-    throw changed(`is another session than the one shown${since !== undefined ? ` (connected at ${when(since)})` : ''}`);
+    const seen = [still.session?.user !== undefined && `role ${still.session.user}`, since !== undefined && `connected at ${when(since)}`].filter(Boolean);
+    throw changed(`is another session than the one shown${seen.length ? ` (${seen.join(', ')})` : ''}`);
   }
   if (!rows[0].terminated) throw changed('ended while it was being terminated');
   const gone = await waitUntilGone(db, pid);
