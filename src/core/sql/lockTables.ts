@@ -119,7 +119,7 @@ export class LockTables {
     const seen = new Map<string, { name: Buffer; rows: number }>();
     const firstTtls = new Map<string, { shown: string; ttl: number }>();
     const written = new Map<string, { written: string; note?: string }>();
-    const notes: string[] = [];
+    const zoned = new Map<string, string[]>();
     const readAt = Date.now();
     for (const layout of layouts) {
       for (const row of await this.db.query(rowsQuery(this.db.dialect, layout))) {
@@ -140,9 +140,9 @@ export class LockTables {
         }
         expiries.push({ id, ttl: expiry.ttl, grantedTtl: granted, keys: [lock.name] });
         if (expiry.written !== undefined) {
-          const note = this.zoneNote(lock, expiry.written, granted - expiry.ttl, readAt);
+          const note = this.zoneOffset(lock, expiry.written, granted - expiry.ttl, readAt);
           written.set(id, { written: expiry.written, note });
-          if (note) notes.push(note);
+          if (note) zoned.set(note, [...(zoned.get(note) ?? []), displayKey(lock.name)]);
         }
       }
     }
@@ -151,29 +151,31 @@ export class LockTables {
     const shared = [...seen.values()]
       .filter((s) => s.rows > 1)
       .map((s) => `${displayKey(s.name)} is ${s.rows} rows: the first is shown, and force release deletes that one only`);
+    const notes = [...zoned].map(
+      ([off, names]) =>
+        `${names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more were` : `${names.join(', ')} ${names.length > 1 ? 'were' : 'was'}`} ` +
+        `written ${off} the database's UTC clock: the writer may keep its local time zone (ShedLock without usingDbTime()), and the TTL is off by as much`,
+    );
     const hidden = [...[...this.specProblems, ...this.tableProblems].map((p) => `${p}, so its rows are not read`), ...shared, ...notes];
     return { locks, expiries, ...(hidden.length ? { hidden: hidden.join('; ') } : {}) };
   }
 
   /**
-   * A note that a row's writer seems to keep another time zone than the one its TTL is read against (the database's
-   * UTC, see tableLayouts.ts), from `age`: the database's now less when the row says it was written, in seconds. A
-   * row written ahead of the database's clock is one; so is a row written since the last read (new, or its `written`
-   * changed) long before that read. A writer west of UTC is seen only that way, writing while LockLens reads: an old
-   * row is not otherwise told from one just written hours behind; once seen, the note stays while the row does.
-   * Clocks off by less than ZONE_SKEW_S are not zones.
+   * How far from the database's UTC clock a row seems written ('5.0 h behind'), where its writer seems to keep another
+   * time zone than the one its TTL is read against (see tableLayouts.ts); `age` is the database's now less when the row
+   * says it was written, in seconds. A row written ahead of the database's clock is one; so is a row written since the
+   * last read (new, or its `written` changed) long before that read. A writer west of UTC is seen only that way,
+   * writing while LockLens reads: an old row is not otherwise told from one just written hours behind; once seen, the
+   * offset stays said while the row does. Clocks off by less than ZONE_SKEW_S are not zones.
    */
-  private zoneNote(lock: LockState, written: string, age: number, readAt: number): string | undefined {
+  private zoneOffset(lock: LockState, written: string, age: number, readAt: number): string | undefined {
     const last = this.lastRead;
     const before = last?.rows.get(lock.holder!.lease);
     if (before?.written === written && before.note) return before.note;
     const behind = last && before?.written !== written ? age - (readAt - last.at) / 1000 : 0;
     const off = age < -ZONE_SKEW_S ? age : behind > ZONE_SKEW_S ? behind : 0;
     if (off === 0) return undefined;
-    return (
-      `${displayKey(lock.name)} was written ${(Math.abs(off) / 3600).toFixed(1)} h ${off < 0 ? 'ahead of' : 'behind'} the database's ` +
-      `UTC clock: its writer may keep its local time zone (ShedLock without usingDbTime()), and its TTL is off by as much`
-    );
+    return `${(Math.abs(off) / 3600).toFixed(1)} h ${off < 0 ? 'ahead of' : 'behind'}`;
   }
 
   /**
