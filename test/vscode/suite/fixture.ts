@@ -1,15 +1,117 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { after, afterEach, beforeEach } from 'mocha';
 import * as vscode from 'vscode';
+import type { ConnectionInput } from '../../../src/extension/commands/connectionCommands';
 import type { LockLensApi } from '../../../src/extension/extension';
+import type { LockNode, LockTreeNode, MemberNode } from '../../../src/extension/lockTree';
 import { eventually } from '../../harness/etcd';
+import { WindowStubs } from './windowStubs';
 
-/** Activates LockLens and adds a connection through its command (as a script would), waiting until it is connected. */
+export async function activate(): Promise<LockLensApi> {
+  return (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
+}
+
+/** Adds a connection through its command (as a script would), waiting until it is connected. */
+export async function addConnection(api: LockLensApi, input: ConnectionInput): Promise<void> {
+  await vscode.commands.executeCommand('locklens.addConnection', input);
+  await eventually(() => api.registry.get(input.name)?.state === 'connected', 20_000, `${input.name} connected`);
+}
+
+/** Activates LockLens with an etcd connection, connected. */
 export async function activateWithConnection(name: string, endpoint: string, prefixes: string[]): Promise<LockLensApi> {
-  const api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
-  await vscode.commands.executeCommand('locklens.addConnection', { name, endpoints: [endpoint], prefixes });
-  await eventually(() => api.registry.get(name)?.state === 'connected', 20_000, `${name} connected`);
+  const api = await activate();
+  await addConnection(api, { name, endpoints: [endpoint], prefixes });
   return api;
+}
+
+/** A tree row as VS Code draws it (getTreeItem records what each row showed). */
+export interface DrawnRow {
+  readonly node: LockTreeNode;
+  readonly item: vscode.TreeItem;
+}
+
+/**
+ * What the tests of one store's connection share: `connect` in the suite's `before`; every test gets fresh window
+ * stubs, and after it whatever LockLens holds is released, the peers it started are stopped and read-only mode is off
+ * again; the connection leaves the user settings after the suite. Made by `storeSuite`, which registers those hooks.
+ */
+export class StoreSuite {
+  private connected: LockLensApi | undefined;
+  private currentStubs: WindowStubs | undefined;
+  private readonly peers: { dispose(): void }[] = [];
+
+  constructor(readonly connection: string) {}
+
+  /** Activates LockLens and adds this suite's connection, connected. */
+  async connect(input: Omit<ConnectionInput, 'name'>): Promise<LockLensApi> {
+    this.connected = await activate();
+    await addConnection(this.connected, { ...input, name: this.connection });
+    return this.connected;
+  }
+
+  get api(): LockLensApi {
+    if (!this.connected) throw new Error(`${this.connection} is not connected yet`);
+    return this.connected;
+  }
+
+  /** The running test's window stubs. */
+  get stubs(): WindowStubs {
+    return this.currentStubs!;
+  }
+
+  /** A peer (a Python client holding or waiting) stopped after the running test. */
+  peer<P extends { dispose(): void }>(peer: P): P {
+    this.peers.push(peer);
+    return peer;
+  }
+
+  readonly sync = (): Promise<void> => this.api.registry.get(this.connection)!.watch!.sync();
+  readonly errors = (): string[] => this.stubs.shown.filter((s) => s.kind === 'error').map((s) => s.message);
+  readonly confirmations = () => this.stubs.shown.filter((s) => s.kind === 'warning');
+
+  /** The connection's (first) prefix row. */
+  readonly prefixRow = (connection = this.connection): LockTreeNode => {
+    const c = this.api.tree.getChildren().find((n) => n.connection.name === connection)!;
+    return this.api.tree.getChildren(c)[0];
+  };
+
+  /** The rows under `parent`, drawn. */
+  readonly rowsUnder = (parent: LockTreeNode): DrawnRow[] => this.api.tree.getChildren(parent).map((node) => ({ node, item: this.api.tree.getTreeItem(node) }));
+
+  /** The row of the lock named `name`: a lock row, or for a single-key lock (a lock-table row) its member's row. */
+  readonly lockRow = (name: string): LockNode | MemberNode | undefined =>
+    this.api.tree
+      .getChildren(this.prefixRow())
+      .find((n): n is LockNode | MemberNode => (n.kind === 'lock' || n.kind === 'member') && this.api.tree.lock(n)?.name.toString() === name);
+
+  /** The members of the lock named `name`, drawn (none while it is not shown). */
+  readonly memberRows = (name: string): DrawnRow[] => {
+    const row = this.lockRow(name);
+    if (!row) return [];
+    return row.kind === 'lock' ? this.rowsUnder(row) : [{ node: row, item: this.api.tree.getTreeItem(row) }];
+  };
+
+  beforeTest(): void {
+    this.currentStubs = new WindowStubs().messages();
+  }
+
+  async afterTest(): Promise<void> {
+    this.currentStubs?.restore();
+    const api = this.connected;
+    if (api) for (const h of api.heldLocks.all()) await api.heldLocks.release(h);
+    for (const p of this.peers.splice(0)) p.dispose();
+    await vscode.workspace.getConfiguration('locklens').update('readOnly', undefined, vscode.ConfigurationTarget.Global);
+  }
+}
+
+/** A StoreSuite for `connection`, its hooks registered in the calling `describe` (call it before the suite's own `after`). */
+export function storeSuite(connection: string): StoreSuite {
+  const suite = new StoreSuite(connection);
+  beforeEach(() => suite.beforeTest());
+  afterEach(() => suite.afterTest());
+  after(() => removeConnectionSetting(connection));
+  return suite;
 }
 
 /** Removes a connection from user settings directly (no confirmation), leaving the other suites' connections. */

@@ -1,15 +1,14 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
+import { after, before, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { eventually } from '../../harness/etcd';
 import { ADMIN, startMariaDb, type MariaDbServer } from '../../harness/mariadb';
 import { PyMysqlLock } from '../../harness/pymysql';
-import { auditText, menuCommands, removeConnectionSetting, userDataDir } from './fixture';
-import { WindowStubs } from './windowStubs';
+import { auditText, menuCommands, storeSuite, userDataDir } from './fixture';
 
 /**
  * The Locks tree and the lock commands on a MySQL connection, against a real MariaDB 10.11 and PyMySQL peers: a member
@@ -19,64 +18,26 @@ import { WindowStubs } from './windowStubs';
  * markup is shown as text.
  */
 describe('Locks tree and commands against a real MariaDB', function () {
+  const CONNECTION = 'e2e-mariadb';
+  const suite = storeSuite(CONNECTION);
+  const { sync, errors, confirmations, lockRow, memberRows } = suite;
   let server: MariaDbServer;
   let api: LockLensApi;
-  let stubs: WindowStubs;
-  const peers: PyMysqlLock[] = [];
-  const CONNECTION = 'e2e-mariadb';
 
-  const pymysql = (name: string) => {
-    const peer = new PyMysqlLock({ port: server.port, ...ADMIN }, name);
-    peers.push(peer);
-    return peer;
-  };
-  const sync = () => api.registry.get(CONNECTION)!.watch!.sync();
-  const errors = () => stubs.shown.filter((s) => s.kind === 'error').map((s) => s.message);
-  const confirmations = () => stubs.shown.filter((s) => s.kind === 'warning');
+  const pymysql = (name: string) => suite.peer(new PyMysqlLock({ port: server.port, ...ADMIN }, name));
   /** A tooltip's text as read: MarkdownString.appendText escapes markdown's punctuation and writes spaces as &nbsp;. */
   const tooltipOf = (item: vscode.TreeItem, node: LockTreeNode) => (api.tree.resolveTreeItem(item, node).tooltip as vscode.MarkdownString).value;
   const unescaped = (md: string) => md.replace(/&nbsp;/g, ' ').replace(/\\(.)/g, '$1');
-
-  function lockRow(name: string): LockTreeNode | undefined {
-    const c = api.tree.getChildren().find((n) => n.connection.name === CONNECTION)!;
-    const [prefix] = api.tree.getChildren(c);
-    return api.tree.getChildren(prefix).find((n) => n.kind === 'lock' && api.tree.lock(n)?.name.toString() === name);
-  }
-  const memberRows = (name: string) => {
-    const row = lockRow(name);
-    return row ? api.tree.getChildren(row).map((node) => ({ node, item: api.tree.getTreeItem(node) })) : [];
-  };
   /** Whether GET_LOCK's `name` is held now, by which connection (the server's own answer). */
   const usedBy = async (name: string) => (await server.sql(`SELECT IFNULL(IS_USED_LOCK('${name}'), 'free')`)).trim();
 
   before(async () => {
     server = await startMariaDb();
-    api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
-    await vscode.commands.executeCommand('locklens.addConnection', {
-      name: CONNECTION,
-      store: 'mysql',
-      endpoints: [server.url()],
-      username: ADMIN.user,
-      password: ADMIN.password,
-      prefixes: [''],
-    });
-    await eventually(() => api.registry.get(CONNECTION)?.state === 'connected', 20_000, `${CONNECTION} connected`);
+    api = await suite.connect({ store: 'mysql', endpoints: [server.url()], username: ADMIN.user, password: ADMIN.password, prefixes: [''] });
   });
 
   after(async () => {
-    await removeConnectionSetting(CONNECTION);
     await server?.dispose();
-  });
-
-  beforeEach(() => {
-    stubs = new WindowStubs().messages();
-  });
-
-  afterEach(async () => {
-    stubs.restore();
-    for (const h of api.heldLocks.all()) await api.heldLocks.release(h);
-    for (const p of peers.splice(0)) p.dispose();
-    await vscode.workspace.getConfiguration('locklens').update('readOnly', undefined, vscode.ConfigurationTarget.Global);
   });
 
   it('the password is in SecretStorage, never in settings.json', async () => {
@@ -147,7 +108,7 @@ describe('Locks tree and commands against a real MariaDB', function () {
     const waiterId = await waiter.connectionId();
     await eventually(async () => (await sync(), memberRows('mdb-force').length === 2), 10_000, 'holder and waiter in the tree');
     const [held] = memberRows('mdb-force');
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', held.node);
     assert.deepEqual(errors(), []);
     const shown = confirmations().at(-1)!;

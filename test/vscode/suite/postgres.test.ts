@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
+import { after, before, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { eventually } from '../../harness/etcd';
 import { PLAIN_PASSWORD, PLAIN_USER, startPostgres, SUPERUSER, SUPERUSER_PASSWORD, type PostgresServer } from '../../harness/postgres';
 import { PsycopgLock } from '../../harness/psycopg';
-import { auditText, menuCommands, removeConnectionSetting, userDataDir } from './fixture';
-import { WindowStubs } from './windowStubs';
+import { addConnection, auditText, menuCommands, removeConnectionSetting, storeSuite, userDataDir } from './fixture';
 
 /**
  * The Locks tree and the lock commands on a PostgreSQL connection, against a real PostgreSQL and psycopg2 peers: a
@@ -19,62 +17,21 @@ import { WindowStubs } from './windowStubs';
  * Liquibase row is shown as held with no expiry and released with Liquibase's own statement.
  */
 describe('Locks tree and commands against a real PostgreSQL', function () {
+  const CONNECTION = 'e2e-postgres';
+  const suite = storeSuite(CONNECTION);
+  const { sync, errors, confirmations, lockRow, memberRows } = suite;
   let server: PostgresServer;
   let api: LockLensApi;
-  let stubs: WindowStubs;
-  const peers: PsycopgLock[] = [];
-  const CONNECTION = 'e2e-postgres';
 
-  const psycopg = (key: string, application: string) => {
-    const peer = new PsycopgLock(server.dsn(), key, { application });
-    peers.push(peer);
-    return peer;
-  };
-  const sync = () => api.registry.get(CONNECTION)!.watch!.sync();
-  const errors = () => stubs.shown.filter((s) => s.kind === 'error').map((s) => s.message);
-  const confirmations = () => stubs.shown.filter((s) => s.kind === 'warning');
-
-  function lockRow(name: string): LockTreeNode | undefined {
-    const c = api.tree.getChildren().find((n) => n.connection.name === CONNECTION)!;
-    const [prefix] = api.tree.getChildren(c);
-    return api.tree.getChildren(prefix).find((n) => (n.kind === 'lock' || n.kind === 'member') && api.tree.lock(n)?.name.toString() === name);
-  }
-  const memberRows = (name: string) => {
-    const row = lockRow(name);
-    if (!row) return [];
-    // A lock row for a queue; a single-key lock (a lock-table row) is its member's row.
-    const nodes = row.kind === 'lock' ? api.tree.getChildren(row) : [row];
-    return nodes.map((node) => ({ node, item: api.tree.getTreeItem(node) }));
-  };
+  const psycopg = (key: string, application: string) => suite.peer(new PsycopgLock(server.dsn(), key, { application }));
 
   before(async () => {
     server = await startPostgres();
-    api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
-    await vscode.commands.executeCommand('locklens.addConnection', {
-      name: CONNECTION,
-      store: 'postgres',
-      endpoints: [server.url()],
-      username: SUPERUSER,
-      password: SUPERUSER_PASSWORD,
-      prefixes: [''],
-    });
-    await eventually(() => api.registry.get(CONNECTION)?.state === 'connected', 20_000, `${CONNECTION} connected`);
+    api = await suite.connect({ store: 'postgres', endpoints: [server.url()], username: SUPERUSER, password: SUPERUSER_PASSWORD, prefixes: [''] });
   });
 
   after(async () => {
-    await removeConnectionSetting(CONNECTION);
     await server?.dispose();
-  });
-
-  beforeEach(() => {
-    stubs = new WindowStubs().messages();
-  });
-
-  afterEach(async () => {
-    stubs.restore();
-    for (const h of api.heldLocks.all()) await api.heldLocks.release(h);
-    for (const p of peers.splice(0)) p.dispose();
-    await vscode.workspace.getConfiguration('locklens').update('readOnly', undefined, vscode.ConfigurationTarget.Global);
   });
 
   it('the password is in SecretStorage, never in settings.json', () => {
@@ -131,7 +88,7 @@ describe('Locks tree and commands against a real PostgreSQL', function () {
     await waiter.until(['waiting']);
     await eventually(async () => (await sync(), memberRows('4103').length === 2), 10_000, 'holder and waiter in the tree');
     const [held] = memberRows('4103');
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', held.node);
     const detail = confirmations().at(-1)?.detail ?? '';
     assert.ok(detail.includes(String(pid)) && detail.includes('stuck-billing'), detail);
@@ -157,9 +114,8 @@ describe('Locks tree and commands against a real PostgreSQL', function () {
     const holder = psycopg('4105', 'secret-app');
     await holder.until(['acquired']);
     const plain = 'e2e-postgres-plain';
-    await vscode.commands.executeCommand('locklens.addConnection', { name: plain, store: 'postgres', endpoints: [server.url(PLAIN_USER)], username: PLAIN_USER, password: PLAIN_PASSWORD, prefixes: ['4105'] });
     try {
-      await eventually(() => api.registry.get(plain)?.state === 'connected', 20_000, `${plain} connected`);
+      await addConnection(api, { name: plain, store: 'postgres', endpoints: [server.url(PLAIN_USER)], username: PLAIN_USER, password: PLAIN_PASSWORD, prefixes: ['4105'] });
       await eventually(async () => (await api.registry.get(plain)!.watch!.sync(), api.registry.get(plain)!.hidden !== undefined), 10_000, 'the hidden note');
       const row = api.tree.getChildren().find((n) => n.connection.name === plain)!;
       const item = api.tree.getTreeItem(row);
@@ -180,7 +136,7 @@ describe('Locks tree and commands against a real PostgreSQL', function () {
     await eventually(async () => (await sync(), memberRows('databasechangeloglock/1').length === 1), 10_000, 'the Liquibase lock in the tree');
     const [row] = memberRows('databasechangeloglock/1');
     assert.match(String(row.item.description), /locked by migrator-7f3c .*no expiry/);
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', row.node);
     assert.deepEqual(errors(), []);
     const [after] = await server.superuserQuery('SELECT locked, lockedby FROM databasechangeloglock WHERE id = 1');

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
+import { after, before, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { HeldLock } from '../../../src/extension/heldLocks';
@@ -7,8 +7,7 @@ import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { eventually } from '../../harness/etcd';
 import { startRedis, type RedisServer } from '../../harness/redis';
 import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../../harness/redisson';
-import { auditText, menuCommands, removeConnectionSetting } from './fixture';
-import { WindowStubs } from './windowStubs';
+import { addConnection, auditText, menuCommands, removeConnectionSetting, storeSuite } from './fixture';
 
 /**
  * The Locks tree and the lock commands on a Redis connection, against a real redis-server: which menu items each row
@@ -16,23 +15,17 @@ import { WindowStubs } from './windowStubs';
  * showed, read-only mode, and Edit Connection keeping the store and a password-only login.
  */
 describe('Locks tree and commands against a real Redis', function () {
+  const CONNECTION = 'e2e-redis';
+  const PREFIX = 'rt:';
+  const suite = storeSuite(CONNECTION);
+  const { sync, errors, confirmations } = suite;
   let redis: RedisServer;
   let withPassword: RedisServer;
   let redisson: FakeRedisson;
   let api: LockLensApi;
-  let stubs: WindowStubs;
-  const CONNECTION = 'e2e-redis';
-  const PREFIX = 'rt:';
 
-  function prefixNode(connection = CONNECTION): LockTreeNode {
-    const c = api.tree.getChildren().find((n) => n.connection.name === connection)!;
-    return api.tree.getChildren(c)[0];
-  }
-
-  /** The rows under the prefix, drawn as VS Code draws them (getTreeItem records what each row showed). */
-  function rows(parent: LockTreeNode = prefixNode()): { node: LockTreeNode; item: vscode.TreeItem }[] {
-    return api.tree.getChildren(parent).map((node) => ({ node, item: api.tree.getTreeItem(node) }));
-  }
+  /** The rows under the prefix, drawn. */
+  const rows = (parent: LockTreeNode = suite.prefixRow()) => suite.rowsUnder(parent);
 
   function row(label: string, parent?: LockTreeNode) {
     const all = rows(parent);
@@ -41,35 +34,18 @@ describe('Locks tree and commands against a real Redis', function () {
     return found;
   }
 
-  const sync = () => api.registry.get(CONNECTION)!.watch!.sync();
-  const errors = () => stubs.shown.filter((s) => s.kind === 'error').map((s) => s.message);
-  const confirmations = () => stubs.shown.filter((s) => s.kind === 'warning');
-
   before(async () => {
     redis = await startRedis({ notify: 'KEA' });
     withPassword = await startRedis({ password: 'pw-redis-e2e' });
     redisson = FakeRedisson.connect(redis.url);
-    api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
-    await vscode.commands.executeCommand('locklens.addConnection', { name: CONNECTION, store: 'redis', endpoints: [redis.url], prefixes: [PREFIX] });
-    await eventually(() => api.registry.get(CONNECTION)?.state === 'connected', 20_000, `${CONNECTION} connected`);
+    api = await suite.connect({ store: 'redis', endpoints: [redis.url], prefixes: [PREFIX] });
   });
 
   after(async () => {
     redisson?.dispose();
-    await removeConnectionSetting(CONNECTION);
     await removeConnectionSetting('e2e-redis-pw');
     await redis?.dispose();
     await withPassword?.dispose();
-  });
-
-  beforeEach(() => {
-    stubs = new WindowStubs().messages();
-  });
-
-  afterEach(async () => {
-    stubs.restore();
-    for (const h of api.heldLocks.all()) await api.heldLocks.release(h);
-    await vscode.workspace.getConfiguration('locklens').update('readOnly', undefined, vscode.ConfigurationTarget.Global);
   });
 
   it('offers Force Release and Copy Owner on others\' holders, Release on ours, and never Revoke Lease, Copy Lease ID or Copy Fencing Token', async () => {
@@ -114,13 +90,13 @@ describe('Locks tree and commands against a real Redis', function () {
     assert.equal(lockRow.item.contextValue, 'lock.readwrite.acquirable');
     assert.ok(menuCommands(lockRow.item.contextValue!).includes('locklens.acquireLock'), lockRow.item.contextValue);
 
-    stubs
+    suite.stubs
       .picks((items) => items.find((i) => i.label === 'Read'))
       .inputs((o) => o.value ?? '')
       .warnings((_m, items) => items[0]);
     const held = (await vscode.commands.executeCommand('locklens.acquireLock', lockRow.node)) as HeldLock;
-    assert.ok(held, JSON.stringify(stubs.shown));
-    const pick = stubs.shown.find((s) => s.kind === 'pick');
+    assert.ok(held, JSON.stringify(suite.stubs.shown));
+    const pick = suite.stubs.shown.find((s) => s.kind === 'pick');
     assert.equal(pick?.message, 'Lock mode (read or write)');
     assert.equal(pick?.detail, 'Read\nWrite');
     assert.equal(confirmations().length, 0, 'reading beside readers waits for no one: nothing to confirm');
@@ -159,7 +135,7 @@ describe('Locks tree and commands against a real Redis', function () {
     await redis.cli(['SET', 'rt:moved', 'tok-B']);
     await sync();
 
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', shown.node);
     assert.equal(confirmations().length, 0, 'nothing is asked about a lock the user did not see');
     assert.ok(errors().some((e) => /changed hands since it was shown \(owner tok-A, now tok-B\)/.test(e)), JSON.stringify(errors()));
@@ -167,7 +143,7 @@ describe('Locks tree and commands against a real Redis', function () {
 
     // Drawn again, the row shows tok-B; it changes hands once more while the confirmation is open: the store refuses.
     const redrawn = row('moved');
-    stubs.warnings(async (_m, items) => {
+    suite.stubs.warnings(async (_m, items) => {
       await redis.cli(['SET', 'rt:moved', 'tok-C']);
       return items[0];
     });
@@ -179,7 +155,7 @@ describe('Locks tree and commands against a real Redis', function () {
     // Shown as it is, confirmed: deleted, and audited with the owner released.
     await sync();
     const current = row('moved');
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', current.node);
     const confirmation = confirmations().at(-1)!;
     assert.match(confirmation.message, /Force-release "rt:moved" from tok-C on e2e-redis\?/);
@@ -191,9 +167,9 @@ describe('Locks tree and commands against a real Redis', function () {
     assert.equal(await redisson.lock('rt:billing', 3, 60_000, REDISSON_UUID), null);
     await sync();
     const [holder] = rows(row('billing').node);
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', holder.node);
-    assert.equal(await redis.cli(['EXISTS', 'rt:billing']), '0', JSON.stringify(stubs.shown));
+    assert.equal(await redis.cli(['EXISTS', 'rt:billing']), '0', JSON.stringify(suite.stubs.shown));
     const field = `${REDISSON_UUID}:3`;
     await eventually(() => new RegExp(`forceRelease ok connection="e2e-redis" lock="rt:billing" owner="${field}" keys=\\["rt:billing"\\]`).test(auditText(api)), 10_000, 'the audit line');
   });
@@ -204,7 +180,7 @@ describe('Locks tree and commands against a real Redis', function () {
     await redis.cli(['SET', 'rt:ro', 'tok-ro']);
     await sync();
     const [, waiter] = rows(row('queue').node);
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', waiter.node);
     assert.ok(errors().some((e) => /waiting, not holding/.test(e)), JSON.stringify(errors()));
     assert.equal(await redis.cli(['HLEN', 'rt:queue']), '1', 'the holder is untouched');
@@ -222,7 +198,7 @@ describe('Locks tree and commands against a real Redis', function () {
     await sync();
     await redis.cli(['SET', 'rt:scripted', 'tok-now']);
     await sync();
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', { connection: CONNECTION, lock: 'rt:scripted', owner: 'tok-seen' });
     assert.ok(errors().some((e) => e === '"rt:scripted" is held by tok-now now, not by tok-seen: nothing was released.'), JSON.stringify(errors()));
     assert.equal(confirmations().length, 0);
@@ -275,25 +251,24 @@ describe('Locks tree and commands against a real Redis', function () {
 
   it('Edit Connection keeps a Redis connection a Redis one, and a password-only login (requirepass) stays on unless turned off', async () => {
     const name = 'e2e-redis-pw';
-    await vscode.commands.executeCommand('locklens.addConnection', { name, store: 'redis', endpoints: [withPassword.url], password: 'pw-redis-e2e', prefixes: [PREFIX] });
-    await eventually(() => api.registry.get(name)?.state === 'connected', 20_000, `${name} connected`);
+    await addConnection(api, { name, store: 'redis', endpoints: [withPassword.url], password: 'pw-redis-e2e', prefixes: [PREFIX] });
     const node = () => api.tree.getChildren().find((n) => n.connection.name === name)!;
 
     // Every step answered with its default, as a user pressing Enter through the flow.
-    stubs.inputs((o) => o.value ?? '').picks((items) => items.find((i) => i.picked));
+    suite.stubs.inputs((o) => o.value ?? '').picks((items) => items.find((i) => i.picked));
     await vscode.commands.executeCommand('locklens.editConnection', node());
     const settings = () => vscode.workspace.getConfiguration('locklens').get<{ name: string; store?: string }[]>('connections')!.find((c) => c.name === name);
     assert.equal(settings()?.store, 'redis', JSON.stringify(settings()));
-    assert.ok(!stubs.shown.some((s) => s.kind === 'input' && /Namespace/.test(s.message)), 'no etcd namespace step for Redis');
-    const auth = stubs.shown.find((s) => s.kind === 'pick' && /\(3\/4\)/.test(s.message));
-    assert.ok(auth, JSON.stringify(stubs.shown));
+    assert.ok(!suite.stubs.shown.some((s) => s.kind === 'input' && /Namespace/.test(s.message)), 'no etcd namespace step for Redis');
+    const auth = suite.stubs.shown.find((s) => s.kind === 'pick' && /\(3\/4\)/.test(s.message));
+    assert.ok(auth, JSON.stringify(suite.stubs.shown));
     assert.equal((await api.secrets.get(name)).password, 'pw-redis-e2e', 'the stored password is kept');
     await api.registry.get(name)!.refresh();
     await eventually(() => api.registry.get(name)?.state === 'connected', 20_000, 'still connected with its password');
     assert.equal(api.registry.get(name)!.backend?.kind, 'redis');
 
     // "No authentication" picked: the password goes (and the server then refuses).
-    stubs.picks((items, options) => (/\(3\/4\)/.test(options.title ?? '') ? items.find((i) => !i.picked) : items.find((i) => i.picked)));
+    suite.stubs.picks((items, options) => (/\(3\/4\)/.test(options.title ?? '') ? items.find((i) => !i.picked) : items.find((i) => i.picked)));
     await vscode.commands.executeCommand('locklens.editConnection', node());
     assert.equal((await api.secrets.get(name)).password, undefined, 'turning authentication off deletes the password');
   });

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
+import { after, before, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
 import { ZkConnection, ensembleOf } from '../../../src/core/zookeeper/connect';
 import { eventually } from '../../harness/etcd';
 import { KazooLock } from '../../harness/kazoo';
 import { startZooKeeper, type ZooKeeperServer } from '../../harness/zookeeper';
-import { auditText, menuCommands, removeConnectionSetting } from './fixture';
-import { WindowStubs } from './windowStubs';
+import { auditText, menuCommands, storeSuite } from './fixture';
 
 /**
  * The Locks tree and the lock commands on a ZooKeeper connection, against a real ZooKeeper and kazoo's own Lock: what
@@ -17,56 +15,26 @@ import { WindowStubs } from './windowStubs';
  * refused in read-only mode, and what the Lock History records of a kazoo hold.
  */
 describe('Locks tree and commands against a real ZooKeeper', function () {
+  const CONNECTION = 'e2e-zookeeper';
+  const ROOT = '/zt';
+  const suite = storeSuite(CONNECTION);
+  const { sync, errors, confirmations, lockRow, memberRows } = suite;
   let server: ZooKeeperServer;
   let raw: ZkConnection;
   let api: LockLensApi;
-  let stubs: WindowStubs;
-  const peers: KazooLock[] = [];
-  const CONNECTION = 'e2e-zookeeper';
-  const ROOT = '/zt';
 
-  const kazoo = (path: string, identifier: string) => {
-    const peer = new KazooLock(`127.0.0.1:${server.port}`, path, { identifier, sessionSeconds: 10 });
-    peers.push(peer);
-    return peer;
-  };
-  const sync = () => api.registry.get(CONNECTION)!.watch!.sync();
-  const errors = () => stubs.shown.filter((s) => s.kind === 'error').map((s) => s.message);
-  const confirmations = () => stubs.shown.filter((s) => s.kind === 'warning');
-
-  function lockRow(name: string): LockTreeNode {
-    const c = api.tree.getChildren().find((n) => n.connection.name === CONNECTION)!;
-    const [prefix] = api.tree.getChildren(c);
-    const found = api.tree.getChildren(prefix).find((n) => n.kind === 'lock' && api.tree.lock(n)?.name.toString() === name);
-    assert.ok(found, `no lock ${name}`);
-    return found;
-  }
-  const memberRows = (name: string) => api.tree.getChildren(lockRow(name)).map((node) => ({ node, item: api.tree.getTreeItem(node) }));
+  const kazoo = (path: string, identifier: string) => suite.peer(new KazooLock(`127.0.0.1:${server.port}`, path, { identifier, sessionSeconds: 10 }));
 
   before(async () => {
     server = await startZooKeeper();
     const { url, spec } = ensembleOf({ endpoints: [server.url], dialTimeoutMs: 5000 });
     raw = await ZkConnection.open(spec, url.servers);
-    api = (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
-    await vscode.commands.executeCommand('locklens.addConnection', { name: CONNECTION, store: 'zookeeper', endpoints: [server.url], prefixes: [ROOT] });
-    await eventually(() => api.registry.get(CONNECTION)?.state === 'connected', 20_000, `${CONNECTION} connected`);
+    api = await suite.connect({ store: 'zookeeper', endpoints: [server.url], prefixes: [ROOT] });
   });
 
   after(async () => {
-    await removeConnectionSetting(CONNECTION);
     await raw?.close();
     await server?.dispose();
-  });
-
-  beforeEach(() => {
-    stubs = new WindowStubs().messages();
-  });
-
-  afterEach(async () => {
-    stubs.restore();
-    for (const h of api.heldLocks.all()) await api.heldLocks.release(h);
-    for (const p of peers.splice(0)) p.dispose();
-    await vscode.workspace.getConfiguration('locklens').update('readOnly', undefined, vscode.ConfigurationTarget.Global);
   });
 
   it('rows say session and token, offer Force Release, Copy Owner and Copy Fencing Token on a holder, and never Revoke Lease or Copy Lease ID', async () => {
@@ -122,7 +90,7 @@ describe('Locks tree and commands against a real ZooKeeper', function () {
     await waiter.until(['waiting']);
     await eventually(async () => (await sync(), memberRows('/zt/stuck').length === 2), 10_000, 'holder and waiter in the tree');
     const [held] = memberRows('/zt/stuck');
-    stubs.warnings((_m, items) => items[0]);
+    suite.stubs.warnings((_m, items) => items[0]);
     await vscode.commands.executeCommand('locklens.forceRelease', held.node);
     const detail = confirmations().at(-1)?.detail ?? '';
     assert.match(detail, /NOT told/, detail);
@@ -145,9 +113,8 @@ describe('Locks tree and commands against a real ZooKeeper', function () {
   it('Lock History records kazoo\'s holds by session; how one ended is not said (a session has no TTL to tell an expiry from a release)', async () => {
     const first = kazoo('/zt/hist', 'h1');
     const session = (await first.until(['acquired'])).split(' ')[2];
-    await eventually(async () => (await sync(), api.tree.getChildren(lockRow('/zt/hist')).length === 1), 10_000, 'the lock in the tree');
-    const row = lockRow('/zt/hist');
-    const lockId = row.kind === 'lock' ? api.tree.lock(row)!.id : '';
+    await eventually(async () => (await sync(), memberRows('/zt/hist').length === 1), 10_000, 'the lock in the tree');
+    const lockId = api.tree.lock(lockRow('/zt/hist')!)!.id;
     first.release();
     await first.until(['released']);
     await eventually(() => api.records.stats.holds(CONNECTION, lockId)[0]?.endedAt !== null, 10_000, 'the hold ended');
