@@ -4,6 +4,7 @@ import type { Client } from 'pg';
 import type { LockHold } from '../../src/core/backend';
 import { isLockLensError, type LockLensError } from '../../src/core/errors';
 import type { ChangeSet, LockState } from '../../src/core/lockState';
+import { advisoryQuery, locksOfRows, type AdvisoryRow } from '../../src/core/postgres/advisoryLocks';
 import { PostgresBackend } from '../../src/core/postgres/postgresBackend';
 import { PLAIN_PASSWORD, PLAIN_USER, SUPERUSER, SUPERUSER_PASSWORD, startPostgres, type PostgresServer } from '../harness/postgres';
 import { PsycopgLock } from '../harness/psycopg';
@@ -87,6 +88,25 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     await first.until(['acquired']);
     assert.equal((await lockOf(name))?.holder?.owner, firstPid, 'the first waiter takes it');
     assert.ok(!second.lines.includes('acquired'));
+  });
+
+  test('the statement for PostgreSQL < 14 (no waitstart) orders waiters by pg_blocking_pids as the server queued them, not by pid', async () => {
+    const name = fresh();
+    const holder = psycopg(name);
+    await holder.until(['acquired']);
+    const clients = [await server.superuser(), await server.superuser(), await server.superuser()];
+    defer(() => Promise.all(clients.map((c) => c.end().catch(() => undefined))));
+    const pids = await Promise.all(clients.map(async (c) => String((await c.query('SELECT pg_backend_pid() AS pid')).rows[0].pid)));
+    // They queue in the reverse order of their pids: shared, exclusive, shared.
+    const queue: [number, string][] = [[2, '_shared'], [1, ''], [0, '_shared']];
+    for (const [i, [c, suffix]] of queue.entries()) {
+      clients[c].query(`SELECT pg_advisory_lock${suffix}(${name})`).catch(() => undefined);
+      await untilWaiting(name, i + 1);
+    }
+    const rows = (await admin.query<AdvisoryRow>(advisoryQuery(130000, false))).rows;
+    const lock = locksOfRows(rows).find((l) => l.name.equals(b(name)))!;
+    assert.deepEqual(lock.waiters.map((w) => w.owner), [pids[2], pids[1], pids[0]]);
+    assert.deepEqual(await waitersOf(name), [pids[2], pids[1], pids[0]], 'the order waitstart gives on this PostgreSQL 15');
   });
 
   test('our acquire queues behind psycopg2`s holder, and a psycopg2 waiter queues behind ours', async () => {

@@ -49,6 +49,7 @@ const row = (over: Partial<AdvisoryRow>): AdvisoryRow => ({
   granted: true,
   shared: false,
   waitstart: null,
+  blocked_by: null,
   usename: 'app',
   application_name: 'worker',
   client_addr: '10.0.0.5',
@@ -73,6 +74,33 @@ describe('advisory rows as locks', () => {
     assert.deepEqual(lock.waiters.map((w) => w.owner), ['200', '210', '250', '300']);
     assert.equal(lock.holder?.mode, undefined, 'no modes in an exclusive queue');
     assert.equal(lock.waiters[0].session?.waitingSince, 1000);
+  });
+
+  test('before PostgreSQL 14 (no waitstart): waiters in the order of what each waits behind (pg_blocking_pids), not by pid', () => {
+    // Holder 100 (exclusive); the queue: 400 shared, then 300 exclusive, then 200 and 250 shared (granted together).
+    const [lock] = locksOfRows([
+      row({ pid: 100 }),
+      row({ pid: 200, granted: false, shared: true, blocked_by: [100, 300] }),
+      row({ pid: 250, granted: false, shared: true, blocked_by: [300, 100] }),
+      row({ pid: 300, granted: false, blocked_by: [100, 400] }),
+      row({ pid: 400, granted: false, shared: true, blocked_by: [100] }),
+    ]);
+    assert.deepEqual(lock.waiters.map((w) => w.owner), ['400', '300', '200', '250']);
+    assert.equal(lock.waiters[0].session?.waitingSince, undefined, 'no wait start is made up');
+  });
+
+  test('before PostgreSQL 14: a holder waiting for the other mode orders the waiters behind it, and a deadlock cycle does not hang the order', () => {
+    // 100 holds shared and waits for exclusive behind 150's shared hold; 300 (exclusive) waits behind 100's request.
+    const [lock] = locksOfRows([
+      row({ pid: 100, shared: true }),
+      row({ pid: 150, shared: true }),
+      row({ pid: 100, granted: false, blocked_by: [150] }),
+      row({ pid: 200, granted: false, blocked_by: [100, 150, 300] }),
+      row({ pid: 300, granted: false, blocked_by: [100, 150] }),
+    ]);
+    assert.deepEqual(lock.waiters.map((w) => w.owner), ['300', '200']);
+    const [cycle] = locksOfRows([row({ pid: 100 }), row({ pid: 200, granted: false, blocked_by: [100, 300] }), row({ pid: 300, granted: false, blocked_by: [100, 200] })]);
+    assert.deepEqual(cycle.waiters.map((w) => w.owner).sort(), ['200', '300']);
   });
 
   test('shared holders are readers, exclusive ones writers; a session holding both ways is one writer', () => {

@@ -1,9 +1,9 @@
 /**
  * The advisory locks of the connection's database as one statement reads them: pg_locks joined with
  * pg_stat_activity, one row per session and key (granted, or waiting), turned into locks. A lock's holders are its
- * granted rows (several when shared: pg_advisory_lock_shared), its waiters its ungranted rows in the order they began
- * waiting (`waitstart`, PostgreSQL 14+; then pid). Every member is a session: its key is `pid <pid>`, its owner the pid,
- * and it expires with its session (never "held forever": a session lock ends with its connection).
+ * granted rows (several when shared: pg_advisory_lock_shared), its waiters its ungranted rows in the order they will
+ * get it (see `waitOrder`). Every member is a session: its key is `pid <pid>`, its owner the pid, and it expires with
+ * its session (never "held forever": a session lock ends with its connection).
  *
  * pg_locks does not say whether an advisory lock was taken for the session (`pg_advisory_lock`) or for the current
  * transaction (`pg_advisory_xact_lock`, Flyway's): both look the same, so both are shown the same.
@@ -28,8 +28,10 @@ export interface AdvisoryRow {
   readonly virtualtransaction: string;
   readonly granted: boolean;
   readonly shared: boolean;
-  /** epoch ms */
+  /** epoch ms; null before PostgreSQL 14, which does not record when a wait began. */
   readonly waitstart: number | null;
+  /** Before PostgreSQL 14, for a waiting row: pg_blocking_pids(pid). null otherwise. */
+  readonly blocked_by: number[] | null;
   readonly usename: string | null;
   readonly application_name: string | null;
   readonly client_addr: string | null;
@@ -45,9 +47,12 @@ export interface AdvisoryRow {
  * those of one key (`$1` classid, `$2` objid, `$3` objsubid).
  */
 export function advisoryQuery(version: number, oneKey: boolean): string {
-  const waitstart = version >= 140000 ? '(extract(epoch FROM l.waitstart) * 1000)::float8' : 'NULL::float8';
+  const hasWaitstart = version >= 140000;
+  const waitstart = hasWaitstart ? '(extract(epoch FROM l.waitstart) * 1000)::float8' : 'NULL::float8';
+  // pg_blocking_pids takes every lock-manager partition lock: asked only where waitstart is missing, of waiters only.
+  const blockedBy = hasWaitstart ? 'NULL::int4[]' : 'CASE WHEN l.granted THEN NULL ELSE pg_blocking_pids(l.pid) END';
   return `SELECT l.classid::int8::text AS classid, l.objid::int8::text AS objid, l.objsubid::int4 AS objsubid, l.pid,
-  l.virtualtransaction, l.granted, l.mode = 'ShareLock' AS shared, ${waitstart} AS waitstart,
+  l.virtualtransaction, l.granted, l.mode = 'ShareLock' AS shared, ${waitstart} AS waitstart, ${blockedBy} AS blocked_by,
   a.usename::text AS usename, a.application_name, host(a.client_addr) AS client_addr, a.client_port,
   (extract(epoch FROM a.backend_start) * 1000)::float8 AS backend_start, a.state, left(a.query, ${QUERY_CHARS}) AS query
 FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
@@ -100,11 +105,42 @@ function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMem
   };
 }
 
-function byWaitOrder(a: AdvisoryRow, b: AdvisoryRow): number {
+function byWaitStart(a: AdvisoryRow, b: AdvisoryRow): number {
   // A waiter's waitstart is null for a moment after it begins waiting: it came last.
   const wa = a.waitstart ?? Infinity;
   const wb = b.waitstart ?? Infinity;
   return wa !== wb ? wa - wb : (a.pid ?? 0) - (b.pid ?? 0);
+}
+
+/**
+ * Before PostgreSQL 14 no wait start is recorded, and pid order is not wait order. pg_blocking_pids(waiter) lists the
+ * sessions holding a conflicting lock and those queued ahead of it asking for a conflicting mode, so the waiters among
+ * them are the ones it waits behind, and the longest chain of such in front of it gives an order in which every waiter
+ * comes after those it waits behind: the lock manager's own grant order. Waiters on the same step (shared ones in a
+ * row) do not conflict and are granted together; pid orders them.
+ */
+function byBlockingDepth(waiting: readonly AdvisoryRow[]): (a: AdvisoryRow, b: AdvisoryRow) => number {
+  const behind = new Map(waiting.filter((r) => r.pid !== null).map((r) => [r.pid!, r.blocked_by ?? []]));
+  const depths = new Map<number, number>();
+  const depth = (pid: number, visiting: Set<number>): number => {
+    const known = depths.get(pid);
+    if (known !== undefined) return known;
+    // A cycle (a deadlock the server has not broken yet) is cut where it closes.
+    if (visiting.has(pid)) return -1;
+    visiting.add(pid);
+    const ahead = (behind.get(pid) ?? []).filter((b) => behind.has(b));
+    const d = ahead.length ? 1 + Math.max(...ahead.map((b) => depth(b, visiting))) : 0;
+    visiting.delete(pid);
+    depths.set(pid, d);
+    return d;
+  };
+  return (a, b) => depth(a.pid ?? 0, new Set()) - depth(b.pid ?? 0, new Set()) || (a.pid ?? 0) - (b.pid ?? 0);
+}
+
+/** Waiting rows in the order the server will grant them. */
+function waitOrder(waiting: readonly AdvisoryRow[]): AdvisoryRow[] {
+  const beforeWaitstart = waiting.some((r) => r.blocked_by !== null);
+  return [...waiting].sort(beforeWaitstart ? byBlockingDepth(waiting) : byWaitStart);
 }
 
 function identity(row: AdvisoryRow): string {
@@ -119,7 +155,9 @@ function lockOf(key: AdvisoryKey, rows: readonly AdvisoryRow[]): LockState {
   }
   const holders = [...held.values()].sort((a, b) => Number(a.shared) - Number(b.shared) || (a.pid ?? 0) - (b.pid ?? 0));
   // A session that holds the key and waits for it in the other mode (shared, asking for exclusive) is shown holding.
-  const waiting = rows.filter((r) => !r.granted && !held.has(identity(r))).sort(byWaitOrder);
+  // Every waiting row counts in the order, those shown holding too: a later waiter may wait behind them.
+  const order = waitOrder(rows.filter((r) => !r.granted));
+  const waiting = order.filter((r) => !held.has(identity(r)));
   const readwrite = rows.some((r) => r.shared);
   const modeOf = (r: AdvisoryRow) => (readwrite ? (r.shared ? 'read' : 'write') : undefined);
   const name = Buffer.from(nameOfKey(key));
