@@ -144,7 +144,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     await holder.until(['acquired']);
     const refused = await backend.acquire(b(name), { ttlSeconds: 5, tryOnly: true }).catch((e: LockLensError) => e);
     assert.ok(isLockLensError(refused, 'LOCKED'), String(refused));
-    assert.match(refused.message, new RegExp(`pid ${pid} \\(user postgres, application billing, from 127\\.0\\.0\\.1:\\d+\\)`));
+    assert.match(refused.message, new RegExp(`is held by session pid ${pid} \\(application "billing", role postgres, from 127\\.0\\.0\\.1:\\d+, connected at [-\\dT:.]+Z, last ran "SELECT pg_advisory_lock\\(${name}\\)"\\)$`));
     assert.equal((await lockOf(name))?.waiters.length, 0, 'a try leaves no waiter');
     const other = fresh();
     const hold = await backend.acquire(b(other), { ttlSeconds: 5, tryOnly: true });
@@ -218,7 +218,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     assert.match(text, /role postgres/);
     assert.match(text, /"stuck-job"/);
     assert.match(text, /from 127\.0\.0\.1:\d+/);
-    assert.match(text, new RegExp(`last ran: "SELECT pg_advisory_lock\\(${name}\\)"`));
+    assert.match(text, new RegExp(`last ran "SELECT pg_advisory_lock\\(${name}\\)"\\), only if it still holds ${name}, and is the session that connected at that moment\\.`));
     assert.match(text, /Every lock of that session is freed/);
     assert.match(text, /rolled back/);
     assert.match(text, new RegExp(`next waiter \\(pid ${waiterPid}\\)`));

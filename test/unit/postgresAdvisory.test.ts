@@ -6,6 +6,7 @@ import { hiddenSessions, INSUFFICIENT_PRIVILEGE, locksOfRows, sessionOf, type Ad
 import { holdersText } from '../../src/core/postgres/acquire';
 import { describeForceRelease } from '../../src/core/postgres/forceRelease';
 import { numberPlaceholders } from '../../src/core/postgres/session';
+import { SESSION_WORDS, requireHolder, sessionText } from '../../src/core/sql/sessionText';
 
 describe('advisory keys', () => {
   test('a bigint key and pg_locks` halves, both ways, signs included', () => {
@@ -148,8 +149,29 @@ describe('advisory rows as locks', () => {
 
   test('LOCKED names every holder with what is known of it', () => {
     const [lock] = locksOfRows([row({ shared: true }), row({ pid: 101, shared: true, client_addr: null, client_port: null, application_name: '' })]);
-    assert.equal(holdersText(lock), 'pid 100 (user app, application worker, from 10.0.0.5:5555), pid 101 (user app)');
+    assert.equal(
+      holdersText(lock),
+      'session pid 100 (application "worker", role app, from 10.0.0.5:5555, connected at 2023-11-14T22:13:20.123Z, last ran "SELECT pg_advisory_lock(42)") and ' +
+        'session pid 101 (role app, connected at 2023-11-14T22:13:20.123Z, last ran "SELECT pg_advisory_lock(42)")',
+    );
     assert.equal(holdersText(undefined), 'another session (gone by now)');
+  });
+});
+
+describe('sessions in words (PostgreSQL and MySQL alike)', () => {
+  test('what is known, in one parenthesis; a running or last statement cut at 200 characters, never inside one', () => {
+    assert.equal(sessionText('7', undefined, SESSION_WORDS.mysql), 'connection 7');
+    assert.equal(sessionText('7', { user: 'app', client: '10.0.0.5:4000', state: 'Sleep' }, SESSION_WORDS.mysql), 'connection 7 (user app, from 10.0.0.5:4000, state Sleep)');
+    assert.equal(sessionText('7', { state: 'Query: User lock', query: "SELECT GET_LOCK('a', 60)" }, SESSION_WORDS.mysql), `connection 7 (running "SELECT GET_LOCK('a', 60)")`);
+    assert.equal(sessionText('9', { state: 'active', query: 'SELECT 1' }, SESSION_WORDS.postgres), 'session pid 9 (running "SELECT 1")');
+    const long = sessionText('9', { state: 'idle in transaction', query: `${'x'.repeat(199)}😀 and more` }, SESSION_WORDS.postgres);
+    assert.equal(long, `session pid 9 (last ran "${'x'.repeat(199)}😀…")`);
+  });
+
+  test('only a holder may be force-released', () => {
+    const [lock] = locksOfRows([row({ pid: 1, shared: true }), row({ pid: 2, shared: true }), row({ pid: 3, granted: false, waitstart: 1 })]);
+    requireHolder(lock, lock.sharedWith![0]);
+    assert.throws(() => requireHolder(lock, lock.waiters[0]), (e: unknown) => isLockLensError(e, 'INVALID_ARGUMENT') && /pid 3 does not hold 42: only a holder/.test(e.message));
   });
 });
 

@@ -9,6 +9,7 @@ import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState, SessionInfo } from '../lockState';
 import type { SqlSession } from '../sql/session';
+import { SESSION_WORDS, requireHolder, sessionText } from '../sql/sessionText';
 import { serverErrno, type MysqlFlavor } from './connect';
 import { processRow } from './getLockReading';
 
@@ -16,21 +17,10 @@ const ER_NO_SUCH_THREAD = 1094;
 const ER_KILL_DENIED = 1095;
 const ER_SPECIFIC_ACCESS_DENIED = 1227;
 
-function isHolder(lock: LockState, member: LockMember): boolean {
-  return !!lock.holder && lock.holder.key.equals(member.key) && lock.holder.owner === member.owner;
-}
-
-function who(member: LockMember): string {
-  const s = member.session;
-  const user = s?.user ? ` of ${s.user}${s.client ? ` from ${s.client}` : ''}` : '';
-  const doing = s?.query ? `, running ${JSON.stringify(s.query.slice(0, 200))}` : s?.state ? ` (${s.state})` : '';
-  return `connection ${member.owner}${user}${doing}`;
-}
-
 export function describeForceRelease(lock: LockState, member: LockMember): string {
   const next = lock.waiters.length ? ' The longest waiting connection is then expected to get the lock.' : '';
   return (
-    `Kills ${who(member)} (KILL CONNECTION ${member.owner}), only if it still holds ${displayKey(lock.name)}. ` +
+    `Kills ${sessionText(member.owner, member.session, SESSION_WORDS.mysql)} with KILL CONNECTION ${member.owner}, only if it still holds ${displayKey(lock.name)}. ` +
     `Every GET_LOCK lock of that session is freed, not only this one, and its open transaction is rolled back; its client sees its connection fail.${next}`
   );
 }
@@ -86,9 +76,7 @@ async function killIfUnchanged(db: SqlSession, flavor: MysqlFlavor, name: string
 }
 
 export async function forceRelease(db: SqlSession, flavor: MysqlFlavor, lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
-  if (!isHolder(lock, member)) {
-    throw new LockLensError('INVALID_ARGUMENT', `${displayKey(member.key)} does not hold ${displayKey(lock.name)}: only a holder can be released (a waiter gives up by itself)`);
-  }
+  requireHolder(lock, member);
   const id = Number(member.owner);
   if (!Number.isSafeInteger(id) || id <= 0) throw new LockLensError('INVALID_ARGUMENT', `'${member.owner}' is not a connection id`);
   let changed: string | undefined;

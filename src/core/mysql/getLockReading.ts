@@ -190,12 +190,25 @@ export class GetLockReader {
     };
   }
 
-  private async processes(): Promise<ProcessRow[]> {
+  /** The connection holding `name` now, with what the processlist shows of it; undefined when the name is free. */
+  async holderOf(name: string): Promise<LockMember | undefined> {
+    const [row] = await this.db.query('SELECT IS_USED_LOCK(?) AS holder', [name]);
+    if (row.holder === null || row.holder === undefined) return undefined;
+    const id = Number(row.holder);
+    const [proc] = await this.processes(id);
+    return connectionMember(id, proc);
+  }
+
+  /** Every connection this user may see, or the one of id `only`. */
+  private async processes(only?: number): Promise<ProcessRow[]> {
     // MariaDB has the running time in ms and the statement as sent (bytes); MySQL whole seconds and text.
     const time = this.flavor === 'mariadb' ? 'TIME_MS' : 'TIME * 1000';
     const info = this.flavor === 'mariadb' ? 'INFO_BINARY' : 'BINARY INFO';
     const rows = await this.db.query(
-      `SELECT ID AS id, USER AS user, HOST AS host, COMMAND AS command, STATE AS state, ${time} AS timeMs, ${info} AS info FROM information_schema.PROCESSLIST`,
+      `SELECT ID AS id, USER AS user, HOST AS host, COMMAND AS command, STATE AS state, ${time} AS timeMs, ${info} AS info FROM information_schema.PROCESSLIST${
+        only === undefined ? '' : ' WHERE ID = ?'
+      }`,
+      only === undefined ? [] : [only],
     );
     return rows.map(processRow);
   }

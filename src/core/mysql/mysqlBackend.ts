@@ -13,10 +13,11 @@ import type { ConnectionProfile } from '../profile';
 import type { ConnectionHold } from '../sql/connectionHold';
 import { LockTables } from '../sql/lockTables';
 import { SqlLockWatch, listingOf, type SqlReading } from '../sql/pollingWatch';
+import { SESSION_WORDS, sessionText } from '../sql/sessionText';
 import { acquire } from './acquire';
 import { flavorOf, openConnection, targetOf, type MysqlFlavor } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
-import { GET_LOCK_CONVENTION, GetLockReader, processRow } from './getLockReading';
+import { GET_LOCK_CONVENTION, GetLockReader } from './getLockReading';
 import { MysqlSession } from './session';
 
 export const MYSQL_CAPABILITIES: Capabilities = {
@@ -116,13 +117,10 @@ export class MysqlBackend implements LockBackend {
     return this.scope.hold(hold);
   }
 
-  /** "connection 12 (app@10.0.0.5:51234)", or undefined when the name is free by now. */
+  /** The connection holding `name` in words, or undefined when the name is free by now. */
   private async describeHolder(name: string): Promise<string | undefined> {
-    const [row] = await this.db.query('SELECT IS_USED_LOCK(?) AS holder', [name]);
-    if (row.holder === null || row.holder === undefined) return undefined;
-    const rows = await this.db.query('SELECT ID AS id, USER AS user, HOST AS host FROM information_schema.PROCESSLIST WHERE ID = ?', [row.holder]);
-    const proc = rows.length ? processRow(rows[0]) : undefined;
-    return `connection ${String(row.holder)}${proc?.user ? ` (${proc.user}@${proc.host ?? '?'})` : ''}`;
+    const holder = await this.getLocks.holderOf(name);
+    return holder && sessionText(holder.owner, holder.session, SESSION_WORDS.mysql);
   }
 
   forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {

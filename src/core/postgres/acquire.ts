@@ -19,6 +19,7 @@ import type { LockState } from '../lockState';
 import { keyArguments, parseAdvisoryName, type AdvisoryKey } from './advisoryKeys';
 import { sleep } from '../sleep';
 import { ConnectionHold, type HeldConnection } from '../sql/connectionHold';
+import { SESSION_WORDS, holdersOf, sessionText } from '../sql/sessionText';
 
 export interface AcquireContext {
   /** A new connection for one hold, its client's TCP keepalives set for the TTL. */
@@ -38,15 +39,9 @@ const CANCEL_WAIT_MS = 5000;
 
 /** Who holds a lock, for LOCKED. */
 export function holdersText(lock: LockState | undefined): string {
-  const holders = lock?.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : [];
+  const holders = lock ? holdersOf(lock) : [];
   if (holders.length === 0) return 'another session (gone by now)';
-  return holders
-    .map((m) => {
-      const s = m.session;
-      const about = [s?.user && `user ${s.user}`, s?.application && `application ${s.application}`, s?.client && `from ${s.client}`].filter(Boolean);
-      return `pid ${m.owner}${about.length ? ` (${about.join(', ')})` : ''}`;
-    })
-    .join(', ');
+  return holders.map((m) => sessionText(m.owner, m.session, SESSION_WORDS.postgres)).join(' and ');
 }
 
 /** Session settings that bound how long the server keeps our session (and lock) once we vanish; see the file's comment. */

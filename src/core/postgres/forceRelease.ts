@@ -11,6 +11,7 @@ import { LockLensError, errorMessage } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import { sleep } from '../sleep';
+import { SESSION_WORDS, holdersOf, requireHolder, sessionText } from '../sql/sessionText';
 import { parseAdvisoryName, type AdvisoryKey } from './advisoryKeys';
 import { keyParams } from './advisoryLocks';
 import type { PgConnection } from './connect';
@@ -18,29 +19,8 @@ import type { PgConnection } from './connect';
 /** How long a terminated session is given to end before the release reports that it was asked to. */
 const GONE_WAIT_MS = 5000;
 
-function holders(lock: LockState): LockMember[] {
-  return lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : [];
-}
-
-function isHolder(lock: LockState, member: LockMember): boolean {
-  return holders(lock).some((m) => m.key.equals(member.key) && m.owner === member.owner);
-}
-
 function when(ms: number): string {
   return new Date(ms).toISOString();
-}
-
-/** A session in words: pid, role, application, client, and what it runs or last ran. */
-export function sessionText(member: LockMember): string {
-  const s = member.session ?? {};
-  const parts = [
-    s.user && `role ${s.user}`,
-    s.application && `application ${JSON.stringify(s.application)}`,
-    s.client && `from ${s.client}`,
-    s.connectedAt !== undefined && `connected at ${when(s.connectedAt)}`,
-  ].filter(Boolean);
-  const doing = s.query ? `; ${s.state === 'active' ? 'running' : 'last ran'}: ${JSON.stringify(s.query.length > 200 ? `${s.query.slice(0, 200)}…` : s.query)}` : '';
-  return `session pid ${member.owner}${parts.length ? ` (${parts.join(', ')})` : ''}${doing}`;
 }
 
 /** What makes sure the session terminated is the one shown, in words. */
@@ -58,7 +38,7 @@ export function describeForceRelease(lock: LockState, member: LockMember): strin
   const next = lock.waiters.length ? ` The next waiter (pid ${lock.waiters[0].owner}) then gets the lock.` : '';
   const others = lock.sharedWith?.length ? ' The other sessions sharing it keep their hold.' : '';
   return (
-    `Terminates the PostgreSQL ${sessionText(member)}, only if it still holds ${displayKey(lock.name)}${shown}. ` +
+    `Terminates the PostgreSQL ${sessionText(member.owner, member.session, SESSION_WORDS.postgres)}, only if it still holds ${displayKey(lock.name)}${shown}. ` +
     `Every lock of that session is freed, not only this one, and its open transaction is rolled back; its client sees its connection end.${others}${next}`
   );
 }
@@ -73,9 +53,7 @@ export async function forceRelease(
   lock: LockState,
   member: LockMember,
 ): Promise<ForceReleaseResult> {
-  if (!isHolder(lock, member)) {
-    throw new LockLensError('INVALID_ARGUMENT', `${displayKey(member.key)} does not hold ${displayKey(lock.name)}: only a holder can be released (a waiter gives up by itself)`);
-  }
+  requireHolder(lock, member);
   if (!member.owner) throw new LockLensError('INVALID_ARGUMENT', describeForceRelease(lock, member));
   const pid = Number(member.owner);
   const key = keyOf(lock);
@@ -105,7 +83,7 @@ WHERE a.pid = $1 AND ($5::float8 IS NULL OR floor((extract(epoch FROM a.backend_
   }
   if (rows.length === 0) {
     const now = await readLock(key);
-    const still = now && holders(now).find((m) => m.owner === member.owner);
+    const still = now && holdersOf(now).find((m) => m.owner === member.owner);
     if (!still) throw changed(`no longer holds ${displayKey(lock.name)} (released, or its session ended)`);
     const since = still.session?.connectedAt;
     const seen = [still.session?.user !== undefined && `role ${still.session.user}`, since !== undefined && `connected at ${when(since)}`].filter(Boolean);
