@@ -94,6 +94,22 @@ describe('connecting to MySQL/MariaDB: clear errors', { timeout: 120_000 }, () =
     await refused({ endpoints: [secure.url()], password: ADMIN.password, tls: { caFile: certs.caFile } }, 'INVALID_ARGUMENT', /does not ask for TLS/);
   });
 
+  test('insecureSkipVerify with verify-ca or verify-full is refused, not turned into trusting anyone; with ssl=true it encrypts unverified', async () => {
+    const tls = { caFile: certs.otherCaFile, insecureSkipVerify: true };
+    for (const mode of ['verify-ca', 'verify-full']) {
+      await refused({ endpoints: [secure.url(ADMIN.user, 'app', `?ssl=${mode}`)], password: ADMIN.password, tls }, 'INVALID_ARGUMENT', new RegExp(`ssl=${mode} asks to verify .* connect with ssl=true`));
+    }
+    const backend = await MysqlBackend.open({ store: 'mysql', endpoints: [secure.url(ADMIN.user, 'app', '?ssl=true')], password: ADMIN.password, tls, dialTimeoutMs: DIAL_MS });
+    backend.close();
+  });
+
+  test('a server name to verify is refused for verify-full (mysql2 checks the URL`s host only); verify-ca checks no name', async () => {
+    const tls = { caFile: certs.caFile, serverName: 'db.example' };
+    await refused({ endpoints: [secure.url(ADMIN.user, 'app', '?ssl=verify-full')], password: ADMIN.password, tls }, 'INVALID_ARGUMENT', /db\.example: serverName, the CLI's --server-name\) cannot be given for MySQL: .*mysql:\/\/user@db\.example:\d+/);
+    const backend = await MysqlBackend.open({ store: 'mysql', endpoints: [secure.url(ADMIN.user, 'app', '?ssl=verify-ca')], password: ADMIN.password, tls, dialTimeoutMs: DIAL_MS });
+    backend.close();
+  });
+
   test('one URL exactly, and a user', async () => {
     await refused({ endpoints: [plain.url(), plain.url()] }, 'INVALID_ARGUMENT', /exactly one URL/);
     await refused({ endpoints: [`mysql://127.0.0.1:${plain.port}/app`] }, 'INVALID_ARGUMENT', /no user/);

@@ -108,6 +108,16 @@ describe('connecting to PostgreSQL: what works, and why what fails fails', { tim
     await refused(profile('verify-full'), 'TLS');
   });
 
+  test('insecureSkipVerify with verify-ca or verify-full is refused, not turned into trusting anyone; with require it encrypts unverified', async () => {
+    const url = (mode: string) => tlsOnly.url('postgres', 'postgres', `?sslmode=${mode}`);
+    const profile = (mode: string) => ({ endpoints: [url(mode)], password: SUPERUSER_PASSWORD, tls: { caFile: certs.otherCaFile, insecureSkipVerify: true } });
+    for (const mode of ['verify-ca', 'verify-full']) {
+      const e = await refused(profile(mode), 'INVALID_ARGUMENT');
+      assert.match(e.message, new RegExp(`sslmode=${mode} asks to verify .* for encryption without verification, connect with sslmode=require`));
+    }
+    await opens(profile('require'));
+  });
+
   test('one URL, a PostgreSQL one', async () => {
     await refused({ endpoints: [] }, 'INVALID_ARGUMENT');
     await refused({ endpoints: [plain.url(), plain.url()] }, 'INVALID_ARGUMENT');

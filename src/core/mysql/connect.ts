@@ -50,14 +50,26 @@ export async function targetOf(profile: ConnectionProfile): Promise<MysqlTarget>
   if (url.tlsMode === 'disable' && tlsFiles) {
     throw new LockLensError('INVALID_ARGUMENT', `TLS files are set for ${url.label} but its URL does not ask for TLS: add ?ssl=true, ?ssl=verify-ca or ?ssl=verify-full`);
   }
+  const verify = url.tlsMode === 'verify-ca' || url.tlsMode === 'verify-full';
+  if (verify && profile.tls?.insecureSkipVerify) {
+    throw new LockLensError(
+      'INVALID_ARGUMENT',
+      `ssl=${url.tlsMode} asks to verify the server's certificate, and insecureSkipVerify (the CLI's --insecure-skip-tls-verify) not to: for encryption without verification, connect with ssl=true`,
+    );
+  }
+  // mysql2 checks the certificate against the host it connects to: it cannot be given another name to expect.
+  if (url.tlsMode === 'verify-full' && profile.tls?.serverName) {
+    throw new LockLensError(
+      'INVALID_ARGUMENT',
+      `a server name to verify (${profile.tls.serverName}: serverName, the CLI's --server-name) cannot be given for MySQL: the certificate is checked against the URL's host, so write the name it carries there (mysql://user@${profile.tls.serverName}:${url.port}/…), or use ssl=verify-ca to check the chain only`,
+    );
+  }
   let ssl: ConnectionOptions['ssl'];
   if (url.tlsMode !== 'disable') {
     const tls = await loadTlsMaterial(profile.tls ?? {});
     // `require` encrypts without checking who answers (MySQL's ssl-mode=REQUIRED, libpq's sslmode=require);
-    // verify-ca checks the chain, verify-full also the host name (mysql2 checks it against the URL's host: a
-    // profile's serverName cannot be passed on).
-    const verify = url.tlsMode !== 'require' && !tls.insecureSkipVerify;
-    ssl = { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: verify, verifyIdentity: verify && url.tlsMode === 'verify-full' };
+    // verify-ca checks the chain, verify-full also the host name.
+    ssl = { ca: tls.ca, cert: tls.cert, key: tls.key, rejectUnauthorized: verify, verifyIdentity: url.tlsMode === 'verify-full' };
   }
   return {
     url,

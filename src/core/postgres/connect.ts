@@ -29,7 +29,7 @@ export interface PgSpec {
 function sslOf(url: SqlUrl, material: TlsMaterial | undefined): ConnectionOptions | false {
   if (url.tlsMode === 'disable') return false;
   const files = { ca: material?.ca, cert: material?.cert, key: material?.key };
-  if (url.tlsMode === 'require' || material?.insecureSkipVerify) return { ...files, rejectUnauthorized: false };
+  if (url.tlsMode === 'require') return { ...files, rejectUnauthorized: false };
   if (url.tlsMode === 'verify-ca') return { ...files, rejectUnauthorized: true, checkServerIdentity: () => undefined };
   const name = material?.serverName ?? url.host;
   return { ...files, rejectUnauthorized: true, checkServerIdentity: (_host, cert) => checkServerIdentity(name, cert) };
@@ -40,6 +40,12 @@ export async function pgSpecOf(profile: ConnectionProfile): Promise<PgSpec> {
   if (profile.endpoints.length !== 1) throw new LockLensError('INVALID_ARGUMENT', 'give one PostgreSQL URL, e.g. postgres://user@host:5432/database');
   const url = parseSqlUrl(profile.endpoints[0]);
   if (url.dialect !== 'postgres') throw new LockLensError('INVALID_ARGUMENT', `'${profile.endpoints[0]}' is not a PostgreSQL URL: write postgres://user@host:5432/database`);
+  if ((url.tlsMode === 'verify-ca' || url.tlsMode === 'verify-full') && profile.tls?.insecureSkipVerify) {
+    throw new LockLensError(
+      'INVALID_ARGUMENT',
+      `sslmode=${url.tlsMode} asks to verify the server's certificate, and insecureSkipVerify (the CLI's --insecure-skip-tls-verify) not to: for encryption without verification, connect with sslmode=require`,
+    );
+  }
   const material = url.tlsMode !== 'disable' && profile.tls ? await loadTlsMaterial(profile.tls) : undefined;
   const user = url.user ?? (profile.username || userInfo().username);
   const timeoutMs = profile.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
