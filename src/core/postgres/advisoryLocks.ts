@@ -158,6 +158,9 @@ function lockOf(key: AdvisoryKey, rows: readonly AdvisoryRow[]): LockState {
   // Every waiting row counts in the order, those shown holding too: a later waiter may wait behind them.
   const order = waitOrder(rows.filter((r) => !r.granted));
   const waiting = order.filter((r) => !held.has(identity(r)));
+  // Any advisory key can be taken either way, so the kind is what its members make it now: a read/write lock while a
+  // shared member holds or waits, a queue otherwise. It changes only with the members (in the same change), never
+  // from one poll to the next of the same rows, so it adds no churn to the views.
   const readwrite = rows.some((r) => r.shared);
   const modeOf = (r: AdvisoryRow) => (readwrite ? (r.shared ? 'read' : 'write') : undefined);
   const name = Buffer.from(nameOfKey(key));
