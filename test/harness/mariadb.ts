@@ -60,6 +60,8 @@ export class MariaDbServer {
     const proc = spawn(
       '/usr/sbin/mariadbd',
       ['--no-defaults', `--datadir=${data}`, `--port=${this.port}`, '--bind-address=127.0.0.1', `--socket=${this.socket}`, `--pid-file=${join(this.dir, 'mysqld.pid')}`,
+        // Its temporary tables in its own dir: /tmp is swept by other tests (a run lost one mid-statement).
+        `--tmpdir=${this.dir}`,
         ...user, '--skip-name-resolve', '--innodb-buffer-pool-size=16M', '--skip-log-bin', ...tlsArgs],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );

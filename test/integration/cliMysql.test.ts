@@ -124,7 +124,7 @@ describe('locklens over MariaDB (--url mysql://), against PyMySQL connections an
 
     const busy = await cli(['acquire', name, '--try', '--url', url()]);
     assert.equal(busy.code, 6, show(busy));
-    assert.equal(busy.stderr, `locklens: ${name} is held by connection ${holderId} (locklens@${client})\n`);
+    assert.equal(busy.stderr, `locklens: ${name} is held by connection ${holderId} (user locklens, from ${client}, state Sleep)\n`);
     assert.deepEqual((await lockNamed(name))?.waiters, [], 'the try left nothing waiting');
 
     const r = await cli(['unlock', name, '--force', '--yes', '--url', url()]);

@@ -257,7 +257,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     await holder.until(['acquired']);
     const busy = await cli(['acquire', key, '--try', '--url', url()]);
     assert.equal(busy.code, 6, show(busy));
-    assert.match(busy.stderr, new RegExp(`^locklens: ${key} is held by pid ${pid} \\(user postgres, application busy-worker, from 127\\.0\\.0\\.1:\\d+\\)\\n$`), show(busy));
+    assert.match(busy.stderr, new RegExp(`^locklens: ${key} is held by session pid ${pid} \\(application "busy-worker", role postgres, from 127\\.0\\.0\\.1:\\d+, connected at [^,]+, last ran "SELECT pg_advisory_lock\\(${key}\\)"\\)\\n$`), show(busy));
     assert.deepEqual((await lockNamed(key))?.waiters, [], 'the try left nothing waiting');
 
     // pg_advisory_lock(1, 2) and the bigint with the same bits (1 << 32 | 2) are two locks.
@@ -270,7 +270,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     assert.match(listedPair.holder?.session?.query ?? '', /pg_advisory_lock\(1, 2\)/);
     const pairBusy = await cli(['acquire', '1:2', '--try', '--url', url()]);
     assert.equal(pairBusy.code, 6, show(pairBusy));
-    assert.match(pairBusy.stderr, new RegExp(`1:2 is held by pid ${pairPid} \\(user postgres, application pair-holder`), show(pairBusy));
+    assert.match(pairBusy.stderr, new RegExp(`1:2 is held by session pid ${pairPid} \\(application "pair-holder", role postgres`), show(pairBusy));
     const sameBits = await cli(['acquire', String((1n << 32n) | 2n), '--try', '--url', url(), '--', 'true']);
     assert.equal(sameBits.code, 0, show(sameBits));
     pair.release();

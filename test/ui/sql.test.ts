@@ -223,7 +223,7 @@ describe('Locks view on PostgreSQL and MariaDB connections (code-server + Chromi
     const text = ((await dialog.locator('.dialog-message-text, .dialog-message').first().textContent().catch(() => '')) ?? '').trim();
     assert.match(text, new RegExp(`Force-release "${DEPLOY}" from connection ${deployHolderId} on ${MDB}\\?`));
     const detail = ((await dialog.locator('.dialog-message-detail').textContent().catch(() => '')) ?? '').trim();
-    assert.ok(detail.includes(`connection ${deployHolderId} of ${ADMIN.user} from 127.0.0.1:`), `names the connection: ${detail}`);
+    assert.ok(detail.includes(`connection ${deployHolderId} (user ${ADMIN.user}, from 127.0.0.1:`), `names the connection: ${detail}`);
     assert.ok(detail.includes(`KILL CONNECTION ${deployHolderId}`), `and the statement run: ${detail}`);
     assert.ok(detail.includes(`Next holder: connection ${deployWaiterId}`), detail);
     assert.equal((await mdb.sql(`SELECT IS_USED_LOCK('${DEPLOY}')`)).trim(), deployHolderId, 'nothing killed before the confirmation');
