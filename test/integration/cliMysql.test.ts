@@ -162,7 +162,7 @@ describe('locklens over MariaDB (--url mysql://), against PyMySQL connections an
 
     const r = await cli(['unlock', name, '--force', '--yes', '--url', url()]);
     assert.equal(r.code, 0, show(r));
-    assert.equal(r.stdout, `released '${name}' from 1 (locked by migrator-7f3c (10.0.4.17)): cleared LOCKED, LOCKGRANTED and LOCKEDBY (Liquibase's releaseLock)\n  ${name}\n`);
+    assert.equal(r.stdout, `released '${name}' (locked by migrator-7f3c (10.0.4.17)): cleared LOCKED, LOCKGRANTED and LOCKEDBY (Liquibase's releaseLock)\n  ${name}\n`);
     assert.equal(await server.sql(`SELECT ID, LOCKED + 0, LOCKGRANTED, LOCKEDBY FROM ${DATABASE}.DATABASECHANGELOGLOCK`), '1\t0\tNULL\tNULL\n');
     assert.equal(await lockNamed(name), undefined, 'an unlocked row is no lock');
     assert.equal((await cli(['acquire', name, '--try', '--url', url()])).code, 2, 'refused while the row is free too: the name is the table`s');

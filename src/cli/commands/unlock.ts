@@ -45,12 +45,15 @@ ${CONNECTION_HELP}`,
       // A ZooKeeper session or a database connection is named as one (a persistent node has none); etcd's lease and
       // Redis's token are the owner.
       const owner = backend.capabilities.owner;
+      // A lock-table row's key is only the row's name inside the lock's: the lock's name says it, the owner says who.
+      const rowOnly = lock.kind === 'single' && !holder.key.equals(name);
+      const holderText = rowOnly ? displayKey(name) : shown.key;
       const who = owner === 'session' || owner === 'connection' ? ownerText(shown, owner) : `owner ${shown.owner}`;
       if (!values.yes) {
         const refusal = `refusing to force-release '${displayKey(name)}'`;
         if (!process.stdin.isTTY) throw new LockLensError('INVALID_ARGUMENT', `${refusal} without confirmation: pass --yes`);
         const data = shown.data ? `, data ${JSON.stringify(shown.data)}` : '';
-        out.stderr(`'${displayKey(name)}' is held by ${shown.key} (${who}${shown.token === null ? '' : `, token ${shown.token}`}${shown.ttl === null ? '' : `, ttl ${shown.ttl}s`}${data}), ${lock.waiters.length} waiting.`);
+        out.stderr(`'${displayKey(name)}' is held by ${holderText} (${who}${shown.token === null ? '' : `, token ${shown.token}`}${shown.ttl === null ? '' : `, ttl ${shown.ttl}s`}${data}), ${lock.waiters.length} waiting.`);
         out.stderr(what);
         if (!(await confirmOnTerminal('Force-release it?', refusal))) {
           out.stderr('not released');
@@ -58,7 +61,7 @@ ${CONNECTION_HELP}`,
         }
       }
       const result = await backend.forceRelease(lock, holder);
-      out.stdout(`released '${displayKey(name)}' from ${shown.key} (${who}): ${result.action}`);
+      out.stdout(`released '${displayKey(name)}' ${rowOnly ? `(${who})` : `from ${shown.key} (${who})`}: ${result.action}`);
       for (const k of result.keys) out.stdout(`  ${displayKey(k)}`);
       return 0;
     } finally {
