@@ -207,7 +207,9 @@ describe('Locks view on PostgreSQL and MariaDB connections (code-server + Chromi
       await lock.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e: unknown) => {
         throw new Error(`no ${DEPLOY} row; the tree shows ${JSON.stringify(await rowLabels())}: ${String(e)}`);
       });
-      assert.match(await description(lock), new RegExp(`^held by connection ${deployHolderId} · 1 waiting`));
+      // The waiter's connection id is printed before its GET_LOCK reaches the server: the next poll shows it waiting.
+      const both = new RegExp(`^held by connection ${deployHolderId} · 1 waiting`);
+      await eventually(async () => both.test(await description(lock)), 20_000, `${DEPLOY} held with 1 waiting`);
       await expand(lock);
       await rowLabelled(`connection ${deployWaiterId}`).waitFor({ state: 'visible', timeout: 20_000 });
       assert.match(await description(rowLabelled(`connection ${deployHolderId}`)), new RegExp(`^holder · ${ADMIN.user}@127\\.0\\.0\\.1:\\d+ · held `));

@@ -114,9 +114,9 @@ describe('Locks tree and commands against a real MariaDB', function () {
     const shown = confirmations().at(-1)!;
     assert.match(shown.message, new RegExp(`^Force-release "mdb-force" from connection ${holderId} on ${CONNECTION}\\?`));
     const detail = shown.detail ?? '';
-    assert.ok(detail.includes(`connection ${holderId} of locklens from 127.0.0.1:`), detail);
+    assert.ok(detail.includes(`connection ${holderId} (user locklens, from 127.0.0.1:`), detail);
     assert.ok(detail.includes(`KILL CONNECTION ${holderId}`), detail);
-    assert.match(detail, /\(Sleep\)/, 'what the idle holder is doing');
+    assert.match(detail, /state Sleep/, 'what the idle holder is doing');
     assert.ok(detail.includes(`Next holder: connection ${waiterId}`), detail);
     assert.equal((await waiter.until(['acquired'])).split(' ')[1], waiterId);
     assert.equal(await usedBy('mdb-force'), waiterId);
