@@ -1,7 +1,7 @@
 import type { LockBackend, StoreKind } from './backend';
 import { LockLensError } from './errors';
 import { parseEndpoints, type ConnectionProfile } from './profile';
-import { parseSqlUrl, sqlDialectOf } from './sql/url';
+import { sqlDialectOf, sqlUrlOf } from './sql/url';
 import { parseZooKeeperUrl } from './zookeeper/url';
 
 /**
@@ -64,10 +64,7 @@ export function checkEndpoints(store: StoreKind, endpoints: readonly string[]): 
     return;
   }
   if (store === 'postgres' || store === 'mysql') {
-    const example = store === 'postgres' ? 'postgres://user@host:5432/database' : 'mysql://user@host:3306/database';
-    if (endpoints.length !== 1) throw new LockLensError('INVALID_ARGUMENT', `give one database URL, e.g. ${example}`);
-    const url = parseSqlUrl(endpoints[0]);
-    if (url.dialect !== store) throw new LockLensError('INVALID_ARGUMENT', `'${endpoints[0]}' is not a ${store === 'postgres' ? 'PostgreSQL' : 'MySQL/MariaDB'} URL: write ${example}`);
+    sqlUrlOf(store, endpoints);
     return;
   }
   if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no Redis URL given');

@@ -9,7 +9,7 @@ import { createConnection, type Connection, type ConnectionOptions } from 'mysql
 import { LockLensError, errorMessage } from '../errors';
 import { DEFAULT_DIAL_TIMEOUT_MS, type ConnectionProfile } from '../profile';
 import { printable, probe } from '../socketProbe';
-import { parseSqlUrl, type SqlUrl } from '../sql/url';
+import { sqlUrlOf, type SqlUrl } from '../sql/url';
 import { loadTlsMaterial } from '../tlsMaterial';
 
 export type MysqlFlavor = 'mariadb' | 'mysql';
@@ -38,11 +38,7 @@ export function errorCode(e: unknown): string {
 
 /** The profile's server, user and TLS as mysql2 options; TLS files are read and checked here, before any connection. */
 export async function targetOf(profile: ConnectionProfile): Promise<MysqlTarget> {
-  if (profile.endpoints.length !== 1) {
-    throw new LockLensError('INVALID_ARGUMENT', `a MySQL connection has exactly one URL (mysql://user@host:port/database), not ${profile.endpoints.length}`);
-  }
-  const url = parseSqlUrl(profile.endpoints[0]);
-  if (url.dialect !== 'mysql') throw new LockLensError('INVALID_ARGUMENT', `'${profile.endpoints[0]}' is not a MySQL URL: write mysql://user@host:port/database`);
+  const url = sqlUrlOf('mysql', profile.endpoints, profile.tls);
   const user = url.user ?? profile.username;
   if (!user) throw new LockLensError('INVALID_ARGUMENT', `no user for ${url.label}: write mysql://user@${url.label}`);
   const timeoutMs = profile.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;
@@ -51,12 +47,6 @@ export async function targetOf(profile: ConnectionProfile): Promise<MysqlTarget>
     throw new LockLensError('INVALID_ARGUMENT', `TLS files are set for ${url.label} but its URL does not ask for TLS: add ?ssl=true, ?ssl=verify-ca or ?ssl=verify-full`);
   }
   const verify = url.tlsMode === 'verify-ca' || url.tlsMode === 'verify-full';
-  if (verify && profile.tls?.insecureSkipVerify) {
-    throw new LockLensError(
-      'INVALID_ARGUMENT',
-      `ssl=${url.tlsMode} asks to verify the server's certificate, and insecureSkipVerify (the CLI's --insecure-skip-tls-verify) not to: for encryption without verification, connect with ssl=true`,
-    );
-  }
   // mysql2 checks the certificate against the host it connects to: it cannot be given another name to expect.
   if (url.tlsMode === 'verify-full' && profile.tls?.serverName) {
     throw new LockLensError(

@@ -15,7 +15,7 @@ import { Client, DatabaseError, type ClientConfig, type QueryResult } from 'pg';
 import { LockLensError, errorMessage } from '../errors';
 import { DEFAULT_DIAL_TIMEOUT_MS, type ConnectionProfile } from '../profile';
 import { printable, probe } from '../socketProbe';
-import { parseSqlUrl, type SqlUrl } from '../sql/url';
+import { sqlUrlOf, type SqlUrl } from '../sql/url';
 import { loadTlsMaterial, type TlsMaterial } from '../tlsMaterial';
 
 export interface PgSpec {
@@ -37,15 +37,7 @@ function sslOf(url: SqlUrl, material: TlsMaterial | undefined): ConnectionOption
 
 /** What every connection of a profile is opened with; the TLS files are read and checked once, here. */
 export async function pgSpecOf(profile: ConnectionProfile): Promise<PgSpec> {
-  if (profile.endpoints.length !== 1) throw new LockLensError('INVALID_ARGUMENT', 'give one PostgreSQL URL, e.g. postgres://user@host:5432/database');
-  const url = parseSqlUrl(profile.endpoints[0]);
-  if (url.dialect !== 'postgres') throw new LockLensError('INVALID_ARGUMENT', `'${profile.endpoints[0]}' is not a PostgreSQL URL: write postgres://user@host:5432/database`);
-  if ((url.tlsMode === 'verify-ca' || url.tlsMode === 'verify-full') && profile.tls?.insecureSkipVerify) {
-    throw new LockLensError(
-      'INVALID_ARGUMENT',
-      `sslmode=${url.tlsMode} asks to verify the server's certificate, and insecureSkipVerify (the CLI's --insecure-skip-tls-verify) not to: for encryption without verification, connect with sslmode=require`,
-    );
-  }
+  const url = sqlUrlOf('postgres', profile.endpoints, profile.tls);
   const material = url.tlsMode !== 'disable' && profile.tls ? await loadTlsMaterial(profile.tls) : undefined;
   const user = url.user ?? (profile.username || userInfo().username);
   const timeoutMs = profile.dialTimeoutMs ?? DEFAULT_DIAL_TIMEOUT_MS;

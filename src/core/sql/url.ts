@@ -5,6 +5,7 @@
  * a shell history.
  */
 import { LockLensError } from '../errors';
+import type { TlsOptions } from '../profile';
 import { redact } from '../redis/endpoints';
 
 export type SqlDialect = 'postgres' | 'mysql';
@@ -80,4 +81,32 @@ export function parseSqlUrl(text: string): SqlUrl {
     tlsMode,
     label: `${url.hostname}:${port}${database ? `/${database}` : ''}`,
   };
+}
+
+const NAMES: Record<SqlDialect, string> = { postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB' };
+const EXAMPLES: Record<SqlDialect, string> = { postgres: 'postgres://user@host:5432/database', mysql: 'mysql://user@host:3306/database' };
+/** The URL option that names the TLS mode, and its value for encryption without verification. */
+const TLS_OPTIONS: Record<SqlDialect, { option: string; unverified: string }> = {
+  postgres: { option: 'sslmode', unverified: 'sslmode=require' },
+  mysql: { option: 'ssl', unverified: 'ssl=true' },
+};
+
+/**
+ * The one URL of a `store` connection, checked: exactly one, of that store's dialect, and (given the profile's TLS) not
+ * asking to verify the certificate while insecureSkipVerify says not to. Pure: the host bundles check input with it.
+ */
+export function sqlUrlOf(store: SqlDialect, endpoints: readonly string[], tls?: Pick<TlsOptions, 'insecureSkipVerify'>): SqlUrl {
+  if (endpoints.length !== 1) {
+    throw new LockLensError('INVALID_ARGUMENT', `a ${NAMES[store]} connection has exactly one URL (${EXAMPLES[store]}), not ${endpoints.length}`);
+  }
+  const url = parseSqlUrl(endpoints[0]);
+  if (url.dialect !== store) throw new LockLensError('INVALID_ARGUMENT', `'${redact(endpoints[0])}' is not a ${NAMES[store]} URL: write ${EXAMPLES[store]}`);
+  if ((url.tlsMode === 'verify-ca' || url.tlsMode === 'verify-full') && tls?.insecureSkipVerify) {
+    const { option, unverified } = TLS_OPTIONS[store];
+    throw new LockLensError(
+      'INVALID_ARGUMENT',
+      `${option}=${url.tlsMode} asks to verify the server's certificate, and insecureSkipVerify (the CLI's --insecure-skip-tls-verify) not to: for encryption without verification, connect with ${unverified}`,
+    );
+  }
+  return url;
 }
