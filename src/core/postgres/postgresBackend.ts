@@ -80,7 +80,7 @@ export class PostgresBackend implements LockBackend {
     const tables = await this.tables.read();
     const hidden = [hiddenSessions(rows, this.connection.server.currentUser), tables.hidden].filter(Boolean).join('; ');
     // Table locks are named `<table>/<row>`, advisory keys are numbers: the two never share a name.
-    const locks = [...locksOfRows(rows), ...tables.locks].sort((a, b) => Buffer.compare(a.name, b.name));
+    const locks = [...locksOfRows(rows), ...tables.locks];
     return { locks, expiries: tables.expiries, ...(hidden ? { hidden } : {}) };
   }
 

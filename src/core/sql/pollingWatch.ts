@@ -26,6 +26,7 @@ export interface ExpirySample {
 
 /** One whole read of a SQL store. */
 export interface SqlReading {
+  /** In any order: `listingOf` and the watch's SnapshotModel sort by name. */
   readonly locks: readonly LockState[];
   readonly expiries: readonly ExpirySample[];
   /** What the read could not see and why (another user's sessions hidden by the server's permissions). */
