@@ -29,6 +29,26 @@ export const USER_LOCK_STATE = 'User lock';
 
 const QUERY_PREVIEW_BYTES = 4096;
 const ER_UNKNOWN_TABLE = 1109;
+/**
+ * A lock source found unreadable (performance_schema off or not granted, metadata_lock_info not installed) is asked
+ * again only every this many reads, not on every poll: a plugin installed or a grant given shows up within that many.
+ */
+const RECHECK_EVERY_READS = 10;
+
+/** Whether an optional source of locks is worth asking on this read, from how the last attempt went. */
+class SourceCheck {
+  private missing = false;
+  private readsSinceMissing = 0;
+
+  due(): boolean {
+    return !this.missing || ++this.readsSinceMissing >= RECHECK_EVERY_READS;
+  }
+
+  record(readable: boolean): void {
+    this.missing = !readable;
+    this.readsSinceMissing = 0;
+  }
+}
 
 /** One connection as the processlist shows it. */
 export interface ProcessRow {
@@ -152,8 +172,20 @@ function lockName(name: Buffer): string | Buffer {
   return isUtf8(name) ? name.toString('utf8') : name;
 }
 
+type Findings = { byName: Map<string, Found>; processes: Map<number, ProcessRow> };
+
+/** The entry of `name` in `byName`, added when missing. */
+function entry(byName: Map<string, Found>, name: Buffer): Found {
+  const id = keyId(name);
+  let f = byName.get(id);
+  if (!f) byName.set(id, (f = { name, waiters: [] }));
+  return f;
+}
+
 export class GetLockReader {
   private readonly waitStarts = new WaitStarts();
+  /** MySQL's performance_schema, or MariaDB's metadata_lock_info: where holders nobody waits for are seen. */
+  private readonly lockSource = new SourceCheck();
 
   constructor(
     private readonly db: SqlSession,
@@ -173,7 +205,7 @@ export class GetLockReader {
       );
     }
     const now = Date.now();
-    const found = this.flavor === 'mysql' ? await this.readPerformanceSchema() : undefined;
+    const found = this.flavor === 'mysql' && this.lockSource.due() ? await this.readPerformanceSchema() : undefined;
     const { byName, processes } = found ?? (await this.readProcesslist(hidden));
     const locks = [...byName.values()].map((f) => this.lockOf(f, processes, now));
     this.waitStarts.settle();
@@ -213,29 +245,29 @@ export class GetLockReader {
     return rows.map(processRow);
   }
 
-  /** MariaDB's metadata_lock_info: every granted user lock, or undefined when the plugin is not installed. */
+  /**
+   * MariaDB's metadata_lock_info: every granted user lock, or undefined when the plugin is not installed (or was not
+   * when last asked, see RECHECK_EVERY_READS).
+   */
   private async grantedUserLocks(): Promise<{ id: number; name: Buffer }[] | undefined> {
+    if (!this.lockSource.due()) return undefined;
     try {
       const rows = await this.db.query("SELECT THREAD_ID AS id, BINARY TABLE_SCHEMA AS name FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'");
+      this.lockSource.record(true);
       return rows.map((r) => ({ id: Number(r.id), name: bytes(r.name)! }));
     } catch (e) {
-      if (serverErrno(e) === ER_UNKNOWN_TABLE) return undefined;
-      throw e;
+      if (serverErrno(e) !== ER_UNKNOWN_TABLE) throw e;
+      this.lockSource.record(false);
+      return undefined;
     }
   }
 
   /** Holders from metadata_lock_info (or IS_USED_LOCK), waiters from the processlist. */
-  private async readProcesslist(hidden: string[]): Promise<{ byName: Map<string, Found>; processes: Map<number, ProcessRow> }> {
+  private async readProcesslist(hidden: string[]): Promise<Findings> {
     const [rows, granted] = await Promise.all([this.processes(), this.flavor === 'mariadb' ? this.grantedUserLocks() : Promise.resolve(undefined)]);
     const processes = new Map(rows.map((p) => [p.id, p]));
     const byName = new Map<string, Found>();
-    const entry = (name: Buffer) => {
-      const id = keyId(name);
-      let f = byName.get(id);
-      if (!f) byName.set(id, (f = { name, waiters: [] }));
-      return f;
-    };
-    for (const g of granted ?? []) entry(g.name).holder = g.id;
+    for (const g of granted ?? []) entry(byName, g.name).holder = g.id;
     let unnamed = 0;
     for (const p of rows) {
       if (p.state !== USER_LOCK_STATE) continue;
@@ -246,7 +278,7 @@ export class GetLockReader {
       }
       // MySQL keys names lowercased; MariaDB as given (see above).
       const name = this.flavor === 'mysql' && isUtf8(parsed) ? Buffer.from(parsed.toString('utf8').toLowerCase()) : parsed;
-      entry(name).waiters.push(p);
+      entry(byName, name).waiters.push(p);
     }
     const unknownHolders = [...byName.values()].filter((f) => f.holder === undefined);
     if (unknownHolders.length) {
@@ -270,8 +302,11 @@ export class GetLockReader {
     return { byName, processes };
   }
 
-  /** MySQL 8: holders and waiters from performance_schema; undefined when it cannot be read (then the processlist). */
-  private async readPerformanceSchema(): Promise<{ byName: Map<string, Found>; processes: Map<number, ProcessRow> } | undefined> {
+  /**
+   * MySQL 8: holders and waiters from performance_schema; undefined when it cannot be read (then the processlist, until
+   * it is asked again: see RECHECK_EVERY_READS).
+   */
+  private async readPerformanceSchema(): Promise<Findings | undefined> {
     let rows;
     try {
       rows = await this.db.query(
@@ -282,17 +317,17 @@ export class GetLockReader {
       );
     } catch (e) {
       if (serverErrno(e) === undefined) throw e;
+      this.lockSource.record(false);
       return undefined;
     }
+    this.lockSource.record(true);
     const processes = new Map<number, ProcessRow>();
     const byName = new Map<string, Found>();
     for (const r of rows) {
       const proc = processRow(r);
       if (!Number.isFinite(proc.id)) continue;
       processes.set(proc.id, proc);
-      const name = bytes(r.name)!;
-      let f = byName.get(keyId(name));
-      if (!f) byName.set(keyId(name), (f = { name, waiters: [] }));
+      const f = entry(byName, bytes(r.name)!);
       if (r.status === 'GRANTED') f.holder = proc.id;
       else f.waiters.push(proc);
     }
