@@ -8,7 +8,7 @@ import { createConnection as createSocket } from 'node:net';
 import { createConnection, type Connection, type ConnectionOptions } from 'mysql2/promise';
 import { LockLensError, errorMessage } from '../errors';
 import { DEFAULT_DIAL_TIMEOUT_MS, type ConnectionProfile } from '../profile';
-import { printable, probe } from '../socketProbe';
+import { firstLine, printable, probe, probeBudgetMs } from '../socketProbe';
 import { sqlUrlOf, type SqlUrl } from '../sql/url';
 import { loadTlsMaterial } from '../tlsMaterial';
 
@@ -113,11 +113,6 @@ const ER_SECURE_TRANSPORT_REQUIRED = 3159;
 
 const TLS_CODES = /SSL|TLS|CERT|SELF_SIGNED|UNABLE_TO|EPROTO/;
 
-/** The probe gets a share of the dial timeout of its own: the connection's deadline is spent by now. */
-function probeMs(target: MysqlTarget): number {
-  return Math.max(500, Math.min(target.timeoutMs, 3000));
-}
-
 async function explainOpenFailure(target: MysqlTarget, e: unknown): Promise<LockLensError> {
   if (e instanceof LockLensError) return e;
   const { url, options } = target;
@@ -128,7 +123,7 @@ async function explainOpenFailure(target: MysqlTarget, e: unknown): Promise<Lock
   if (errno === ER_ACCESS_DENIED) {
     // MariaDB refuses a plain connection under require_secure_transport (or an account's REQUIRE SSL) with this same
     // error, not MySQL's own code for it: whether the server offers TLS at all is the one hint to give.
-    const greeting = url.tlsMode === 'disable' ? await probeGreeting(url.host, url.port, probeMs(target)) : undefined;
+    const greeting = url.tlsMode === 'disable' ? await probeGreeting(url.host, url.port, probeBudgetMs(target.timeoutMs)) : undefined;
     const tlsHint = greeting?.kind === 'mysql' && greeting.offersTls ? `; the server offers TLS, and if it requires it (require_secure_transport, an account's REQUIRE SSL), add ?ssl=true to the URL` : '';
     return fail('AUTH', `access denied for user '${String(options.user)}': wrong password, or the user may not connect from here${tlsHint}`);
   }
@@ -142,7 +137,7 @@ async function explainOpenFailure(target: MysqlTarget, e: unknown): Promise<Lock
   if (errno !== undefined) return fail('STORE', `the server refused the connection: ${errorMessage(e)}`);
   if (code === 'ECONNREFUSED') return fail('UNREACHABLE', `nothing listens on ${at} (connection refused)`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return fail('UNREACHABLE', `${url.host} is not a known host name`);
-  const finding = await probeGreeting(url.host, url.port, probeMs(target));
+  const finding = await probeGreeting(url.host, url.port, probeBudgetMs(target.timeoutMs));
   switch (finding.kind) {
     case 'mysql':
       return fail(code === 'ETIMEDOUT' ? 'TIMEOUT' : 'UNREACHABLE', `${at} greets as MySQL but the connection failed: ${errorMessage(e)}`);
@@ -169,7 +164,7 @@ const CLIENT_SSL = 0x0800;
  */
 export function readGreeting(got: Buffer): Greeting | undefined {
   if (got.length < 5) return undefined;
-  if (got[3] !== 0 || (got[4] !== 10 && got[4] !== 0xff)) return { kind: 'other', text: printable(got.toString('latin1', 0, Math.min(got.length, 60)).split(/\r?\n/)[0]) };
+  if (got[3] !== 0 || (got[4] !== 10 && got[4] !== 0xff)) return { kind: 'other', text: firstLine(got) };
   if (got[4] === 0xff) return { kind: 'mysql', offersTls: false };
   const versionEnd = got.indexOf(0, 5);
   const flagsAt = versionEnd + 1 + 4 + 8 + 1;

@@ -14,7 +14,7 @@ import { userInfo } from 'node:os';
 import { Client, DatabaseError, type ClientConfig, type QueryResult } from 'pg';
 import { LockLensError, errorMessage } from '../errors';
 import { DEFAULT_DIAL_TIMEOUT_MS, type ConnectionProfile } from '../profile';
-import { printable, probe } from '../socketProbe';
+import { firstLine, printable, probe, probeBudgetMs } from '../socketProbe';
 import { sqlUrlOf, type SqlUrl } from '../sql/url';
 import { loadTlsMaterial, type TlsMaterial } from '../tlsMaterial';
 
@@ -114,7 +114,7 @@ async function explainConnectFailure(spec: PgSpec, e: unknown): Promise<LockLens
   if (TLS_ERROR.test(code)) return fail('TLS', `${at(spec)}: the server's certificate does not verify (sslmode=${url.tlsMode}): ${message}`);
   if (code === 'ECONNREFUSED') return fail('UNREACHABLE', `nothing listens on ${url.host}:${url.port} (connection refused)`);
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return fail('UNREACHABLE', `${url.host} is not a known host name`);
-  const seen = await probeServer(url, Math.max(500, Math.min(spec.timeoutMs, 3000)));
+  const seen = await probeServer(url, probeBudgetMs(spec.timeoutMs));
   const hostPort = `${url.host}:${url.port}`;
   switch (seen.kind) {
     case 'postgres':
@@ -148,7 +148,7 @@ function probeServer(url: SqlUrl, timeoutMs: number): Promise<Seen> {
       const first = got.toString('latin1', 0, 1);
       if (got.length === 1 && (first === 'S' || first === 'N')) return done({ kind: 'postgres' });
       if (first === 'E' && got.length >= 5 && got.readInt32BE(1) < 10_000) return done({ kind: 'postgres' });
-      if (got.length >= 2) done({ kind: 'other', text: printable(got.toString('latin1', 0, Math.min(got.length, 60)).split(/\r?\n/)[0]) });
+      if (got.length >= 2) done({ kind: 'other', text: firstLine(got) });
     });
     socket.once('error', (err) => done({ kind: 'error', message: err.message }));
     socket.once('close', () => done(got.length ? { kind: 'other', text: printable(got.toString('latin1')) } : { kind: 'closed' }));

@@ -9,7 +9,7 @@ import { Emitter } from '../emitter';
 import { LockLensError, errorMessage } from '../errors';
 import { DEFAULT_DIAL_TIMEOUT_MS, type ConnectionProfile } from '../profile';
 import { sleep } from '../sleep';
-import { printable, probe } from '../socketProbe';
+import { firstLine, printable, probe, probeBudgetMs } from '../socketProbe';
 import { ZkClient, type SessionSpec, type SessionState } from './client';
 import { parseZooKeeperUrl, type ZooKeeperServer, type ZooKeeperUrl } from './url';
 
@@ -101,7 +101,7 @@ function probeHandshake(server: ZooKeeperServer, timeoutMs: number): Promise<Pro
       if (got.length < 8) return;
       const size = got.readInt32BE(0);
       if ((size === 36 || size === 37) && got.readInt32BE(4) === 0) return done({ kind: 'zookeeper' });
-      done({ kind: 'other', text: printable(got.toString('latin1', 0, Math.min(got.length, 60)).split(/\r?\n/)[0]) });
+      done({ kind: 'other', text: firstLine(got) });
     });
     socket.once('error', (e: NodeJS.ErrnoException) => done({ kind: 'error', code: e.code ?? '', message: e.message }));
     socket.once('close', () => done(got.length ? { kind: 'other', text: printable(got.toString('latin1')) } : { kind: 'closed' }));
@@ -127,8 +127,7 @@ function findingOf(server: ZooKeeperServer, p: Probe, timeoutMs: number): { code
 }
 
 async function explainOpenFailure(spec: SessionSpec, servers: readonly ZooKeeperServer[], cause: unknown): Promise<LockLensError> {
-  // The probe gets a share of the dial timeout of its own: the handshake's own deadline is spent by now.
-  const probeMs = Math.max(500, Math.min(spec.timeoutMs, 3000));
+  const probeMs = probeBudgetMs(spec.timeoutMs);
   const findings = await Promise.all(servers.map(async (s) => findingOf(s, await probeHandshake(s, probeMs), probeMs)));
   const text = findings.length === 1 ? findings[0].text : findings.map((f) => f.text).join('; ');
   const code = findings.every((f) => f.code === 'TIMEOUT') ? 'TIMEOUT' : 'UNREACHABLE';
