@@ -20,7 +20,7 @@ import type { LockMember, LockState, SessionInfo } from '../lockState';
 import type { MysqlFlavor } from './connect';
 import { serverErrno } from './connect';
 import { getLockName } from './getLockCall';
-import type { SqlSession } from '../sql/session';
+import { rowText, type SqlSession } from '../sql/session';
 
 export const GET_LOCK_CONVENTION = 'mysql-get-lock';
 
@@ -110,11 +110,6 @@ export function connectionMember(id: number, proc: ProcessRow | undefined, waiti
   };
 }
 
-function text(v: unknown): string | undefined {
-  if (v === null || v === undefined) return undefined;
-  return Buffer.isBuffer(v) ? v.toString('utf8') : String(v);
-}
-
 function bytes(v: unknown): Buffer | undefined {
   if (v === null || v === undefined) return undefined;
   return Buffer.isBuffer(v) ? v : Buffer.from(String(v));
@@ -123,10 +118,10 @@ function bytes(v: unknown): Buffer | undefined {
 export function processRow(r: Record<string, unknown>): ProcessRow {
   return {
     id: Number(r.id),
-    user: text(r.user),
-    host: text(r.host),
-    command: text(r.command),
-    state: text(r.state),
+    user: rowText(r.user),
+    host: rowText(r.host),
+    command: rowText(r.command),
+    state: rowText(r.state),
     timeMs: Number(r.timeMs ?? 0),
     info: bytes(r.info),
   };

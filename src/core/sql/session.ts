@@ -7,6 +7,15 @@ import type { SqlDialect } from './url';
 
 export type SqlRow = Record<string, unknown>;
 
+/**
+ * A column's value as text, undefined for NULL: the drivers give some text as Buffers (MySQL's BINARY casts, binary
+ * collations), read as UTF-8.
+ */
+export function rowText(value: unknown): string | undefined {
+  if (value === null || value === undefined) return undefined;
+  return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
+}
+
 export interface SqlSession {
   readonly dialect: SqlDialect;
   query(sql: string, params?: readonly unknown[]): Promise<SqlRow[]>;

@@ -19,7 +19,7 @@ import { LockLensError, isLockLensError } from '../errors';
 import { keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { LockTableSpec } from '../profile';
-import type { SqlRow } from './session';
+import { rowText, type SqlRow } from './session';
 import type { SqlDialect } from './url';
 
 export const LOCK_TABLE_CONVENTIONS = ['shedlock', 'liquibase', 'lock-table', 'custom-table'] as const;
@@ -162,16 +162,13 @@ export function catalogQuery(dialect: SqlDialect, specs: readonly LockTableSpec[
   };
 }
 
-function text(value: unknown): string {
-  return Buffer.isBuffer(value) ? value.toString('utf8') : String(value);
-}
-
+/** A catalog row: information_schema's names and types are never NULL. */
 export function catalogColumn(row: SqlRow): CatalogColumn {
   return {
-    schema: text(row.s),
-    table: text(row.t),
-    column: text(row.c),
-    type: text(row.type).toLowerCase(),
+    schema: rowText(row.s)!,
+    table: rowText(row.t)!,
+    column: rowText(row.c)!,
+    type: rowText(row.type)!.toLowerCase(),
     pos: Number(row.pos),
     unique: row.uniq === true || Number(row.uniq) === 1,
   };
@@ -374,10 +371,6 @@ function cut(value: string | null): string | null {
   return value !== null && value.length > PREVIEW_VALUE_CHARS ? `${value.slice(0, PREVIEW_VALUE_CHARS)}…` : value;
 }
 
-function nullableText(value: unknown): string | null {
-  return value === null || value === undefined ? null : text(value);
-}
-
 /** What a read row becomes: a held lock, and the TTL it counts down where the table has an expiry. */
 export interface RowLock {
   readonly lock: LockState;
@@ -393,9 +386,10 @@ export function lockName(layout: TableLayout, rowName: string): Buffer {
 }
 
 export function rowLock(layout: TableLayout, row: SqlRow): RowLock {
-  const rowName = text(row.n);
+  // Never NULL: rowsQuery reads only rows whose name IS NOT NULL.
+  const rowName = rowText(row.n)!;
   const name = lockName(layout, rowName);
-  const values = layout.shown.map((_, i) => nullableText(row[`v${i}`]));
+  const values = layout.shown.map((_, i) => rowText(row[`v${i}`]) ?? null);
   const full: Record<string, string | null> = { [layout.nameColumn]: rowName };
   const preview: Record<string, string | null> = { [layout.nameColumn]: cut(rowName) };
   layout.shown.forEach((column, i) => {
