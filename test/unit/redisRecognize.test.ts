@@ -15,7 +15,8 @@ import {
 } from '../../src/core/redis/recognize';
 import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey, redissonNameFromPrefixed, rwLockChannel } from '../../src/core/redis/redissonNames';
 import { globPrefix } from '../../src/core/redis/keyspaceReader';
-import { parseRedisEndpoint, redact } from '../../src/core/redis/endpoints';
+import { parseRedisEndpoint } from '../../src/core/redis/endpoints';
+import { redact } from '../../src/core/redact';
 import { keyspaceNotificationsOn } from '../../src/core/redis/liveWatch';
 
 const UUID = '1b4e28ba-2fa1-11d2-883f-0016d3cca427';

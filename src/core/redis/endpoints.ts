@@ -4,6 +4,7 @@
  * and password win, and neither ever appears in a message.
  */
 import { LockLensError } from '../errors';
+import { redact } from '../redact';
 
 export interface RedisEndpoint {
   readonly host: string;
@@ -57,9 +58,4 @@ function endpoint(host: string, port: number, db: number, tls: boolean, username
   if (port < 1 || port > 65535) throw bad();
   const label = `${host.includes(':') ? `[${host}]` : host}:${port}${db ? `/${db}` : ''}`;
   return { host, port, db, tls, username, password, label };
-}
-
-/** The endpoint text with any password replaced, for messages. */
-export function redact(text: string): string {
-  return text.replace(/(\/\/[^/@:]*:)[^@/]*@/, '$1***@');
 }

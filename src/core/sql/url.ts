@@ -6,7 +6,7 @@
  */
 import { LockLensError } from '../errors';
 import type { TlsOptions } from '../profile';
-import { redact } from '../redis/endpoints';
+import { redact } from '../redact';
 
 export type SqlDialect = 'postgres' | 'mysql';
 
