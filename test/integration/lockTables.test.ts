@@ -16,7 +16,7 @@ import { MysqlSession } from '../../src/core/mysql/session';
 import { openConnection, targetOf } from '../../src/core/mysql/connect';
 import { openClient, pgSpecOf } from '../../src/core/postgres/connect';
 import { PostgresBackend } from '../../src/core/postgres/postgresBackend';
-import { numberPlaceholders, pgSession } from '../../src/core/postgres/session';
+import { pgSession } from '../../src/core/postgres/session';
 import type { LockTableSpec } from '../../src/core/profile';
 import { LockTables } from '../../src/core/sql/lockTables';
 import type { SqlWriteSession } from '../../src/core/sql/session';
@@ -59,10 +59,10 @@ const SPEC: LockTableSpec = { table: 'job_locks', nameColumn: 'job', holderColum
 async function postgresFixture(server: PostgresServer): Promise<Fixture> {
   const profile = { store: 'postgres' as const, endpoints: [server.url()], password: SUPERUSER_PASSWORD };
   const client: Client = await openClient(await pgSpecOf(profile));
-  const session: SqlWriteSession = {
-    ...pgSession(async (sql, params) => (await client.query(sql, [...params])).rows as Row[]),
-    execute: async (sql, params = []) => (await client.query(numberPlaceholders(sql), [...params])).rowCount ?? 0,
-  };
+  const session: SqlWriteSession = pgSession(
+    async (sql, params) => (await client.query(sql, [...params])).rows as Row[],
+    async (sql, params) => (await client.query(sql, [...params])).rowCount ?? 0,
+  );
   const libClient = await server.superuser();
   const lib = async (sql: string, params: unknown[] = []) => {
     const r = await libClient.query(sql, params);

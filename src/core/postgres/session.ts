@@ -2,7 +2,7 @@
  * The SqlSession the lock-table readers use, over a PostgreSQL connection: their `?` placeholders become `$1`, `$2`, …
  * (PostgreSQL's own), and rows come back as objects keyed by column name, as `pg` gives them.
  */
-import type { SqlRow, SqlSession, SqlWriteSession } from '../sql/session';
+import type { SqlRow, SqlWriteSession } from '../sql/session';
 
 /**
  * Numbers the `?` placeholders of `sql` as `$1`, `$2`, … A `?` inside a quoted string ('…'), a quoted identifier
@@ -53,14 +53,15 @@ function skipQuoted(sql: string, i: number): number {
 }
 
 /**
- * A SqlSession whose statements run through `query` (numbered for PostgreSQL); with `execute` (a statement's count of
- * changed rows, pg's rowCount), the SqlWriteSession a lock-table release needs.
+ * The SqlWriteSession whose statements run through `query` and `execute` (a statement's count of changed rows, pg's
+ * rowCount), numbered for PostgreSQL.
  */
-export function pgSession(query: Run<SqlRow[]>): SqlSession;
-export function pgSession(query: Run<SqlRow[]>, execute: Run<number>): SqlWriteSession;
-export function pgSession(query: Run<SqlRow[]>, execute?: Run<number>): SqlSession | SqlWriteSession {
-  const session: SqlSession = { dialect: 'postgres', query: (sql, params = []) => query(numberPlaceholders(sql), params) };
-  return execute ? { ...session, execute: (sql, params = []) => execute(numberPlaceholders(sql), params) } : session;
+export function pgSession(query: Run<SqlRow[]>, execute: Run<number>): SqlWriteSession {
+  return {
+    dialect: 'postgres',
+    query: (sql, params = []) => query(numberPlaceholders(sql), params),
+    execute: (sql, params = []) => execute(numberPlaceholders(sql), params),
+  };
 }
 
 type Run<T> = (sql: string, params: readonly unknown[]) => Promise<T>;
