@@ -25,7 +25,7 @@ import { rowText, type SqlSession } from '../sql/session';
 export const GET_LOCK_CONVENTION = 'mysql-get-lock';
 
 /** The processlist state of a thread waiting in GET_LOCK (MariaDB 10.11 and MySQL 8 alike). */
-export const USER_LOCK_STATE = 'User lock';
+const USER_LOCK_STATE = 'User lock';
 
 const QUERY_PREVIEW_BYTES = 4096;
 const ER_UNKNOWN_TABLE = 1109;

@@ -12,7 +12,7 @@ import type { LockMember, LockState, SessionInfo } from '../lockState';
 import { keyId } from '../keys';
 import { altNameOfKey, keyOfRow, nameOfKey, rowOfKey, type AdvisoryKey } from './advisoryKeys';
 
-export const CONVENTION = 'pg-advisory';
+const CONVENTION = 'pg-advisory';
 /** What pg_stat_activity shows as the query of a session the reader may not see. */
 export const INSUFFICIENT_PRIVILEGE = '<insufficient privilege>';
 /** At most this much of a session's statement is read (track_activity_query_size is 1 KB by default anyway). */

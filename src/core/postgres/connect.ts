@@ -159,7 +159,7 @@ function probeServer(url: SqlUrl, timeoutMs: number): Promise<Seen> {
 const CONNECTION_GONE = /^(57P0[1-3]|08)/;
 
 /** Whether `e` left its connection unusable (the next statement needs a new one). */
-export function isConnectionError(e: unknown): boolean {
+function isConnectionError(e: unknown): boolean {
   if (e instanceof DatabaseError) return CONNECTION_GONE.test(e.code ?? '');
   return !(e instanceof LockLensError && e.code !== 'TIMEOUT');
 }

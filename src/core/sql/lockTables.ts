@@ -43,7 +43,7 @@ export interface LockTablesReading {
  * first read, then again every this many reads (a table a migration creates shows up within that many polls), and at
  * once after any failure (a table dropped or altered).
  */
-export const REDISCOVER_EVERY_READS = 30;
+const REDISCOVER_EVERY_READS = 30;
 
 /** More than any clock skew between the database and its clients, less than any time zone's offset from UTC. */
 const ZONE_SKEW_S = 15 * 60;

@@ -113,7 +113,7 @@ const RECOGNISED_SEED = ['lock'];
 const RECOGNISED = ['shedlock', 'databasechangeloglock', ...RECOGNISED_SEED];
 
 /** Table names the catalog query asks for: each recognised name as the library writes it, in either case (MariaDB's are case-sensitive on Linux). */
-export function catalogNames(specs: readonly LockTableSpec[]): { unqualified: string[]; qualified: TableRef[] } {
+function catalogNames(specs: readonly LockTableSpec[]): { unqualified: string[]; qualified: TableRef[] } {
   const unqualified = new Set(RECOGNISED.flatMap((n) => [n, n.toUpperCase()]));
   const qualified: TableRef[] = [];
   for (const spec of specs) {
