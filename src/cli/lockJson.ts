@@ -1,7 +1,8 @@
 import type { Capabilities } from '../core/backend';
 import { displayKey, isUtf8 } from '../core/keys';
 import { remainingTtl, type LeaseInfo } from '../core/leaseInfo';
-import type { LockMember, LockState, SessionInfo } from '../core/lockState';
+import { goesWithConnection, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
+import { queryPreview, sessionWho } from '../core/sql/sessionText';
 
 /**
  * One member of a lock in `locklens list --json`: the documented shape (`keyBase64` only for non-UTF-8 keys), the
@@ -119,8 +120,7 @@ export function ownerText(e: EntryJson, owner: Capabilities['owner']): string {
       return `session ${e.owner || '(none: a persistent node, never expires)'}`;
     case 'connection': {
       if (!e.session) return e.owner ? `locked by ${e.owner}` : 'holder not recorded';
-      const who = [e.session.application, e.session.user && e.session.client ? `${e.session.user}@${e.session.client}` : (e.session.user ?? e.session.client)];
-      const known = who.filter(Boolean).join(', ');
+      const known = [e.session.application, sessionWho(e.session)].filter(Boolean).join(', ');
       return `connection ${e.owner}${known ? ` (${known})` : ''}`;
     }
     case 'token':
@@ -129,9 +129,10 @@ export function ownerText(e: EntryJson, owner: Capabilities['owner']): string {
 }
 
 /** The human form of a lock in a listing (every TTL sampled): a heading and one line per member, holders first. */
-export function lockText(lock: ReturnType<typeof lockJson>, capabilities: Capabilities): string {
+export function lockText(lock: LockState, lease: (id: string) => LeaseInfo | undefined, capabilities: Capabilities): string {
   const roles = lock.kind === 'election' ? ['leader', 'candidate'] : ['holder', 'waiter'];
-  const line = (role: string, e: EntryJson) => {
+  const line = (role: string, m: LockMember) => {
+    const e = entryJson(m, lease, capabilities);
     const parts = [`  ${role.padEnd(9)} ${e.key}`, ownerText(e, capabilities.owner)];
     if (e.holds !== null) parts.push(`holds ${e.holds}`);
     if (e.token !== null) parts.push(`token ${e.token}`);
@@ -139,15 +140,14 @@ export function lockText(lock: ReturnType<typeof lockJson>, capabilities: Capabi
     // A store without TTLs (ZooKeeper: a node lasts as long as its session, whose time left cannot be read) has none
     // to show, and saying "never expires" of a session's node would be false; nor of a SQL session's lock, which ends
     // with its connection (only a lock-table row, which names no session, can be held forever).
-    const endsWithSession = capabilities.owner === 'connection' && e.session !== undefined;
-    if (capabilities.ttl && !endsWithSession) parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
+    if (capabilities.ttl && !goesWithConnection(m, capabilities.owner)) parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
     if (e.quorum) parts.push(`on ${e.quorum.agree}/${e.quorum.of} instances${e.quorum.majority ? '' : ' (no majority)'}`);
     if (e.data) parts.push(`data ${JSON.stringify(e.data)}`);
-    if (e.session?.query) parts.push(`query ${JSON.stringify(e.session.query.length > 120 ? `${e.session.query.slice(0, 120)}…` : e.session.query)}`);
+    if (e.session?.query) parts.push(`query ${JSON.stringify(queryPreview(e.session.query, 120))}`);
     return parts.join('  ');
   };
   return [
-    `${lock.name}${lock.altName ? ` = ${lock.altName}` : ''}  (${lock.kind}, ${lock.waiters.length} waiting)`,
+    `${displayKey(lock.name)}${lock.altName ? ` = ${lock.altName}` : ''}  (${lock.kind}, ${lock.waiters.length} waiting)`,
     ...(lock.holder ? [line(roles[0], lock.holder)] : []),
     ...(lock.sharedWith ?? []).map((e) => line(roles[0], e)),
     ...lock.waiters.map((w) => line(roles[1], w)),

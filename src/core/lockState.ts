@@ -4,6 +4,7 @@
  * a lease and a create revision; a Redisson holder has a hold count; a redis-py token lock has neither waiters nor a
  * fencing token) and leaves the rest null, so a view shows what a store has and never invents the rest.
  */
+import type { Capabilities } from './backend';
 
 /** How a lock behaves: one queue (holder, then waiters), one key (held while it exists), an election, or a read/write lock. */
 export type LockKind = 'queue' | 'single' | 'election' | 'readwrite';
@@ -78,6 +79,15 @@ export interface LockState {
   readonly sharedWith?: readonly LockMember[];
   /** In queue order: the order in which they will hold it. */
   readonly waiters: readonly LockMember[];
+}
+
+/**
+ * Whether a member goes with a database connection (a PostgreSQL advisory lock, a GET_LOCK): it has no TTL and is never
+ * held forever, its connection is what ends it. A lock-table row in the same store names its holder in a column and
+ * expires, if at all, with its expiry column.
+ */
+export function goesWithConnection(member: LockMember, owner: Capabilities['owner']): boolean {
+  return owner === 'connection' && member.lease !== '' && member.lease === member.owner;
 }
 
 /** Whether a member shown per instance (`quorum`) holds on a majority of them; true when there is no quorum to check. */

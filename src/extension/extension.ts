@@ -50,6 +50,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   const records = new LockRecords(registry, probe, context.globalStorageUri, log);
   const tree = new LockTreeProvider(registry, heldLocks, (c, lockId) => records.stats.figures(c.name, lockId));
   const view = vscode.window.createTreeView('locklens.locks', { treeDataProvider: tree, showCollapseAll: true });
+  tree.setVisible(view.visible);
+  context.subscriptions.push(view.onDidChangeVisibility((e) => tree.setVisible(e.visible)));
   const timeline = registerTimeline(context, registry, tree, probe, view);
   const history = registerHistory(register, registry, tree, view, records, timeline.showPast);
   const stores = new StorePackages(context.extension);

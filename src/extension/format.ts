@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { Capabilities, StoreKind } from '../core/backend';
 import { displayKey } from '../core/keys';
 import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
-import type { LockMember } from '../core/lockState';
+import { goesWithConnection, type LockMember } from '../core/lockState';
 import type { ClusterConnection } from './connections';
 
 /** 42s, 5m 3s, 2h 5m, 3d 4h: the two largest units, as people read ages and TTLs at a glance. */
@@ -39,7 +39,7 @@ type OwnerKind = Capabilities['owner'];
  */
 export function showsTtl(health: MemberHealth, caps: Pick<Capabilities, 'ttl' | 'owner'>): boolean {
   if (!health.member.lease) return true;
-  return caps.ttl && (caps.owner !== 'connection' || health.lease !== undefined);
+  return caps.ttl && !goesWithConnection(health.member, caps.owner);
 }
 
 export function formatTtl(health: MemberHealth, owner: OwnerKind): string {
@@ -104,7 +104,7 @@ export function ownerLabel(owner: OwnerKind, id: string): string {
  * it is a lock-table row, which no connection owns: its owner is whoever the row's holder column names.
  */
 export function memberOwnerLabel(owner: OwnerKind, member: LockMember, shown: string): string {
-  return owner === 'connection' && member.lease !== member.owner ? vscode.l10n.t('locked by {0}', shown) : ownerLabel(owner, shown);
+  return owner === 'connection' && !goesWithConnection(member, owner) ? vscode.l10n.t('locked by {0}', shown) : ownerLabel(owner, shown);
 }
 
 /** A few words for a trouble, where a sentence does not fit (pickers). */

@@ -3,6 +3,7 @@ import type { Capabilities } from '../core/backend';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
 import type { LockFigures } from '../core/lockStats';
+import { queryPreview, sessionWho } from '../core/sql/sessionText';
 import { members, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
 import type { ClusterConnection, ConnectionRegistry } from './connections';
 import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, memberOwnerLabel, showsTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
@@ -81,6 +82,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   private readonly shownTrouble = new Map<string, Trouble | undefined>();
   private pendingAll = false;
   private flushTimer?: NodeJS.Timeout;
+  private ageTimer?: NodeJS.Timeout;
   private readonly subscriptions: vscode.Disposable[] = [];
 
   constructor(
@@ -97,8 +99,13 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
       asVscode(registry.onDidChangeLeases(({ connection, infos }) => this.leasesChanged(connection, new Set(infos.map((i) => i.id))))),
       asVscode(heldLocks.onDidChange(() => this.ownershipChanged())),
     );
-    const ages = setInterval(() => this.agesChanged(), AGE_REDRAW_MS);
-    this.subscriptions.push(new vscode.Disposable(() => clearInterval(ages)));
+    this.subscriptions.push(new vscode.Disposable(() => clearInterval(this.ageTimer)));
+  }
+
+  /** Ages are redrawn only while the view is seen: a hidden view costs nothing. */
+  setVisible(visible: boolean): void {
+    clearInterval(this.ageTimer);
+    this.ageTimer = visible ? setInterval(() => this.agesChanged(), AGE_REDRAW_MS) : undefined;
   }
 
   getChildren(node?: LockTreeNode): LockTreeNode[] {
@@ -531,8 +538,7 @@ function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: Cluste
 
 /** "billing-worker · svc@10.0.0.5:51234": the session behind a SQL member, as far as the reader may see it. */
 function sessionSummary(s: SessionInfo): string {
-  const who = s.user && s.client ? `${s.user}@${s.client}` : (s.user ?? s.client);
-  return [s.application, who].filter(Boolean).join(' · ') || vscode.l10n.t('session details hidden');
+  return [s.application, sessionWho(s)].filter(Boolean).join(' · ') || vscode.l10n.t('session details hidden');
 }
 
 /** The database session behind a member, a row each: what the person deciding to terminate it needs to know. */
@@ -544,7 +550,7 @@ function sessionRows(s: SessionInfo, id: string, row: (label: string, value: str
   if (s.connectedAt !== undefined) row(vscode.l10n.t('Connected'), new Date(s.connectedAt).toLocaleString());
   if (s.state) row(vscode.l10n.t('State'), s.state);
   if (s.waitingSince !== undefined) row(vscode.l10n.t('Waiting since'), new Date(s.waitingSince).toLocaleTimeString());
-  if (s.query) row(vscode.l10n.t('Query'), s.query.length > 300 ? `${s.query.slice(0, 300)}…` : s.query);
+  if (s.query) row(vscode.l10n.t('Query'), queryPreview(s.query, 300));
 }
 
 /** "queue (Go concurrency.Mutex, etcdctl lock, jetcd)": how the lock behaves, and whose layout its members follow. */

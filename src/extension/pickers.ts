@@ -53,7 +53,6 @@ export async function pickLock(connection: ClusterConnection, title: string, wan
   return orCancel(picked).lock;
 }
 
-/** Who holds, for a sentence: its key, or its owner where the one member is the lock's own key (a token lock). */
 /**
  * Who holds, in a few words: a queue's member by its key; a single-key lock by its owner (a token, a lease, a lock-table
  * row's holder column, whose key is only the row's name), or by its key when it names none.

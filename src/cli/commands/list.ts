@@ -44,7 +44,7 @@ ${CONNECTION_HELP}`,
       // What the store would not show goes to stderr, so that a script reading the listing still gets only the listing.
       if (listing.hidden) out.stderr(`note: ${listing.hidden}`);
       if (values.json) out.stdout(JSON.stringify({ revision: listing.revision, locks: json, ...(listing.hidden ? { hidden: listing.hidden } : {}) }, null, 2));
-      else out.stdout(json.length ? json.map((l) => lockText(l, backend.capabilities)).join('\n\n') : `no locks under ${prefixes.map((p) => `'${p}'`).join(', ')}`);
+      else out.stdout(json.length ? listing.locks.map((l) => lockText(l, (id) => listing.lease(id), backend.capabilities)).join('\n\n') : `no locks under ${prefixes.map((p) => `'${p}'`).join(', ')}`);
       return 0;
     } finally {
       backend.close();

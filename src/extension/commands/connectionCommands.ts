@@ -4,6 +4,7 @@ import { LockLensError } from '../../core/errors';
 import { STORE_KINDS, type StoreKind } from '../../core/backend';
 import { checkEndpoints } from '../../core/backends';
 import { splitEndpoints } from '../../core/profile';
+import { parseSqlUrl, sqlDialectOf } from '../../core/sql/url';
 import type { ClusterConnection, ConnectionRegistry } from '../connections';
 import { STORE_NAMES } from '../format';
 import { nodeId, type LockTreeNode } from '../lockTree';
@@ -176,7 +177,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     password = ''; // authentication turned off: delete the stored password rather than keep it for later
   }
 
-  const wantsTls = endpoints.some((e) => e.startsWith('https://') || e.startsWith('rediss://') || /[?&](sslmode|ssl)=(?!disable|false)/.test(e));
+  const wantsTls = endpoints.some((e) => e.startsWith('https://') || e.startsWith('rediss://') || (sqlDialectOf(e) !== undefined && parseSqlUrl(e).tlsMode !== 'disable'));
   const tlsChoice = setup.tls
     ? orCancel(
         await vscode.window.showQuickPick(
