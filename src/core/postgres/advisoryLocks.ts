@@ -176,7 +176,7 @@ function lockOf(key: AdvisoryKey, rows: readonly AdvisoryRow[]): LockState {
   };
 }
 
-/** The locks of a reading's rows, in no particular order (listings and the watch's model sort by name). */
+/** The locks of a reading's rows, in name order. */
 export function locksOfRows(rows: readonly AdvisoryRow[]): LockState[] {
   const byKey = new Map<string, { key: AdvisoryKey; rows: AdvisoryRow[] }>();
   for (const r of rows) {
@@ -185,7 +185,7 @@ export function locksOfRows(rows: readonly AdvisoryRow[]): LockState[] {
     if (!entry) byKey.set(id, (entry = { key: keyOfRow(BigInt(r.classid), BigInt(r.objid), r.objsubid), rows: [] }));
     entry.rows.push(r);
   }
-  return [...byKey.values()].map((e) => lockOf(e.key, e.rows));
+  return [...byKey.values()].map((e) => lockOf(e.key, e.rows)).sort((a, b) => Buffer.compare(a.name, b.name));
 }
 
 /**
