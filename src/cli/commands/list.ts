@@ -40,11 +40,15 @@ ${CONNECTION_HELP}`,
     const backend = await connect(values);
     try {
       const listing = await backend.list(prefixes);
-      const json = listing.locks.map((l) => lockJson(l, (id) => listing.lease(id), backend.capabilities));
+      const lease = (id: string) => listing.lease(id);
       // What the store would not show goes to stderr, so that a script reading the listing still gets only the listing.
       if (listing.hidden) out.stderr(`note: ${listing.hidden}`);
-      if (values.json) out.stdout(JSON.stringify({ revision: listing.revision, locks: json, ...(listing.hidden ? { hidden: listing.hidden } : {}) }, null, 2));
-      else out.stdout(json.length ? listing.locks.map((l) => lockText(l, (id) => listing.lease(id), backend.capabilities)).join('\n\n') : `no locks under ${prefixes.map((p) => `'${p}'`).join(', ')}`);
+      if (values.json) {
+        const locks = listing.locks.map((l) => lockJson(l, lease, backend.capabilities));
+        out.stdout(JSON.stringify({ revision: listing.revision, locks, ...(listing.hidden ? { hidden: listing.hidden } : {}) }, null, 2));
+      } else {
+        out.stdout(listing.locks.length ? listing.locks.map((l) => lockText(l, lease, backend.capabilities)).join('\n\n') : `no locks under ${prefixes.map((p) => `'${p}'`).join(', ')}`);
+      }
       return 0;
     } finally {
       backend.close();
