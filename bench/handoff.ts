@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { EtcdConnection } from '../src/core/etcd/connection';
+import type { EtcdConnection } from '../src/core/etcd/connect';
 import { readPrefix } from '../src/core/etcd/keyspace';
 import { Mutex } from '../src/core/etcd/mutex';
 import { Session } from '../src/core/etcd/session';

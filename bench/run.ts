@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EtcdConnection } from '../src/core/etcd/connection';
+import { EtcdConnection } from '../src/core/etcd/connect';
 import { startEtcd } from '../test/harness/etcd';
 import { download } from './download';
 import { historyLeases, historyReplay } from './history';

@@ -3,7 +3,7 @@ import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readFileSync, rm
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runTests } from '@vscode/test-electron';
-import type { EtcdConnection } from '../src/core/etcd/connection';
+import type { EtcdConnection } from '../src/core/etcd/connect';
 import { readPrefixes } from '../src/core/etcd/keyspace';
 import { leaseHex } from '../src/core/keys';
 import { LeaseTracker } from '../src/core/etcd/leases';

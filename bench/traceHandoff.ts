@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EtcdConnection } from '../src/core/etcd/connection';
+import { EtcdConnection } from '../src/core/etcd/connect';
 import { startEtcd } from '../test/harness/etcd';
 import { handoffRound, type Tool } from './handoff';
 import { ROOT } from './paths';

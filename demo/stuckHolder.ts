@@ -1,4 +1,4 @@
-import { EtcdConnection } from '../src/core/etcd/connection';
+import { EtcdConnection } from '../src/core/etcd/connect';
 import { errorMessage } from '../src/core/errors';
 import { Mutex } from '../src/core/etcd/mutex';
 import { Session } from '../src/core/etcd/session';

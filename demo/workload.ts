@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events';
-import { call, EtcdConnection } from '../src/core/etcd/connection';
+import { call, EtcdConnection } from '../src/core/etcd/connect';
 import { errorMessage, isLockLensError } from '../src/core/errors';
 import { leaseDecimal } from '../src/core/keys';
 import { Mutex } from '../src/core/etcd/mutex';

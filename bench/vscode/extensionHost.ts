@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../src/extension/extension';
 import type { LockTreeNode } from '../../src/extension/lockTree';
-import type { ClusterWatch } from '../../src/core/etcd/clusterWatch';
+import type { EtcdLockWatch } from '../../src/core/etcd/liveWatch';
 import type { EtcdBackend } from '../../src/core/etcd/etcdBackend';
 
 /**
@@ -124,7 +124,7 @@ export async function run(): Promise<void> {
         txns.push(etcd.client.kv.txn({ success }));
       }
       await Promise.all(txns);
-      await (connection.watch as ClusterWatch).live.sync(60_000);
+      await (connection.watch as EtcdLockWatch).live.sync(60_000);
       burstMs = performance.now() - t0;
       // The tree redraws once per turn of the event loop: let the last one out.
       await sleep(50);

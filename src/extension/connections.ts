@@ -12,17 +12,17 @@ import { leaseSampleIntervalMs, pollIntervalMs, readConnections, toProfile, type
 export type ConnectionState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'error';
 
 /** Runs before a connection closes: held locks are released while the store can still be told. */
-export type CloseHook = (connection: ClusterConnection) => Promise<void>;
+export type CloseHook = (connection: StoreConnection) => Promise<void>;
 
 /**
  * One configured store (an etcd cluster, a Redis instance or a redlock set) as the extension sees it: its settings,
  * its connection state (with the reason when it is not connected), and while connected its backend and the live watch
  * of its prefixes. Views listen to its events and read the backend's capabilities; none of them asks which store it is.
  */
-export class ClusterConnection implements vscode.Disposable {
+export class StoreConnection implements vscode.Disposable {
   private currentState: ConnectionState = 'disconnected';
   private lastError?: LockLensError;
-  private openBackend?: LockBackend;
+  private opened?: LockBackend;
   private lockWatch?: LockWatch;
   private watchSubscriptions: { dispose(): void }[] = [];
   private connecting?: Promise<void>;
@@ -35,7 +35,7 @@ export class ClusterConnection implements vscode.Disposable {
   hidden?: string;
   clock = new LockClock();
 
-  private readonly stateEmitter = new Emitter<ClusterConnection>();
+  private readonly stateEmitter = new Emitter<StoreConnection>();
   private readonly locksEmitter = new Emitter<ChangeSet>();
   private readonly leasesEmitter = new Emitter<readonly LeaseInfo[]>();
   readonly onDidChangeState = this.stateEmitter.event;
@@ -76,7 +76,7 @@ export class ClusterConnection implements vscode.Disposable {
 
   /** The open backend, or undefined while not connected. */
   get backend(): LockBackend | undefined {
-    return this.openBackend;
+    return this.opened;
   }
 
   get watch(): LockWatch | undefined {
@@ -86,9 +86,9 @@ export class ClusterConnection implements vscode.Disposable {
   /** The open backend, connecting first if needed; throws the reason it could not. */
   async open(): Promise<LockBackend> {
     await this.disconnecting;
-    if (!this.openBackend) await this.connect();
-    if (!this.openBackend) throw this.lastError ?? new LockLensError('CLOSED', vscode.l10n.t('{0} is not connected', this.name));
-    return this.openBackend;
+    if (!this.opened) await this.connect();
+    if (!this.opened) throw this.lastError ?? new LockLensError('CLOSED', vscode.l10n.t('{0} is not connected', this.name));
+    return this.opened;
   }
 
   connect(): Promise<void> {
@@ -98,17 +98,17 @@ export class ClusterConnection implements vscode.Disposable {
   }
 
   private async doConnect(): Promise<void> {
-    if (this.openBackend) return;
+    if (this.opened) return;
     this.setState('connecting');
     try {
       const profile = toProfile(this.settings, await this.secrets.get(this.name));
-      this.openBackend = await openBackend(profile);
+      this.opened = await openBackend(profile);
       this.log.info(`${this.name}: connected to ${this.settings.endpoints.join(', ')}`);
       this.lastError = undefined;
       await this.startWatch();
     } catch (e) {
-      this.openBackend?.close();
-      this.openBackend = undefined;
+      this.opened?.close();
+      this.opened = undefined;
       this.lastError = e instanceof LockLensError ? e : new LockLensError('STORE', errorMessage(e), { cause: e });
       this.log.error(`${this.name}: ${this.lastError.message}`);
       this.setState('error');
@@ -123,19 +123,19 @@ export class ClusterConnection implements vscode.Disposable {
 
   private async doDisconnect(): Promise<void> {
     await this.connecting;
-    const backend = this.openBackend;
+    const backend = this.opened;
     if (!backend) return this.setState('disconnected');
     for (const hook of this.closeHooks) await hook(this).catch((e) => this.log.error(`${this.name}: ${errorMessage(e)}`));
     this.stopWatch();
     backend.close();
-    this.openBackend = undefined;
+    this.opened = undefined;
     this.log.info(`${this.name}: disconnected`);
     this.setState('disconnected');
   }
 
   /** Re-reads every prefix from scratch (a new watch), as after a reconnect. */
   async refresh(): Promise<void> {
-    if (!this.openBackend) return this.connect();
+    if (!this.opened) return this.connect();
     this.stopWatch();
     await this.startWatch();
   }
@@ -147,27 +147,27 @@ export class ClusterConnection implements vscode.Disposable {
     const before = this.settings;
     this.settings = settings;
     if (connectionIdentity(before) !== connectionIdentity(settings)) {
-      if (this.openBackend || this.state === 'error') {
+      if (this.opened || this.state === 'error') {
         await this.disconnect();
         await this.connect();
       }
     } else if (JSON.stringify(before.prefixes ?? []) !== JSON.stringify(settings.prefixes ?? [])) {
-      if (this.openBackend) await this.refresh();
+      if (this.opened) await this.refresh();
       else this.stateEmitter.fire(this);
     }
   }
 
   dispose(): void {
     this.stopWatch();
-    this.openBackend?.close();
-    this.openBackend = undefined;
+    this.opened?.close();
+    this.opened = undefined;
     this.stateEmitter.dispose();
     this.locksEmitter.dispose();
     this.leasesEmitter.dispose();
   }
 
   private async startWatch(): Promise<void> {
-    const backend = this.openBackend!;
+    const backend = this.opened!;
     this.clock = new LockClock();
     if (this.prefixes.length === 0) return this.setState('connected');
     const watch = backend.watch(
@@ -234,11 +234,11 @@ function connectionIdentity(settings: ConnectionSettings): string {
 
 /** The configured connections, kept in step with the `locklens.connections` setting. */
 export class ConnectionRegistry implements vscode.Disposable {
-  private readonly connections = new Map<string, ClusterConnection>();
+  private readonly connections = new Map<string, StoreConnection>();
   private readonly changeEmitter = new Emitter<void>();
-  private readonly stateEmitter = new Emitter<ClusterConnection>();
-  private readonly locksEmitter = new Emitter<{ connection: ClusterConnection; changes: ChangeSet }>();
-  private readonly leasesEmitter = new Emitter<{ connection: ClusterConnection; infos: readonly LeaseInfo[] }>();
+  private readonly stateEmitter = new Emitter<StoreConnection>();
+  private readonly locksEmitter = new Emitter<{ connection: StoreConnection; changes: ChangeSet }>();
+  private readonly leasesEmitter = new Emitter<{ connection: StoreConnection; infos: readonly LeaseInfo[] }>();
   /** Connections were added, removed or renamed. */
   readonly onDidChange = this.changeEmitter.event;
   readonly onDidChangeState = this.stateEmitter.event;
@@ -252,11 +252,11 @@ export class ConnectionRegistry implements vscode.Disposable {
     private readonly log: vscode.LogOutputChannel,
   ) {}
 
-  all(): ClusterConnection[] {
+  all(): StoreConnection[] {
     return [...this.connections.values()];
   }
 
-  get(name: string): ClusterConnection | undefined {
+  get(name: string): StoreConnection | undefined {
     return this.connections.get(name);
   }
 
@@ -266,15 +266,15 @@ export class ConnectionRegistry implements vscode.Disposable {
   }
 
   /** Brings the connections in line with settings; returns the ones that are new. Calls run one after another. */
-  sync(): Promise<ClusterConnection[]> {
+  sync(): Promise<StoreConnection[]> {
     const run = this.syncing.then(() => this.syncNow());
     this.syncing = run.catch(() => undefined);
     return run;
   }
 
-  private async syncNow(): Promise<ClusterConnection[]> {
+  private async syncNow(): Promise<StoreConnection[]> {
     const wanted = readConnections();
-    const added: ClusterConnection[] = [];
+    const added: StoreConnection[] = [];
     for (const [name, c] of this.connections) {
       if (!wanted.some((w) => w.name === name)) {
         this.connections.delete(name);
@@ -288,7 +288,7 @@ export class ConnectionRegistry implements vscode.Disposable {
       const existing = this.connections.get(settings.name);
       if (existing) await existing.update(settings);
       else {
-        const c = new ClusterConnection(settings, this.secrets, this.log, this.closeHooks);
+        const c = new StoreConnection(settings, this.secrets, this.log, this.closeHooks);
         c.onDidChangeState((x) => this.stateEmitter.fire(x));
         c.onDidChangeLocks((changes) => this.locksEmitter.fire({ connection: c, changes }));
         c.onDidChangeLeases((infos) => this.leasesEmitter.fire({ connection: c, infos }));

@@ -36,7 +36,7 @@ let shutdown: (() => Promise<void>) | undefined;
 
 /**
  * Wires the core to VS Code: connections from settings (secrets from SecretStorage), the Locks tree fed by their
- * events, the commands, and the held-locks status bar item. Data flows one way: etcd → core model → views; every
+ * events, the commands, and the held-locks status bar item. Data flows one way: store → core model → views; every
  * command acts through the core.
  */
 export async function activate(context: vscode.ExtensionContext): Promise<LockLensApi> {

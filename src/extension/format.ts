@@ -3,7 +3,7 @@ import type { Capabilities, StoreKind } from '../core/backend';
 import { displayKey } from '../core/keys';
 import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
 import { goesWithConnection, type LockMember } from '../core/lockState';
-import type { ClusterConnection } from './connections';
+import type { StoreConnection } from './connections';
 
 /** 42s, 5m 3s, 2h 5m, 3d 4h: the two largest units, as people read ages and TTLs at a glance. */
 export function formatDuration(ms: number): string {
@@ -189,7 +189,7 @@ export function troubleIcon(trouble: Trouble | undefined, fallback: string): vsc
 }
 
 /** A connection's state in a few words, with the reason when it is not working. */
-export function stateText(c: ClusterConnection): string {
+export function stateText(c: StoreConnection): string {
   const reason = c.error?.message;
   switch (c.state) {
     case 'connected':

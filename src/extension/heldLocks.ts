@@ -3,11 +3,11 @@ import type { Capabilities, LockHold, LockMode, QueuePosition } from '../core/ba
 import { Emitter } from '../core/emitter';
 import { LockLensError, errorMessage } from '../core/errors';
 import { ownerField, type AuditEntry, type AuditLog } from './audit';
-import type { ClusterConnection, ConnectionRegistry } from './connections';
+import type { StoreConnection, ConnectionRegistry } from './connections';
 
 /** A lock this VS Code window holds, on a lease (or token) of its own. */
 export interface HeldLock {
-  readonly connection: ClusterConnection;
+  readonly connection: StoreConnection;
   readonly name: Buffer;
   readonly hold: LockHold;
   /** How the store calls the hold's owner (a lease, a token): read once, as the connection may close before the audit. */
@@ -15,7 +15,7 @@ export interface HeldLock {
 }
 
 export interface AcquireRequest {
-  readonly connection: ClusterConnection;
+  readonly connection: StoreConnection;
   readonly name: Buffer;
   readonly ttl: number;
   /** A read/write lock: for reading or writing. */
@@ -33,7 +33,7 @@ export interface AcquireRequest {
 export class HeldLocks implements vscode.Disposable {
   private readonly held = new Set<HeldLock>();
   /** Acquires still waiting (or connecting), so that closing a connection can stop them first. */
-  private readonly attempts = new Set<{ readonly connection: ClusterConnection; abort(): void; readonly done: Promise<void> }>();
+  private readonly attempts = new Set<{ readonly connection: StoreConnection; abort(): void; readonly done: Promise<void> }>();
   private readonly changeEmitter = new Emitter<void>();
   private readonly lostEmitter = new Emitter<{ lock: HeldLock; reason: LockLensError }>();
   readonly onDidChange = this.changeEmitter.event;
@@ -55,11 +55,11 @@ export class HeldLocks implements vscode.Disposable {
    * The hold behind a member the model shows on `connection`, if it is ours. The owner is compared too: a Redis token
    * lock's one member is the lock's own key, which another client can hold under the same key once ours has expired.
    */
-  holding(connection: ClusterConnection, member: { readonly key: Uint8Array; readonly owner: string }): HeldLock | undefined {
+  holding(connection: StoreConnection, member: { readonly key: Uint8Array; readonly owner: string }): HeldLock | undefined {
     return this.all().find((h) => h.connection === connection && h.hold.key.equals(member.key) && h.hold.owner === member.owner);
   }
 
-  owns(connection: ClusterConnection, member: { readonly key: Uint8Array; readonly owner: string }): boolean {
+  owns(connection: StoreConnection, member: { readonly key: Uint8Array; readonly owner: string }): boolean {
     return this.holding(connection, member) !== undefined;
   }
 
@@ -122,7 +122,7 @@ export class HeldLocks implements vscode.Disposable {
   }
 
   /** Stops the attempts still queueing, then releases what is held: before a connection closes, and at shutdown. */
-  async releaseAll(connection?: ClusterConnection): Promise<void> {
+  async releaseAll(connection?: StoreConnection): Promise<void> {
     const waiting = [...this.attempts].filter((a) => !connection || a.connection === connection);
     waiting.forEach((a) => a.abort());
     await Promise.all(waiting.map((a) => a.done));

@@ -6,7 +6,7 @@ import { displayKey } from '../core/keys';
 import { holdBound, type LockFigures, type ObservedHold, type Spread } from '../core/lockStats';
 import type { LockState } from '../core/lockState';
 import type { RegisterCommand } from './commandRunner';
-import type { ClusterConnection, ConnectionRegistry } from './connections';
+import type { StoreConnection, ConnectionRegistry } from './connections';
 import { appendUntrusted, formatSpan, STORE_NAMES, tooltip } from './format';
 import type { LockRecords } from './lockRecords';
 import type { LockTreeNode, LockTreeProvider } from './lockTree';
@@ -16,7 +16,7 @@ export const HISTORY_VIEW = 'locklens.history';
 
 /** The lock the view shows: chosen in the Locks view (selection or Show History), or picked. */
 interface Target {
-  readonly connection: ClusterConnection;
+  readonly connection: StoreConnection;
   readonly lockId: string;
   readonly name: Buffer;
   readonly single: boolean;
@@ -256,7 +256,7 @@ export function registerHistory(
   const provider = new LockHistoryProvider(records);
   const view = vscode.window.createTreeView(HISTORY_VIEW, { treeDataProvider: provider });
 
-  const targetOf = (connection: ClusterConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: lock.kind === 'single' });
+  const targetOf = (connection: StoreConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: lock.kind === 'single' });
   const describe = (t: Target) => {
     view.description = `${displayKey(t.name)} · ${t.connection.name}`;
   };

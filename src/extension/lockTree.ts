@@ -5,7 +5,7 @@ import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../co
 import type { LockFigures } from '../core/lockStats';
 import { queryPreview, sessionWho } from '../core/sql/sessionText';
 import { members, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
-import type { ClusterConnection, ConnectionRegistry } from './connections';
+import type { StoreConnection, ConnectionRegistry } from './connections';
 import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, memberOwnerLabel, showsTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
@@ -15,20 +15,20 @@ export type LockTreeNode = ConnectionNode | PrefixNode | LockNode | MemberNode |
 export interface ConnectionNode {
   readonly kind: 'connection';
   readonly id: string;
-  readonly connection: ClusterConnection;
+  readonly connection: StoreConnection;
 }
 
 export interface PrefixNode {
   readonly kind: 'prefix';
   readonly id: string;
-  readonly connection: ClusterConnection;
+  readonly connection: StoreConnection;
   readonly prefix: string;
 }
 
 export interface LockNode {
   readonly kind: 'lock';
   readonly id: string;
-  readonly connection: ClusterConnection;
+  readonly connection: StoreConnection;
   readonly prefix: string;
   readonly lockId: string;
 }
@@ -36,7 +36,7 @@ export interface LockNode {
 export interface MemberNode {
   readonly kind: 'member';
   readonly id: string;
-  readonly connection: ClusterConnection;
+  readonly connection: StoreConnection;
   readonly prefix: string;
   readonly lockId: string;
   readonly keyId: string;
@@ -46,7 +46,7 @@ export interface MemberNode {
 export interface HintNode {
   readonly kind: 'hint';
   readonly id: string;
-  readonly connection: ClusterConnection;
+  readonly connection: StoreConnection;
 }
 
 /** What a node shows now: the lock and the member's health, read from the live model when asked. */
@@ -89,7 +89,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     private readonly registry: ConnectionRegistry,
     private readonly heldLocks: HeldLocks,
     /** What LockLens recorded of a lock over time, for its tooltip. */
-    private readonly figures: (connection: ClusterConnection, lockId: string) => LockFigures | undefined = () => undefined,
+    private readonly figures: (connection: StoreConnection, lockId: string) => LockFigures | undefined = () => undefined,
   ) {
     this.subscriptions.push(
       this.changeEmitter,
@@ -185,7 +185,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
    * Each member's health, computed once per lock state per redraw: every member row of a lock asks for it, and
    * computing it per row would be quadratic in the queue's length.
    */
-  health(connection: ClusterConnection, lock: LockState): MemberHealth[] {
+  health(connection: StoreConnection, lock: LockState): MemberHealth[] {
     const cached = this.healthCache.get(lock);
     if (cached && cached.generation === this.generation) return cached.health;
     const health = freshHealth(connection, lock);
@@ -205,11 +205,11 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     return (node.connection.watch?.locks() ?? []).filter((lock) => hasPrefix(lock.name, prefix) || members(lock).some((m) => hasPrefix(m.key, prefix)));
   }
 
-  private lockNode(connection: ClusterConnection, prefix: string, lockId: string): LockNode {
+  private lockNode(connection: StoreConnection, prefix: string, lockId: string): LockNode {
     return this.node({ kind: 'lock', id: nodeId('l', connection.name, prefix, lockId), connection, prefix, lockId });
   }
 
-  private memberNode(connection: ClusterConnection, prefix: string, lockId: string, key: Buffer): MemberNode {
+  private memberNode(connection: StoreConnection, prefix: string, lockId: string, key: Buffer): MemberNode {
     const kid = keyId(key);
     return this.node({ kind: 'member', id: nodeId('m', connection.name, prefix, lockId, kid), connection, prefix, lockId, keyId: kid });
   }
@@ -321,7 +321,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     return fresh;
   }
 
-  private locksChanged(connection: ClusterConnection, changed: readonly string[], removed: readonly string[]): void {
+  private locksChanged(connection: StoreConnection, changed: readonly string[], removed: readonly string[]): void {
     const changedIds = new Set(changed);
     const removedIds = new Set(removed);
     const rows = this.rowsOf(connection, (lockId) => changedIds.has(lockId));
@@ -351,7 +351,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     this.schedule();
   }
 
-  private leasesChanged(connection: ClusterConnection, leases: Set<string>): void {
+  private leasesChanged(connection: StoreConnection, leases: Set<string>): void {
     this.redrawMembers(connection, (m) => leases.has(m.lease));
   }
 
@@ -367,7 +367,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   /** Redraws the member rows of the locks with a member `wanted` picks, and their lock rows whose worst trouble moved. */
-  private redrawMembers(connection: ClusterConnection, wanted: (member: LockMember) => boolean): void {
+  private redrawMembers(connection: StoreConnection, wanted: (member: LockMember) => boolean): void {
     const watch = connection.watch;
     for (const n of this.rowsOf(connection, (lockId) => {
       const lock = watch?.lock(lockId);
@@ -383,7 +383,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 
   /** The lock rows and member rows shown for the locks `wanted` picks. */
-  private rowsOf(connection: ClusterConnection, wanted: (lockId: string) => boolean): (LockNode | MemberNode)[] {
+  private rowsOf(connection: StoreConnection, wanted: (lockId: string) => boolean): (LockNode | MemberNode)[] {
     const rows: (LockNode | MemberNode)[] = [];
     for (const n of this.nodes.values()) if ((n.kind === 'lock' || n.kind === 'member') && n.connection === connection && wanted(n.lockId)) rows.push(n);
     return rows;
@@ -399,7 +399,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     this.schedule();
   }
 
-  private refreshConnection(connection: ClusterConnection): void {
+  private refreshConnection(connection: StoreConnection): void {
     // A new watch (refresh, reconnect, disconnect) reports only what exists: forget rows of locks that are gone.
     const watch = connection.watch;
     this.forget((n) => (n.kind === 'lock' || n.kind === 'member') && n.connection === connection && !watch?.lock(n.lockId));
@@ -439,7 +439,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   }
 }
 
-function freshHealth(connection: ClusterConnection, lock: LockState): MemberHealth[] {
+function freshHealth(connection: StoreConnection, lock: LockState): MemberHealth[] {
   return lockHealth(lock, connection.clock, (id) => connection.watch?.lease(id), { longHoldMs: longHoldMs() });
 }
 
@@ -448,7 +448,7 @@ export function nodeId(kind: 'c' | 'h' | 'p' | 'l' | 'm', ...parts: string[]): s
   return JSON.stringify([kind, ...parts]);
 }
 
-const CONNECTION_ICONS: Record<ClusterConnection['state'], vscode.ThemeIcon> = {
+const CONNECTION_ICONS: Record<StoreConnection['state'], vscode.ThemeIcon> = {
   connected: new vscode.ThemeIcon('database', new vscode.ThemeColor('testing.iconPassed')),
   connecting: new vscode.ThemeIcon('loading~spin'),
   reconnecting: new vscode.ThemeIcon('sync~spin', new vscode.ThemeColor('list.warningForeground')),
@@ -509,7 +509,7 @@ function figuresLine(f: LockFigures): string {
   return parts.join(' · ');
 }
 
-function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: ClusterConnection): vscode.MarkdownString {
+function memberTooltip(lock: LockState, h: MemberHealth, own: boolean, c: StoreConnection): vscode.MarkdownString {
   const { owner, ttl } = capabilities(c);
   const m = h.member;
   const md = tooltip().appendMarkdown(`**${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}**${own ? ` · ${vscode.l10n.t('held by you')}` : ''}\n\n`);
@@ -585,7 +585,7 @@ function memberContext(member: LockMember, holds: boolean, own: boolean, caps: C
 }
 
 /** What the connection's store has; while it is not connected, nothing. */
-function capabilities(connection: ClusterConnection): Capabilities {
+function capabilities(connection: StoreConnection): Capabilities {
   return connection.backend?.capabilities ?? NOTHING;
 }
 

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import { LockLensError } from '../core/errors';
 import { displayKey } from '../core/keys';
 import type { LockMember, LockState } from '../core/lockState';
-import type { ClusterConnection, ConnectionRegistry } from './connections';
+import type { StoreConnection, ConnectionRegistry } from './connections';
 import { stateText } from './format';
 
 /** Thrown when the user closes a picker or input: commands end quietly on it. */
@@ -18,7 +18,7 @@ export function orCancel<T>(value: T | undefined): T {
 }
 
 /** The connection a command acts on: the only one, or the user's pick (connected ones first). */
-export async function pickConnection(registry: ConnectionRegistry, title: string): Promise<ClusterConnection> {
+export async function pickConnection(registry: ConnectionRegistry, title: string): Promise<StoreConnection> {
   const all = registry.all();
   if (all.length === 0) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No connection yet: add one with "LockLens: Add Connection".'));
   if (all.length === 1) return all[0];
@@ -43,7 +43,7 @@ export async function acceptQuickPick<I extends vscode.QuickPickItem, T>(quickPi
 }
 
 /** A lock of the connection's watch that `wanted` accepts, picked by name (with its holder and queue beside it). */
-export async function pickLock(connection: ClusterConnection, title: string, wanted: (lock: LockState) => boolean, none: string): Promise<LockState> {
+export async function pickLock(connection: StoreConnection, title: string, wanted: (lock: LockState) => boolean, none: string): Promise<LockState> {
   const locks = (connection.watch?.locks() ?? []).filter(wanted);
   if (locks.length === 0) throw new LockLensError('INVALID_ARGUMENT', none);
   const picked = await vscode.window.showQuickPick(

@@ -1,4 +1,4 @@
-import { EtcdConnection } from '../../src/core/etcd/connection';
+import { EtcdConnection } from '../../src/core/etcd/connect';
 import type { ConnectionProfile } from '../../src/core/profile';
 import { Session } from '../../src/core/etcd/session';
 

@@ -1,5 +1,5 @@
 import { after, afterEach, before, beforeEach } from 'node:test';
-import type { EtcdConnection } from '../../src/core/etcd/connection';
+import type { EtcdConnection } from '../../src/core/etcd/connect';
 import type { ConnectionProfile } from '../../src/core/profile';
 import { Scope } from './core';
 import { startEtcd, type EtcdServer, type StartOptions } from './etcd';

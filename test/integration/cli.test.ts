@@ -6,7 +6,7 @@ import { fixture, HEX_KEY, WAIT_THEN_APPEND, type EntryJson, type ListJson, type
 import { eventually } from '../harness/etcd';
 import { freePort } from '../harness/ports';
 import { show, type Result } from '../harness/cli';
-import { EtcdConnection } from '../../src/core/etcd/connection';
+import { EtcdConnection } from '../../src/core/etcd/connect';
 
 /**
  * Black-box tests of the `locklens` command line (dist/locklens.js) against real etcd servers, side by side with

@@ -4,8 +4,8 @@ import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
-import { ClusterWatch } from './clusterWatch';
-import { call, EtcdConnection } from './connection';
+import { EtcdLockWatch } from './liveWatch';
+import { call, EtcdConnection } from './connect';
 import { EtcdHistory } from './history';
 import { readPrefixes } from './keyspace';
 import { LeaseTracker, sampleLease } from './leases';
@@ -27,7 +27,7 @@ const CAPABILITIES: Capabilities = {
 };
 
 /**
- * etcd behind the backend contract: the live model is a watch per prefix (ClusterWatch), acquire is the Go-compatible
+ * etcd behind the backend contract: the live model is a watch per prefix (EtcdLockWatch), acquire is the Go-compatible
  * Mutex on a session of its own (so releasing is revoking that lease), a stuck holder is freed either by revoking
  * its lease (every key it holds) or by deleting its one key, and a lock's past is replayed from etcd's revisions.
  */
@@ -49,8 +49,8 @@ export class EtcdBackend implements LockBackend {
     return new EtcdBackend(await EtcdConnection.open(profile));
   }
 
-  watch(prefixes: readonly Uint8Array[], options: WatchOptions = {}): ClusterWatch {
-    return new ClusterWatch(this.connection, prefixes, {
+  watch(prefixes: readonly Uint8Array[], options: WatchOptions = {}): EtcdLockWatch {
+    return new EtcdLockWatch(this.connection, prefixes, {
       leaseSampleIntervalMs: options.leaseSampleIntervalMs,
       minNotifyIntervalMs: options.minNotifyIntervalMs,
       log: options.log,

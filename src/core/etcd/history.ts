@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { call, withDeadline, type EtcdConnection } from './connection';
+import { call, withDeadline, type EtcdConnection } from './connect';
 import { abortError, errorMessage, LockLensError, throwIfAborted } from '../errors';
 import {
   holdEnd,

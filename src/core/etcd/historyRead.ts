@@ -1,5 +1,5 @@
 import type { IEvent } from 'etcd3';
-import { call, type EtcdConnection } from './connection';
+import { call, type EtcdConnection } from './connect';
 import { abortError, LockLensError } from '../errors';
 import { HistoryReadPlan, quietTimeMs, silenceEndsReadAt, type PlanStep, type ReadWindow } from './historyPlan';
 import type { EtcdRange } from './keyspace';

@@ -1,4 +1,4 @@
-import { call, type EtcdConnection } from './connection';
+import { call, type EtcdConnection } from './connect';
 import { prefixRange } from '../keys';
 import { toKeyRecord, type KeyRecord, type RawKeyValue } from './records';
 

@@ -1,5 +1,5 @@
 import { bulkhead } from 'cockatiel';
-import { call, type EtcdConnection } from './connection';
+import { call, type EtcdConnection } from './connect';
 import { Emitter } from '../emitter';
 import { leaseDecimal } from '../keys';
 import { observeLease, type LeaseInfo, type LeaseSample } from '../leaseInfo';

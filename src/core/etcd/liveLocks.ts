@@ -1,5 +1,5 @@
 import type { IEvent } from 'etcd3';
-import { call, type EtcdConnection } from './connection';
+import { call, type EtcdConnection } from './connect';
 import type { LiveStatus } from '../backend';
 import { Emitter, type Disposable } from '../emitter';
 import { LockLensError, errorMessage } from '../errors';

@@ -1,6 +1,6 @@
 import type { IKeyValue } from 'etcd3';
 import type { QueuePosition } from '../backend';
-import { call } from './connection';
+import { call } from './connect';
 import { Emitter, type Disposable } from '../emitter';
 import { LockLensError, throwIfAborted } from '../errors';
 import { displayKey, keyId, leaseDecimal, prefixRange } from '../keys';

@@ -1,4 +1,4 @@
-import { call, type EtcdConnection } from './connection';
+import { call, type EtcdConnection } from './connect';
 import { Emitter, type Disposable } from '../emitter';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';

@@ -1,5 +1,5 @@
 import type { IEvent } from 'etcd3';
-import type { EtcdConnection } from './connection';
+import type { EtcdConnection } from './connect';
 import type { Disposable } from '../emitter';
 import { LockLensError, abortError } from '../errors';
 import { WatchStream } from './watchStream';

@@ -1,4 +1,4 @@
-import { call, type EtcdConnection } from './connection';
+import { call, type EtcdConnection } from './connect';
 import { LockLensError } from '../errors';
 import { leaseDecimal } from '../keys';
 import { sampleLease } from './leases';

@@ -1,6 +1,6 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { Lease } from 'etcd3';
-import { asLockLensError, call, withDeadline, type EtcdConnection } from './connection';
+import { asLockLensError, call, withDeadline, type EtcdConnection } from './connect';
 import { Emitter, type Disposable, type Event } from '../emitter';
 import { LockLensError } from '../errors';
 import { leaseDecimal, leaseHex } from '../keys';

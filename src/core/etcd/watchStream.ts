@@ -1,5 +1,5 @@
 import type { IEvent, IWatchResponse } from 'etcd3';
-import { asLockLensError, withDeadline, type EtcdConnection } from './connection';
+import { asLockLensError, withDeadline, type EtcdConnection } from './connect';
 import { LockLensError } from '../errors';
 
 /** Why a watch stopped. `compacted`: the start revision is gone, the caller must re-read and start again. */

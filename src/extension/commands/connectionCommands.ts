@@ -5,7 +5,7 @@ import { STORE_KINDS, type StoreKind } from '../../core/backend';
 import { checkEndpoints } from '../../core/backends';
 import { splitEndpoints } from '../../core/profile';
 import { parseSqlUrl, sqlDialectOf } from '../../core/sql/url';
-import type { ClusterConnection, ConnectionRegistry } from '../connections';
+import type { StoreConnection, ConnectionRegistry } from '../connections';
 import { STORE_NAMES } from '../format';
 import { nodeId, type LockTreeNode } from '../lockTree';
 import { Cancelled, orCancel, pickConnection } from '../pickers';
@@ -102,7 +102,7 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
 }
 
 /** Connects with a progress notification, and says why it could not, offering to edit the connection (or to install its store). */
-export async function connectWithProgress(c: ClusterConnection, stores: StorePackages): Promise<void> {
+export async function connectWithProgress(c: StoreConnection, stores: StorePackages): Promise<void> {
   await vscode.window.withProgress(
     { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Connecting to {0}…', c.name) },
     () => c.connect(),

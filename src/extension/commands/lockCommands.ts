@@ -6,7 +6,7 @@ import { revokeEffects } from '../../core/revokeEffects';
 import { displayKey, keyId, parseLeaseHex } from '../../core/keys';
 import { members, type LockMember, type LockState } from '../../core/lockState';
 import { ownerField, type AuditLog } from '../audit';
-import type { ClusterConnection, ConnectionRegistry } from '../connections';
+import type { StoreConnection, ConnectionRegistry } from '../connections';
 import { formatTtl, ownerLabel, roleLabel, troubleLabel } from '../format';
 import type { HeldLock, HeldLocks } from '../heldLocks';
 import type { LockTreeNode, LockTreeProvider, MemberNode } from '../lockTree';
@@ -302,7 +302,7 @@ function leaseOperations(backend: LockBackend): LeaseOperations {
 }
 
 /** Finds the lock a key belongs to among the connection's live locks. */
-function lockOfKey(connection: ClusterConnection): (key: Uint8Array) => LockState | undefined {
+function lockOfKey(connection: StoreConnection): (key: Uint8Array) => LockState | undefined {
   const byKey = new Map<string, LockState>();
   for (const lock of connection.watch?.locks() ?? []) for (const m of members(lock)) byKey.set(keyId(m.key), lock);
   return (key) => byKey.get(keyId(key));
@@ -317,7 +317,7 @@ function queueMessage(ahead: number, fencingToken: number | null, queued: boolea
 }
 
 /** The held lock a script names; a queue and a single key of the same name, both held, are refused as the CLI does. */
-function heldLockNamed(connection: ClusterConnection, name: string): LockState {
+function heldLockNamed(connection: StoreConnection, name: string): LockState {
   const held = (connection.watch?.locks() ?? []).filter((l) => l.holder && displayKey(l.name) === name);
   if (held.length > 1) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('"{0}" names {1} held locks on {2}: pick one in the Locks view.', name, held.length, connection.name));
   if (!held.length) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('No held lock named "{0}" on {1}.', name, connection.name));
@@ -326,7 +326,7 @@ function heldLockNamed(connection: ClusterConnection, name: string): LockState {
 
 /** The connection's held locks to pick from, for Force Release from the palette. */
 /** Existing locks to join, or a new name typed in. */
-async function askLockName(connection: ClusterConnection, backend: LockBackend): Promise<Buffer> {
+async function askLockName(connection: StoreConnection, backend: LockBackend): Promise<Buffer> {
   const locks = (connection.watch?.locks() ?? []).filter((l) => backend.acquirable(l));
   const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem & { name?: Buffer }>();
   quickPick.title = vscode.l10n.t('Acquire lock on {0}', connection.name);
@@ -365,7 +365,7 @@ async function askTtl(owner: LockBackend['capabilities']['owner']): Promise<numb
  * A read/write lock is taken for reading or for writing: asked where the store has them (its capability) and the name
  * is one now. Anything else is taken without a mode.
  */
-async function askMode(connection: ClusterConnection, backend: LockBackend, name: Buffer, shown: LockState | undefined): Promise<LockMode | undefined> {
+async function askMode(connection: StoreConnection, backend: LockBackend, name: Buffer, shown: LockState | undefined): Promise<LockMode | undefined> {
   if (!backend.capabilities.readWriteLocks) return undefined;
   const lock = shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
   if (lock?.kind !== 'readwrite') return undefined;
@@ -381,7 +381,7 @@ async function askMode(connection: ClusterConnection, backend: LockBackend, name
 }
 
 /** Joining a lock others use makes them wait while you hold: say who, and ask. Reading beside other readers waits for no one. */
-async function confirmJoin(connection: ClusterConnection, backend: LockBackend, name: Buffer, mode: LockMode | undefined): Promise<boolean> {
+async function confirmJoin(connection: StoreConnection, backend: LockBackend, name: Buffer, mode: LockMode | undefined): Promise<boolean> {
   const lock = connection.watch?.locks().find((l) => backend.acquirable(l) && l.name.equals(name));
   if (!lock?.holder) return true;
   if (mode === 'read' && lock.holder.mode === 'read') return true;
@@ -414,7 +414,7 @@ async function pickHeld(heldLocks: HeldLocks): Promise<HeldLock> {
 }
 
 /** The leases of the connection's locks, holders first, or a lease ID typed in (hex, as in lock keys). */
-async function pickLease(connection: ClusterConnection, tree: LockTreeProvider): Promise<string> {
+async function pickLease(connection: StoreConnection, tree: LockTreeProvider): Promise<string> {
   const items: (vscode.QuickPickItem & { lease: string; position: number })[] = [];
   for (const lock of connection.watch?.locks() ?? []) {
     for (const h of tree.health(connection, lock)) {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'mocha';
 import * as vscode from 'vscode';
-import { EtcdConnection } from '../../../src/core/etcd/connection';
+import { EtcdConnection } from '../../../src/core/etcd/connect';
 import { startEtcd, type EtcdServer } from '../../harness/etcd';
 
 // Each suite file starts its own real etcd (Debian's, from the same harness as the node:test suites) inside the

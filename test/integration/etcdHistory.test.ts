@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { historyJson } from '../../src/cli/commands/history';
-import { EtcdConnection } from '../../src/core/etcd/connection';
+import { EtcdConnection } from '../../src/core/etcd/connect';
 import { EtcdHistory } from '../../src/core/etcd/history';
 import { answersProgressWhenCaughtUp } from '../../src/core/etcd/historyPlan';
 import { lockId } from '../../src/core/etcd/lockModel';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server, type Socket } from 'node:net';
 import { GRPCUnavailableError } from 'etcd3';
-import { EtcdConnection } from '../../src/core/etcd/connection';
+import { EtcdConnection } from '../../src/core/etcd/connect';
 import { LockLensError, type ErrorCode } from '../../src/core/errors';
 import type { ConnectionProfile } from '../../src/core/profile';
 import { makeTestCerts, removeTestCerts, type TestCerts } from '../harness/certs';

@@ -8,7 +8,7 @@ import { LockModel, type EtcdLockState } from '../../src/core/etcd/lockModel';
 import type { ChangeSet } from '../../src/core/lockState';
 import { readPrefixes } from '../../src/core/etcd/keyspace';
 import { leaseDecimal } from '../../src/core/keys';
-import type { EtcdConnection } from '../../src/core/etcd/connection';
+import type { EtcdConnection } from '../../src/core/etcd/connect';
 
 /** A comparable picture of the locks: name, kind, holder and waiters with their revisions and leases. */
 function picture(locks: readonly EtcdLockState[]) {

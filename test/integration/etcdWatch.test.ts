@@ -1,12 +1,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterWatch } from '../../src/core/etcd/clusterWatch';
+import { EtcdLockWatch } from '../../src/core/etcd/liveWatch';
 import { leaseHex } from '../../src/core/keys';
 import type { LeaseInfo } from '../../src/core/leaseInfo';
 import { eventually } from '../harness/etcd';
 import { etcdSuite } from '../harness/suite';
 
-describe('ClusterWatch against a real etcd', () => {
+describe('EtcdLockWatch against a real etcd', () => {
   const t = etcdSuite();
 
   /** A Go-mutex key `<name>/<lease hex>` on a new lease; returns the lease. */
@@ -18,7 +18,7 @@ describe('ClusterWatch against a real etcd', () => {
   }
 
   test('a lock that appears after start has its lease sampled without waiting for the next sweep', async () => {
-    const watch = new ClusterWatch(t.conn, [Buffer.from('cw1/')], { leaseSampleIntervalMs: 60_000 });
+    const watch = new EtcdLockWatch(t.conn, [Buffer.from('cw1/')], { leaseSampleIntervalMs: 60_000 });
     t.scope.defer(() => watch.dispose());
     const seen: LeaseInfo[] = [];
     watch.onDidChangeLeases((infos) => seen.push(...infos));
@@ -30,7 +30,7 @@ describe('ClusterWatch against a real etcd', () => {
 
   test('sweeps follow the model: a revoked lease is forgotten once its keys are gone', async () => {
     const lease = await goKey('cw2/jobs', 30);
-    const watch = new ClusterWatch(t.conn, [Buffer.from('cw2/')], { leaseSampleIntervalMs: 100 });
+    const watch = new EtcdLockWatch(t.conn, [Buffer.from('cw2/')], { leaseSampleIntervalMs: 100 });
     t.scope.defer(() => watch.dispose());
     await watch.start();
     assert.equal(watch.lease(lease)?.grantedTtl, 30);

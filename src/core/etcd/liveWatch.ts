@@ -1,12 +1,12 @@
 import type { LiveStatus, LockWatch } from '../backend';
-import type { EtcdConnection } from './connection';
+import type { EtcdConnection } from './connect';
 import { Emitter, type Disposable } from '../emitter';
 import type { LeaseInfo } from '../leaseInfo';
 import { LeaseTracker } from './leases';
 import { LiveLocks } from './liveLocks';
 import { members, type ChangeSet, type LockState } from '../lockState';
 
-export interface ClusterWatchOptions {
+export interface EtcdLockWatchOptions {
   /** How often every shown lease's TTL is sampled (etcd never pushes TTLs). */
   readonly leaseSampleIntervalMs?: number;
   readonly stallFraction?: number;
@@ -25,7 +25,7 @@ const NEW_LEASE_DELAY_MS = 50;
  * locks hold, sampled in sweeps. Both arrive as events, so a view never polls: the tree and the timeline render from
  * the same change sets.
  */
-export class ClusterWatch implements LockWatch {
+export class EtcdLockWatch implements LockWatch {
   readonly live: LiveLocks;
   readonly leases: LeaseTracker;
   private readonly leaseChanges = new Emitter<readonly LeaseInfo[]>();
@@ -37,7 +37,7 @@ export class ClusterWatch implements LockWatch {
   private sweeping?: Promise<void>;
   private disposed = false;
 
-  constructor(conn: EtcdConnection, prefixes: readonly Uint8Array[], options: ClusterWatchOptions = {}) {
+  constructor(conn: EtcdConnection, prefixes: readonly Uint8Array[], options: EtcdLockWatchOptions = {}) {
     this.live = new LiveLocks(conn, prefixes, { log: options.log, minNotifyIntervalMs: options.minNotifyIntervalMs });
     this.leases = new LeaseTracker(conn, { stallFraction: options.stallFraction });
     this.intervalMs = options.leaseSampleIntervalMs ?? DEFAULT_LEASE_SAMPLE_INTERVAL_MS;

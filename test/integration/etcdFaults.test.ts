@@ -8,7 +8,7 @@ import { LiveLocks } from '../../src/core/etcd/liveLocks';
 import { LockModel } from '../../src/core/etcd/lockModel';
 import { Mutex } from '../../src/core/etcd/mutex';
 import { readPrefixes } from '../../src/core/etcd/keyspace';
-import type { EtcdConnection } from '../../src/core/etcd/connection';
+import type { EtcdConnection } from '../../src/core/etcd/connect';
 
 async function sameAsRangeGet(live: LiveLocks, conn: EtcdConnection): Promise<boolean> {
   await live.sync();
