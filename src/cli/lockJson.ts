@@ -1,7 +1,7 @@
 import type { Capabilities } from '../core/backend';
 import { displayKey, isUtf8 } from '../core/keys';
 import { remainingTtl, type LeaseInfo } from '../core/leaseInfo';
-import { goesWithConnection, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
+import type { LockKind, LockMember, LockState, SessionInfo } from '../core/lockState';
 import { queryPreview, sessionWho } from '../core/sql/sessionText';
 
 /**
@@ -128,9 +128,17 @@ export function ownerText(e: EntryJson, owner: Capabilities['owner']): string {
   }
 }
 
+/** What the first member of a lock and the others are called in a listing. */
+const ROLES: Readonly<Record<LockKind, readonly [string, string]>> = {
+  queue: ['holder', 'waiter'],
+  single: ['holder', 'waiter'],
+  readwrite: ['holder', 'waiter'],
+  election: ['leader', 'candidate'],
+};
+
 /** The human form of a lock in a listing (every TTL sampled): a heading and one line per member, holders first. */
 export function lockText(lock: LockState, lease: (id: string) => LeaseInfo | undefined, capabilities: Capabilities): string {
-  const roles = lock.kind === 'election' ? ['leader', 'candidate'] : ['holder', 'waiter'];
+  const roles = ROLES[lock.kind];
   const line = (role: string, m: LockMember) => {
     const e = entryJson(m, lease, capabilities);
     const parts = [`  ${role.padEnd(9)} ${e.key}`, ownerText(e, capabilities.owner)];
@@ -140,7 +148,7 @@ export function lockText(lock: LockState, lease: (id: string) => LeaseInfo | und
     // A store without TTLs (ZooKeeper: a node lasts as long as its session, whose time left cannot be read) has none
     // to show, and saying "never expires" of a session's node would be false; nor of a SQL session's lock, which ends
     // with its connection (only a lock-table row, which names no session, can be held forever).
-    if (capabilities.ttl && !goesWithConnection(m, capabilities.owner)) parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
+    if (capabilities.ttl && m.expiresWith !== 'connection') parts.push(`ttl ${e.ttl !== null ? `${e.ttl}s` : e.lease === null ? 'none (never expires)' : '-'}`);
     if (e.quorum) parts.push(`on ${e.quorum.agree}/${e.quorum.of} instances${e.quorum.majority ? '' : ' (no majority)'}`);
     if (e.data) parts.push(`data ${JSON.stringify(e.data)}`);
     if (e.session?.query) parts.push(`query ${JSON.stringify(queryPreview(e.session.query, 120))}`);

@@ -1,4 +1,4 @@
-import { openBackend } from '../core/backends';
+import { openBackend } from '../core/stores';
 import { LockLensError, errorMessage, type ErrorCode } from '../core/errors';
 import { acquire } from './commands/acquire';
 import type { Command, Output } from './commands/command';

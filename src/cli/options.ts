@@ -1,7 +1,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { storeOfUrl } from '../core/backends';
 import { LockLensError } from '../core/errors';
-import type { StoreKind } from '../core/backend';
+import { DEFAULT_STORE, STORE_KINDS, STORES, storeOfUrl } from '../core/stores';
+import type { StoreEnvironment } from '../core/storeDescriptor';
 import { splitEndpoints, type ConnectionProfile, type LockTableSpec } from '../core/profile';
 
 /** Connection flags every command takes. Names follow etcdctl's, so muscle memory carries over. */
@@ -20,17 +20,32 @@ export const CONNECTION_OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
 
+const INDENT = ' '.repeat(31);
+
+/** `text` wrapped to the help's 118 columns, each line after the first indented by `indent` (the first is the caller's). */
+export function wrap(text: string, indent = ''): string {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(' ')) {
+    if (line && indent.length + line.length + 1 + word.length > 118) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  return [...lines, line].join(`\n${indent}`);
+}
+
+const wrapped = (text: string) => wrap(text, INDENT);
+
+const OTHER_STORES = STORE_KINDS.filter((kind) => kind !== DEFAULT_STORE).map((kind) => STORES[kind]);
+const PASSWORD_VARIABLES = STORE_KINDS.flatMap((kind) => (STORES[kind].environment.password ? [`${STORES[kind].displayName}: $${STORES[kind].environment.password}`] : []));
+
 export const CONNECTION_HELP = `Connection (etcdctl's names; ETCDCTL_* environment variables are read too):
-  --url URL[,URL]              another store: redis://[USER@]HOST:PORT[/DB] or rediss:// (TLS); several Redis URLs
-                               are independent instances (redlock: held on a majority); or
-                               zookeeper://HOST:PORT[,HOST:PORT...][/CHROOT][?sessionTimeout=MS] (one ensemble); or
-                               postgres://[USER@]HOST:PORT/DB[?sslmode=require|verify-ca|verify-full] (advisory locks
-                               and lock tables of DB); or mysql://[USER@]HOST:PORT[/DB][?ssl=true|verify-ca|verify-full]
-                               (MySQL or MariaDB: GET_LOCK, and lock tables of DB). Default: etcd --endpoints
-  --endpoints H:P[,H:P]        etcd client URLs (default $ETCDCTL_ENDPOINTS or 127.0.0.1:2379); https:// turns on TLS
+  --url URL[,URL]              another store (default: ${STORES[DEFAULT_STORE].displayName} at --endpoints):
+${OTHER_STORES.map((store) => `${INDENT}${wrapped(store.cli.url)}`).join('\n')}
+  --endpoints H:P[,H:P]        etcd client URLs (default $ETCDCTL_ENDPOINTS or ${STORES[DEFAULT_STORE].form.endpointsExample}); https:// turns on TLS
   --user NAME[:PASSWORD]       password auth (Redis: an ACL user; ZooKeeper: digest); without ':PASSWORD' it is read from
-                               $LOCKLENS_PASSWORD (Redis: also $REDISCLI_AUTH, which alone means the default user;
-                               PostgreSQL: $PGPASSWORD; MySQL: $MYSQL_PWD). Never put a password in a URL
+${INDENT}${wrapped(`$LOCKLENS_PASSWORD, else the store's own variable (${PASSWORD_VARIABLES.join(', ')}; Redis's alone means the default user). Never put a password in a URL`)}
   --cacert FILE                CA bundle that signed the server certificate
   --cert FILE --key FILE       client certificate and key (PKCS#1, PKCS#8, SEC1); passphrase from $LOCKLENS_KEY_PASSPHRASE
   --server-name NAME           verify the server certificate against NAME instead of the endpoint's host
@@ -68,29 +83,33 @@ export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = p
   const url = str(values.url);
   if (url !== undefined && values.endpoints !== undefined) throw new LockLensError('INVALID_ARGUMENT', '--url and --endpoints name two stores: give one');
   const urls = url === undefined ? undefined : splitEndpoints(url);
-  const stores = new Set(urls?.map((u) => storeOfUrl(u) ?? 'etcd'));
+  const stores = new Set(urls?.map((u) => storeOfUrl(u) ?? DEFAULT_STORE));
   if (stores.size > 1) throw new LockLensError('INVALID_ARGUMENT', `--url ${url}: every URL must name the same store`);
-  const store = [...stores][0] ?? 'etcd';
+  const store = [...stores][0] ?? DEFAULT_STORE;
+  const descriptor = STORES[store];
   // Another store's connection would ignore it, and the keys read would not be the ones the user meant.
-  if (store !== 'etcd' && values.namespace !== undefined) throw new LockLensError('INVALID_ARGUMENT', `--namespace is etcd's: ${store} keys are named in full (use --prefix)`);
-  // etcdctl's variables describe an etcd: they never leak into another store's connection.
-  const etcdEnv = (name: string) => (store === 'etcd' ? env[name] : undefined);
-  const endpoints = urls ?? splitEndpoints(str(values.endpoints) ?? env.ETCDCTL_ENDPOINTS ?? '127.0.0.1:2379');
-  const user = str(values.user) ?? etcdEnv('ETCDCTL_USER');
+  if (!descriptor.namespaces && values.namespace !== undefined) throw new LockLensError('INVALID_ARGUMENT', `--namespace is etcd's: ${store} keys are named in full (use --prefix)`);
+  // Each store reads only its own tools' variables: etcdctl's never leak into another store's connection.
+  const storeEnv = (name: keyof StoreEnvironment) => {
+    const variable = descriptor.environment[name];
+    return variable === undefined ? undefined : env[variable];
+  };
+  const endpoints = urls ?? splitEndpoints(str(values.endpoints) ?? storeEnv('endpoints') ?? descriptor.form.endpointsExample);
+  const user = str(values.user) ?? storeEnv('user');
   const [username, inlinePassword] = user ? splitOnce(user, ':') : [undefined, undefined];
-  const cacert = str(values.cacert) ?? etcdEnv('ETCDCTL_CACERT');
-  const cert = str(values.cert) ?? etcdEnv('ETCDCTL_CERT');
-  const key = str(values.key) ?? etcdEnv('ETCDCTL_KEY');
+  const cacert = str(values.cacert) ?? storeEnv('cacert');
+  const cert = str(values.cert) ?? storeEnv('cert');
+  const key = str(values.key) ?? storeEnv('key');
   const serverName = str(values['server-name']);
-  const insecure = values['insecure-skip-tls-verify'] === true || etcdEnv('ETCDCTL_INSECURE_SKIP_TLS_VERIFY') === 'true';
+  const insecure = values['insecure-skip-tls-verify'] === true || storeEnv('insecureSkipTlsVerify') === 'true';
   const anyTls = cacert || cert || key || serverName || insecure;
   const lockTables = Array.isArray(values['lock-table']) ? values['lock-table'].map(parseLockTable) : [];
-  if (lockTables.length && store !== 'postgres' && store !== 'mysql') throw new LockLensError('INVALID_ARGUMENT', `--lock-table reads a SQL table: ${store} has none`);
+  if (lockTables.length && !descriptor.lockTables) throw new LockLensError('INVALID_ARGUMENT', `--lock-table reads a SQL table: ${store} has none`);
   return {
     store,
     endpoints,
     username,
-    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? storePasswordEnv(store, env),
+    password: inlinePassword ?? env.LOCKLENS_PASSWORD ?? storeEnv('password'),
     ...(lockTables.length ? { lockTables } : {}),
     tls: anyTls
       ? { caFile: cacert, certFile: cert, keyFile: key, keyPassphrase: env.LOCKLENS_KEY_PASSPHRASE, serverName, insecureSkipVerify: insecure }
@@ -98,22 +117,6 @@ export function profileFrom(values: ConnectionValues, env: NodeJS.ProcessEnv = p
     namespace: str(values.namespace),
     dialTimeoutMs: values['dial-timeout'] === undefined ? undefined : parseDuration(str(values['dial-timeout'])!, '--dial-timeout'),
   };
-}
-
-/** The password variable each store's own command-line client reads, so a shell set up for it works as it is. */
-function storePasswordEnv(store: StoreKind, env: NodeJS.ProcessEnv): string | undefined {
-  switch (store) {
-    case 'etcd':
-      return env.ETCDCTL_PASSWORD;
-    case 'redis':
-      return env.REDISCLI_AUTH;
-    case 'postgres':
-      return env.PGPASSWORD;
-    case 'mysql':
-      return env.MYSQL_PWD;
-    case 'zookeeper':
-      return undefined;
-  }
 }
 
 /** `--lock-table jobs.locks:name,owner,until`: a table and its name, holder and (optional) expiry columns. */

@@ -11,12 +11,10 @@ import type { ChangeSet, LockMember, LockState } from './lockState';
  * Grafana data sources declare what they support).
  */
 
-/** `postgres`: PostgreSQL advisory locks and lock tables; `mysql`: MySQL/MariaDB `GET_LOCK` and lock tables. */
-export type StoreKind = 'etcd' | 'redis' | 'zookeeper' | 'postgres' | 'mysql';
-
-export const STORE_KINDS: readonly StoreKind[] = ['etcd', 'redis', 'zookeeper', 'postgres', 'mysql'];
-
-/** What a store has and can do. Views read these; they never test `kind`. */
+/**
+ * What a store has and can do. Views read these; they never test `kind`. What a store can do through a part of its
+ * own (revoke leases, replay history) is not a flag here: that part of the backend is present or absent.
+ */
 export interface Capabilities {
   /** Waiters are visible in the store, in queue order (etcd queues, Redisson fair locks). */
   readonly waiters: boolean;
@@ -31,10 +29,6 @@ export interface Capabilities {
    * release terminates it).
    */
   readonly owner: 'lease' | 'token' | 'session' | 'connection';
-  /**
-   * Owners can be revoked as a whole (an etcd lease deletes every key attached to it): `leases` is then present.
-   */
-  readonly revokeOwner: boolean;
   /** Acquire from LockLens queues fairly and reports its position (false: it retries until the lock is free). */
   readonly queuedAcquire: boolean;
   /**
@@ -42,8 +36,6 @@ export interface Capabilities {
    * `AcquireOptions.mode` is then accepted, and an acquire on such a lock needs one.
    */
   readonly readWriteLocks: boolean;
-  /** The store keeps its past and can replay a lock's holds from it (etcd's MVCC revisions): `history` is then present. */
-  readonly history: boolean;
 }
 
 /** How a read/write lock is taken: shared with other readers, or alone. */
@@ -158,7 +150,7 @@ export interface ForceReleaseResult {
   readonly action: string;
 }
 
-/** etcd's leases: owners that hold several keys and can be revoked as a whole. */
+/** Leases (etcd's): owners that hold several keys and can be revoked as a whole. */
 export interface LeaseOperations {
   /** Remaining and granted TTL and the keys attached; ttl < 0 when the lease does not exist. */
   describe(id: string): Promise<{ readonly ttl: number; readonly grantedTtl: number; readonly keys: readonly Buffer[] }>;
@@ -166,11 +158,15 @@ export interface LeaseOperations {
 }
 
 export interface LockBackend extends Disposable {
-  readonly kind: StoreKind;
+  /** Its store's `StoreKind` (stores.ts), for logs and messages: views read `capabilities`, never this. */
+  readonly kind: string;
   readonly capabilities: Capabilities;
-  /** Present when `capabilities.revokeOwner`. */
+  /**
+   * Present where owners are leases that can be revoked as a whole (an etcd lease deletes every key attached to it):
+   * the presence is the capability.
+   */
   readonly leases?: LeaseOperations;
-  /** Present when `capabilities.history`. */
+  /** Present where the store keeps its past and can replay a lock's holds from it (etcd's MVCC revisions). */
   readonly history?: HistoryOperations;
   /** Follows the locks under `prefixes` (bytes, as the store's keys are). */
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch;

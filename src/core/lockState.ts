@@ -4,10 +4,17 @@
  * a lease and a create revision; a Redisson holder has a hold count; a redis-py token lock has neither waiters nor a
  * fencing token) and leaves the rest null, so a view shows what a store has and never invents the rest.
  */
-import type { Capabilities } from './backend';
 
 /** How a lock behaves: one queue (holder, then waiters), one key (held while it exists), an election, or a read/write lock. */
 export type LockKind = 'queue' | 'single' | 'election' | 'readwrite';
+
+/**
+ * What ends a member whose owner is gone: an etcd `lease` (revocable, shared by the owner's keys), a `ttl` of its own
+ * (a Redis PX, a lock-table row's expiry column), its owner's ZooKeeper `session`, the database `connection` that
+ * holds it (a PostgreSQL advisory lock, a GET_LOCK: no TTL, and never held forever), or `nothing`: it stays held until
+ * someone deletes it.
+ */
+export type Expiry = 'lease' | 'ttl' | 'session' | 'connection' | 'nothing';
 
 export interface LockMember {
   /** The member's identity, unique within its lock: an etcd key, a Redis key, a Redisson `<uuid>:<thread>` field. */
@@ -16,9 +23,12 @@ export interface LockMember {
   readonly convention: string;
   /** Who owns it, in the store's own terms (see `Capabilities.owner`): a lease in hex, a Redisson field, a token. */
   readonly owner: string;
+  /** What ends the member if its owner goes away without releasing it. */
+  readonly expiresWith: Expiry;
   /**
-   * What the member expires with: an id in its watch's table of sampled TTLs (`LockWatch.lease`): an etcd lease in
-   * hex, a Redis key. '' when nothing expires it: held forever if its owner died.
+   * The id it expires under: in its watch's table of sampled TTLs (`LockWatch.lease`) where the store samples them (an
+   * etcd lease in hex, a Redis key, a lock-table row), else its session or connection. '' exactly when `expiresWith`
+   * is 'nothing'.
    */
   readonly lease: string;
   /** The fencing token it holds (or will hold) the lock with, where the store has one (etcd: the create revision). */
@@ -79,15 +89,6 @@ export interface LockState {
   readonly sharedWith?: readonly LockMember[];
   /** In queue order: the order in which they will hold it. */
   readonly waiters: readonly LockMember[];
-}
-
-/**
- * Whether a member goes with a database connection (a PostgreSQL advisory lock, a GET_LOCK): it has no TTL and is never
- * held forever, its connection is what ends it. A lock-table row in the same store names its holder in a column and
- * expires, if at all, with its expiry column.
- */
-export function goesWithConnection(member: LockMember, owner: Capabilities['owner']): boolean {
-  return owner === 'connection' && member.lease !== '' && member.lease === member.owner;
 }
 
 /** Whether a member shown per instance (`quorum`) holds on a majority of them; true when there is no quorum to check. */

@@ -1,4 +1,3 @@
-import type { StoreKind } from './backend';
 import { LockLensError } from './errors';
 
 /** TLS settings of a connection. Paths are read when connecting; the passphrase is a secret (never in settings). */
@@ -17,8 +16,8 @@ export interface TlsOptions {
 }
 
 export interface ConnectionProfile {
-  /** Which store the endpoints are (default etcd). */
-  readonly store?: StoreKind;
+  /** Which store the endpoints are: a `StoreKind` of the registry (stores.ts), which checks it; default etcd. */
+  readonly store?: string;
   /**
    * etcd: `host:port`, `http://host:port` or `https://host:port` (https turns TLS on). Redis: `redis://host:port[/db]`
    * or `rediss://…` (TLS); several are independent instances (redlock), not replicas. ZooKeeper:

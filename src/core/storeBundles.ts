@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { StoreKind } from './backend';
+import type { StoreKind } from './stores';
 import type { Disposable } from './emitter';
 import { LockLensError } from './errors';
 

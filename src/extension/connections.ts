@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
-import type { LockBackend, LockWatch, StoreKind } from '../core/backend';
-import { openBackend } from '../core/backends';
+import type { LockBackend, LockWatch } from '../core/backend';
+import type { StoreDescriptor } from '../core/storeDescriptor';
+import { DEFAULT_STORE, STORES, openBackend, type StoreKind } from '../core/stores';
 import { Emitter } from '../core/emitter';
 import { LockLensError, errorMessage } from '../core/errors';
 import { LockClock } from '../core/lockHealth';
@@ -54,7 +55,12 @@ export class StoreConnection implements vscode.Disposable {
   }
 
   get store(): StoreKind {
-    return this.settings.store ?? 'etcd';
+    return this.settings.store ?? DEFAULT_STORE;
+  }
+
+  /** What its store is and says, for views that differ by store. */
+  get descriptor(): StoreDescriptor {
+    return STORES[this.store];
   }
 
   get state(): ConnectionState {

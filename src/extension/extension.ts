@@ -1,3 +1,4 @@
+import * as l10n from '@vscode/l10n';
 import * as vscode from 'vscode';
 import { displayKey } from '../core/keys';
 import { AuditLog } from './audit';
@@ -40,6 +41,8 @@ let shutdown: (() => Promise<void>) | undefined;
  * command acts through the core.
  */
 export async function activate(context: vscode.ExtensionContext): Promise<LockLensApi> {
+  // The stores' descriptors (src/core) are translated through @vscode/l10n: hand it VS Code's bundle for this language.
+  if (vscode.l10n.bundle) l10n.config({ contents: vscode.l10n.bundle });
   const log = vscode.window.createOutputChannel('LockLens', { log: true });
   const audit = new AuditLog();
   const secrets = new ConnectionSecretStore(context.secrets);
@@ -64,7 +67,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     void vscode.commands.executeCommand('setContext', 'locklens.hasConnections', all.length > 0);
     void vscode.commands.executeCommand('setContext', 'locklens.hasPrefixes', all.some((c) => c.prefixes.length > 0));
     // Lease commands are offered only while a connected store has leases to revoke (etcd, not Redis).
-    void vscode.commands.executeCommand('setContext', 'locklens.hasLeases', all.some((c) => c.backend?.capabilities.revokeOwner));
+    void vscode.commands.executeCommand('setContext', 'locklens.hasLeases', all.some((c) => c.backend?.leases !== undefined));
   };
   registry.onDidChange(updateContext);
   registry.onDidChangeState(updateContext);

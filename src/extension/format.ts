@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
-import type { Capabilities, StoreKind } from '../core/backend';
+import type { Capabilities } from '../core/backend';
 import { displayKey } from '../core/keys';
 import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
-import { goesWithConnection, type LockMember } from '../core/lockState';
+import type { LockMember } from '../core/lockState';
 import type { StoreConnection } from './connections';
 
 /** 42s, 5m 3s, 2h 5m, 3d 4h: the two largest units, as people read ages and TTLs at a glance. */
@@ -39,7 +39,7 @@ type OwnerKind = Capabilities['owner'];
  */
 export function showsTtl(health: MemberHealth, caps: Pick<Capabilities, 'ttl' | 'owner'>): boolean {
   if (!health.member.lease) return true;
-  return caps.ttl && !goesWithConnection(health.member, caps.owner);
+  return caps.ttl && health.member.expiresWith !== 'connection';
 }
 
 export function formatTtl(health: MemberHealth, owner: OwnerKind): string {
@@ -104,7 +104,7 @@ export function ownerLabel(owner: OwnerKind, id: string): string {
  * it is a lock-table row, which no connection owns: its owner is whoever the row's holder column names.
  */
 export function memberOwnerLabel(owner: OwnerKind, member: LockMember, shown: string): string {
-  return owner === 'connection' && !goesWithConnection(member, owner) ? vscode.l10n.t('locked by {0}', shown) : ownerLabel(owner, shown);
+  return owner === 'connection' && member.expiresWith !== 'connection' ? vscode.l10n.t('locked by {0}', shown) : ownerLabel(owner, shown);
 }
 
 /** A few words for a trouble, where a sentence does not fit (pickers). */
@@ -206,39 +206,3 @@ export function stateText(c: StoreConnection): string {
       return vscode.l10n.t('disconnected');
   }
 }
-
-/** Library names (not translated) for each layout LockLens recognises; see each store's conventions. */
-const CONVENTION_NAMES: Readonly<Record<string, string>> = {
-  'go-mutex': 'Go concurrency.Mutex, etcdctl lock, jetcd',
-  'go-election': 'Go Election, etcdctl elect',
-  'etcd3-election': 'npm etcd3 Election',
-  'recipe-uuid': 'revision-ordered recipe with UUID keys',
-  'single-key': 'single-key try-lock: npm etcd3 Lock, python-etcd3',
-  'redisson-lock': 'Redisson RLock',
-  'redisson-fair-lock': 'Redisson RFairLock',
-  'redisson-rwlock': 'Redisson RReadWriteLock',
-  shedlock: 'ShedLock',
-  'redis-token': 'token lock: redis-py Lock, redlock, Spring, SET NX PX',
-  'curator-mutex': 'Curator InterProcessMutex',
-  'curator-read': 'Curator InterProcessReadWriteLock (read)',
-  'curator-write': 'Curator InterProcessReadWriteLock (write)',
-  'curator-latch': 'Curator LeaderLatch',
-  'kazoo-lock': 'kazoo Lock',
-  'kazoo-rlock': 'kazoo ReadLock',
-  'zk-recipe': 'ZooKeeper lock recipe (-lock-<sequence>)',
-  'pg-advisory': 'PostgreSQL advisory lock: pg_advisory_lock, Flyway, Rails, golang-migrate',
-  'mysql-get-lock': 'MySQL/MariaDB GET_LOCK: Flyway, golang-migrate',
-  liquibase: 'Liquibase DATABASECHANGELOGLOCK',
-  'lock-table': 'lock table with a unique lock_name (INSERT to take, DELETE to release)',
-  'custom-table': 'lock table of your own (setting locklens.lockTables)',
-};
-
-export function conventionLabel(convention: string): string {
-  return CONVENTION_NAMES[convention] ?? convention;
-}
-
-/**
- * Each store's name as users know it (not translated). A record, not a test of the kind: a store added to StoreKind
- * fails to compile until it is named here, where a `kind === 'redis' ? … : 'etcd'` would call it etcd.
- */
-export const STORE_NAMES: Readonly<Record<StoreKind, string>> = { etcd: 'etcd', redis: 'Redis', zookeeper: 'ZooKeeper', postgres: 'PostgreSQL', mysql: 'MySQL/MariaDB' };

@@ -7,7 +7,7 @@ import { holdBound, type LockFigures, type ObservedHold, type Spread } from '../
 import type { LockState } from '../core/lockState';
 import type { RegisterCommand } from './commandRunner';
 import type { StoreConnection, ConnectionRegistry } from './connections';
-import { appendUntrusted, formatSpan, STORE_NAMES, tooltip } from './format';
+import { appendUntrusted, formatSpan, tooltip } from './format';
 import type { LockRecords } from './lockRecords';
 import type { LockTreeNode, LockTreeProvider } from './lockTree';
 import { Cancelled, pickConnection, pickLock } from './pickers';
@@ -75,7 +75,7 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
     if (!t) return [];
     if (!node) {
       const sections: HistoryNode[] = [{ kind: 'section', section: 'figures' }, { kind: 'section', section: 'live' }];
-      if (t.connection.backend?.capabilities.history) sections.push({ kind: 'section', section: 'past' });
+      if (t.connection.backend?.history) sections.push({ kind: 'section', section: 'past' });
       return sections;
     }
     if (node.kind !== 'section') return [];
@@ -107,7 +107,7 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
   redraw(): void {
     const t = this.target;
     void vscode.commands.executeCommand('setContext', 'locklens.historyReplayed', !!t && this.replays.has(replayKey(t)));
-    void vscode.commands.executeCommand('setContext', 'locklens.historyCanReplay', !!t?.connection.backend?.capabilities.history);
+    void vscode.commands.executeCommand('setContext', 'locklens.historyCanReplay', t?.connection.backend?.history !== undefined);
     this.changeEmitter.fire(undefined);
   }
 
@@ -294,7 +294,7 @@ export function registerHistory(
   const replayHistory = async (arg?: HistoryArg) => {
     const t = await resolve(arg, vscode.l10n.t('Replay lock history'));
     const history = (await t.connection.open()).history;
-    if (!history) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('{0} keeps no history of its locks: the Lock History view shows what LockLens recorded while it watched.', STORE_NAMES[t.connection.store]));
+    if (!history) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('{0} keeps no history of its locks: the Lock History view shows what LockLens recorded while it watched.', t.connection.descriptor.displayName));
     const range = await askRange(await history.span(t.name, { single: t.single }));
     const replayed = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Replaying the history of "{0}"', displayKey(t.name)), cancellable: true },
@@ -355,7 +355,7 @@ export function registerHistory(
     const { stats } = records;
     const report = incidentReport({
       connection: t.connection.name,
-      store: STORE_NAMES[t.connection.store],
+      store: t.connection.descriptor.displayName,
       name: t.name,
       live: lock && owner ? { lock, health: tree.health(t.connection, lock), owner } : undefined,
       figures: stats.figures(t.connection.name, t.lockId),

@@ -51,14 +51,14 @@ export class LockRecords implements vscode.Disposable {
         this.scheduleSave();
       }),
       registry.onDidChangeLocks(({ connection, changes }) => {
-        const caps = connection.backend?.capabilities;
+        const backend = connection.backend;
         const watch = connection.watch;
-        if (!caps || !watch) return;
+        if (!backend || !watch) return;
         if (this.watches.get(connection.name) !== watch) {
           this.watches.set(connection.name, watch);
           this.stats.restart(connection.name);
         }
-        this.stats.observe(connection.name, changes, { revocableLeases: caps.revokeOwner, hasRevisions: caps.history, sampledTtls: caps.ttl, lease: (id) => watch.lease(id) });
+        this.stats.observe(connection.name, changes, { revocableLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id) });
         for (const lease of this.stats.unsettled(connection.name)) this.probe.ask(connection.name, lease, this.settle);
       }),
       registry.onDidChangeLeases(({ connection, infos }) => this.stats.observeLeases(connection.name, infos)),

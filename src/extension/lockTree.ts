@@ -1,12 +1,13 @@
 import * as vscode from 'vscode';
 import type { Capabilities } from '../core/backend';
+import { conventionLabel } from '../core/stores';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
 import type { LockFigures } from '../core/lockStats';
 import { queryPreview, sessionWho } from '../core/sql/sessionText';
 import { members, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
 import type { StoreConnection, ConnectionRegistry } from './connections';
-import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, memberOwnerLabel, showsTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
+import { ageLabel, appendUntrusted, formatDuration, formatSpan, formatTtl, memberOwnerLabel, showsTtl, roleLabel, stateText, tooltip, troubleIcon, troubleText } from './format';
 import type { HeldLocks } from './heldLocks';
 import { longHoldMs } from './settings';
 
@@ -469,7 +470,7 @@ function connectionItem(node: ConnectionNode): vscode.TreeItem {
   item.iconPath = c.storeMissing ? NOT_INSTALLED_ICON : c.partial ? PARTIAL_ICON : CONNECTION_ICONS[c.state];
   item.description = stateText(c);
   const md = tooltip().appendMarkdown(`**`);
-  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${STORE_NAMES[c.store]}\n\n${vscode.l10n.t('Endpoints')}: `);
+  appendUntrusted(md, c.name).appendMarkdown(`**\n\n${vscode.l10n.t('Store')}: ${c.descriptor.displayName}\n\n${vscode.l10n.t('Endpoints')}: `);
   appendUntrusted(md, c.settings.endpoints.join(', '));
   if (c.settings.username) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('User')}: `), c.settings.username);
   if (c.settings.namespace) appendUntrusted(md.appendMarkdown(`\n\n${vscode.l10n.t('Namespace')}: `), c.settings.namespace);
@@ -576,7 +577,7 @@ function kindLabel(lock: LockState): string {
 function memberContext(member: LockMember, holds: boolean, own: boolean, caps: Capabilities): string {
   return [
     'member',
-    caps.revokeOwner && member.lease ? 'leased' : 'unleased',
+    member.expiresWith === 'lease' ? 'leased' : 'unleased',
     own ? 'own' : 'other',
     ...(holds ? ['holder'] : []),
     ...(member.token !== null ? ['token'] : []),
@@ -589,7 +590,7 @@ function capabilities(connection: StoreConnection): Capabilities {
   return connection.backend?.capabilities ?? NOTHING;
 }
 
-const NOTHING: Capabilities = { waiters: false, fencingTokens: false, ttl: false, owner: 'token', revokeOwner: false, queuedAcquire: false, readWriteLocks: false, history: false };
+const NOTHING: Capabilities = { waiters: false, fencingTokens: false, ttl: false, owner: 'token', queuedAcquire: false, readWriteLocks: false };
 
 /** How often rows without a TTL are redrawn for their ages: often enough for "held 2m 10s", rarely enough to cost nothing. */
 const AGE_REDRAW_MS = 5000;

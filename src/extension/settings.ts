@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { StoreKind } from '../core/backend';
+import type { StoreKind } from '../core/stores';
 import type { ConnectionProfile, LockTableSpec } from '../core/profile';
 
 /**

@@ -1,9 +1,8 @@
 import * as vscode from 'vscode';
 import { join } from 'node:path';
-import type { StoreKind } from '../core/backend';
+import { STORES, type StoreKind } from '../core/stores';
 import { LockLensError, errorMessage } from '../core/errors';
 import { addStoreSource, findStoreBundle } from '../core/storeBundles';
-import { STORE_NAMES } from './format';
 
 /** How long an installed store package may take to show up in this extension host before a reload is suggested. */
 const INSTALL_APPEAR_MS = 15_000;
@@ -20,7 +19,7 @@ export class StorePackages implements vscode.Disposable {
   private readonly version: string;
   private readonly source = addStoreSource({
     locate: (store) => this.bundleOfPackage(store),
-    missing: (store) => vscode.l10n.t('{0} support is not installed: install the extension {1}.', STORE_NAMES[store], storePackageId(store)),
+    missing: (store) => vscode.l10n.t('{0} support is not installed: install the extension {1}.', STORES[store].displayName, storePackageId(store)),
   });
 
   constructor(extension: vscode.Extension<unknown>) {
@@ -50,7 +49,7 @@ export class StorePackages implements vscode.Disposable {
     }
     const install = vscode.l10n.t('Install');
     const answer = await vscode.window.showInformationMessage(
-      vscode.l10n.t('{0} support is not installed. Install the extension {1}?', STORE_NAMES[store], id),
+      vscode.l10n.t('{0} support is not installed. Install the extension {1}?', STORES[store].displayName, id),
       {
         modal: true,
         detail: vscode.l10n.t(

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openBackend } from '../../src/core/backends';
+import { openBackend } from '../../src/core/stores';
 import type { LockBackend } from '../../src/core/backend';
 import { isLockLensError } from '../../src/core/errors';
 import { readPrefix } from '../../src/core/etcd/keyspace';
@@ -20,7 +20,7 @@ describe('EtcdBackend against a real etcd', () => {
   test('says what etcd has: waiters, fencing tokens, TTLs, revocable leases, a queue, its history', async () => {
     const backend = await open();
     assert.equal(backend.kind, 'etcd');
-    assert.deepEqual(backend.capabilities, { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', revokeOwner: true, queuedAcquire: true, readWriteLocks: false, history: true });
+    assert.deepEqual(backend.capabilities, { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', queuedAcquire: true, readWriteLocks: false });
     assert.ok(backend.leases, 'lease operations are offered');
     assert.ok(backend.history, 'history replay is offered');
   });

@@ -9,7 +9,7 @@ import { LockClock, lockHealth } from '../../src/core/lockHealth';
 import type { LeaseInfo } from '../../src/core/leaseInfo';
 import type { LockFigures, ObservedHold } from '../../src/core/lockStats';
 
-const CAPS: Capabilities = { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', revokeOwner: true, queuedAcquire: true, readWriteLocks: false, history: true };
+const CAPS: Capabilities = { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', queuedAcquire: true, readWriteLocks: false };
 
 function mutexKey(name: string, lease: string, create: number): KeyRecord {
   return { key: Buffer.from(`${name}/${lease}`), valuePreview: Buffer.alloc(0), valueSize: 0, createRevision: create, modRevision: create, version: 1, lease };

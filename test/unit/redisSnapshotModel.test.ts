@@ -6,7 +6,7 @@ import { keyId } from '../../src/core/keys';
 import { TtlTable } from '../../src/core/redis/ttlTable';
 
 function member(owner: string, extra: Partial<LockMember> = {}): LockMember {
-  return { key: Buffer.from(owner), convention: 'redis-token', owner, lease: 'l', token: null, holds: null, valuePreview: Buffer.from(owner), valueSize: owner.length, ...extra };
+  return { key: Buffer.from(owner), convention: 'redis-token', owner, expiresWith: 'ttl', lease: 'l', token: null, holds: null, valuePreview: Buffer.from(owner), valueSize: owner.length, ...extra };
 }
 function lock(name: string, holder: string | null, waiters: string[] = []): LockState {
   const n = Buffer.from(name);

@@ -13,7 +13,7 @@ import { isTimelineRow } from '../../src/protocol/timeline';
 const T0 = 1_700_000_000_000;
 
 function member(key: string, owner: string, extra: Partial<LockMember> = {}): LockMember {
-  return { key: Buffer.from(key), convention: 'redis-token', owner, lease: keyId(Buffer.from(key)), token: null, holds: null, valuePreview: Buffer.from(owner), valueSize: owner.length, ...extra };
+  return { key: Buffer.from(key), convention: 'redis-token', owner, expiresWith: 'ttl', lease: keyId(Buffer.from(key)), token: null, holds: null, valuePreview: Buffer.from(owner), valueSize: owner.length, ...extra };
 }
 
 function lock(name: string, holder: LockMember, waiters: LockMember[] = [], kind: LockState['kind'] = 'single'): LockState {

@@ -6,7 +6,7 @@ import { contenderPrefix, holdersAtHead, kindOf, parseContender, predecessorInde
 import { lockOfChildren, sessionHex, zxidNumber, type ContenderNode } from '../../src/core/zookeeper/lockOfChildren';
 import { parseZooKeeperUrl } from '../../src/core/zookeeper/url';
 import { distinctRoots, rootOf } from '../../src/core/zookeeper/znodeTree';
-import { checkEndpoints, storeOfUrl } from '../../src/core/backends';
+import { checkEndpoints, storeOfUrl } from '../../src/core/stores';
 
 const UUID = '1b4e28ba-2fa1-11d2-883f-0016d3cca427';
 const HEX = '6fa459eaee8a3ca4894edb77e160355e';

@@ -1,9 +1,14 @@
 import type { LockHold, LockMode } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
+import { STORE_KINDS, STORES, storeOf } from '../../core/stores';
 import { GatedCommand } from '../gatedCommand';
-import { CONNECTION_HELP, parseDuration, parse, parsePositiveInt } from '../options';
+import { CONNECTION_HELP, parseDuration, parse, parsePositiveInt, wrap } from '../options';
 import type { Command, Output } from './command';
+
+/** What each store's fencing token is, or that it has none; and when each store's hold counts as lost. */
+const FENCING_TOKENS = STORE_KINDS.map((kind) => `${STORES[kind].displayName}: ${STORES[kind].cli.fencingToken ?? 'none'}`).join('; ');
+const LOSSES = STORE_KINDS.flatMap((kind) => (STORES[kind].cli.lost ? [`${STORES[kind].displayName}: ${STORES[kind].cli.lost}`] : [])).join('; ');
 
 /** etcdctl lock's default, so a crashed holder frees the lock as soon as with etcdctl. */
 const DEFAULT_TTL = 10;
@@ -13,30 +18,19 @@ export const acquire: Command = {
   summary: "take a lock the way its store's clients do (etcd: Go's Mutex and etcdctl lock); run a command while holding it",
   help: `Usage: locklens acquire NAME [--ttl S] [--try] [--timeout D] [--mode read|write] [-- COMMAND ARGS...]
 
-etcd: queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock
-and jetcd on the same name). Redis (--url redis://…): takes NAME with Redisson's own script and field when a
-Redisson lock holds that name, else with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe),
-renewed while held and released only if still ours; several --url instances: held on a majority (redlock).
-ZooKeeper (--url zookeeper://…): NAME is the lock's znode path. Joins it in the layout the lock already has
-(Curator's _c_<uuid>-lock-, kazoo's <hex>__lock__, or ZooKeeper's recipe's …-lock-), kazoo's for a NAME nobody
-uses yet: an ephemeral sequential node that watches only the node just ahead of it, so Curator's and kazoo's
-clients queue with it in sequence order. Each acquire has a ZooKeeper session of its own whose timeout is --ttl
-(the server grants a timeout within its bounds, by default 2 to 20 ticks: 4 s to 40 s); the node goes with that
-session, so the lock of a locklens that died is free once the session times out. A leader latch is not joined.
-A read/write lock is taken with --mode: Redis: Redisson's RReadWriteLock; ZooKeeper: Curator's
-InterProcessReadWriteLock or kazoo's ReadLock/WriteLock. read shares it with other readers, write waits until
-every reader and writer has left; a free NAME becomes one. The library's own readers and writers on the same name
-are excluded as by the library itself, and woken when locklens releases.
-Once held it prints the key and the fencing token (etcd: the key's create revision; ZooKeeper: the node's creation
-zxid, czxid; Redis has none), then:
+${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.acquire)).join('\n')}
+
+A read/write lock is taken with --mode where the store has them (above): read shares it with other readers, write waits
+until every reader and writer has left; a free NAME becomes one. The library's own readers and writers on the same
+name are excluded as by the library itself, and woken when locklens releases.
+Once held it prints the key and the fencing token (${FENCING_TOKENS}), then:
   - with a COMMAND: runs it with ETCD_LOCK_KEY (the key or node path), ETCD_LOCK_REV (etcd: the revision the lock
     was taken at, as etcdctl lock sets it) and LOCKLENS_FENCING_TOKEN (the fencing token, where there is one) in
     its environment, releases when it exits, and exits with its code. The command's process is started while
     waiting and held at a gate until the lock is held, so it starts within a pipe write of the handoff; it never
     runs without the lock.
   - without: holds until interrupted (Ctrl-C / SIGTERM), then releases.
-If the lock is lost while held (etcd: lease revoked or expired; ZooKeeper: its node deleted, its session expired,
-or nothing heard for a session timeout), the command gets SIGTERM (SIGKILL 10 s later if it is still running) and
+If the lock is lost while held (${LOSSES}), the command gets SIGTERM (SIGKILL 10 s later if it is still running) and
 locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
 
   --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock); ZooKeeper: the session timeout asked for
@@ -60,9 +54,8 @@ ${CONNECTION_HELP}`,
 
     const backend = await connect(values);
     // Redisson's readers share one lease; elsewhere (ZooKeeper: a session of the hold's own) --ttl is the reader's own.
-    if (mode === 'read' && values.ttl !== undefined && backend.kind === 'redis') {
-      out.stderr("locklens: a read hold's lease is Redisson's watchdog (30 s, see --help); --ttl does not apply");
-    }
+    const readTtlIgnored = storeOf(backend.kind).cli.readTtlIgnored;
+    if (mode === 'read' && values.ttl !== undefined && readTtlIgnored) out.stderr(`locklens: ${readTtlIgnored}`);
     const stop = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => stop.abort(new LockLensError('CANCELLED', `interrupted by ${signal}`));
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];

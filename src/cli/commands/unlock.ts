@@ -1,9 +1,10 @@
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
+import { STORE_KINDS, STORES } from '../../core/stores';
 import type { LockState } from '../../core/lockState';
 import { entryJson, ownerText } from '../lockJson';
 import { confirmOnTerminal } from '../confirm';
-import { CONNECTION_HELP, parse } from '../options';
+import { CONNECTION_HELP, parse, wrap } from '../options';
 import type { Command } from './command';
 
 export const unlock: Command = {
@@ -12,16 +13,8 @@ export const unlock: Command = {
   help: `Usage: locklens unlock NAME --force [--yes]
 
 Frees the lock NAME from its current holder, only if it is still the holder this command read (the same key, owner
-and token): a lock that changed hands meanwhile is left alone (exit 9). etcd: deletes the holder's key (its lease
-lives on; 'locklens revoke' ends the lease and all its keys). Redis: compare-and-delete on the token shown; a
-Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake. ZooKeeper:
-deletes the holder's node if it is still the one created at the zxid shown (its fencing token), by the session
-shown; the contender watching it (the next in sequence) wakes and takes the lock. Its session lives on, and so do
-its other nodes: ZooKeeper offers no way to end another client's session. PostgreSQL (advisory locks): terminates
-the holding session (pg_terminate_backend) if it is still the one shown (same pid, same start); MySQL/MariaDB
-(GET_LOCK): kills the holding connection (KILL) if it still holds the name. Every other lock of that session goes
-too, and its open transaction is rolled back. A lock-table row (ShedLock, Liquibase, your own) is released with the
-library's own unlock statement, only while the row still has the holder and times shown.
+and token): a lock that changed hands meanwhile is left alone (exit 9).
+${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.unlock)).join('\n')}
 The holder's process is not told: it may still believe it holds the lock (Curator and kazoo watch the node ahead of
 theirs, not their own). Resources that check fencing tokens reject it. Without --yes it shows the holder and asks;
 with no terminal to ask on, it refuses.

@@ -1,4 +1,4 @@
-import type { AcquireOptions, Capabilities, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, WatchOptions } from '../backend';
+import type { AcquireOptions, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, WatchOptions } from '../backend';
 import { Emitter } from '../emitter';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -14,17 +14,7 @@ import { LockModel } from './lockModel';
 import { Mutex, type Hold } from './mutex';
 import { revokeLease } from './revoke';
 import { Session } from './session';
-
-const CAPABILITIES: Capabilities = {
-  waiters: true,
-  fencingTokens: true,
-  ttl: true,
-  owner: 'lease',
-  revokeOwner: true,
-  queuedAcquire: true,
-  readWriteLocks: false,
-  history: true,
-};
+import { ETCD_CAPABILITIES } from './capabilities';
 
 /**
  * etcd behind the backend contract: the live model is a watch per prefix (EtcdLockWatch), acquire is the Go-compatible
@@ -33,7 +23,7 @@ const CAPABILITIES: Capabilities = {
  */
 export class EtcdBackend implements LockBackend {
   readonly kind = 'etcd';
-  readonly capabilities = CAPABILITIES;
+  readonly capabilities = ETCD_CAPABILITIES;
   readonly leases: LeaseOperations;
   readonly history: EtcdHistory;
 

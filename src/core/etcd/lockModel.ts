@@ -151,7 +151,7 @@ export class LockModel {
 }
 
 function etcdMember(record: KeyRecord, convention: Convention): EtcdMember {
-  return { ...record, convention, owner: record.lease, token: record.createRevision, holds: null, revision: record.modRevision };
+  return { ...record, convention, expiresWith: record.lease ? 'lease' : 'nothing', owner: record.lease, token: record.createRevision, holds: null, revision: record.modRevision };
 }
 
 /** Equal as far as the model shows: after a restored or wiped etcd, revisions repeat with other contents. */

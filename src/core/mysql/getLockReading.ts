@@ -99,6 +99,7 @@ export function connectionMember(id: number, proc: ProcessRow | undefined, waiti
     key: memberKey(id),
     convention: GET_LOCK_CONVENTION,
     owner: String(id),
+    expiresWith: 'connection',
     lease: String(id),
     token: null,
     // Re-entrant (a connection may GET_LOCK a name it holds, and must release it as often), but no server table says

@@ -4,7 +4,7 @@
  * A lock is taken on a connection of its own (acquire.ts) and force-released by killing its holder's connection
  * (forceRelease.ts).
  */
-import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
+import type { AcquireOptions, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -19,22 +19,7 @@ import { flavorOf, openConnection, targetOf, type MysqlFlavor } from './connect'
 import { describeForceRelease, forceRelease } from './forceRelease';
 import { GET_LOCK_CONVENTION, GetLockReader } from './getLockReading';
 import { MysqlSession } from './session';
-
-export const MYSQL_CAPABILITIES: Capabilities = {
-  // The holder and the connections blocked in GET_LOCK (MariaDB: the processlist; MySQL 8: performance_schema).
-  waiters: true,
-  fencingTokens: false,
-  // Lock-table rows with an expiry column (ShedLock's lock_until); GET_LOCK locks have none.
-  ttl: true,
-  owner: 'connection',
-  revokeOwner: false,
-  // The server grants a freed name to one of its waiters from its metadata-lock queue, which no table shows: the
-  // waiters' order here is how long each has waited, an estimate (whole seconds on MySQL), and a waiter killed or
-  // timed out leaves unseen. LockLens cannot promise a position, so an acquire only says "held by another".
-  queuedAcquire: false,
-  readWriteLocks: false,
-  history: false,
-};
+import { MYSQL_CAPABILITIES } from './capabilities';
 
 export class MysqlBackend implements LockBackend {
   readonly kind = 'mysql' as const;

@@ -95,6 +95,7 @@ function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMem
     convention: CONVENTION,
     owner,
     // A session's locks end with it; a prepared transaction's only when it is committed or rolled back.
+    expiresWith: owner ? 'connection' : 'nothing',
     lease: owner,
     token: null,
     holds: null,

@@ -6,7 +6,7 @@
  * the user's) are read with them, through the same connection, and released their library's way (sql/lockTables.ts);
  * they are not taken from LockLens.
  */
-import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
+import type { AcquireOptions, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -21,20 +21,7 @@ import { acquire } from './acquire';
 import { PgConnection, openClient, pgSpecOf } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
 import { pgSession } from './session';
-
-export const POSTGRES_CAPABILITIES: Capabilities = {
-  waiters: true,
-  fencingTokens: false,
-  // Lock-table rows with an expiry column are sampled; advisory locks have none (they last as long as their session).
-  ttl: true,
-  owner: 'connection',
-  // A session's locks can only be freed by terminating it, which is force release itself.
-  revokeOwner: false,
-  queuedAcquire: true,
-  // pg_advisory_lock_shared: shared holders are readers, pg_advisory_lock's holder the writer.
-  readWriteLocks: true,
-  history: false,
-};
+import { POSTGRES_CAPABILITIES } from './capabilities';
 
 export class PostgresBackend implements LockBackend {
   readonly kind = 'postgres' as const;

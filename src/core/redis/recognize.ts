@@ -68,6 +68,8 @@ export const CONVENTIONS = {
   token: 'redis-token',
 } as const;
 
+export type RedisConvention = (typeof CONVENTIONS)[keyof typeof CONVENTIONS];
+
 /** The id a key's PTTL is sampled under: the key itself, losslessly. */
 export const keyTtlId = (key: Uint8Array): string => keyId(key);
 
@@ -137,6 +139,7 @@ function fieldMember(field: Buffer, convention: string, lease: string, holds: nu
     key: field,
     convention,
     owner: displayKey(field),
+    expiresWith: lease ? 'ttl' : 'nothing',
     lease,
     token: null,
     holds,
@@ -210,6 +213,7 @@ function stringLock(record: KeyRecord, ttls: Map<string, TtlSource>): LockState 
     key: record.key,
     convention: host !== undefined ? CONVENTIONS.shedlock : CONVENTIONS.token,
     owner: host ?? displayKey(value),
+    expiresWith: lease ? 'ttl' : 'nothing',
     lease,
     token: null,
     holds: null,

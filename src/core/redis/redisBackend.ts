@@ -7,7 +7,7 @@
  * capabilities say so.
  */
 import { randomUUID } from 'node:crypto';
-import type { Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, AcquireOptions, WatchOptions } from '../backend';
+import type { ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, AcquireOptions, WatchOptions } from '../backend';
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -21,17 +21,7 @@ import { RedisLockWatch } from './liveWatch';
 import { Subscriber } from './subscriber';
 import { Topology } from './topology';
 import { TtlTable } from './ttlTable';
-
-export const REDIS_CAPABILITIES: Capabilities = {
-  waiters: true,
-  fencingTokens: false,
-  ttl: true,
-  owner: 'token',
-  revokeOwner: false,
-  queuedAcquire: false,
-  readWriteLocks: true,
-  history: false,
-};
+import { REDIS_CAPABILITIES } from './capabilities';
 
 export class RedisBackend implements LockBackend {
   readonly kind = 'redis' as const;

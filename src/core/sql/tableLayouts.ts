@@ -403,6 +403,7 @@ export function rowLock(layout: TableLayout, row: SqlRow): RowLock {
     key: Buffer.from(rowName, 'utf8'),
     convention: layout.convention,
     owner: holder ?? '',
+    expiresWith: layout.expiry && expiryShown !== null ? 'ttl' : 'nothing',
     lease: layout.expiry && expiryShown !== null ? name.toString('utf8') : '',
     token: null,
     holds: null,

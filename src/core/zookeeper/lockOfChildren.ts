@@ -50,8 +50,9 @@ function memberOf(parent: string, c: Placed, readWrite: boolean): LockMember {
     key: Buffer.from(joinPath(parent, c.name)),
     convention: c.convention,
     owner,
-    // An ephemeral node goes with its session: that is what it expires with (no TTL that can be read, though). A
-    // persistent one ('') stays until someone deletes it.
+    // An ephemeral node goes with its session (no TTL that can be read, though). A persistent one ('') stays until
+    // someone deletes it.
+    expiresWith: owner ? 'session' : 'nothing',
     lease: owner,
     token: zxidNumber(c.node.czxid),
     holds: null,

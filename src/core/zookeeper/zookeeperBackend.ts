@@ -4,7 +4,7 @@
  * the holder's node if it is still the one shown. ZooKeeper has no per-node TTL, so nothing counts down; sessions own
  * the nodes, and a session's remaining time cannot be read.
  */
-import type { AcquireOptions, Capabilities, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
+import type { AcquireOptions, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -17,22 +17,7 @@ import type { SessionSpec } from './client';
 import { describeForceRelease, forceRelease } from './forceRelease';
 import { ZooKeeperLockWatch } from './liveWatch';
 import { ZnodeTree, distinctRoots, rootOf } from './znodeTree';
-
-export const ZOOKEEPER_CAPABILITIES: Capabilities = {
-  waiters: true,
-  // The creation zxid (czxid) of the holder's node: cluster-wide and increasing, so a later holder's is larger.
-  fencingTokens: true,
-  // No per-node TTL, and a session's remaining time is not readable: nothing to count down.
-  ttl: false,
-  owner: 'session',
-  // A session owns every ephemeral node its client made, as an etcd lease owns its keys, but ZooKeeper has no API to
-  // close another client's session (only the client, knowing the session's password, can): no revoke.
-  revokeOwner: false,
-  queuedAcquire: true,
-  // Curator's InterProcessReadWriteLock and kazoo's ReadLock/WriteLock share one recipe: taken for read or write.
-  readWriteLocks: true,
-  history: false,
-};
+import { ZOOKEEPER_CAPABILITIES } from './capabilities';
 
 export class ZooKeeperBackend implements LockBackend {
   readonly kind = 'zookeeper' as const;

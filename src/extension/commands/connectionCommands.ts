@@ -1,12 +1,9 @@
 import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
 import { LockLensError } from '../../core/errors';
-import { STORE_KINDS, type StoreKind } from '../../core/backend';
-import { checkEndpoints } from '../../core/backends';
 import { splitEndpoints } from '../../core/profile';
-import { parseSqlUrl, sqlDialectOf } from '../../core/sql/url';
+import { DEFAULT_STORE, STORE_KINDS, STORES, type StoreKind } from '../../core/stores';
 import type { StoreConnection, ConnectionRegistry } from '../connections';
-import { STORE_NAMES } from '../format';
 import { nodeId, type LockTreeNode } from '../lockTree';
 import { Cancelled, orCancel, pickConnection } from '../pickers';
 import type { ConnectionSecretStore } from '../secrets';
@@ -76,14 +73,14 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
 
     register('locklens.addPrefix', async (node?: Node, given?: string) => {
       const c = await connectionOf(node, vscode.l10n.t('Watch a prefix'));
-      const setup = STORE_SETUP[c.store]();
+      const form = c.descriptor.form;
       const prefix =
         given ??
         orCancel(
           await vscode.window.showInputBox({
             title: vscode.l10n.t('Watch a prefix on {0}', c.name),
-            prompt: setup.watchPrompt,
-            placeHolder: setup.prefixExample,
+            prompt: form.watchPrompt(),
+            placeHolder: form.prefixExample,
             validateInput: (v) => (c.prefixes.includes(v) ? vscode.l10n.t('Already watched') : undefined),
           }),
         );
@@ -127,19 +124,19 @@ export async function connectWithProgress(c: StoreConnection, stores: StorePacka
 async function askConnection(current: ConnectionSettings | undefined, takenNames: readonly string[], hasPassword: boolean, stores: StorePackages): Promise<ConnectionInput> {
   // Which store comes before the numbered steps: it decides how many there are (etcd alone has namespaces). A store
   // whose package is missing is installed first (or the flow ends): a connection that cannot connect is no use.
-  const store = current ? (current.store ?? 'etcd') : await askStore();
+  const store = current ? (current.store ?? DEFAULT_STORE) : await askStore();
   if (!current && !(await stores.ensure(store))) throw new Cancelled();
-  const etcd = store === 'etcd';
-  const setup = STORE_SETUP[store]();
-  const steps = 3 + (setup.tls ? 1 : 0) + (etcd ? 1 : 0) + (current ? 0 : 1);
+  const descriptor = STORES[store];
+  const form = descriptor.form;
+  const steps = 3 + (form.tls ? 1 : 0) + (descriptor.namespaces ? 1 : 0) + (current ? 0 : 1);
   const title = (n: number) => (current ? vscode.l10n.t('Edit connection ({0}/{1})', n, steps) : vscode.l10n.t('Add connection ({0}/{1})', n, steps));
   const input = async (n: number, options: vscode.InputBoxOptions) => orCancel(await vscode.window.showInputBox({ ...options, title: title(n), ignoreFocusOut: true }));
 
   let endpoints = splitEndpoints(
     await input(1, {
-      prompt: setup.endpointsPrompt,
-      value: current?.endpoints.join(',') ?? setup.endpointsExample,
-      validateInput: (v) => validate(() => checkEndpoints(store, splitEndpoints(v))),
+      prompt: form.endpointsPrompt(),
+      value: current?.endpoints.join(',') ?? form.endpointsExample,
+      validateInput: (v) => validate(() => descriptor.checkEndpoints(splitEndpoints(v))),
     }),
   );
   const name = await input(2, {
@@ -155,7 +152,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
       [
         { label: vscode.l10n.t('No authentication'), user: false, picked: !authenticated },
         {
-          label: setup.authLabel,
+          label: form.authLabel(),
           description: vscode.l10n.t('the password is kept in VS Code secret storage'),
           user: true,
           picked: authenticated,
@@ -167,7 +164,7 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
   let username: string | undefined;
   let password: string | undefined;
   if (auth.user) {
-    username = await input(3, { prompt: setup.userPrompt, value: current?.username ?? '' });
+    username = await input(3, { prompt: form.userPrompt(), value: current?.username ?? '' });
     password = await input(3, {
       prompt: current ? vscode.l10n.t('Password (leave empty to keep the stored one)') : vscode.l10n.t('Password'),
       password: true,
@@ -177,8 +174,8 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     password = ''; // authentication turned off: delete the stored password rather than keep it for later
   }
 
-  const wantsTls = endpoints.some((e) => e.startsWith('https://') || e.startsWith('rediss://') || (sqlDialectOf(e) !== undefined && parseSqlUrl(e).tlsMode !== 'disable'));
-  const tlsChoice = setup.tls
+  const wantsTls = descriptor.endpointsAskTls(endpoints);
+  const tlsChoice = form.tls
     ? orCancel(
         await vscode.window.showQuickPick(
           [
@@ -208,10 +205,11 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
       value: current?.tls?.serverName ?? '',
     });
     tls = { caFile, certFile, keyFile, serverName: serverName || undefined, insecureSkipVerify: current?.tls?.insecureSkipVerify };
-    if (setup.sql) endpoints = endpoints.map((e) => withTlsOption(e, setup.sql!.tlsOption));
+    const withTls = form.tls && form.tls.withTls;
+    if (withTls) endpoints = endpoints.map(withTls);
   }
 
-  const namespace = etcd
+  const namespace = descriptor.namespaces
     ? await input(5, {
         prompt: vscode.l10n.t('Namespace: a key prefix every key is read and written under, like etcdctl --namespace (usually empty)'),
         value: current?.namespace ?? '',
@@ -219,11 +217,11 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
     : undefined;
   const prefixes = current
     ? current.prefixes
-    : [await input(steps, { prompt: setup.firstPrefixPrompt, placeHolder: setup.prefixExample })].filter((p) => p || setup.sql);
+    : [await input(steps, { prompt: form.firstPrefixPrompt(), placeHolder: form.prefixExample })].filter((p) => p || form.emptyPrefixWatchesAll);
 
   return {
     name: name.trim(),
-    ...(etcd ? {} : { store }),
+    ...(store === DEFAULT_STORE ? {} : { store }),
     endpoints,
     username: username || undefined,
     namespace: namespace || undefined,
@@ -238,98 +236,11 @@ async function askConnection(current: ConnectionSettings | undefined, takenNames
 async function askStore(): Promise<StoreKind> {
   const picked = orCancel(
     await vscode.window.showQuickPick(
-      STORE_KINDS.map((store) => ({ label: STORE_NAMES[store], description: STORE_SETUP[store]().libraries, store })),
+      STORE_KINDS.map((store) => ({ label: STORES[store].displayName, description: STORES[store].form.libraries(), store })),
       { title: vscode.l10n.t('Add connection: which store keeps the locks?'), ignoreFocusOut: true },
     ),
   );
   return picked.store;
-}
-
-/** What the connection flow asks of each store, in its terms. */
-interface StoreSetup {
-  /** The libraries whose locks it shows, for the store pick. */
-  readonly libraries: string;
-  readonly endpointsPrompt: string;
-  readonly endpointsExample: string;
-  readonly authLabel: string;
-  readonly userPrompt: string;
-  /** The store's client speaks TLS (LockLens's ZooKeeper client does not). */
-  readonly tls: boolean;
-  readonly watchPrompt: string;
-  readonly firstPrefixPrompt: string;
-  readonly prefixExample: string;
-  /**
-   * An empty first prefix watches every lock (a database has few, and they have no common prefix) instead of none.
-   * The store's URL takes a TLS mode (sslmode=, ssl=) that the TLS step sets when the user asks for TLS.
-   */
-  readonly sql?: { readonly tlsOption: string };
-}
-
-/** A record, not a test of the kind: a store added to StoreKind fails to compile until its flow is written here. */
-const STORE_SETUP: Readonly<Record<StoreKind, () => StoreSetup>> = {
-  etcd: () => ({
-    libraries: vscode.l10n.t('Go concurrency.Mutex, etcdctl lock, jetcd, elections, single-key locks'),
-    endpointsPrompt: vscode.l10n.t('etcd endpoints, comma separated (https:// turns TLS on)'),
-    endpointsExample: '127.0.0.1:2379',
-    authLabel: vscode.l10n.t('User name and password'),
-    userPrompt: vscode.l10n.t('User name'),
-    tls: true,
-    watchPrompt: vscode.l10n.t('Keys under this prefix are grouped into locks: a Go Mutex or etcdctl lock named /locks/jobs keeps its keys under /locks/jobs/.'),
-    firstPrefixPrompt: vscode.l10n.t('A prefix to watch for locks, e.g. /locks/ (leave empty to add one later)'),
-    prefixExample: '/locks/',
-  }),
-  redis: () => ({
-    libraries: vscode.l10n.t('Redisson, redis-py, redlock, ShedLock, SET NX PX token locks'),
-    endpointsPrompt: vscode.l10n.t('Redis URLs, comma separated: redis://host:port/db, or rediss:// for TLS (several: independent redlock instances)'),
-    endpointsExample: 'redis://127.0.0.1:6379',
-    authLabel: vscode.l10n.t('Password, with an ACL user or the default user'),
-    userPrompt: vscode.l10n.t('ACL user name (leave empty for the default user)'),
-    tls: true,
-    watchPrompt: vscode.l10n.t('Keys under this prefix are read as locks: every string is a token lock, and Redisson hashes are recognised by shape.'),
-    firstPrefixPrompt: vscode.l10n.t('A key prefix to watch for locks, e.g. lock: (every string under it is a token lock; Redisson hashes are recognised by shape)'),
-    prefixExample: 'lock:',
-  }),
-  zookeeper: () => ({
-    libraries: vscode.l10n.t('Curator InterProcessMutex and LeaderLatch, kazoo Lock, the ephemeral-sequential recipe'),
-    endpointsPrompt: vscode.l10n.t('ZooKeeper URL: zookeeper://host:port[,host:port…][/chroot] (the servers of one ensemble)'),
-    endpointsExample: 'zookeeper://127.0.0.1:2181',
-    authLabel: vscode.l10n.t('Digest user name and password'),
-    userPrompt: vscode.l10n.t('Digest user name'),
-    tls: false,
-    watchPrompt: vscode.l10n.t('A path: every lock node below it is read (Curator, kazoo and recipe nodes are recognised by name), e.g. /locks'),
-    firstPrefixPrompt: vscode.l10n.t('A path to watch for locks, e.g. /locks (leave empty to add one later)'),
-    prefixExample: '/locks',
-  }),
-  postgres: () => ({
-    libraries: vscode.l10n.t('advisory locks (pg_advisory_lock, Flyway, golang-migrate), ShedLock, Liquibase and lock tables'),
-    endpointsPrompt: vscode.l10n.t('PostgreSQL URL: postgres://host:port/database[?sslmode=require|verify-ca|verify-full] (advisory locks are per database)'),
-    endpointsExample: 'postgres://127.0.0.1:5432/postgres',
-    authLabel: vscode.l10n.t('Database user and password'),
-    userPrompt: vscode.l10n.t('Database user'),
-    tls: true,
-    watchPrompt: vscode.l10n.t('A lock-name prefix: advisory locks are named by their key (12345, or 1:2 for an int pair), table locks by table (shedlock/, databasechangeloglock/)'),
-    firstPrefixPrompt: vscode.l10n.t('A lock-name prefix to watch, e.g. shedlock/ (leave empty to watch every lock)'),
-    prefixExample: 'shedlock/',
-    sql: { tlsOption: 'sslmode=verify-full' },
-  }),
-  mysql: () => ({
-    libraries: vscode.l10n.t('GET_LOCK (Flyway, golang-migrate), ShedLock, Liquibase and lock tables'),
-    endpointsPrompt: vscode.l10n.t('MySQL or MariaDB URL: mysql://host:port/database[?ssl=true|verify-ca|verify-full] (lock tables are read from the database)'),
-    endpointsExample: 'mysql://127.0.0.1:3306/app',
-    authLabel: vscode.l10n.t('Database user and password'),
-    userPrompt: vscode.l10n.t('Database user'),
-    tls: true,
-    watchPrompt: vscode.l10n.t('A lock-name prefix: GET_LOCK locks are named as taken, table locks by table (shedlock/, DATABASECHANGELOGLOCK/)'),
-    firstPrefixPrompt: vscode.l10n.t('A lock-name prefix to watch, e.g. app. (leave empty to watch every lock)'),
-    prefixExample: 'app.',
-    sql: { tlsOption: 'ssl=verify-full' },
-  }),
-};
-
-/** A SQL URL with TLS asked for in the TLS step: the mode it already names, else full verification. */
-function withTlsOption(url: string, option: string): string {
-  if (/[?&](sslmode|ssl)=/.test(url)) return url;
-  return `${url}${url.includes('?') ? '&' : '?'}${option}`;
 }
 
 async function pickFile(title: string, current: string | undefined): Promise<string | undefined> {

@@ -1,0 +1,50 @@
+import * as l10n from '@vscode/l10n';
+import { LockLensError } from '../errors';
+import type { StoreDescriptor } from '../storeDescriptor';
+import { REDIS_CAPABILITIES } from './capabilities';
+import { parseRedisEndpoint } from './endpoints';
+import type { RedisConvention } from './recognize';
+
+export const redisStore: StoreDescriptor<RedisConvention> = {
+  kind: 'redis',
+  displayName: 'Redis',
+  schemes: ['redis', 'rediss'],
+  capabilities: REDIS_CAPABILITIES,
+  conventions: {
+    'redisson-lock': 'Redisson RLock',
+    'redisson-fair-lock': 'Redisson RFairLock',
+    'redisson-rwlock': 'Redisson RReadWriteLock',
+    shedlock: 'ShedLock',
+    'redis-token': 'token lock: redis-py Lock, redlock, Spring, SET NX PX',
+  },
+  checkEndpoints(endpoints) {
+    if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no Redis URL given');
+    for (const text of endpoints) parseRedisEndpoint(text);
+  },
+  endpointsAskTls: (endpoints) => endpoints.some((e) => parseRedisEndpoint(e).tls),
+  open: (profile) => (require('./redisBackend') as typeof import('./redisBackend')).RedisBackend.open(profile),
+  namespaces: false,
+  lockTables: false,
+  // redis-cli's; alone it is the default user's password.
+  environment: { password: 'REDISCLI_AUTH' },
+  form: {
+    libraries: () => l10n.t('Redisson, redis-py, redlock, ShedLock, SET NX PX token locks'),
+    endpointsPrompt: () => l10n.t('Redis URLs, comma separated: redis://host:port/db, or rediss:// for TLS (several: independent redlock instances)'),
+    endpointsExample: 'redis://127.0.0.1:6379',
+    authLabel: () => l10n.t('Password, with an ACL user or the default user'),
+    userPrompt: () => l10n.t('ACL user name (leave empty for the default user)'),
+    tls: {},
+    watchPrompt: () => l10n.t('Keys under this prefix are read as locks: every string is a token lock, and Redisson hashes are recognised by shape.'),
+    firstPrefixPrompt: () => l10n.t('A key prefix to watch for locks, e.g. lock: (every string under it is a token lock; Redisson hashes are recognised by shape)'),
+    prefixExample: 'lock:',
+    emptyPrefixWatchesAll: false,
+  },
+  cli: {
+    url: 'Redis: redis://[USER@]HOST:PORT[/DB] or rediss:// (TLS); several Redis URLs are independent instances (redlock: held on a majority)',
+    acquire:
+      "Redis (--url redis://…): takes NAME with Redisson's own script and field when a Redisson lock holds that name, else with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe), renewed while held and released only if still ours; several --url instances: held on a majority (redlock). --mode takes Redisson's RReadWriteLock.",
+    unlock: "Redis: compare-and-delete on the token shown; a Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake.",
+    readTtlIgnored: "a read hold's lease is Redisson's watchdog (30 s, see --help); --ttl does not apply",
+  },
+  packaged: 'separate',
+};

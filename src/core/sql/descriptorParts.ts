@@ -1,0 +1,27 @@
+/**
+ * What the PostgreSQL and MySQL/MariaDB descriptors share: both read the same lock tables, take one URL with a TLS
+ * mode in it, and free a lock-table row the same way.
+ */
+import type { StoreDescriptor } from '../storeDescriptor';
+import type { LockTableConvention } from './tableLayouts';
+import { parseSqlUrl, sqlUrlOf, type SqlDialect } from './url';
+
+export const LOCK_TABLE_CONVENTION_NAMES: Readonly<Record<LockTableConvention, string>> = {
+  shedlock: 'ShedLock',
+  liquibase: 'Liquibase DATABASECHANGELOGLOCK',
+  'lock-table': 'lock table with a unique lock_name (INSERT to take, DELETE to release)',
+  'custom-table': 'lock table of your own (setting locklens.lockTables)',
+};
+
+export const LOCK_TABLE_UNLOCK =
+  "A lock-table row (ShedLock, Liquibase, your own) is released with the library's own unlock statement, only while the row still has the holder and times shown.";
+
+/** The URL checks and TLS handling of a SQL store. */
+export function sqlEndpoints(dialect: SqlDialect, tlsOption: string): Pick<StoreDescriptor, 'checkEndpoints' | 'endpointsAskTls'> & { withTls(endpoint: string): string } {
+  return {
+    checkEndpoints: (endpoints) => void sqlUrlOf(dialect, endpoints),
+    endpointsAskTls: (endpoints) => endpoints.some((e) => parseSqlUrl(e).tlsMode !== 'disable'),
+    // A URL that already names a mode keeps it.
+    withTls: (url) => (/[?&](sslmode|ssl)=/.test(url) ? url : `${url}${url.includes('?') ? '&' : '?'}${tlsOption}`),
+  };
+}
