@@ -1,0 +1,71 @@
+import * as vscode from 'vscode';
+import type { RegisterCommand } from '../commandRunner';
+import type { LockMode } from '../../core/backend';
+import { LockLensError } from '../../core/errors';
+import { displayKey } from '../../core/keys';
+import { ownerLabel } from '../format';
+import type { LockTreeNode } from '../lockTree';
+import { pickConnection } from '../pickers';
+import { defaultAcquireTtl } from '../settings';
+import { askLockName, askMode, askTtl, confirmJoin } from './acquirePrompts';
+import { connectionNamed, writable, type LockCommandContext } from './lockCommandContext';
+
+/** What `locklens.acquireLock` accepts from scripts and tests instead of asking. */
+export interface AcquireInput {
+  readonly connection: string;
+  readonly name: string;
+  readonly ttl?: number;
+  /** A read/write lock (where the store has them): take it for reading or writing. */
+  readonly mode?: LockMode;
+}
+
+export function registerAcquireLock(register: RegisterCommand, { registry, heldLocks, tree }: LockCommandContext): vscode.Disposable {
+  return register('locklens.acquireLock', async (arg?: LockTreeNode | AcquireInput) => {
+    writable();
+    const input = arg && !('kind' in arg) ? arg : undefined;
+    const node = arg && 'kind' in arg ? arg : undefined;
+    const connection = input ? connectionNamed(registry, input.connection) : (node?.connection ?? (await pickConnection(registry, vscode.l10n.t('Acquire lock'))));
+    const lockOfNode = node?.kind === 'lock' ? tree.lock(node) : undefined;
+    const backend = await connection.open();
+    const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
+    const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
+    // A read hold's lease is the store's own (Redisson's watchdog): there is no TTL to ask.
+    const ttl = input?.ttl ?? (mode === 'read' ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
+    if (!input && !(await confirmJoin(connection, backend, name, mode))) return;
+    const controller = new AbortController();
+    const label = displayKey(name);
+    const held = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: vscode.l10n.t('Acquiring "{0}"', label), cancellable: true },
+      (progress, token) => {
+        token.onCancellationRequested(() => controller.abort(new LockLensError('CANCELLED', vscode.l10n.t('cancelled'))));
+        return heldLocks.acquire({
+          connection,
+          name,
+          ttl,
+          mode,
+          signal: controller.signal,
+          onQueue: ({ ahead, fencingToken }) => progress.report({ message: queueMessage(ahead, fencingToken, backend.capabilities.queuedAcquire) }),
+        });
+      },
+    );
+    await connection.watch?.sweep();
+    const release = vscode.l10n.t('Release');
+    const { fencingToken, owner } = held.hold;
+    const heldText =
+      fencingToken === null
+        ? vscode.l10n.t('You hold "{0}" ({1}; this store gives no fencing tokens).', label, ownerLabel(backend.capabilities.owner, owner))
+        : vscode.l10n.t('You hold "{0}" (fencing token {1}, {2}).', label, fencingToken, ownerLabel(backend.capabilities.owner, owner));
+    void vscode.window
+      .showInformationMessage(heldText, release)
+      .then((answer) => (answer === release ? vscode.commands.executeCommand('locklens.releaseLock', held) : undefined));
+    return held;
+  });
+}
+
+function queueMessage(ahead: number, fencingToken: number | null, queued: boolean): string {
+  if (ahead === 0) return fencingToken === null ? vscode.l10n.t('held') : vscode.l10n.t('held (fencing token {0})', fencingToken);
+  if (!queued) return vscode.l10n.t('held by someone else: trying again until it is free');
+  return fencingToken === null
+    ? vscode.l10n.t('{0} ahead in the queue', ahead)
+    : vscode.l10n.t('{0} ahead in the queue; you will hold it with fencing token {1}', ahead, fencingToken);
+}

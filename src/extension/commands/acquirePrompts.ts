@@ -1,0 +1,84 @@
+import * as vscode from 'vscode';
+import type { LockBackend, LockMode } from '../../core/backend';
+import { displayKey } from '../../core/keys';
+import type { LockState } from '../../core/lockState';
+import type { StoreConnection } from '../connections';
+import { acceptQuickPick, holderName, lockSummary, orCancel } from '../pickers';
+import { defaultAcquireTtl } from '../settings';
+
+/** Existing locks to join, or a new name typed in. */
+export async function askLockName(connection: StoreConnection, backend: LockBackend): Promise<Buffer> {
+  const locks = (connection.watch?.locks() ?? []).filter((l) => backend.acquirable(l));
+  const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem & { name?: Buffer }>();
+  quickPick.title = vscode.l10n.t('Acquire lock on {0}', connection.name);
+  quickPick.placeholder = vscode.l10n.t('A lock name, as your services name it (e.g. /locks/jobs, lock:jobs)');
+  const existing = locks.map((l) => ({ label: displayKey(l.name), description: lockSummary(l), name: l.name }));
+  quickPick.items = existing;
+  quickPick.onDidChangeValue((value) => {
+    const typed = value && !existing.some((e) => e.label === value) ? [{ label: value, description: vscode.l10n.t('new lock'), name: Buffer.from(value) }] : [];
+    quickPick.items = [...typed, ...existing];
+  });
+  return acceptQuickPick(quickPick, () => quickPick.selectedItems[0]?.name ?? (quickPick.value ? Buffer.from(quickPick.value) : undefined));
+}
+
+export async function askTtl(owner: LockBackend['capabilities']['owner']): Promise<number> {
+  const [title, prompt] = {
+    lease: [vscode.l10n.t('Lease TTL (seconds)'), vscode.l10n.t('LockLens keeps the lease alive while you hold the lock; if VS Code dies, the lock frees itself after this long.')],
+    // LockLens holds through a ZooKeeper session of its own, with this timeout (the server may shorten it).
+    session: [vscode.l10n.t('Session timeout (seconds)'), vscode.l10n.t('LockLens holds the lock through a session of its own; if VS Code dies, the server ends the session, and the lock, after this long (within the server\'s limits).')],
+    token: [vscode.l10n.t('Lock TTL (seconds)'), vscode.l10n.t("LockLens renews the key's expiry while you hold the lock; if VS Code dies, the lock frees itself after this long.")],
+    // A SQL lock has no TTL: it ends with the connection that holds it. What can be set is how soon the server notices
+    // that the connection's other end is gone (TCP keepalives).
+    connection: [vscode.l10n.t('Keepalive (seconds)'), vscode.l10n.t('LockLens holds the lock on a database connection of its own and the lock ends with it; if VS Code vanishes without closing it, the server notices within about this long.')],
+  }[owner];
+  const text = orCancel(
+    await vscode.window.showInputBox({
+      title,
+      prompt,
+      value: String(defaultAcquireTtl()),
+      validateInput: (v) => (/^\d+$/.test(v) && Number(v) >= 1 ? undefined : vscode.l10n.t('A whole number of seconds, at least 1')),
+    }),
+  );
+  return Number(text);
+}
+
+/**
+ * A read/write lock is taken for reading or for writing: asked where the store has them (its capability) and the name
+ * is one now. Anything else is taken without a mode.
+ */
+export async function askMode(connection: StoreConnection, backend: LockBackend, name: Buffer, shown: LockState | undefined): Promise<LockMode | undefined> {
+  if (!backend.capabilities.readWriteLocks) return undefined;
+  const lock = shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
+  if (lock?.kind !== 'readwrite') return undefined;
+  const items: (vscode.QuickPickItem & { mode: LockMode })[] = [
+    { label: vscode.l10n.t('Read'), description: vscode.l10n.t('shared: other readers hold it at the same time; writers wait'), mode: 'read' },
+    { label: vscode.l10n.t('Write'), description: vscode.l10n.t('exclusive: waits until every reader and writer has left'), mode: 'write' },
+  ];
+  const picked = await vscode.window.showQuickPick(items, {
+    title: vscode.l10n.t('Lock mode (read or write)'),
+    placeHolder: vscode.l10n.t('"{0}" is a read/write lock: take it for reading or for writing', displayKey(name)),
+  });
+  return orCancel(picked).mode;
+}
+
+/** Joining a lock others use makes them wait while you hold: say who, and ask. Reading beside other readers waits for no one. */
+export async function confirmJoin(connection: StoreConnection, backend: LockBackend, name: Buffer, mode: LockMode | undefined): Promise<boolean> {
+  const lock = connection.watch?.locks().find((l) => backend.acquirable(l) && l.name.equals(name));
+  if (!lock?.holder) return true;
+  if (mode === 'read' && lock.holder.mode === 'read') return true;
+  const queued = backend.capabilities.queuedAcquire;
+  const join = queued ? vscode.l10n.t('Join Queue') : vscode.l10n.t('Wait');
+  const answer = await vscode.window.showWarningMessage(
+    queued
+      ? vscode.l10n.t('"{0}" is held by {1}, with {2} waiting. Join the queue?', displayKey(name), displayKey(lock.holder.key), lock.waiters.length)
+      : vscode.l10n.t('"{0}" is held by {1}. Wait for it?', displayKey(name), holderName(lock, lock.holder)),
+    {
+      modal: true,
+      detail: queued
+        ? vscode.l10n.t('You get the lock after everyone ahead of you; while you hold it, everyone behind you waits.')
+        : vscode.l10n.t('This store keeps no queue: LockLens tries again until the lock is free, and may get it before other waiters. While you hold it, they wait.'),
+    },
+    join,
+  );
+  return answer === join;
+}
