@@ -6,7 +6,7 @@
 // Stores are separate bundles so that nothing loads a store's client (etcd3 + gRPC + protobufjs, ioredis, …) until a
 // connection of that kind is first opened: activation stays flat however many stores exist, and each store's code is
 // downloaded once (not once per host bundle), and only by those who use that store: the extension's package carries
-// etcd's, and every other store's bundle is packaged as its own extension (packages/<store>/, scripts/package.mjs).
+// etcd's, and every other store's bundle is packaged as its own extension (src/core/<store>/package/, scripts/package.mjs).
 // A store bundle does not carry its own copy of the store-neutral core (src/ outside src/core/<store>/): it uses the
 // loading bundle's modules, handed over by `openBackend`'s loader, so `instanceof LockLensError` and module state work
 // across the two files and the core is not duplicated.

@@ -1,6 +1,6 @@
 // `npm run package`, after the build: packages LockLens as .vsix files with vsce. The extension's package carries
 // etcd's store (see .vscodeignore); each other store is its own small extension, `locklens-<store>`, made from
-// packages/<store>/ (its manifest and README) plus the store's bundle, the licence and the icon, staged in a temporary
+// src/core/<store>/package/ (its manifest and README) plus the store's bundle, the licence and the icon, staged in a temporary
 // directory so that nothing built is copied into the source tree. A store package's version must be the extension's:
 // its bundle runs on the extension's core modules.
 //
@@ -37,12 +37,15 @@ try {
   mkdirSync(out, { recursive: true });
   pack(root, manifest.name);
 
-  const stores = readdirSync(join(root, 'packages'), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const stores = readdirSync(join(root, 'src/core'), { withFileTypes: true })
+    .filter((e) => e.isDirectory() && existsSync(join(root, 'src/core', e.name, 'package', 'package.json')))
+    .map((e) => e.name)
+    .sort();
   for (const store of stores) {
-    const source = join(root, 'packages', store);
+    const source = join(root, 'src/core', store, 'package');
     const storeManifest = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8'));
     if (storeManifest.version !== manifest.version) {
-      fail(`packages/${store}/package.json has version ${storeManifest.version}, the extension ${manifest.version}: they must match`);
+      fail(`src/core/${store}/package/package.json has version ${storeManifest.version}, the extension ${manifest.version}: they must match`);
     }
     const bundle = join(root, 'dist/stores', `${store}.js`);
     if (!existsSync(bundle)) fail(`${bundle} is missing: run npm run build first`);

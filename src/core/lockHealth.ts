@@ -118,9 +118,15 @@ export function lockHealth(
 }
 
 function roleOf(lock: LockState, position: number): Role {
-  if (lock.kind === 'single') return 'single';
-  if (lock.kind === 'election') return position === 0 ? 'leader' : 'candidate';
-  return position === 0 ? 'holder' : 'waiter';
+  switch (lock.kind) {
+    case 'single':
+      return 'single';
+    case 'election':
+      return position === 0 ? 'leader' : 'candidate';
+    case 'queue':
+    case 'readwrite':
+      return position === 0 ? 'holder' : 'waiter';
+  }
 }
 
 /** The worst trouble among members, for the lock's own decoration. */

@@ -91,6 +91,21 @@ export interface LockState {
   readonly waiters: readonly LockMember[];
 }
 
+/**
+ * Whether the lock is one key held while it exists (a token lock, a lock-table row) rather than a queue, an election
+ * or a read/write lock of members. Exhaustive, so that a new kind of lock has to say which it is.
+ */
+export function isSingleKey(lock: LockState): boolean {
+  switch (lock.kind) {
+    case 'single':
+      return true;
+    case 'queue':
+    case 'election':
+    case 'readwrite':
+      return false;
+  }
+}
+
 /** Whether a member shown per instance (`quorum`) holds on a majority of them; true when there is no quorum to check. */
 export function hasMajority(member: LockMember): boolean {
   return !member.quorum || member.quorum.agree > member.quorum.of / 2;

@@ -4,6 +4,10 @@
  * its backend is opened. The registry (`stores.ts`) lists the descriptors; the CLI, the extension's flows and labels
  * and the build read them, so adding a store touches its folder and one registry entry, never a view.
  *
+ * A store whose folder has a `package/` (a manifest and a README) is shipped as an extension of its own,
+ * `locklens-<kind>`, so that users of other stores do not download its client (scripts/package.mjs); etcd's is in the
+ * extension's own package.
+ *
  * Pure data and pure functions: a descriptor is loaded by every host bundle, so it must not import its store's client
  * library (its `open` requires the backend module lazily; esbuild.mjs turns that require into a load of the store's
  * bundle). Texts a user reads in VS Code are functions that call `l10n.t` from `@vscode/l10n`, so they are exported
@@ -36,11 +40,6 @@ export interface StoreDescriptor<Convention extends string = string> {
   readonly environment: StoreEnvironment;
   readonly form: ConnectionForm;
   readonly cli: CliText;
-  /**
-   * Shipped in the extension's own package (etcd), or as an extension of its own (`locklens-<kind>`, made from
-   * `src/core/<kind>/package/` by scripts/package.mjs) so that users of other stores do not download its client.
-   */
-  readonly packaged: 'builtin' | 'separate';
 }
 
 /** Environment variables the CLI reads for this store, as its own command-line client does. */

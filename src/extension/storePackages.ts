@@ -9,7 +9,7 @@ const INSTALL_APPEAR_MS = 15_000;
 
 /**
  * Store packages. The LockLens extension carries etcd's store bundle; every other store's comes as its own small
- * extension, `locklens.locklens-<store>` (packaged from packages/<store>/ by scripts/package.mjs), so that nobody
+ * extension, `locklens.locklens-<store>` (packaged from src/core/<store>/package/ by scripts/package.mjs), so that nobody
  * downloads a store they do not use. Such a package holds the bundle and nothing else (no code of its own runs): this
  * tells the core where an installed one keeps it, says which stores this installation has, and offers to install a
  * missing one.
@@ -31,7 +31,7 @@ export class StorePackages implements vscode.Disposable {
   readonly onDidChange = vscode.extensions.onDidChange;
 
   has(store: StoreKind): boolean {
-    return this.status(store).kind === 'ok';
+    return this.status(store) === 'installed';
   }
 
   /**
@@ -40,11 +40,11 @@ export class StorePackages implements vscode.Disposable {
    */
   async ensure(store: StoreKind): Promise<boolean> {
     const status = this.status(store);
-    if (status.kind === 'ok') return true;
+    if (status === 'installed') return true;
     const id = storePackageId(store);
-    if (status.kind === 'mismatch') {
+    if (typeof status === 'object') {
       const show = vscode.l10n.t('Show in Extensions');
-      if ((await vscode.window.showErrorMessage(status.message, show)) === show) await vscode.commands.executeCommand('workbench.extensions.search', `@id:${id}`);
+      if ((await vscode.window.showErrorMessage(status.mismatch, show)) === show) await vscode.commands.executeCommand('workbench.extensions.search', `@id:${id}`);
       return false;
     }
     const install = vscode.l10n.t('Install');
@@ -85,11 +85,11 @@ export class StorePackages implements vscode.Disposable {
    * Whether `store` can be loaded: from this extension's own build, or from its package, which must be of this very
    * version (a store bundle uses this bundle's core modules as they are: only the same build fits).
    */
-  private status(store: StoreKind): { kind: 'ok' | 'missing' } | { kind: 'mismatch'; message: string } {
+  private status(store: StoreKind): 'installed' | 'missing' | { readonly mismatch: string } {
     try {
-      return { kind: findStoreBundle(store, this.dist) ? 'ok' : 'missing' };
+      return findStoreBundle(store, this.dist) ? 'installed' : 'missing';
     } catch (e) {
-      return { kind: 'mismatch', message: errorMessage(e) };
+      return { mismatch: errorMessage(e) };
     }
   }
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Disposable } from '../../src/core/emitter';
@@ -65,13 +65,13 @@ describe('store bundles: beside the loading bundle, else from a store package', 
 
   test('every store package has the extension\'s version and depends on it, and is named after its store', () => {
     const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { name: string; publisher: string; version: string; extensionKind: string[]; engines: { vscode: string } };
-    const packages = readdirSync(join(repoRoot, 'packages'));
+    const packages = readdirSync(join(repoRoot, 'src/core')).filter((store) => existsSync(join(repoRoot, 'src/core', store, 'package', 'package.json')));
     assert.ok(packages.includes('redis'));
     for (const store of packages) {
-      const pkg = JSON.parse(readFileSync(join(repoRoot, 'packages', store, 'package.json'), 'utf8')) as Record<string, unknown>;
+      const pkg = JSON.parse(readFileSync(join(repoRoot, 'src/core', store, 'package', 'package.json'), 'utf8')) as Record<string, unknown>;
       assert.equal(pkg.name, `${manifest.name}-${store}`);
       assert.equal(pkg.publisher, manifest.publisher);
-      assert.equal(pkg.version, manifest.version, `packages/${store}: bump it with the extension`);
+      assert.equal(pkg.version, manifest.version, `src/core/${store}/package: bump it with the extension`);
       assert.deepEqual(pkg.extensionDependencies, [`${manifest.publisher}.${manifest.name}`]);
       // Installed in the extension host LockLens runs in, or LockLens could not see it there.
       assert.deepEqual(pkg.extensionKind, manifest.extensionKind);

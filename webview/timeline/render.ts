@@ -185,7 +185,7 @@ export class Renderer {
     ctx.fillStyle = t.headerBackground;
     ctx.fillRect(0, y, width, LINE_H);
     const s = f.strings;
-    const kind = line.kind === 'queue' ? s.lockQueue : line.kind === 'election' ? s.lockElection : line.kind === 'readwrite' ? s.lockReadWrite : s.lockSingle;
+    const kind = { queue: s.lockQueue, election: s.lockElection, readwrite: s.lockReadWrite, single: s.lockSingle }[line.kind];
     const right = [kind, formatString(s.liveCount, line.live), ...(f.layout.manyConnections ? [line.connection] : [])].join(' · ');
     ctx.font = t.font;
     const rightText = this.fit(right, Math.max(40, width - labelW));

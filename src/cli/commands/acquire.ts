@@ -138,9 +138,16 @@ async function holdWhile(hold: LockHold, gate: GatedCommand | undefined, interru
     void gate?.exited.then((code) => resolve({ kind: 'exit', code }));
   });
   // A lost lock or an interrupt ends the command: it must not go on believing it holds the lock.
-  if (outcome.kind !== 'exit') gate?.stop();
-  await gate?.exited;
-  if (outcome.kind === 'lost') throw outcome.error;
-  if (outcome.kind === 'interrupted') return 130;
-  return outcome.code;
+  switch (outcome.kind) {
+    case 'exit':
+      return outcome.code;
+    case 'lost':
+      gate?.stop();
+      await gate?.exited;
+      throw outcome.error;
+    case 'interrupted':
+      gate?.stop();
+      await gate?.exited;
+      return 130;
+  }
 }

@@ -1,7 +1,7 @@
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { STORE_KINDS, STORES } from '../../core/stores';
-import type { LockState } from '../../core/lockState';
+import { isSingleKey, type LockState } from '../../core/lockState';
 import { entryJson, ownerText } from '../lockJson';
 import { confirmOnTerminal } from '../confirm';
 import { CONNECTION_HELP, parse, wrap } from '../options';
@@ -39,7 +39,7 @@ ${CONNECTION_HELP}`,
       // Redis's token are the owner.
       const owner = backend.capabilities.owner;
       // A lock-table row's key is only the row's name inside the lock's: the lock's name says it, the owner says who.
-      const rowOnly = lock.kind === 'single' && !holder.key.equals(name);
+      const rowOnly = isSingleKey(lock) && !holder.key.equals(name);
       const holderText = rowOnly ? displayKey(name) : shown.key;
       const who = owner === 'session' || owner === 'connection' ? ownerText(shown, owner) : `owner ${shown.owner}`;
       if (!values.yes) {

@@ -49,5 +49,4 @@ export const etcdStore: StoreDescriptor<Convention> = {
     fencingToken: "the key's create revision",
     lost: 'lease revoked or expired',
   },
-  packaged: 'builtin',
 };

@@ -35,5 +35,4 @@ export const mysqlStore: StoreDescriptor<'mysql-get-lock' | LockTableConvention>
       "MySQL/MariaDB (--url mysql://…): takes NAME with GET_LOCK on a connection of its own, whose wait_timeout is --ttl (a locklens that vanished frees the lock then); the hold is checked every third of it.",
     unlock: `MySQL/MariaDB (GET_LOCK): kills the holding connection (KILL) if it still holds the name. Every other lock of that connection goes too, and its open transaction is rolled back. ${LOCK_TABLE_UNLOCK}`,
   },
-  packaged: 'separate',
 };

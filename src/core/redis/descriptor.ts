@@ -46,5 +46,4 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
     unlock: "Redis: compare-and-delete on the token shown; a Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake.",
     readTtlIgnored: "a read hold's lease is Redisson's watchdog (30 s, see --help); --ttl does not apply",
   },
-  packaged: 'separate',
 };

@@ -50,5 +50,4 @@ export const zookeeperStore: StoreDescriptor<Convention> = {
     fencingToken: "the node's creation zxid, czxid",
     lost: 'its node deleted, its session expired, or nothing heard for a session timeout',
   },
-  packaged: 'separate',
 };
