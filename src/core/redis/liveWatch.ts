@@ -7,10 +7,10 @@
  * coalesced.
  *
  * What the nodes push is nodeSubscriptions.ts's, when full reads run is fullReads.ts's, the TTLs between reads are
- * ttlSampler.ts's. The second walk that finds free fair locks (`redisson_lock_queue:*`, see keyspaceReader.ts) runs
- * only every `queueResyncMs`; the fair queues of the locks already known are read on every poll without it.
+ * ttlSampler.ts's, the connection events of each topology are topologyEvents.ts's. The second walk that finds free
+ * fair locks (`redisson_lock_queue:*`, see keyspaceReader.ts) runs only every `queueResyncMs`; the fair queues of the
+ * locks already known are read on every poll without it.
  */
-import type Redis from 'ioredis';
 import type { LiveStatus, WatchOptions } from '../backend';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix, keyId } from '../keys';
@@ -23,6 +23,7 @@ import { queueOwnerName } from './recognize';
 import { RW_TIMEOUT_SUFFIX, redissonNameFromPrefixed } from './redissonNames';
 import type { Subscriber } from './subscriber';
 import type { RedisNode, Topology, Unreachable } from './topology';
+import { followTopology } from './topologyEvents';
 import { TtlSampler } from './ttlSampler';
 
 /** How often a full read also walks the keyspace for fair queues whose lock is free (its hash gone while waiters remain). */
@@ -56,7 +57,8 @@ export class RedisLockWatch extends SnapshotLockWatch {
   private down: readonly Unreachable[] = [];
   private touchTimer: NodeJS.Timeout | undefined;
   private readonly touched = new Map<string, Buffer>();
-  private readonly clientListeners: [Redis, string, (...a: unknown[]) => void][] = [];
+  /** Stops following the topology's connection events. */
+  private unfollow: (() => void) | undefined;
 
   constructor(
     private readonly deps: WatchDeps,
@@ -102,46 +104,29 @@ export class RedisLockWatch extends SnapshotLockWatch {
 
   async start(): Promise<void> {
     this.setStatus({ state: 'loading' });
-    const topology = this.deps.topology;
-    if (topology.kind === 'single') {
-      const onClose = () => {
+    this.unfollow = followTopology(this.deps.topology, {
+      closed: () => {
         if (this.disposed || this.status.state === 'reconnecting') return;
         this.setStatus({ state: 'reconnecting', error: new LockLensError('UNREACHABLE', `lost the connection to Redis at ${this.label}; reconnecting`), detail: this.detail });
-      };
-      const onReady = () => {
+      },
+      ready: () => {
         if (this.disposed || this.status.state !== 'reconnecting') return;
         void this.subscriptions.detect().then(() => this.enqueue(() => this.fullRead(true)));
-      };
-      this.listen(topology.router, 'close', onClose);
-      this.listen(topology.router, 'ready', onReady);
-    } else if (topology.kind === 'redlock') {
-      // One instance of several going away is not the view going away: the next read says which is down.
-      for (const node of topology.nodes()) {
-        this.listen(node.client, 'close', () => {
-          if (!this.disposed && !this.down.some((d) => d.label === node.label)) void this.fullReads.request();
-        });
-        this.listen(node.client, 'ready', () => {
-          if (!this.disposed) void this.subscriptions.detect().then(() => this.fullReads.request());
-        });
-      }
-    } else {
-      // Masters come and go with failovers: subscribe to new ones, read everything again.
-      const changed = () => {
+      },
+      // The next read says which instance is down.
+      nodeClosed: (node) => {
+        if (!this.disposed && !this.down.some((d) => d.label === node.label)) void this.fullReads.request();
+      },
+      // Subscribe to new nodes, read everything again.
+      nodesChanged: () => {
         if (!this.disposed) void this.subscriptions.detect().then(() => this.fullReads.request());
-      };
-      this.listen(topology.cluster as unknown as Redis, '+node', changed);
-      this.listen(topology.cluster as unknown as Redis, '-node', changed);
-    }
+      },
+    });
     await this.fullRead(true, true);
     await this.subscriptions.detect();
     this.setStatus(this.liveStatus);
     this.fullReads.poll(() => this.subscriptions.notifications && this.status.state === 'live');
     this.ttls.start();
-  }
-
-  private listen(client: Redis, event: string, listener: (...a: unknown[]) => void): void {
-    client.on(event, listener);
-    this.clientListeners.push([client, event, listener]);
   }
 
   /** Redisson says a lock was unlocked: re-read it (and its fair queue: it may be free with waiters now). */
@@ -250,7 +235,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
     this.fullReads.stop();
     this.ttls.stop();
     clearTimeout(this.touchTimer);
-    for (const [client, event, l] of this.clientListeners) client.off(event, l);
+    this.unfollow?.();
     this.subscriptions.dispose();
   }
 }
