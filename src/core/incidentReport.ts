@@ -1,8 +1,9 @@
 import type { Capabilities } from './backend';
 import type { HoldEnd, LockHistory } from './history';
+import type { ObservedHold } from './holdObservation';
 import { displayKey } from './keys';
 import type { MemberHealth, Trouble } from './lockHealth';
-import { holdBound, type LockFigures, type ObservedHold, type Spread } from './lockStats';
+import { holdBound, type LockFigures, type Spread } from './lockFigures';
 import type { LockState } from './lockState';
 
 /**

@@ -3,7 +3,7 @@ import type { Capabilities } from '../core/backend';
 import { conventionLabel } from '../core/stores';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
-import type { LockFigures } from '../core/lockStats';
+import type { LockFigures } from '../core/lockFigures';
 import { queryPreview, sessionWho } from '../core/sql/sessionText';
 import { members, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
 import type { StoreConnection, ConnectionRegistry } from './connections';

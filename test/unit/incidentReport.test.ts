@@ -4,10 +4,11 @@ import type { Capabilities } from '../../src/core/backend';
 import { LockModel } from '../../src/core/etcd/lockModel';
 import type { KeyRecord } from '../../src/core/etcd/records';
 import type { LockHistory } from '../../src/core/history';
+import type { ObservedHold } from '../../src/core/holdObservation';
 import { code, duration, incidentReport } from '../../src/core/incidentReport';
 import { LockClock, lockHealth } from '../../src/core/lockHealth';
 import type { LeaseInfo } from '../../src/core/leaseInfo';
-import type { LockFigures, ObservedHold } from '../../src/core/lockStats';
+import type { LockFigures } from '../../src/core/lockFigures';
 
 const CAPS: Capabilities = { waiters: true, fencingTokens: true, ttl: true, owner: 'lease', queuedAcquire: true, readWriteLocks: false };
 

@@ -2,9 +2,11 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockModel, lockId } from '../../src/core/etcd/lockModel';
 import type { KeyRecord } from '../../src/core/etcd/records';
+import { MAX_HOLDS, type ObserveOptions } from '../../src/core/holdObservation';
 import type { LeaseInfo } from '../../src/core/leaseInfo';
+import { holdBound } from '../../src/core/lockFigures';
 import type { ChangeSet } from '../../src/core/lockState';
-import { holdBound, LockStats, MAX_HOLDS, MAX_LOCKS, type LockStatsChange, type ObserveOptions } from '../../src/core/lockStats';
+import { LockStats, MAX_LOCKS, type LockStatsChange } from '../../src/core/lockStats';
 
 function mutexKey(name: string, lease: string, create: number): KeyRecord {
   return { key: Buffer.from(`${name}/${lease}`), valuePreview: Buffer.alloc(0), valueSize: 0, createRevision: create, modRevision: create, version: 1, lease };

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RenewingHold } from '../../src/core/redis/acquire';
+import { RenewingHold } from '../../src/core/redis/acquire/hold';
 import type { LockLensError } from '../../src/core/errors';
 
 /** A hold whose store is a script: renewals answer only when the test says, unlocks are counted. */

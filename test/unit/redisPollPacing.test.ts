@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PollPacer, adaptiveInterval, formatCount, formatMs, POLL_COST_FACTOR } from '../../src/core/redis/pollPacing';
-import { unlockedNames } from '../../src/core/redis/liveWatch';
+import { unlockedNames } from '../../src/core/redis/nodeSubscriptions';
 
 const b = (s: string) => Buffer.from(s);
 

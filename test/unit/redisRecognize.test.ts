@@ -17,7 +17,7 @@ import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey, redissonNam
 import { globPrefix } from '../../src/core/redis/keyspaceReader';
 import { parseRedisEndpoint } from '../../src/core/redis/endpoints';
 import { redact } from '../../src/core/redact';
-import { keyspaceNotificationsOn } from '../../src/core/redis/liveWatch';
+import { keyspaceNotificationsOn } from '../../src/core/redis/nodeSubscriptions';
 
 const UUID = '1b4e28ba-2fa1-11d2-883f-0016d3cca427';
 const UUID2 = '6fa459ea-ee8a-3ca4-894e-db77e160355e';

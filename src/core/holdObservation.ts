@@ -1,0 +1,270 @@
+/**
+ * What one lock's change sets and TTL samples say about its holds and waits: who held, from when to when, how it
+ * ended, how long it had waited. Pure (no store, no timers: `now` is passed in); LockStats keeps a record per lock of
+ * each connection and feeds it in order.
+ *
+ * Only what was seen from its start counts as a sample: a hold or a wait already in place when LockLens looked (the
+ * first read, a resync after a disconnection, a new watch) is recorded as inexact, and so is an end found by a reload;
+ * neither is measured, so no figure is made up.
+ */
+import type { HoldEnd } from './history';
+import { displayKey, keyId } from './keys';
+import type { LeaseInfo } from './leaseInfo';
+import { members, type LockMember, type LockState } from './lockState';
+
+/** One hold as LockLens saw it. Plain data (JSON as it is): the records are saved as they are. */
+export interface ObservedHold {
+  /** The member that held, as display text. */
+  readonly key: string;
+  readonly owner: string;
+  /** What it expired with (an etcd lease in hex, a Redis key), '' for nothing. */
+  readonly lease: string;
+  readonly token: number | null;
+  /** Epoch ms it was seen to become the holder; with `acquiredExact` false, when it was found holding. */
+  readonly acquiredAt: number;
+  readonly acquiredExact: boolean;
+  /** The store revision it was seen holding at, where the store has revisions. */
+  readonly acquiredRevision: number | null;
+  /** How long it had waited in the queue before it held, when LockLens saw it queue. */
+  readonly waitedMs: number | null;
+  /** Epoch ms it was seen to end; with `endedExact` false, when a reload found it gone (it ended earlier). */
+  readonly endedAt: number | null;
+  readonly endedExact: boolean;
+  /** The revision of the change that ended it, where the store has revisions and the end was seen live. */
+  readonly endedRevision: number | null;
+  /** How it ended (see HoldEnd); null while it holds, and while the store has not yet said (see `unsettled`). */
+  readonly end: HoldEnd | null;
+  /** Its TTL was seen not being renewed while it held. */
+  readonly stalled: boolean;
+}
+
+
+export interface Longest {
+  readonly ms: number;
+  /** Its owner, or its key where it has none. */
+  readonly who: string;
+}
+
+export interface ObserveOptions {
+  /** Members' leases outlive their keys and can be revoked (etcd): how a deleted key ended is the store's to say. */
+  readonly revocableLeases: boolean;
+  /** Change sets carry the store's revision (etcd), not a count of reads. */
+  readonly hasRevisions: boolean;
+  /**
+   * What members expire with has a TTL that is sampled (etcd leases, Redis keys); without (a ZooKeeper session, whose
+   * time left cannot be read) a member that went is not known to have been released rather than expired.
+   */
+  readonly sampledTtls: boolean;
+  /** The last TTL sample of what a member expires with. */
+  readonly lease: (id: string) => LeaseInfo | undefined;
+}
+
+export const MAX_HOLDS = 50;
+const MAX_SAMPLES = 256;
+/** Handoff times kept: the window's worth, bounded for a lock handing off thousands of times a minute. */
+const MAX_HANDOFFS = 10_000;
+/** What the handoff rate is over. */
+export const HANDOFF_WINDOW_MS = 10 * 60_000;
+/**
+ * A key that goes this close to its countdown's end ran out: a Redis key's expiry is reported when the server evicts
+ * it, a few milliseconds either side of the PTTL sample's countdown.
+ */
+const EXPIRY_SLACK_S = 0.25;
+
+/** What the last TTL samples of the current holder's lease say, enough to tell an expiry. */
+interface TtlSample {
+  /** The last sample that found it alive: seconds left, and when. */
+  readonly ttl: number;
+  readonly observedAt: number;
+  /** A later sample found it gone (an etcd lease revoked or expired; a Redis key no longer there). */
+  readonly gone: boolean;
+  readonly stalled: boolean;
+}
+
+export interface Wait {
+  readonly since: number;
+  readonly exact: boolean;
+  readonly who: string;
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** What LockLens keeps of one lock. */
+export interface LockRecord {
+  since: number;
+  /** When it last changed live (a reload is no activity): which records go first beyond MAX_LOCKS. */
+  lastActive: number;
+  /** Oldest first; the last is open while `current` is set. */
+  holds: Mutable<ObservedHold>[];
+  /** The holder now: who it is (see identityOf), its lease, and its last TTL sample (not saved: stale by a restart). */
+  current: { member: string; lease: string; sample: TtlSample | null } | null;
+  /** Members queued now, by identity. */
+  waits: Map<string, Wait>;
+  holdMs: number[];
+  waitMs: number[];
+  holdsSeen: number;
+  holdCount: number;
+  waitCount: number;
+  transitions: number;
+  /** When handoffs happened (epoch ms), those of the last HANDOFF_WINDOW_MS. */
+  handoffs: number[];
+  longestHold: Longest | null;
+  longestWait: Longest | null;
+  stalls: number;
+}
+
+/** When and how a change set was seen, for every lock it touches. */
+export interface Moment {
+  /** Seen as it happened (a watch event), not found so by a (re)load. */
+  readonly exact: boolean;
+  readonly revision: number | null;
+  readonly now: number;
+  readonly options: ObserveOptions;
+  /** The connection's leases to ask the store about. */
+  readonly unsettled: Set<string>;
+}
+
+export function newRecord(now: number): LockRecord {
+  return {
+    since: now,
+    lastActive: now,
+    holds: [],
+    current: null,
+    waits: new Map(),
+    holdMs: [],
+    waitMs: [],
+    holdsSeen: 0,
+    holdCount: 0,
+    waitCount: 0,
+    transitions: 0,
+    handoffs: [],
+    longestHold: null,
+    longestWait: null,
+    stalls: 0,
+  };
+}
+
+/** Folds in one state of the lock (its holder and waiters now), as seen `at`. */
+export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'waiters'>, at: Moment): void {
+  if (at.exact) r.lastActive = at.now;
+  const present = new Set(members(lock as LockState).map(identityOf));
+  const holder = lock.holder;
+  const holderId = holder && identityOf(holder);
+  if (r.current && r.current.member !== holderId) {
+    // An end found by a (re)load happened at some unseen time: no TTL sample can say how.
+    const end = present.has(r.current.member) ? 'released' : at.exact ? endOfGone(r.current, at.options, at.now) : null;
+    endHold(r, at, end);
+  }
+  if (holder && holderId && !r.current) startHold(r, holder, holderId, at);
+  for (const w of lock.waiters) {
+    const id = identityOf(w);
+    if (!r.waits.has(id)) r.waits.set(id, { since: at.now, exact: at.exact, who: whoOf(w) });
+  }
+  // A wait that ends without holding (given up, expired) is a wait all the same.
+  for (const [id, wait] of r.waits) {
+    if (present.has(id)) continue;
+    r.waits.delete(id);
+    if (wait.exact && at.exact) sampleWait(r, at.now - wait.since, wait.who);
+  }
+}
+
+/**
+ * Who a member is: its key, fencing token and owner. A key alone is not enough: a Redis token lock's one key, an etcd
+ * single key re-created, or a Go session locking again within one coalesced change set are new holds on the same key.
+ */
+function identityOf(m: LockMember): string {
+  return JSON.stringify([keyId(m.key), m.token, m.owner]);
+}
+
+function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Moment): void {
+  const wait = r.waits.get(holderId);
+  r.waits.delete(holderId);
+  const waitedMs = wait?.exact && at.exact ? at.now - wait.since : null;
+  if (waitedMs !== null) sampleWait(r, waitedMs, wait!.who);
+  if (at.exact) {
+    r.transitions++;
+    if (wait) {
+      r.handoffs.push(at.now);
+      const inWindow = r.handoffs.findIndex((t) => at.now - t <= HANDOFF_WINDOW_MS);
+      r.handoffs.splice(0, Math.max(inWindow, r.handoffs.length - MAX_HANDOFFS));
+    }
+  }
+  r.holdsSeen++;
+  r.holds.push({
+    key: displayKey(holder.key),
+    owner: holder.owner,
+    lease: holder.lease,
+    token: holder.token,
+    acquiredAt: at.now,
+    acquiredExact: at.exact,
+    acquiredRevision: at.revision,
+    waitedMs,
+    endedAt: null,
+    endedExact: false,
+    endedRevision: null,
+    end: null,
+    stalled: false,
+  });
+  if (r.holds.length > MAX_HOLDS) r.holds.splice(0, r.holds.length - MAX_HOLDS);
+  const info = holder.lease ? at.options.lease(holder.lease) : undefined;
+  r.current = { member: holderId, lease: holder.lease, sample: info ? sampleOf(info, null) : null };
+}
+
+/** Folds in a TTL sample of the current holder's lease: true when it shows the holder newly stalled. */
+export function observeHolderLease(r: LockRecord, info: LeaseInfo): boolean {
+  const wasStalled = r.current!.sample?.stalled ?? false;
+  r.current!.sample = sampleOf(info, r.current!.sample);
+  if (!info.stalled || wasStalled) return false;
+  r.stalls++;
+  r.holds[r.holds.length - 1].stalled = true;
+  return true;
+}
+
+/** A gone sample keeps the countdown of the last one that found the lease alive: that tells an expiry from a delete. */
+function sampleOf(info: LeaseInfo, previous: TtlSample | null): TtlSample | null {
+  if (info.state === 'alive') return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled };
+  return previous && { ...previous, gone: true };
+}
+
+function endHold(r: LockRecord, at: Moment, end: HoldEnd | null): void {
+  const hold = r.holds[r.holds.length - 1];
+  r.current = null;
+  if (!hold || hold.endedAt !== null) return;
+  hold.endedAt = at.now;
+  hold.endedExact = at.exact;
+  hold.endedRevision = at.revision;
+  hold.end = end;
+  if (end === null && hold.lease) at.unsettled.add(hold.lease);
+  if (!hold.acquiredExact || !at.exact) return;
+  const ms = at.now - hold.acquiredAt;
+  const who = hold.owner || hold.key;
+  r.holdMs = [...r.holdMs, ms].slice(-MAX_SAMPLES);
+  r.holdCount++;
+  if (!r.longestHold || ms > r.longestHold.ms) r.longestHold = { ms, who };
+}
+
+function sampleWait(r: LockRecord, ms: number, who: string): void {
+  r.waitMs = [...r.waitMs, ms].slice(-MAX_SAMPLES);
+  r.waitCount++;
+  if (!r.longestWait || ms > r.longestWait.ms) r.longestWait = { ms, who };
+}
+
+/**
+ * How a holder whose key just went ended, from the TTL samples of what it expired with: a key without one was deleted;
+ * its countdown seen running out is an expiry. Otherwise, where leases outlive keys (etcd), a key deleted while its
+ * lease had time left went with its lease if a sample found the lease gone, and else only the store can tell whether
+ * the lease lives on (null: ask it, see `unsettled`); a key that carried its own TTL (Redis) and went with time left
+ * was deleted: released, or force-released. Without samples (a ZooKeeper session) nothing tells (null).
+ */
+function endOfGone(current: NonNullable<LockRecord['current']>, { revocableLeases, sampledTtls }: ObserveOptions, now: number): HoldEnd | null {
+  if (!current.lease) return 'released';
+  const s = current.sample;
+  if (!s) return revocableLeases || !sampledTtls ? null : 'released';
+  if (s.ttl - (now - s.observedAt) / 1000 <= EXPIRY_SLACK_S) return 'expired';
+  if (revocableLeases) return s.gone ? 'revokedOrExpired' : null;
+  return 'released';
+}
+
+function whoOf(m: LockMember): string {
+  return m.owner || displayKey(m.key);
+}

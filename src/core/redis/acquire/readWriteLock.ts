@@ -1,0 +1,137 @@
+/**
+ * Redisson's read/write lock (RReadWriteLock), taken with RedissonReadLock's and RedissonWriteLock's scripts: many
+ * readers or one writer on one hash, whose `mode` field says which.
+ */
+import type Redis from 'ioredis';
+import type { AcquireOptions, LockMode } from '../../backend';
+import { LockLensError } from '../../errors';
+import { displayKey, keyId } from '../../keys';
+import type { AcquireContext } from '../acquire';
+import { rwKeyPrefix, rwLockChannel, rwTimeoutPrefix } from '../redissonNames';
+import { READ_UNLOCK_MESSAGE, REDISSON_RENEW, RW_READ_LOCK, RW_READ_RENEW, RW_READ_UNLOCK, RW_WRITE_LOCK, RW_WRITE_UNLOCK, UNLOCK_MESSAGE } from '../scripts';
+import { RenewingHold } from './hold';
+import { waitRedisson } from './redissonWait';
+
+/**
+ * The read/write holds taken through one connection, by lock name. Each hold is its own Redisson thread (as every
+ * RLock acquire is): holds do not share a hash count, so one ending, being lost or expiring never changes another.
+ * Two of ours on one name can still exclude each other (a writer and anything else): such an acquire would wait for
+ * ourselves, and is refused instead.
+ */
+export class ReadWriteHolds {
+  private readonly byName = new Map<string, ReadWriteHold[]>();
+
+  /** Our holds on `name` that have not ended. */
+  of(name: Buffer): readonly ReadWriteHold[] {
+    const id = keyId(name);
+    const live = (this.byName.get(id) ?? []).filter((h) => !h.ended);
+    if (live.length) this.byName.set(id, live);
+    else this.byName.delete(id);
+    return live;
+  }
+
+  add(hold: ReadWriteHold): void {
+    this.byName.set(keyId(hold.name), [...this.of(hold.name), hold]);
+  }
+}
+
+/**
+ * A read hold's lease, whatever TTL was asked: Redisson's default watchdog (lockWatchdogTimeout). Every reader's
+ * renewal sets every reader's timeout to its own lease (RedissonReadLock), so readers with different leases cut each
+ * other short, and a writer could get in while a long-lease reader believes it reads; LockLens readers therefore all
+ * use the lease Redisson's readers use.
+ */
+export const READ_LEASE_MS = 30_000;
+
+const rwField = (thread: string, mode: LockMode): string => (mode === 'read' ? thread : `${thread}:write`);
+
+/** What RW_GUARD answers when the name holds something other than a read/write lock (never a PTTL: those are >= -2). */
+const NOT_READ_WRITE = -10;
+/**
+ * Runs before Redisson's read and write lock scripts, which take a hash without a `mode` field for a free name: an
+ * RLock or a fair lock that took the name after we looked would get our `mode` written into it (two holders). Only
+ * refuses, so Redisson's own clients see nothing different.
+ */
+const RW_GUARD = `local t = redis.call('type', KEYS[1])['ok']; if t ~= 'none' and (t ~= 'hash' or redis.call('hexists', KEYS[1], 'mode') == 0) then return ${NOT_READ_WRITE} end; `;
+
+export async function acquireReadWrite(ctx: AcquireContext, name: Buffer, askedTtlMs: number, options: AcquireOptions, mode: LockMode): Promise<RenewingHold> {
+  const client = ctx.clients[0];
+  const ours = ctx.readWriteHolds.of(name);
+  const conflicting = ours.find((h) => h.mode === 'write' || mode === 'write');
+  if (conflicting) {
+    throw new LockLensError(
+      'INVALID_ARGUMENT',
+      `${displayKey(name)} is held for ${conflicting.mode === 'write' ? 'writing' : 'reading'} through this connection: taking it for ${mode === 'write' ? 'writing' : 'reading'} would wait for that hold; release it first`,
+    );
+  }
+  const ttlMs = mode === 'read' ? READ_LEASE_MS : askedTtlMs;
+  const thread = ctx.newField();
+  const reader = rwField(thread, 'read');
+  const writer = rwField(thread, 'write');
+  const hold = await waitRedisson(ctx, name, ttlMs, options, {
+    field: rwField(thread, mode),
+    channel: rwLockChannel(name),
+    lock: async () => {
+      const result = (
+        mode === 'read'
+          ? await client.eval(RW_GUARD + RW_READ_LOCK, 2, name, rwTimeoutPrefix(name, reader), ttlMs, reader, writer)
+          : await client.eval(RW_GUARD + RW_WRITE_LOCK, 1, name, ttlMs, writer)
+      ) as number | null;
+      if (result === NOT_READ_WRITE) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} stopped being a read/write lock while we waited (another kind of lock took the name)`);
+      return result;
+    },
+    ahead: () => Promise.resolve(1),
+    /**
+     * A hold we took and then gave up (cancelled in that moment), or a lock script that failed here (a timeout) and
+     * may have run on the server, is unlocked: the thread is this hold's alone, so nobody else's count is taken. A
+     * refused attempt left nothing.
+     */
+    undo: async (outcome) => {
+      if (outcome === 'taken' || outcome === 'unknown') await unlockReadWrite(client, name, thread, mode, ttlMs).catch(() => undefined);
+    },
+    hold: (until) => new ReadWriteHold(client, name, thread, mode, ttlMs, until),
+  });
+  ctx.readWriteHolds.add(hold);
+  return hold;
+}
+
+/** A read or write hold on a Redisson read/write lock, through thread `<uuid>:<n>`: its field is the thread (read) or `<thread>:write`. */
+class ReadWriteHold extends RenewingHold {
+  constructor(
+    private readonly client: Redis,
+    name: Buffer,
+    readonly thread: string,
+    readonly mode: LockMode,
+    ttlMs: number,
+    until: number,
+  ) {
+    super(name, Buffer.from(rwField(thread, mode)), rwField(thread, mode), ttlMs, until);
+  }
+
+  /** A reader renews the hash and every reader's timeout keys (RedissonReadLock); a writer as RedissonLock does, with its `:write` field. */
+  protected async renew(): Promise<boolean> {
+    const result =
+      this.mode === 'read'
+        ? await this.client.eval(RW_READ_RENEW, 2, this.name, rwKeyPrefix(this.name), this.ttlMs, this.thread)
+        : await this.client.eval(REDISSON_RENEW, 1, this.name, this.ttlMs, this.owner);
+    return result === 1;
+  }
+
+  protected unlock(): Promise<boolean> {
+    return unlockReadWrite(this.client, this.name, this.thread, this.mode, this.ttlMs);
+  }
+}
+
+/**
+ * Redisson's read or write unlock for our thread: true when it ended our hold or one count of it (0: our thread still
+ * holds), false when it was not ours. As in Redisson, unlocking a lock that is gone altogether publishes and says 1.
+ * A writer's end is published with READ_UNLOCK_MESSAGE (every waiter wakes: readers may all enter), a reader's with
+ * UNLOCK_MESSAGE, as RedissonWriteLock and RedissonReadLock do.
+ */
+async function unlockReadWrite(client: Redis, name: Buffer, thread: string, mode: LockMode, ttlMs: number): Promise<boolean> {
+  const result =
+    mode === 'read'
+      ? await client.eval(RW_READ_UNLOCK, 4, name, rwLockChannel(name), rwTimeoutPrefix(name, thread), rwKeyPrefix(name), UNLOCK_MESSAGE, thread)
+      : await client.eval(RW_WRITE_UNLOCK, 2, name, rwLockChannel(name), READ_UNLOCK_MESSAGE, ttlMs, rwField(thread, 'write'));
+  return result === 0 || result === 1;
+}

@@ -1,0 +1,81 @@
+/**
+ * The TTLs of what a Redis watch's lock members expire with: sampled by every read, and in between by a sweep every
+ * sample interval (PTTL for keys, the deadline for a fair waiter), so that views count down and see a holder stall.
+ */
+import type { LeaseInfo } from '../leaseInfo';
+import { members, type LockState } from '../lockState';
+import type { TtlSource } from './recognize';
+import type { Topology } from './topology';
+import { TtlTable } from './ttlTable';
+
+export class TtlSampler {
+  private readonly ttls = new TtlTable();
+  private sources = new Map<string, TtlSource>();
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly topology: Topology,
+    private readonly sampleMs: number,
+    /** Leases whose TTL samples changed. */
+    private readonly changed: (infos: readonly LeaseInfo[]) => void,
+    /** A key the sweep found gone: the lock it belongs to is to be read now rather than at the next poll. */
+    private readonly expired: (key: Buffer) => void,
+  ) {}
+
+  lease(id: string): LeaseInfo | undefined {
+    return this.ttls.get(id);
+  }
+
+  /** A full read's TTL sources: they replace all there were. */
+  replace(sources: Map<string, TtlSource>): void {
+    this.sources = sources;
+  }
+
+  /** A partial read's TTL sources. */
+  add(sources: Map<string, TtlSource>): void {
+    for (const [id, s] of sources) this.sources.set(id, s);
+  }
+
+  /** Folds TTL samples in and forgets the ones no member of `locks` refers to any more. */
+  observe(samples: readonly TtlSource[], now: number, locks: readonly LockState[]): void {
+    const live = new Set<string>();
+    for (const lock of locks) for (const m of members(lock)) if (m.lease) live.add(m.lease);
+    for (const id of [...this.sources.keys()]) if (!live.has(id)) this.sources.delete(id);
+    const changed = this.ttls.observe(samples.filter((s) => live.has(s.id)), now);
+    const gone = this.ttls.retain(live, now);
+    if (changed.length || gone.length) this.changed([...changed, ...gone]);
+  }
+
+  /** Sweeps every sample interval until stopped. */
+  start(): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.sweep().catch(() => undefined).finally(() => this.start()), this.sampleMs);
+  }
+
+  async sweep(): Promise<void> {
+    if (this.stopped) return;
+    const now = Date.now();
+    const keyed = [...this.sources.values()].filter((s) => s.deadline === undefined);
+    const waiting = [...this.sources.values()].filter((s) => s.deadline !== undefined);
+    let pttls: (number | undefined)[];
+    try {
+      pttls = await this.topology.pttls(keyed);
+    } catch {
+      return; // the next poll reports the connection
+    }
+    const samples: TtlSource[] = [
+      ...keyed.map((s, i) => ({ ...s, ms: pttls[i] === undefined || pttls[i] === -1 ? s.ms : pttls[i]! })),
+      ...waiting.map((s) => ({ ...s, ms: Math.max(0, s.deadline! - now) })),
+    ];
+    const changed = this.ttls.observe(samples, now);
+    if (changed.length) this.changed(changed);
+    // A key that expired is a lock gone (or a fair lock left with waiters): read it now rather than at the next poll.
+    keyed.forEach((s, i) => pttls[i] === -2 && this.expired(s.keys[0]));
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+  }
+}
