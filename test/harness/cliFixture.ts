@@ -1,8 +1,9 @@
 import { after, afterEach, before, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type * as cliJson from '../../src/cli/lockJson';
 import { Procs, show, type Proc } from './cli';
 import { EtcdServer, eventually, startEtcd } from './etcd';
 
@@ -29,6 +30,11 @@ export interface ListJson {
   locks: LockJson[];
 }
 
+/** The fields of a lock in `list --json` and `watch --json`. */
+export const LOCK_KEYS = ['holder', 'kind', 'name', 'waiters'];
+/** An object's keys in order, to compare a JSON document's fields whatever order they came in. */
+export const sorted = (o: object) => Object.keys(o).sort();
+
 export const HEX_KEY = (name: string) => new RegExp(`^${name}/([0-9a-f]+)$`);
 
 /** A shell script that waits for the file $1 to exist, then appends $3 to the file $2. */
@@ -37,12 +43,54 @@ export const WAIT_THEN_APPEND = 'while [ ! -e "$1" ]; do sleep 0.05; done; echo 
 /** A shell script that appends $2 to the file $1, waits for the file $3 to exist, then appends $4. */
 export const MARK_WAIT_MARK = 'echo "$2" >> "$1"; while [ ! -e "$3" ]; do sleep 0.02; done; echo "$4" >> "$1"';
 
-/** Everything one test needs: the etcd of its describe block, its processes, and a temp dir; all cleaned up. */
-export function fixture() {
+/** The lines of a file the test's processes append to ([] before the first). */
+export const linesOf = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
+
+/** `locklens list --json` and `watch --json` as the tests of the other stores read them: what the CLI documents. */
+export type Lock = cliJson.LockJson & { sharedWith?: cliJson.EntryJson[] };
+
+/**
+ * Call inside a `describe`: one server for the whole block, and for each test its processes (`procs`), a temp dir and
+ * the cleanups it defers; all ended after the test, even when it fails.
+ */
+export function serverFixture<S extends { dispose(): Promise<unknown> }>(start: () => Promise<S>, endpoint: (server: S) => string) {
   const f = {
-    etcd: undefined as unknown as EtcdServer,
+    server: undefined as unknown as S,
     procs: undefined as unknown as Procs,
     dir: '',
+    /** Runs `cleanup` after the current test, once its processes are killed; the last deferred runs first. */
+    defer: (cleanup: () => unknown) => f.procs.defer(cleanup),
+  };
+  before(async () => {
+    f.server = await start();
+  });
+  after(async () => {
+    await f.server?.dispose();
+  });
+  beforeEach(() => {
+    f.procs = new Procs(endpoint(f.server));
+    f.dir = mkdtempSync(join(tmpdir(), 'locklens-cli-'));
+  });
+  afterEach(async () => {
+    await f.procs.dispose();
+    rmSync(f.dir, { recursive: true, force: true });
+  });
+  return f;
+}
+
+/** Everything one etcd test needs: the etcd of its describe block, its processes, and a temp dir; all cleaned up. */
+export function fixture() {
+  const base = serverFixture(startEtcd, (etcd) => etcd.endpoint);
+  const f = {
+    get etcd(): EtcdServer {
+      return base.server;
+    },
+    get procs(): Procs {
+      return base.procs;
+    },
+    get dir(): string {
+      return base.dir;
+    },
     get ep(): string {
       return f.etcd.endpoint;
     },
@@ -81,20 +129,5 @@ export function fixture() {
       return JSON.parse(r.stdout) as ListJson;
     },
   };
-  before(async () => {
-    f.etcd = await startEtcd();
-  });
-  after(async () => {
-    await f.etcd?.dispose();
-  });
-  beforeEach(() => {
-    f.procs = new Procs(f.etcd.endpoint);
-    f.dir = mkdtempSync(join(tmpdir(), 'locklens-cli-'));
-  });
-  afterEach(async () => {
-    await f.procs.dispose();
-    rmSync(f.dir, { recursive: true, force: true });
-  });
   return f;
 }
-
