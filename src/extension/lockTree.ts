@@ -3,7 +3,7 @@ import type { Capabilities } from '../core/backend';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
 import type { LockFigures } from '../core/lockStats';
-import { queryPreview, sessionWho } from '../core/sql/sessionText';
+import { queryPreview, sessionWho } from '../core/sessionInfo';
 import { members, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
 import type { StoreConnection, ConnectionRegistry } from './connections';
 import { ageLabel, appendUntrusted, conventionLabel, formatDuration, formatSpan, formatTtl, memberOwnerLabel, showsTtl, roleLabel, stateText, STORE_NAMES, tooltip, troubleIcon, troubleText } from './format';
