@@ -7,7 +7,8 @@ import { observeLease, type LeaseInfo } from '../src/core/leaseInfo';
 import { LockClock } from '../src/core/lockHealth';
 import { LockModel } from '../src/core/etcd/lockModel';
 import { TimelineReducer } from '../src/core/timeline';
-import type { DiffMessage, InitMessage, TimelineRow, TimelineStrings } from '../src/protocol/timeline';
+import type { DiffMessage, InitMessage, TimelineStrings } from '../src/protocol/timeline';
+import type { TimelineRow } from '../src/shared/timelineData';
 import { chromiumArgs, chromiumPath } from '../test/harness/workbench';
 import { ROOT } from './paths';
 

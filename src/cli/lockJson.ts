@@ -2,7 +2,7 @@ import type { Capabilities } from '../core/backend';
 import { displayKey, isUtf8 } from '../core/keys';
 import { remainingTtl, type LeaseInfo } from '../core/leaseInfo';
 import type { LockKind, LockMember, LockState, SessionInfo } from '../core/lockState';
-import { queryPreview, sessionWho } from '../core/sql/sessionText';
+import { queryPreview, sessionWho } from '../core/sessionInfo';
 
 /**
  * One member of a lock in `locklens list --json`: the documented shape (`keyBase64` only for non-UTF-8 keys), the

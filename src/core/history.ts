@@ -12,8 +12,8 @@
  *   etcd's history cannot tell these apart);
  * - `expired`: LockLens watched its TTL run out (live only: its lease stalled, or its time was up).
  */
-export { HOLD_ENDS, type HoldEnd } from './holdEnds';
-import type { HoldEnd } from './holdEnds';
+export { HOLD_ENDS, type HoldEnd } from '../shared/holdEnds';
+import type { HoldEnd } from '../shared/holdEnds';
 
 /** The ends a lease's state after its key went can tell (see holdEnd). */
 export type LeaseEnd = Exclude<HoldEnd, 'expired'>;

@@ -1,4 +1,4 @@
-import { compareRows, type PastMessage, type TimelineDiff, type TimelineEnd, type TimelineRow, type TimelineRowEnd } from '../protocol/timeline';
+import { compareRows, type PastMessage, type TimelineDiff, type TimelineEnd, type TimelineRow, type TimelineRowEnd } from '../shared/timelineData';
 import type { LockHistory } from './history';
 import { displayKey, keyId } from './keys';
 import { remainingTtl, type LeaseInfo } from './leaseInfo';

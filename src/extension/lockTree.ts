@@ -4,7 +4,7 @@ import { conventionLabel } from '../core/stores';
 import { displayKey, hasPrefix, isUtf8, keyId } from '../core/keys';
 import { lockHealth, worstTrouble, type MemberHealth, type Trouble } from '../core/lockHealth';
 import type { LockFigures } from '../core/lockFigures';
-import { queryPreview, sessionWho } from '../core/sql/sessionText';
+import { queryPreview, sessionWho } from '../core/sessionInfo';
 import { members, type LockMember, type LockState, type SessionInfo } from '../core/lockState';
 import type { StoreConnection, ConnectionRegistry } from './connections';
 import { ageLabel, appendUntrusted, formatDuration, formatSpan, formatTtl, memberOwnerLabel, showsTtl, roleLabel, stateText, tooltip, troubleIcon, troubleText } from './format';

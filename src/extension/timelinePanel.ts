@@ -4,15 +4,8 @@ import { errorMessage } from '../core/errors';
 import { displayKey } from '../core/keys';
 import type { LockHistory } from '../core/history';
 import { parseRowId, pastMessage, TimelineReducer, type TimelineSource } from '../core/timeline';
-import {
-  isEmptyDiff,
-  isWebviewMessage,
-  type HostMessage,
-  type PastMessage,
-  type TimelineConfig,
-  type TimelineRow,
-  type TimelineStrings,
-} from '../protocol/timeline';
+import { isEmptyDiff, isWebviewMessage, type HostMessage, type TimelineConfig, type TimelineStrings } from '../protocol/timeline';
+import type { PastMessage, TimelineRow } from '../shared/timelineData';
 import type { ConnectionRegistry } from './connections';
 import type { LeaseEndListener, LeaseEndProbe } from './leaseEndProbe';
 import type { LockTreeNode, LockTreeProvider } from './lockTree';

@@ -6,7 +6,8 @@ import { LockModel, lockId } from '../../src/core/etcd/lockModel';
 import type { KeyRecord } from '../../src/core/etcd/records';
 import type { LockHistory } from '../../src/core/history';
 import { MAX_PAST_HOLDS, TimelineReducer, pastMessage, rowId, timelineRows, type TimelineSource } from '../../src/core/timeline';
-import { applyDiff, compareRows, isHostMessage, isTimelineRow, isWebviewMessage, type TimelineDiff, type TimelineRow } from '../../src/protocol/timeline';
+import { applyDiff, isHostMessage, isTimelineRow, isWebviewMessage } from '../../src/protocol/timeline';
+import { compareRows, type TimelineDiff, type TimelineRow } from '../../src/shared/timelineData';
 import { mulberry32 } from '../harness/random';
 
 const T0 = 1_700_000_000_000;

@@ -13,11 +13,11 @@ import {
   isViewState,
   type HostMessage,
   type TimelineConfig,
-  type TimelineRow,
   type TimelineStrings,
   type TimelineViewState,
   type WebviewMessage,
 } from '../../src/protocol/timeline';
+import type { TimelineRow } from '../../src/shared/timelineData';
 import { RowMirror } from './mirror';
 import { PastSection } from './past';
 import { TimelineStore, isLongHold, ttlLeft, type Layout } from './model';

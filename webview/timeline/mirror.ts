@@ -1,4 +1,5 @@
-import type { TimelineRow, TimelineStrings } from '../../src/protocol/timeline';
+import type { TimelineStrings } from '../../src/protocol/timeline';
+import type { TimelineRow } from '../../src/shared/timelineData';
 import type { Layout } from './model';
 import { endLabel, ownerParts, roleLabel } from './render';
 

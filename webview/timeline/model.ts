@@ -1,4 +1,5 @@
-import { applyDiff, compareRows, type TimelineDiff, type TimelineRow } from '../../src/protocol/timeline';
+import { applyDiff } from '../../src/protocol/timeline';
+import { compareRows, type TimelineDiff, type TimelineRow } from '../../src/shared/timelineData';
 
 /**
  * The webview's rows and what is on screen: the rows as the host sent them (diffs applied with the protocol's own

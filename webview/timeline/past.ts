@@ -1,4 +1,5 @@
-import { formatString, type PastHold, type PastMessage, type TimelineStrings } from '../../src/protocol/timeline';
+import { formatString, type TimelineStrings } from '../../src/protocol/timeline';
+import type { PastHold, PastMessage } from '../../src/shared/timelineData';
 
 /**
  * A lock's past, replayed from its store's history, drawn under the live bars on a revision axis: the store keeps no

@@ -1,4 +1,5 @@
-import { formatString, type TimelineRow, type TimelineStrings } from '../../src/protocol/timeline';
+import { formatString, type TimelineStrings } from '../../src/protocol/timeline';
+import type { TimelineRow } from '../../src/shared/timelineData';
 import { isLongHold, ttlLeft, type Layout, type LockLine } from './model';
 import type { Theme } from './theme';
 

@@ -6,6 +6,7 @@
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
 import { holderCount, members, type LockMember, type LockState, type SessionInfo } from '../lockState';
+import { queryPreview } from '../sessionInfo';
 
 /** A store's words for its sessions. */
 export interface SessionWords {
@@ -43,18 +44,7 @@ function doingText(s: SessionInfo): string | undefined {
   if (!s.query) return s.state && `state ${s.state}`;
   // PostgreSQL keeps an idle session's last statement; MySQL shows a statement only while it runs.
   const verb = s.state?.startsWith('idle') ? 'last ran' : 'running';
-  return `${verb} ${JSON.stringify(queryPreview(s.query))}`;
-}
-
-/** A statement cut to `chars` characters (whole code points: never half an emoji), with … where it was cut. */
-export function queryPreview(query: string, chars = QUERY_CHARS): string {
-  const points = [...query];
-  return points.length > chars ? `${points.slice(0, chars).join('')}…` : query;
-}
-
-/** `user@client`, or whichever of the two the reader may see. */
-export function sessionWho(s: Pick<SessionInfo, 'user' | 'client'>): string | undefined {
-  return s.user && s.client ? `${s.user}@${s.client}` : (s.user ?? s.client);
+  return `${verb} ${JSON.stringify(queryPreview(s.query, QUERY_CHARS))}`;
 }
 
 /** The members holding `lock` now (several when shared). */
