@@ -315,7 +315,7 @@ export function timelineReduce(leases = 2000, rounds = 20) {
     });
   sweep(() => true);
   const reducer = new TimelineReducer({ longHoldMs: 300_000, keepEndedMs: 3_600_000 });
-  const source = () => ({ connection: 'bench', revocableLeases: true, locks: model.locks(), lease: (id: string) => infos.get(id), clock });
+  const source = () => ({ connection: 'bench', hasLeases: true, locks: model.locks(), lease: (id: string) => infos.get(id), clock });
   const t0 = performance.now();
   const first = reducer.update([source()], now);
   const firstMs = performance.now() - t0;

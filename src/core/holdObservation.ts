@@ -47,7 +47,7 @@ export interface Longest {
 
 export interface ObserveOptions {
   /** Members' leases outlive their keys and can be revoked (etcd): how a deleted key ended is the store's to say. */
-  readonly revocableLeases: boolean;
+  readonly hasLeases: boolean;
   /** Change sets carry the store's revision (etcd), not a count of reads. */
   readonly hasRevisions: boolean;
   /**
@@ -256,12 +256,12 @@ function sampleWait(r: LockRecord, ms: number, who: string): void {
  * the lease lives on (null: ask it, see `unsettled`); a key that carried its own TTL (Redis) and went with time left
  * was deleted: released, or force-released. Without samples (a ZooKeeper session) nothing tells (null).
  */
-function endOfGone(current: NonNullable<LockRecord['current']>, { revocableLeases, sampledTtls }: ObserveOptions, now: number): HoldEnd | null {
+function endOfGone(current: NonNullable<LockRecord['current']>, { hasLeases, sampledTtls }: ObserveOptions, now: number): HoldEnd | null {
   if (!current.lease) return 'released';
   const s = current.sample;
-  if (!s) return revocableLeases || !sampledTtls ? null : 'released';
+  if (!s) return hasLeases || !sampledTtls ? null : 'released';
   if (s.ttl - (now - s.observedAt) / 1000 <= EXPIRY_SLACK_S) return 'expired';
-  if (revocableLeases) return s.gone ? 'revokedOrExpired' : null;
+  if (hasLeases) return s.gone ? 'revokedOrExpired' : null;
   return 'released';
 }
 

@@ -41,7 +41,7 @@ export interface LockStatsChange {
 export class LockStats {
   private readonly byConnection = new Map<string, ConnectionRecord>();
   private readonly watching = new Map<string, Watching>();
-  private readonly revocable = new Map<string, boolean>();
+  private readonly hasLeases = new Map<string, boolean>();
   private readonly changeEmitter = new Emitter<LockStatsChange>();
   readonly onDidChange: Event<LockStatsChange> = this.changeEmitter.event;
 
@@ -50,7 +50,7 @@ export class LockStats {
     const c = this.record(connection);
     let w = this.watching.get(connection);
     if (!w) this.watching.set(connection, (w = { since: now, present: new Set(), loaded: false }));
-    this.revocable.set(connection, options.revocableLeases);
+    this.hasLeases.set(connection, options.hasLeases);
     const exact = !changes.resynced;
     // A reload's revision is the store's last write, maybe hours old: only a change seen live dates its revision.
     const revision = options.hasRevisions && exact ? changes.revision : null;
@@ -111,7 +111,7 @@ export class LockStats {
 
   /** Leases of ended holds whose end only the store can tell (a key deleted while its lease had time left). */
   unsettled(connection: string): string[] {
-    return this.revocable.get(connection) ? [...(this.byConnection.get(connection)?.unsettled ?? [])] : [];
+    return this.hasLeases.get(connection) ? [...(this.byConnection.get(connection)?.unsettled ?? [])] : [];
   }
 
   /** The store's answer for a lease of `unsettled`. */
@@ -152,7 +152,7 @@ export class LockStats {
   forget(connection: string): void {
     this.byConnection.delete(connection);
     this.watching.delete(connection);
-    this.revocable.delete(connection);
+    this.hasLeases.delete(connection);
   }
 
   /** The records as JSON; `only` limits them to those connections. TTL samples are left out: stale by a restart. */

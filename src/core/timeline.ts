@@ -19,7 +19,7 @@ export interface TimelineSource {
    * lease, and a key deleted while its lease had time left may have been released or revoked (only the store can say).
    * Otherwise the row shows its owner, and such a key was released.
    */
-  readonly revocableLeases: boolean;
+  readonly hasLeases: boolean;
   readonly locks: readonly LockState[];
   readonly lease: (id: string) => LeaseInfo | undefined;
   readonly clock: LockClock;
@@ -101,8 +101,8 @@ export function timelineRows(source: TimelineSource, longHoldMs: number, now: nu
         kind: lock.kind,
         role: h.role,
         position: h.position,
-        lease: source.revocableLeases ? m.lease : '',
-        owner: source.revocableLeases ? '' : m.owner,
+        lease: source.hasLeases ? m.lease : '',
+        owner: source.hasLeases ? '' : m.owner,
         token: m.token,
         firstSeenAt: seen.at,
         firstSeenExact: seen.exact,
@@ -226,7 +226,7 @@ export class TimelineReducer {
 
 /** How a row whose key just went ended, as far as the last TTL sample tells. */
 function endOf(row: TimelineRow, source: TimelineSource, now: number): TimelineEnd {
-  if (source.revocableLeases) {
+  if (source.hasLeases) {
     if (!row.lease) return 'released';
     const info = source.lease(row.lease);
     if (info && (info.state === 'expired' || remainingTtl(info, now) <= 0)) return 'revokedOrExpired';

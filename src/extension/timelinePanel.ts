@@ -211,7 +211,7 @@ export class TimelinePanel implements vscode.Disposable {
     const sources: TimelineSource[] = [];
     for (const c of this.deps.registry.all()) {
       const watch = c.watch;
-      if (watch) sources.push({ connection: c.name, revocableLeases: c.backend?.leases !== undefined, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock });
+      if (watch) sources.push({ connection: c.name, hasLeases: c.backend?.leases !== undefined, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock });
     }
     return sources;
   }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import Redis from 'ioredis';
 import type { LockHold, QueuePosition } from '../../src/core/backend';
 import { isLockLensError, type LockLensError } from '../../src/core/errors';
-import { READ_LEASE_MS } from '../../src/core/redis/acquire/readWriteLock';
+import { READ_LEASE_MS } from '../../src/core/redis/acquire/readWriteHold';
 import { rwLockChannel } from '../../src/core/redis/redissonNames';
 import { READ_UNLOCK_MESSAGE, REDISSON_LOCK, RW_WRITE_UNLOCK } from '../../src/core/redis/scripts';
 import { CONVENTIONS } from '../../src/core/redis/recognize';

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, statSync, readdirSync, readFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
 
 // Keeps the arrows between the parts the way the README draws them, read from the source files: stores in their own
@@ -103,9 +103,14 @@ interface Import {
   readonly target?: string;
 }
 
+/** As TypeScript resolves it: `x.ts` before a folder `x/` (whose index.ts it would be), and only files. */
 function resolve(from: string, specifier: string): string | undefined {
   const base = posix.join(posix.dirname(from), specifier);
-  return [base, `${base}.ts`, `${base}.d.ts`, `${base}/index.ts`, base.replace(/\.js$/, '.ts')].find((f) => textOf.has(f) || existsSync(join(root, f)));
+  return [`${base}.ts`, `${base}.d.ts`, `${base}/index.ts`, base.replace(/\.js$/, '.ts'), base].find((f) => textOf.has(f) || isFile(join(root, f)));
+}
+
+function isFile(path: string): boolean {
+  return existsSync(path) && statSync(path).isFile();
 }
 
 const imports: Import[] = tsSources.flatMap((from) => {

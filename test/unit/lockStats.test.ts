@@ -24,7 +24,7 @@ function harness(options: Partial<ObserveOptions> = {}, stats = new LockStats())
   const leases = new Map<string, LeaseInfo>();
   let first = true;
   let revision = 0;
-  const opts: ObserveOptions = { revocableLeases: true, hasRevisions: true, sampledTtls: true, lease: (id) => leases.get(id), ...options };
+  const opts: ObserveOptions = { hasLeases: true, hasRevisions: true, sampledTtls: true, lease: (id) => leases.get(id), ...options };
   const step = (now: number, change: (m: LockModel, rev: number) => void): ChangeSet => {
     change(model, ++revision);
     const set = model.takeChanges();
@@ -97,7 +97,7 @@ describe('LockStats', () => {
   });
 
   test('a store whose keys carry their own TTL (Redis): gone with time left is released, run out is expired', () => {
-    const { stats, leases, put, del } = harness({ revocableLeases: false, hasRevisions: false });
+    const { stats, leases, put, del } = harness({ hasLeases: false, hasRevisions: false });
     put(0, 'seed');
     leases.set('a', lease('a', 5, 1000));
     put(1000, 'a');
@@ -115,8 +115,8 @@ describe('LockStats', () => {
   });
 
   test('a sample that finds the lease gone before its key\'s delete arrives: went with its lease (etcd), deleted (Redis)', () => {
-    for (const [revocableLeases, end] of [[true, 'revokedOrExpired'], [false, 'released']] as const) {
-      const { stats, leases, put, del } = harness({ revocableLeases });
+    for (const [hasLeases, end] of [[true, 'revokedOrExpired'], [false, 'released']] as const) {
+      const { stats, leases, put, del } = harness({ hasLeases });
       leases.set('a', lease('a', 30, 0));
       put(0, 'a');
       stats.observeLeases('local', [lease('a', 0, 900, { state: 'expired' })]);
@@ -126,7 +126,7 @@ describe('LockStats', () => {
   });
 
   test('a store whose owners have no TTL to sample (ZooKeeper sessions): how a member went is not said, unless it had none', () => {
-    const { stats, put, del, step } = harness({ revocableLeases: false, sampledTtls: false });
+    const { stats, put, del, step } = harness({ hasLeases: false, sampledTtls: false });
     put(0, 'seed');
     put(10, 'a');
     del(20, 'seed');
@@ -213,7 +213,7 @@ describe('LockStats', () => {
   });
 
   test('a new holder on the same key within one change set is a new hold (Redis token locks, re-created keys)', () => {
-    const { stats, step } = harness({ revocableLeases: false, hasRevisions: false });
+    const { stats, step } = harness({ hasLeases: false, hasRevisions: false });
     const token = (owner: string, rev: number): KeyRecord => ({ ...mutexKey('/locks/jobs', '', rev), key: Buffer.from('/locks/jobs'), valuePreview: Buffer.from(owner) });
     const single = lockId(Buffer.from('/locks/jobs'), 'single-key');
     step(0, (m) => m.put(token('a', 1)));
@@ -233,7 +233,7 @@ describe('LockStats', () => {
     // The new watch's first load: a is gone, b holds.
     const fresh = new LockModel();
     fresh.reload(() => true, [mutexKey('/locks/jobs', 'b', 9)], 9);
-    stats.observe('local', { ...fresh.takeChanges(), resynced: true }, { revocableLeases: true, hasRevisions: true, sampledTtls: true, lease: () => undefined }, 3_600_000);
+    stats.observe('local', { ...fresh.takeChanges(), resynced: true }, { hasLeases: true, hasRevisions: true, sampledTtls: true, lease: () => undefined }, 3_600_000);
     const [x, b, ...more] = stats.holds('local', JOBS);
     assert.deepEqual([x.owner, x.endedAt, x.endedExact, b.owner, b.acquiredExact, more.length], ['x', 3_600_000, false, 'b', false, 0]);
     assert.equal(stats.figures('local', JOBS)!.hold, null, 'x was found holding: no sample');
@@ -248,7 +248,7 @@ describe('LockStats', () => {
     stats.restart('local');
     const fresh = new LockModel();
     fresh.reload(() => true, [], 20);
-    stats.observe('local', { revision: 20, changed: [], removed: [], resynced: true }, { revocableLeases: true, hasRevisions: true, sampledTtls: true, lease: () => undefined }, 5000);
+    stats.observe('local', { revision: 20, changed: [], removed: [], resynced: true }, { hasLeases: true, hasRevisions: true, sampledTtls: true, lease: () => undefined }, 5000);
     const a = stats.holds('local', JOBS).find((h) => h.owner === 'a')!;
     assert.deepEqual([a.endedAt, a.endedExact, a.endedRevision, holdBound(a)], [5000, false, null, '≤ ']);
     assert.equal(stats.figures('local', JOBS)!.hold, null);

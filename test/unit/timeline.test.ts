@@ -49,7 +49,7 @@ class Fixture {
   }
 
   source(): TimelineSource {
-    return { connection: this.connection, revocableLeases: true, locks: this.model.locks(), lease: (id) => this.leases.get(id), clock: this.clock };
+    return { connection: this.connection, hasLeases: true, locks: this.model.locks(), lease: (id) => this.leases.get(id), clock: this.clock };
   }
 
   rows(longHoldMs = LONG_HOLD): TimelineRow[] {

@@ -37,7 +37,7 @@ class RedisLike {
   }
 
   source(): TimelineSource {
-    return { connection: 'redis', revocableLeases: false, locks: this.locks, lease: (id) => this.ttls.get(id), clock: this.clock };
+    return { connection: 'redis', hasLeases: false, locks: this.locks, lease: (id) => this.ttls.get(id), clock: this.clock };
   }
 }
 

@@ -12,23 +12,13 @@ import { LockLensError, throwIfAborted } from '../errors';
 import { displayKey } from '../keys';
 import { acquireFair } from './acquire/fairLock';
 import type { RenewingHold } from './acquire/hold';
-import { acquireReadWrite, type ReadWriteHolds } from './acquire/readWriteLock';
+import type { AcquireContext } from './acquire/context';
+import { acquireReadWrite } from './acquire/readWriteLock';
 import { acquireRedisson } from './acquire/redissonLock';
 import { acquireToken } from './acquire/tokenLock';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
 import { lockQueueKey } from './redissonNames';
-import type { Subscriber } from './subscriber';
-
-export interface AcquireContext {
-  /** One client per independent instance; the first is the one Redisson locks live on. */
-  readonly clients: readonly Redis[];
-  readonly subscriber: () => Promise<Subscriber>;
-  /** A fresh Redisson-style field `<uuid>:<n>` for this hold. */
-  readonly newField: () => string;
-  /** The read/write holds taken through this connection, whose Redisson thread a new one on the same name re-enters. */
-  readonly readWriteHolds: ReadWriteHolds;
-}
 
 type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw';
 

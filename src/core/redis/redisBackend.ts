@@ -15,7 +15,7 @@ import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
 import { acquire } from './acquire';
 import type { RenewingHold } from './acquire/hold';
-import { ReadWriteHolds } from './acquire/readWriteLock';
+import { ReadWriteHolds } from './acquire/readWriteHold';
 import { clientSpecs, isClusterNode, openClient, openCluster, type ClientSpec } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
 import type { ReadOptions } from './keyspaceReader';

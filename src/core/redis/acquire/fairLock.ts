@@ -4,7 +4,7 @@
  */
 import type Redis from 'ioredis';
 import type { AcquireOptions } from '../../backend';
-import type { AcquireContext } from '../acquire';
+import type { AcquireContext } from './context';
 import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey } from '../redissonNames';
 import { FAIR_LEAVE, FAIR_LOCK, FAIR_THREAD_WAIT_MS, FAIR_UNLOCK, UNLOCK_MESSAGE } from '../scripts';
 import type { RenewingHold } from './hold';

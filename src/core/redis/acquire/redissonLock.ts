@@ -1,7 +1,7 @@
 /** Redisson's RLock, taken with its own scripts and field format `<uuid>:<n>`: its waiters wake when we release. */
 import type Redis from 'ioredis';
 import type { AcquireOptions } from '../../backend';
-import type { AcquireContext } from '../acquire';
+import type { AcquireContext } from './context';
 import { fairLockChannel, lockChannel, lockQueueKey } from '../redissonNames';
 import { REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../scripts';
 import { RenewingHold } from './hold';

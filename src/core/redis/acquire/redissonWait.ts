@@ -8,7 +8,7 @@ import type { Disposable } from '../../emitter';
 import { LockLensError, abortError, throwIfAborted } from '../../errors';
 import { displayKey } from '../../keys';
 import { sleep } from '../../sleep';
-import type { AcquireContext } from '../acquire';
+import type { AcquireContext } from './context';
 import type { RenewingHold } from './hold';
 import { RETRY_MS, validUntil } from './timing';
 
