@@ -1,6 +1,7 @@
 /**
- * etcd keys and values are bytes. LockLens keeps them as Buffers end to end: a key that is not UTF-8 is never decoded
- * lossily (two different keys would merge), only escaped for display.
+ * Keys and values are bytes in every store (an etcd key, a Redis key or field, a znode path's bytes). LockLens keeps
+ * them as Buffers end to end: a key that is not UTF-8 is never decoded lossily (two different keys would merge), only
+ * escaped for display.
  */
 
 import { LockLensError } from './errors';
@@ -51,24 +52,6 @@ function utf8SequenceLength(b: Uint8Array, i: number): number {
   if (len === 0 || i + len > b.length) return 0;
   for (let k = 1; k < len; k++) if ((b[i + k] & 0xc0) !== 0x80) return 0;
   return isUtf8(b.subarray(i, i + len)) ? len : 0; // rejects overlongs and surrogates
-}
-
-/** The end of the range that holds every key starting with `prefix` (etcd's `clientv3.GetPrefixRangeEnd`). */
-export function prefixRangeEnd(prefix: Uint8Array): Buffer {
-  const end = Buffer.from(prefix);
-  for (let i = end.length - 1; i >= 0; i--) {
-    if (end[i] < 0xff) {
-      end[i]++;
-      return end.subarray(0, i + 1);
-    }
-  }
-  // An empty prefix, or one of only 0xff bytes: "every key from here on" is spelled as a single NUL byte.
-  return Buffer.from([0]);
-}
-
-/** The [key, range_end) that etcd reads or watches for a prefix; the empty prefix is the whole keyspace ("\0" to "\0"). */
-export function prefixRange(prefix: Uint8Array): { key: Buffer; range_end: Buffer } {
-  return { key: prefix.length ? Buffer.from(prefix) : Buffer.from([0]), range_end: prefixRangeEnd(prefix) };
 }
 
 export function hasPrefix(key: Uint8Array, prefix: Uint8Array): boolean {

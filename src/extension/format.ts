@@ -166,7 +166,7 @@ export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: 
 }
 
 /**
- * Markdown for text that came from etcd: escaped (no markdown, links or HTML take effect) and on one line, so a key
+ * Markdown for text that came from a store (a key, a value, an owner): escaped (no markdown, links or HTML take effect) and on one line, so a key
  * cannot forge structure in a tooltip.
  */
 export function appendUntrusted(md: vscode.MarkdownString, bytes: Uint8Array | string): vscode.MarkdownString {

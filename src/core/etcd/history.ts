@@ -12,7 +12,8 @@ import {
 } from '../history';
 import { answersProgressWhenCaughtUp } from './historyPlan';
 import { HistoryCompacted, readHistory, type HistoryRead } from './historyRead';
-import { leaseDecimal, prefixRange } from '../keys';
+import { leaseDecimal } from '../keys';
+import { prefixRange } from './keyRange';
 import { readRange, type EtcdRange, type PrefixRead } from './keyspace';
 import { HoldReplay, type ReplayHold } from './replay';
 import { WatchStream } from './watchStream';

@@ -1,5 +1,5 @@
 import { call, type EtcdConnection } from './connect';
-import { prefixRange } from '../keys';
+import { prefixRange } from './keyRange';
 import { toKeyRecord, type KeyRecord, type RawKeyValue } from './records';
 
 /** An etcd key range as the API takes it: the etcd keys (namespace included) from `key` up to `range_end`. */
