@@ -3,21 +3,10 @@ import assert from 'node:assert/strict';
 import { isLockLensError } from '../../src/core/errors';
 import { keyId } from '../../src/core/keys';
 import type { LockTableSpec } from '../../src/core/profile';
-import {
-  PREVIEW_VALUE_CHARS,
-  catalogQuery,
-  checkSpec,
-  layoutsOf,
-  quoteIdent,
-  quoteTable,
-  releaseStatement,
-  rowLock,
-  rowsQuery,
-  shownValues,
-  specTable,
-  type CatalogColumn,
-  type TableLayout,
-} from '../../src/core/sql/tableLayouts';
+import { catalogQuery } from '../../src/core/sql/tableCatalog';
+import { checkSpec, layoutsOf, quoteIdent, quoteTable, specTable, type CatalogColumn, type TableLayout } from '../../src/core/sql/tableLayouts';
+import { releaseStatement, shownValues } from '../../src/core/sql/tableRelease';
+import { PREVIEW_VALUE_CHARS, rowLock, rowsQuery } from '../../src/core/sql/tableRows';
 
 function columns(table: string, names: string[], extra: Partial<CatalogColumn> = {}): CatalogColumn[] {
   return names.map((column) => ({ schema: 'public', table, column, type: 'character varying', pos: 1, unique: false, ...extra }));

@@ -15,19 +15,10 @@ import type { LockMember, LockState } from '../lockState';
 import type { LockTableSpec } from '../profile';
 import type { ExpirySample } from './pollingWatch';
 import type { SqlWriteSession } from './session';
-import {
-  LOCK_TABLE_CONVENTIONS,
-  catalogColumn,
-  catalogQuery,
-  checkSpec,
-  layoutsOf,
-  lockName,
-  releaseStatement,
-  rowLock,
-  rowsQuery,
-  shownValues,
-  type TableLayout,
-} from './tableLayouts';
+import { catalogColumn, catalogQuery } from './tableCatalog';
+import { LOCK_TABLE_CONVENTIONS, checkSpec, layoutsOf, type TableLayout } from './tableLayouts';
+import { releaseStatement, shownValues } from './tableRelease';
+import { lockName, rowLock, rowsQuery } from './tableRows';
 
 export { LOCK_TABLE_CONVENTIONS, type LockTableConvention } from './tableLayouts';
 

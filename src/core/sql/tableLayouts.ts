@@ -1,7 +1,8 @@
 /**
  * The lock tables LockLens reads, as layouts: which column names a lock, which holds it, which expires it, which rows
- * count, and how the library itself releases one. Pure: the catalog rows found become layouts, a layout becomes the
- * SQL of each dialect, a row becomes a LockState. lockTables.ts runs the statements.
+ * count, and how the library itself releases one. Pure: the catalog's columns (tableCatalog.ts asks for them) become
+ * layouts; tableRows.ts reads a layout's rows into LockStates, tableRelease.ts writes its release; lockTables.ts runs
+ * the statements.
  *
  * Recognised (each library's own DDL and statements):
  * - ShedLock JDBC: `shedlock(name, lock_until, locked_at, locked_by)`; rows are never deleted, a row is held while
@@ -16,10 +17,7 @@
  *   user (a `locks` table is too common a name to guess what its rows mean).
  */
 import { LockLensError, isLockLensError } from '../errors';
-import { keyId } from '../keys';
-import type { LockMember, LockState } from '../lockState';
 import type { LockTableSpec } from '../profile';
-import { rowText, type SqlRow } from './session';
 import type { SqlDialect } from './url';
 
 export const LOCK_TABLE_CONVENTIONS = ['shedlock', 'liquibase', 'lock-table', 'custom-table'] as const;
@@ -106,73 +104,11 @@ export function quoteTable(dialect: SqlDialect, table: TableRef): string {
   return (table.schema === undefined ? '' : `${quoteIdent(dialect, table.schema)}.`) + quoteIdent(dialect, table.name);
 }
 
-// ---- discovery ----
+// ---- recognition ----
 
 /** The seed article's table: the one whose recognition needs to know a column is unique. */
-const RECOGNISED_SEED = ['lock'];
-const RECOGNISED = ['shedlock', 'databasechangeloglock', ...RECOGNISED_SEED];
-
-/** Table names the catalog query asks for: each recognised name as the library writes it, in either case (MariaDB's are case-sensitive on Linux). */
-function catalogNames(specs: readonly LockTableSpec[]): { unqualified: string[]; qualified: TableRef[] } {
-  const unqualified = new Set(RECOGNISED.flatMap((n) => [n, n.toUpperCase()]));
-  const qualified: TableRef[] = [];
-  for (const spec of specs) {
-    const table = specTable(spec);
-    if (table.schema === undefined) unqualified.add(table.name);
-    else qualified.push(table);
-  }
-  return { unqualified: [...unqualified], qualified };
-}
-
-/** One statement for every candidate table's columns; `?` placeholders, parameters in order. */
-export function catalogQuery(dialect: SqlDialect, specs: readonly LockTableSpec[]): { sql: string; params: string[] } {
-  const { unqualified, qualified } = catalogNames(specs);
-  if (dialect === 'postgres') {
-    const marks = unqualified.map(() => '?').join(', ');
-    const params = [...unqualified, ...qualified.flatMap((t) => [t.schema!, t.name])];
-    const exact = qualified.map(() => ' OR (c.table_schema = ? AND c.table_name = ?)').join('');
-    return {
-      sql:
-        'SELECT c.table_schema AS s, c.table_name AS t, c.column_name AS c, c.data_type AS type, ' +
-        'COALESCE(array_position(current_schemas(false), c.table_schema::name), 0) AS pos, ' +
-        'EXISTS (SELECT 1 FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ' +
-        "WHERE i.indrelid = format('%I.%I', c.table_schema, c.table_name)::regclass AND i.indisunique AND i.indnkeyatts = 1 " +
-        'AND a.attname = c.column_name) AS uniq ' +
-        `FROM information_schema.columns c WHERE (c.table_schema::name = ANY (current_schemas(false)) AND c.table_name IN (${marks}))${exact} ORDER BY c.ordinal_position`,
-      params,
-    };
-  }
-  // MariaDB reads information_schema from the tables themselves: only a WHERE of constants keeps it from opening every
-  // table of every database ("Scanned all databases" in EXPLAIN; an OR, or a column of another table, is no constant).
-  // One SELECT per table, its schema and name equal to constants ("Scanned 0 databases": the table is looked up), and
-  // uniqueness from an uncorrelated subquery, asked of the seed table only.
-  const seed = RECOGNISED_SEED.flatMap((n) => [n, n.toUpperCase()]);
-  const uniq =
-    '(c.TABLE_SCHEMA = DATABASE() AND (c.TABLE_NAME, c.COLUMN_NAME) IN (SELECT st.TABLE_NAME, MIN(st.COLUMN_NAME) FROM information_schema.STATISTICS st ' +
-    `WHERE st.TABLE_SCHEMA = DATABASE() AND st.TABLE_NAME IN (${seed.map(() => '?').join(', ')}) AND st.NON_UNIQUE = 0 ` +
-    'GROUP BY st.TABLE_NAME, st.INDEX_NAME HAVING COUNT(*) = 1))';
-  const select =
-    'SELECT c.TABLE_SCHEMA AS s, c.TABLE_NAME AS t, c.COLUMN_NAME AS c, LOWER(c.DATA_TYPE) AS type, IF(c.TABLE_SCHEMA = DATABASE(), 1, 0) AS pos, ' +
-    `${uniq} AS uniq, c.ORDINAL_POSITION AS o FROM information_schema.COLUMNS c WHERE `;
-  const tables = [...unqualified.map((name) => ({ schema: undefined, name })), ...qualified];
-  // UNION, not UNION ALL: a spec may name a table of the current database with its schema.
-  return {
-    sql: tables.map((t) => `${select}c.TABLE_SCHEMA = ${t.schema === undefined ? 'DATABASE()' : '?'} AND c.TABLE_NAME = ?`).join(' UNION ') + ' ORDER BY o',
-    params: tables.flatMap((t) => [...seed, ...(t.schema === undefined ? [] : [t.schema]), t.name]),
-  };
-}
-
-/** A catalog row: information_schema's names and types are never NULL. */
-export function catalogColumn(row: SqlRow): CatalogColumn {
-  return {
-    schema: rowText(row.s)!,
-    table: rowText(row.t)!,
-    column: rowText(row.c)!,
-    type: rowText(row.type)!.toLowerCase(),
-    pos: Number(row.pos),
-    unique: row.uniq === true || Number(row.uniq) === 1,
-  };
-}
+export const RECOGNISED_SEED = ['lock'];
+export const RECOGNISED = ['shedlock', 'databasechangeloglock', ...RECOGNISED_SEED];
 
 interface FoundTable {
   readonly schema: string;
@@ -324,155 +260,4 @@ export function layoutsOf(catalog: readonly CatalogColumn[], specs: readonly Loc
     .map((t) => recognise(t, dialect))
     .filter((l): l is TableLayout => l !== undefined);
   return { layouts: [...custom, ...found], problems };
-}
-
-// ---- reading rows ----
-
-function asText(dialect: SqlDialect, column: string): string {
-  return `CAST(${quoteIdent(dialect, column)} AS ${dialect === 'postgres' ? 'text' : 'CHAR'})`;
-}
-
-/**
- * The database's now that an expiry column is compared with (never the client's clock): its UTC wall clock for a
- * ShedLock column without a time zone (see the top of this file); else its session's now, against which PostgreSQL
- * reads a column without a time zone in the session's TimeZone and MySQL a DATETIME in the session's time_zone.
- */
-function nowOf(dialect: SqlDialect, utc: boolean): string {
-  if (dialect === 'postgres') return utc ? "timezone('utc', CURRENT_TIMESTAMP)" : 'CURRENT_TIMESTAMP';
-  return utc ? 'UTC_TIMESTAMP(6)' : 'CURRENT_TIMESTAMP(6)';
-}
-
-function secondsBetween(dialect: SqlDialect, from: string, to: string): string {
-  return dialect === 'postgres' ? `EXTRACT(EPOCH FROM (${to} - ${from}))` : `TIMESTAMPDIFF(MICROSECOND, ${from}, ${to}) / 1000000`;
-}
-
-/**
- * The rows that are locks. Every shown value is read as text (`v0`, `v1`, …), so the release compares exactly what
- * was shown, never a client-side rounding of a timestamp; `ttl` and `granted` are computed by the database.
- */
-export function rowsQuery(dialect: SqlDialect, layout: TableLayout): string {
-  const q = (c: string) => quoteIdent(dialect, c);
-  const select = [`${asText(dialect, layout.nameColumn)} AS n`, ...layout.shown.map((c, i) => `${asText(dialect, c)} AS v${i}`)];
-  if (layout.expiry) {
-    const until = q(layout.expiry.column);
-    select.push(`${secondsBetween(dialect, nowOf(dialect, layout.expiry.utc), until)} AS ttl`);
-    if (layout.expiry.since) select.push(`${secondsBetween(dialect, q(layout.expiry.since), until)} AS granted`);
-  }
-  const where = [`${q(layout.nameColumn)} IS NOT NULL`, ...(layout.heldWhen ? [`${q(layout.heldWhen)} = TRUE`] : [])];
-  // Rows of one name (a user's name column need not be unique) in an order that holds from one read to the next.
-  const order = [q(layout.nameColumn), ...layout.shown.map((_, i) => `v${i}`)];
-  return `SELECT ${select.join(', ')} FROM ${quoteTable(dialect, layout.table)} WHERE ${where.join(' AND ')} ORDER BY ${order.join(', ')}`;
-}
-
-/** Longer values are cut in the preview; names and holders stay whole in the lock's name and the member's owner. */
-export const PREVIEW_VALUE_CHARS = 256;
-
-function cut(value: string | null): string | null {
-  return value !== null && value.length > PREVIEW_VALUE_CHARS ? `${value.slice(0, PREVIEW_VALUE_CHARS)}…` : value;
-}
-
-/** What a read row becomes: a held lock, and the TTL it counts down where the table has an expiry. */
-export interface RowLock {
-  readonly lock: LockState;
-  /**
-   * Seconds left (negative: expired) and, where the row says when it was written (`written`, as text), the TTL it
-   * was granted.
-   */
-  readonly expiry?: { readonly ttl: number; readonly granted?: number; readonly shown: string; readonly written?: string };
-}
-
-export function lockName(layout: TableLayout, rowName: string): Buffer {
-  return Buffer.from(`${layout.label}/${rowName}`, 'utf8');
-}
-
-export function rowLock(layout: TableLayout, row: SqlRow): RowLock {
-  // Never NULL: rowsQuery reads only rows whose name IS NOT NULL.
-  const rowName = rowText(row.n)!;
-  const name = lockName(layout, rowName);
-  const values = layout.shown.map((_, i) => rowText(row[`v${i}`]) ?? null);
-  const full: Record<string, string | null> = { [layout.nameColumn]: rowName };
-  const preview: Record<string, string | null> = { [layout.nameColumn]: cut(rowName) };
-  layout.shown.forEach((column, i) => {
-    full[column] = values[i];
-    // Guard values are timestamps, short: kept whole, since the release reads them back from here.
-    preview[column] = layout.guard.includes(column) ? values[i] : cut(values[i]);
-  });
-  const holder = layout.holderColumn === undefined ? null : values[layout.shown.indexOf(layout.holderColumn)];
-  const expiryShown = layout.expiry ? values[layout.shown.indexOf(layout.expiry.column)] : null;
-  const member: LockMember = {
-    key: Buffer.from(rowName, 'utf8'),
-    convention: layout.convention,
-    owner: holder ?? '',
-    expiresWith: layout.expiry && expiryShown !== null ? 'ttl' : 'nothing',
-    lease: layout.expiry && expiryShown !== null ? name.toString('utf8') : '',
-    token: null,
-    holds: null,
-    valuePreview: Buffer.from(JSON.stringify(preview), 'utf8'),
-    valueSize: Buffer.byteLength(JSON.stringify(full), 'utf8'),
-  };
-  const lock: LockState = { id: keyId(name), name, kind: 'single', holder: member, waiters: [] };
-  if (!layout.expiry || expiryShown === null) return { lock };
-  const granted = row.granted === undefined || row.granted === null ? undefined : Number(row.granted);
-  const written = layout.expiry.since === undefined ? null : values[layout.shown.indexOf(layout.expiry.since)];
-  return { lock, expiry: { ttl: Number(row.ttl), granted, shown: expiryShown, ...(written !== null ? { written } : {}) } };
-}
-
-// ---- releasing ----
-
-/** The row's values as shown, read back from the member's preview: what the release guards on. */
-export function shownValues(member: LockMember): Record<string, string | null> {
-  try {
-    const parsed: unknown = JSON.parse(member.valuePreview.toString('utf8'));
-    if (parsed && typeof parsed === 'object') return parsed as Record<string, string | null>;
-  } catch {
-    // falls through: not a row LockLens showed
-  }
-  throw new LockLensError('INVALID_ARGUMENT', `${member.key.toString('utf8')} is not a lock-table row as LockLens shows it`);
-}
-
-/**
- * The library's own release, on the row only while it is as shown: its name, its holder and its guard columns, compared
- * as the text that was read (null-safe, byte for byte). ShedLock: `lock_until` set back to `locked_at`; Liquibase: the lock cleared
- * (its releaseLock); the seed table and the user's tables: the row deleted.
- *
- * ShedLock's own unlock sets `lock_until` to max(its now, `locked_at` + lockAtLeastFor), in the clock and zone it
- * wrote the row with: the database's UTC with usingDbTime(), else the JVM's local time. LockLens knows neither that
- * zone nor lockAtLeastFor, and any now of its own (the database's UTC) is hours in the future of a JVM west of UTC:
- * "releasing" would lock the job out for hours. `locked_at` is written by the same clock and zone as `lock_until`, when
- * the lock was taken, so it is at or before ShedLock's now whatever the zone: ShedLock's next `lock_until <= now`
- * takes the row at once. (Skipping lockAtLeastFor is what a force release is for.)
- */
-export function releaseStatement(dialect: SqlDialect, layout: TableLayout, member: LockMember): { sql: string; params: unknown[] } {
-  const shown = shownValues(member);
-  const q = (c: string) => quoteIdent(dialect, c);
-  // MySQL compares text in the column's or connection's collation, case-, accent- and trailing-space-insensitive
-  // (`_ci`, PAD SPACE): as bytes, 'Job' and 'job ' are not the 'job' shown. The name's `=` lets an index find the row.
-  const same = (c: string) =>
-    dialect === 'postgres' ? `${asText(dialect, c)} IS NOT DISTINCT FROM ?` : `CAST(${asText(dialect, c)} AS BINARY) <=> CAST(? AS BINARY)`;
-  const name = member.key.toString('utf8');
-  const where = [`${q(layout.nameColumn)} = ?`, same(layout.nameColumn)];
-  const params: unknown[] = [name, name];
-  if (layout.holderColumn !== undefined) {
-    where.push(same(layout.holderColumn));
-    params.push(shown[layout.holderColumn] === null ? null : member.owner);
-  }
-  for (const column of layout.guard) {
-    const value = shown[column];
-    if (value !== null && typeof value !== 'string') throw new LockLensError('INVALID_ARGUMENT', `the shown row has no ${column}`);
-    where.push(same(column));
-    params.push(value);
-  }
-  const table = quoteTable(dialect, layout.table);
-  switch (layout.convention) {
-    case 'shedlock':
-      return { sql: `UPDATE ${table} SET ${q(layout.expiry!.column)} = ${q(layout.expiry!.since!)} WHERE ${where.join(' AND ')}`, params };
-    case 'liquibase': {
-      const [granted] = layout.guard;
-      const set = `${q(layout.heldWhen!)} = FALSE, ${q(granted)} = NULL, ${q(layout.holderColumn!)} = NULL`;
-      return { sql: `UPDATE ${table} SET ${set} WHERE ${where.join(' AND ')} AND ${q(layout.heldWhen!)} = TRUE`, params };
-    }
-    default:
-      // Several rows may be as shown (no unique name, no row address on MySQL): one lock shown, one row deleted.
-      return { sql: `DELETE FROM ${table} WHERE ${where.join(' AND ')}${dialect === 'mysql' ? ' LIMIT 1' : ''}`, params };
-  }
 }
