@@ -4,6 +4,7 @@ import { displayKey } from '../core/keys';
 import type { LockMember, LockState } from '../core/lockState';
 import type { StoreConnection, ConnectionRegistry } from './connections';
 import { stateText } from './format';
+import { isSingleKey } from './tree/lockKinds';
 
 /** Thrown when the user closes a picker or input: commands end quietly on it. */
 export class Cancelled extends Error {
@@ -58,7 +59,7 @@ export async function pickLock(connection: StoreConnection, title: string, wante
  * row's holder column, whose key is only the row's name), or by its key when it names none.
  */
 export function holderName(lock: LockState, member: LockMember): string {
-  return lock.kind === 'single' && member.owner ? member.owner : displayKey(member.key);
+  return isSingleKey(lock) && member.owner ? member.owner : displayKey(member.key);
 }
 
 export function lockSummary(lock: LockState): string {

@@ -7,7 +7,7 @@ import { splitEndpoints } from '../../core/profile';
 import { parseSqlUrl, sqlDialectOf } from '../../core/sql/url';
 import type { StoreConnection, ConnectionRegistry } from '../connections';
 import { STORE_NAMES } from '../format';
-import { nodeId, type LockTreeNode } from '../lockTree';
+import { ConnectionNode, type LockTreeNode } from '../tree/nodes';
 import { Cancelled, orCancel, pickConnection } from '../pickers';
 import type { ConnectionSecretStore } from '../secrets';
 import type { StorePackages } from '../storePackages';
@@ -117,7 +117,7 @@ export async function connectWithProgress(c: StoreConnection, stores: StorePacka
   }
   const edit = vscode.l10n.t('Edit Connection');
   const answer = await vscode.window.showErrorMessage(vscode.l10n.t('Cannot connect to {0}: {1}', c.name, c.error?.message ?? ''), edit);
-  if (answer === edit) await vscode.commands.executeCommand('locklens.editConnection', { kind: 'connection', id: nodeId('c', c.name), connection: c });
+  if (answer === edit) await vscode.commands.executeCommand('locklens.editConnection', new ConnectionNode(c));
 }
 
 /**

@@ -9,7 +9,8 @@ import { ownerField, type AuditLog } from '../audit';
 import type { StoreConnection, ConnectionRegistry } from '../connections';
 import { formatTtl, ownerLabel, roleLabel, troubleLabel } from '../format';
 import type { HeldLock, HeldLocks } from '../heldLocks';
-import type { LockTreeNode, LockTreeProvider, MemberNode } from '../lockTree';
+import type { LockTreeProvider } from '../tree/lockTreeProvider';
+import type { LockTreeNode, MemberNode } from '../tree/nodes';
 import { acceptQuickPick, holderName, lockSummary, orCancel, pickConnection, pickLock } from '../pickers';
 import { defaultAcquireTtl, isReadOnly } from '../settings';
 

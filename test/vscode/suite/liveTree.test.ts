@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'mocha';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { EtcdBackend } from '../../../src/core/etcd/etcdBackend';
 import { activateWithConnection, removeConnectionSetting } from './fixture';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
+import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
 
 describe('Locks tree: live updates, coalescing, identity and staleness', function () {

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
+import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { Procs } from '../../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
 import { activateWithConnection, auditText, menuCommands, removeConnectionSetting, userDataDir, walk } from './fixture';

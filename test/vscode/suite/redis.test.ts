@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { HeldLock } from '../../../src/extension/heldLocks';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
+import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { eventually } from '../../harness/etcd';
 import { startRedis, type RedisServer } from '../../harness/redis';
 import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../../harness/redisson';
