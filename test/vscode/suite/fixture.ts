@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import type { ConnectionInput } from '../../../src/extension/commands/connectionCommands';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { LockNode, LockTreeNode, MemberNode } from '../../../src/extension/tree/nodes';
+import { contextMenuCommands, type MenuManifest } from '../../harness/contextMenus';
 import { eventually } from '../../harness/etcd';
 import { WindowStubs } from './windowStubs';
 
@@ -158,23 +159,7 @@ export function walk(dir: string): string[] {
   return files;
 }
 
-/**
- * The commands a tree row's context menu offers for `contextValue`, evaluating this extension's own `view/item/context`
- * when clauses the way VS Code does for the clauses they use: `view == …`, `viewItem == …`, `viewItem =~ /…/` and
- * `!config.locklens.readOnly` (read-only off unless `readOnly`).
- */
+/** The commands a tree row's context menu offers for `contextValue`, from this extension's own `view/item/context` when clauses. */
 export function menuCommands(contextValue: string, readOnly = false): string[] {
-  const manifest = vscode.extensions.getExtension('locklens.locklens')!.packageJSON as { contributes: { menus: Record<string, { command: string; when?: string }[]> } };
-  const holds = (clause: string): boolean => {
-    const c = clause.trim();
-    if (c === 'view == locklens.locks') return true;
-    if (c === '!config.locklens.readOnly') return !readOnly;
-    const equal = /^viewItem == (\S+)$/.exec(c);
-    if (equal) return contextValue === equal[1];
-    const match = /^viewItem =~ \/(.*)\/$/.exec(c);
-    if (match) return new RegExp(match[1]).test(contextValue);
-    throw new Error(`a when clause this helper does not evaluate: ${c}`);
-  };
-  const commands = manifest.contributes.menus['view/item/context'].filter((m) => (m.when ?? '').split('&&').every(holds)).map((m) => m.command);
-  return [...new Set(commands)].sort();
+  return contextMenuCommands(vscode.extensions.getExtension('locklens.locklens')!.packageJSON as MenuManifest, contextValue, readOnly);
 }
