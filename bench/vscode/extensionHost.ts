@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../src/extension/extension';
-import type { LockTreeNode } from '../../src/extension/lockTree';
+import type { LockTreeNode } from '../../src/extension/tree/nodes';
 import type { EtcdLockWatch } from '../../src/core/etcd/liveWatch';
 import type { EtcdBackend } from '../../src/core/etcd/etcdBackend';
 
@@ -77,7 +77,9 @@ export async function run(): Promise<void> {
   const { tree, registry } = api;
   const prefixNode = (): LockTreeNode | undefined => {
     const connection = tree.getChildren().find((n) => n.connection.name === CONNECTION);
-    return connection && tree.getChildren(connection).find((n) => n.kind === 'prefix');
+    // A connection's rows are its prefixes, or a hint without one. (This file is compiled apart from the extension's
+    // bundle, whose node classes are not its own: `instanceof` cannot tell rows apart here.)
+    return connection && tree.getChildren(connection).find((n) => 'prefix' in n);
   };
   /** Every lock row as VS Code asks for it: the prefix's children, then each one's TreeItem. */
   const render = (): number => {

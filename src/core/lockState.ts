@@ -91,20 +91,26 @@ export interface LockState {
   readonly waiters: readonly LockMember[];
 }
 
-/**
- * Whether the lock is one key held while it exists (a token lock, a lock-table row) rather than a queue, an election
- * or a read/write lock of members. Exhaustive, so that a new kind of lock has to say which it is.
- */
+// What each kind of lock is, for views: tables over every kind, so that a new kind has to say where it stands.
+
+/** A single-key lock is its one key, held while it exists (a token lock, a lock-table row): no queue of members. */
 export function isSingleKey(lock: LockState): boolean {
-  switch (lock.kind) {
-    case 'single':
-      return true;
-    case 'queue':
-    case 'election':
-    case 'readwrite':
-      return false;
-  }
+  return SINGLE_KEY[lock.kind];
 }
+
+/** An election's holder is its leader and its waiters are candidates. */
+export function isElection(lock: LockState): boolean {
+  return ELECTION[lock.kind];
+}
+
+/** A read/write lock is taken for reading or for writing. */
+export function isReadWrite(lock: LockState): boolean {
+  return READ_WRITE[lock.kind];
+}
+
+const SINGLE_KEY: Readonly<Record<LockKind, boolean>> = { single: true, queue: false, election: false, readwrite: false };
+const ELECTION: Readonly<Record<LockKind, boolean>> = { election: true, queue: false, single: false, readwrite: false };
+const READ_WRITE: Readonly<Record<LockKind, boolean>> = { readwrite: true, queue: false, single: false, election: false };
 
 /** Whether a member shown per instance (`quorum`) holds on a majority of them; true when there is no quorum to check. */
 export function hasMajority(member: LockMember): boolean {

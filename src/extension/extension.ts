@@ -10,7 +10,7 @@ import { HeldLocks } from './heldLocks';
 import { registerHistory, type LockHistoryProvider } from './historyView';
 import { LeaseEndProbe } from './leaseEndProbe';
 import { LockRecords } from './lockRecords';
-import { LockTreeProvider } from './lockTree';
+import { LockTreeProvider } from './tree/lockTreeProvider';
 import { ConnectionSecretStore } from './secrets';
 import { autoConnect } from './settings';
 import { HeldLocksStatus } from './statusBar';

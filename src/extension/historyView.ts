@@ -5,12 +5,13 @@ import { incidentReport } from '../core/incidentReport';
 import { displayKey } from '../core/keys';
 import type { ObservedHold } from '../core/holdObservation';
 import { holdBound, type LockFigures, type Spread } from '../core/lockFigures';
-import type { LockState } from '../core/lockState';
+import { isSingleKey, type LockState } from '../core/lockState';
 import type { RegisterCommand } from './commandRunner';
 import type { StoreConnection, ConnectionRegistry } from './connections';
 import { appendUntrusted, formatSpan, tooltip } from './format';
 import type { LockRecords } from './lockRecords';
-import type { LockTreeNode, LockTreeProvider } from './lockTree';
+import type { LockTreeProvider } from './tree/lockTreeProvider';
+import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
 import { Cancelled, pickConnection, pickLock } from './pickers';
 
 export const HISTORY_VIEW = 'locklens.history';
@@ -79,23 +80,28 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
       if (t.connection.backend?.history) sections.push({ kind: 'section', section: 'past' });
       return sections;
     }
-    if (node.kind !== 'section') return [];
-    const items =
-      node.section === 'figures'
-        ? figureItems(this.records.stats.figures(t.connection.name, t.lockId))
-        : node.section === 'live'
-          ? liveItems(this.records.stats.holds(t.connection.name, t.lockId))
-          : pastItems(this.replay(t), t, (revision) => this.records.stats.timeOfRevision(t.connection.name, revision));
-    return items.map((item) => ({ kind: 'item', item }));
+    switch (node.kind) {
+      case 'item':
+        return [];
+      case 'section': {
+        const items =
+          node.section === 'figures'
+            ? figureItems(this.records.stats.figures(t.connection.name, t.lockId))
+            : node.section === 'live'
+              ? liveItems(this.records.stats.holds(t.connection.name, t.lockId))
+              : pastItems(this.replay(t), t, (revision) => this.records.stats.timeOfRevision(t.connection.name, revision));
+        return items.map((item) => ({ kind: 'item', item }));
+      }
+    }
   }
 
   getTreeItem(node: HistoryNode): vscode.TreeItem {
-    if (node.kind === 'item') return node.item;
-    const item = new vscode.TreeItem(SECTION_LABELS[node.section](), vscode.TreeItemCollapsibleState.Expanded);
-    item.id = node.section;
-    item.iconPath = new vscode.ThemeIcon(SECTION_ICONS[node.section]);
-    item.contextValue = `history.${node.section}`;
-    return item;
+    switch (node.kind) {
+      case 'item':
+        return node.item;
+      case 'section':
+        return sectionItem(node.section);
+    }
   }
 
   private redrawSoon(): void {
@@ -125,6 +131,15 @@ const SECTION_LABELS = {
   past: () => vscode.l10n.t("Replayed from the store's history"),
 };
 const SECTION_ICONS = { figures: 'graph', live: 'pulse', past: 'history' };
+
+function sectionItem(section: keyof typeof SECTION_LABELS): vscode.TreeItem {
+  const item = new vscode.TreeItem(SECTION_LABELS[section](), vscode.TreeItemCollapsibleState.Expanded);
+  item.id = section;
+  item.iconPath = new vscode.ThemeIcon(SECTION_ICONS[section]);
+  item.contextValue = `history.${section}`;
+  return item;
+}
+
 /** Replayed holds listed, the newest: a long history would make every redraw build thousands of rows. */
 const MAX_PAST_ITEMS = 200;
 
@@ -244,7 +259,13 @@ function replayedItem(h: ReplayedHold, at: (revision: number) => string): vscode
 }
 
 /** What a history command acts on: a Locks view row, a script's `{connection, lockId}`, the view's lock, or a pick. */
-type HistoryArg = LockTreeNode | { readonly connection: string; readonly lockId: string } | undefined;
+/** A lock named by scripts and tests: its connection's name and the lock's id. */
+type NamedLock = { readonly connection: string; readonly lockId: string };
+type HistoryArg = LockTreeNode | NamedLock | undefined;
+
+function isNamedLock(arg: LockTreeNode | NamedLock): arg is NamedLock {
+  return typeof arg.connection === 'string';
+}
 
 export function registerHistory(
   register: RegisterCommand,
@@ -257,7 +278,7 @@ export function registerHistory(
   const provider = new LockHistoryProvider(records);
   const view = vscode.window.createTreeView(HISTORY_VIEW, { treeDataProvider: provider });
 
-  const targetOf = (connection: StoreConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: lock.kind === 'single' });
+  const targetOf = (connection: StoreConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: isSingleKey(lock) });
   const describe = (t: Target) => {
     view.description = `${displayKey(t.name)} · ${t.connection.name}`;
   };
@@ -267,12 +288,12 @@ export function registerHistory(
    * for another lock), or one the user picks.
    */
   const resolve = async (arg: HistoryArg, title: string, pick = false): Promise<Target> => {
-    if (arg && 'kind' in arg && (arg.kind === 'lock' || arg.kind === 'member')) {
+    if (arg instanceof LockNode || arg instanceof MemberNode) {
       const lock = tree.lock(arg);
       if (!lock) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That lock is gone since it was shown.'));
       return targetOf(arg.connection, lock);
     }
-    if (arg && !('kind' in arg)) {
+    if (arg && isNamedLock(arg)) {
       const connection = registry.get(arg.connection);
       const lock = connection?.watch?.lock(arg.lockId);
       if (connection && lock) return targetOf(connection, lock);
@@ -385,8 +406,9 @@ export function registerHistory(
     // Selecting a lock or member in the Locks view shows its history here.
     treeView.onDidChangeSelection(({ selection }) => {
       const node = selection[0];
-      const lock = node && (node.kind === 'lock' || node.kind === 'member') ? tree.lock(node) : undefined;
-      if (!node || !lock || node.kind === 'connection' || node.kind === 'prefix' || node.kind === 'hint') return;
+      if (!(node instanceof LockNode || node instanceof MemberNode)) return;
+      const lock = tree.lock(node);
+      if (!lock) return;
       const t = targetOf(node.connection, lock);
       provider.show(t);
       describe(t);

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { LockLensError } from '../core/errors';
 import { displayKey } from '../core/keys';
-import type { LockMember, LockState } from '../core/lockState';
+import { isSingleKey, type LockMember, type LockState } from '../core/lockState';
 import type { StoreConnection, ConnectionRegistry } from './connections';
 import { stateText } from './format';
 
@@ -58,7 +58,7 @@ export async function pickLock(connection: StoreConnection, title: string, wante
  * row's holder column, whose key is only the row's name), or by its key when it names none.
  */
 export function holderName(lock: LockState, member: LockMember): string {
-  return lock.kind === 'single' && member.owner ? member.owner : displayKey(member.key);
+  return isSingleKey(lock) && member.owner ? member.owner : displayKey(member.key);
 }
 
 export function lockSummary(lock: LockState): string {

@@ -8,7 +8,8 @@ import { isEmptyDiff, isWebviewMessage, type HostMessage, type TimelineConfig, t
 import type { PastMessage, TimelineRow } from '../shared/timelineData';
 import type { ConnectionRegistry } from './connections';
 import type { LeaseEndListener, LeaseEndProbe } from './leaseEndProbe';
-import type { LockTreeNode, LockTreeProvider } from './lockTree';
+import type { LockTreeProvider } from './tree/lockTreeProvider';
+import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
 import { isReadOnly, longHoldMs } from './settings';
 
 /**
@@ -49,7 +50,7 @@ export function registerTimeline(
   const deps: PanelDeps = { extensionUri: context.extensionUri, registry, probe, reveal: (row) => revealInTree(tree, treeView, row) };
   const disposables = [
     vscode.commands.registerCommand(OPEN_COMMAND, (node?: LockTreeNode) => {
-      const lock = node && (node.kind === 'lock' || node.kind === 'member') ? tree.lock(node) : undefined;
+      const lock = node instanceof LockNode || node instanceof MemberNode ? tree.lock(node) : undefined;
       TimelinePanel.show(deps, lock ? displayKey(lock.name) : undefined);
     }),
     vscode.window.registerWebviewPanelSerializer(TIMELINE_VIEW_TYPE, {
@@ -279,12 +280,12 @@ async function revealInTree(tree: LockTreeProvider, view: vscode.TreeView<LockTr
     await vscode.commands.executeCommand('locklens.locks.focus');
     return;
   }
-  const connection = tree.getChildren().find((n) => n.kind === 'connection' && n.connection.name === row.connection);
+  const connection = tree.getChildren().find((n) => n.connection.name === row.connection);
   for (const prefix of connection ? tree.getChildren(connection) : []) {
     // A lock's row with its members below, or (a single-key lock) the member's row itself.
-    const node = tree.getChildren(prefix).find((n) => (n.kind === 'lock' || n.kind === 'member') && n.lockId === id.lockId);
+    const node = tree.getChildren(prefix).find((n): n is LockNode | MemberNode => (n instanceof LockNode || n instanceof MemberNode) && n.lockId === id.lockId);
     if (!node) continue;
-    const member = node.kind === 'lock' ? tree.getChildren(node).find((n) => n.kind === 'member' && n.keyId === id.keyId) : undefined;
+    const member = node instanceof LockNode ? tree.getChildren(node).find((n) => n instanceof MemberNode && n.keyId === id.keyId) : undefined;
     await view.reveal(member ?? node, { select: true, focus: true, expand: true });
     return;
   }

@@ -4,7 +4,7 @@ import type { LockMode } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { ownerLabel } from '../format';
-import type { LockTreeNode } from '../lockTree';
+import { LockNode, type LockTreeNode } from '../tree/nodes';
 import { pickConnection } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
 import { askLockName, askMode, askTtl, confirmJoin } from './acquirePrompts';
@@ -22,10 +22,10 @@ export interface AcquireInput {
 export function registerAcquireLock(register: RegisterCommand, { registry, heldLocks, tree }: LockCommandContext): vscode.Disposable {
   return register('locklens.acquireLock', async (arg?: LockTreeNode | AcquireInput) => {
     writable();
-    const input = arg && !('kind' in arg) ? arg : undefined;
-    const node = arg && 'kind' in arg ? arg : undefined;
+    const input = arg && isInput(arg) ? arg : undefined;
+    const node = arg && !isInput(arg) ? arg : undefined;
     const connection = input ? connectionNamed(registry, input.connection) : (node?.connection ?? (await pickConnection(registry, vscode.l10n.t('Acquire lock'))));
-    const lockOfNode = node?.kind === 'lock' ? tree.lock(node) : undefined;
+    const lockOfNode = node instanceof LockNode ? tree.lock(node) : undefined;
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
     const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
@@ -68,4 +68,9 @@ function queueMessage(ahead: number, fencingToken: number | null, queued: boolea
   return fencingToken === null
     ? vscode.l10n.t('{0} ahead in the queue', ahead)
     : vscode.l10n.t('{0} ahead in the queue; you will hold it with fencing token {1}', ahead, fencingToken);
+}
+
+/** Scripts and tests name the connection; a tree row hands its node, which has the connection itself. */
+function isInput(arg: LockTreeNode | AcquireInput): arg is AcquireInput {
+  return typeof arg.connection === 'string';
 }

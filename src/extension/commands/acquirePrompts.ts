@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { LockBackend, LockMode } from '../../core/backend';
 import { displayKey } from '../../core/keys';
-import type { LockState } from '../../core/lockState';
+import { isReadWrite, type LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
 import { acceptQuickPick, holderName, lockSummary, orCancel } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
@@ -49,7 +49,7 @@ export async function askTtl(owner: LockBackend['capabilities']['owner']): Promi
 export async function askMode(connection: StoreConnection, backend: LockBackend, name: Buffer, shown: LockState | undefined): Promise<LockMode | undefined> {
   if (!backend.capabilities.readWriteLocks) return undefined;
   const lock = shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
-  if (lock?.kind !== 'readwrite') return undefined;
+  if (!lock || !isReadWrite(lock)) return undefined;
   const items: (vscode.QuickPickItem & { mode: LockMode })[] = [
     { label: vscode.l10n.t('Read'), description: vscode.l10n.t('shared: other readers hold it at the same time; writers wait'), mode: 'read' },
     { label: vscode.l10n.t('Write'), description: vscode.l10n.t('exclusive: waits until every reader and writer has left'), mode: 'write' },

@@ -4,7 +4,7 @@ import { LockLensError } from '../../core/errors';
 import { splitEndpoints } from '../../core/profile';
 import { DEFAULT_STORE, STORE_KINDS, STORES, type StoreKind } from '../../core/stores';
 import type { StoreConnection, ConnectionRegistry } from '../connections';
-import { nodeId, type LockTreeNode } from '../lockTree';
+import { ConnectionNode, PrefixNode, type LockTreeNode } from '../tree/nodes';
 import { Cancelled, orCancel, pickConnection } from '../pickers';
 import type { ConnectionSecretStore } from '../secrets';
 import type { StorePackages } from '../storePackages';
@@ -90,7 +90,7 @@ export function registerConnectionCommands(register: RegisterCommand, registry: 
     register('locklens.removePrefix', async (node?: Node) => {
       const c = await connectionOf(node, vscode.l10n.t('Stop watching a prefix'));
       const prefix =
-        node?.kind === 'prefix'
+        node instanceof PrefixNode
           ? node.prefix
           : orCancel(await vscode.window.showQuickPick([...c.prefixes], { title: vscode.l10n.t('Stop watching a prefix on {0}', c.name) }));
       await saveAndSync(readConnections().map((s) => (s.name === c.name ? { ...s, prefixes: (s.prefixes ?? []).filter((p) => p !== prefix) } : s)));
@@ -114,7 +114,7 @@ export async function connectWithProgress(c: StoreConnection, stores: StorePacka
   }
   const edit = vscode.l10n.t('Edit Connection');
   const answer = await vscode.window.showErrorMessage(vscode.l10n.t('Cannot connect to {0}: {1}', c.name, c.error?.message ?? ''), edit);
-  if (answer === edit) await vscode.commands.executeCommand('locklens.editConnection', { kind: 'connection', id: nodeId('c', c.name), connection: c });
+  if (answer === edit) await vscode.commands.executeCommand('locklens.editConnection', new ConnectionNode(c));
 }
 
 /**

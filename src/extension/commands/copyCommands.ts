@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
-import type { MemberNode } from '../lockTree';
+import type { MemberNode } from '../tree/nodes';
 import type { LockCommandContext } from './lockCommandContext';
 import { memberOf } from './shownMembers';
 

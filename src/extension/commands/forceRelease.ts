@@ -5,7 +5,7 @@ import { displayKey } from '../../core/keys';
 import type { LockState } from '../../core/lockState';
 import { ownerField } from '../audit';
 import type { StoreConnection, ConnectionRegistry } from '../connections';
-import type { MemberNode } from '../lockTree';
+import { MemberNode } from '../tree/nodes';
 import { holderName, pickConnection, pickLock } from '../pickers';
 import { connectionNamed, writable, type LockCommandContext } from './lockCommandContext';
 import { ownerText, shownHolder } from './shownMembers';
@@ -26,7 +26,7 @@ export interface ForceReleaseInput {
 export function registerForceRelease(register: RegisterCommand, { registry, heldLocks, tree, audit }: LockCommandContext): vscode.Disposable {
   return register('locklens.forceRelease', async (arg?: MemberNode | ForceReleaseInput) => {
     writable();
-    const { connection, lock, member } = arg && 'kind' in arg ? shownHolder(tree, arg) : await holderOf(registry, arg);
+    const { connection, lock, member } = arg instanceof MemberNode ? shownHolder(tree, arg) : await holderOf(registry, arg);
     const backend = await connection.open();
     if (heldLocks.owns(connection, member)) {
       throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('You hold this lock from this window: use Release Lock.'));

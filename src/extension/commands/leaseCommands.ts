@@ -5,7 +5,7 @@ import { revokeEffects } from '../../core/revokeEffects';
 import { displayKey, keyId } from '../../core/keys';
 import { members, type LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
-import type { MemberNode } from '../lockTree';
+import type { MemberNode } from '../tree/nodes';
 import { isReadOnly } from '../settings';
 import { copy } from './copyCommands';
 import { writable, type LockCommandContext } from './lockCommandContext';

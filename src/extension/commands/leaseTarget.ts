@@ -4,7 +4,8 @@ import { LockLensError } from '../../core/errors';
 import { displayKey, parseLeaseHex } from '../../core/keys';
 import type { StoreConnection } from '../connections';
 import { formatTtl, roleLabel, troubleLabel } from '../format';
-import type { LockTreeProvider, MemberNode } from '../lockTree';
+import type { LockTreeProvider } from '../tree/lockTreeProvider';
+import { MemberNode } from '../tree/nodes';
 import { acceptQuickPick, pickConnection } from '../pickers';
 import { connectionNamed, type LockCommandContext } from './lockCommandContext';
 
@@ -24,9 +25,9 @@ export async function leaseTarget(
   title: string,
   ofRow: (node: MemberNode) => string,
 ): Promise<{ connection: StoreConnection; leases: LeaseOperations; lease: string }> {
-  const connection = arg && 'kind' in arg ? arg.connection : arg ? connectionNamed(registry, arg.connection) : await pickConnection(registry, title);
+  const connection = arg instanceof MemberNode ? arg.connection : arg ? connectionNamed(registry, arg.connection) : await pickConnection(registry, title);
   const leases = leaseOperations(await connection.open());
-  const lease = arg && 'kind' in arg ? ofRow(arg) : arg ? leaseArgument(arg.lease) : await pickLease(connection, tree);
+  const lease = arg instanceof MemberNode ? ofRow(arg) : arg ? leaseArgument(arg.lease) : await pickLease(connection, tree);
   return { connection, leases, lease };
 }
 

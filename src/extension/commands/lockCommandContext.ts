@@ -3,7 +3,7 @@ import { LockLensError } from '../../core/errors';
 import type { AuditLog } from '../audit';
 import type { StoreConnection, ConnectionRegistry } from '../connections';
 import type { HeldLocks } from '../heldLocks';
-import type { LockTreeProvider } from '../lockTree';
+import type { LockTreeProvider } from '../tree/lockTreeProvider';
 import { isReadOnly } from '../settings';
 
 /** What the lock commands act through, shared by the modules that register them. */

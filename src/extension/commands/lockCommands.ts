@@ -3,7 +3,7 @@ import type { RegisterCommand } from '../commandRunner';
 import type { AuditLog } from '../audit';
 import type { ConnectionRegistry } from '../connections';
 import type { HeldLocks } from '../heldLocks';
-import type { LockTreeProvider } from '../lockTree';
+import type { LockTreeProvider } from '../tree/lockTreeProvider';
 import { registerAcquireLock } from './acquireLock';
 import { registerCopyCommands } from './copyCommands';
 import { registerForceRelease } from './forceRelease';

@@ -3,7 +3,7 @@ import type { RegisterCommand } from '../commandRunner';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import type { HeldLock, HeldLocks } from '../heldLocks';
-import type { MemberNode } from '../lockTree';
+import { MemberNode } from '../tree/nodes';
 import { orCancel } from '../pickers';
 import { writable, type LockCommandContext } from './lockCommandContext';
 
@@ -20,7 +20,7 @@ export function registerReleaseLock(register: RegisterCommand, { heldLocks, tree
     const held =
       arg && 'hold' in arg
         ? arg
-        : arg?.kind === 'member'
+        : arg instanceof MemberNode
           ? memberHeld(arg)
           : await pickHeld(heldLocks);
     if (!held) throw new LockLensError('INVALID_ARGUMENT', vscode.l10n.t('That lock is not held from this window: to free someone else\'s lock, use Force Release.'));

@@ -3,7 +3,8 @@ import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import type { LockMember, LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
-import type { LockTreeProvider, MemberNode } from '../lockTree';
+import type { LockTreeProvider } from '../tree/lockTreeProvider';
+import type { MemberNode } from '../tree/nodes';
 
 /**
  * The holder a row showed, if the row still stands for it. A Redis token lock's one member is the lock's own key

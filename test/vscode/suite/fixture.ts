@@ -4,9 +4,21 @@ import { after, afterEach, beforeEach } from 'mocha';
 import * as vscode from 'vscode';
 import type { ConnectionInput } from '../../../src/extension/commands/connectionCommands';
 import type { LockLensApi } from '../../../src/extension/extension';
-import type { LockNode, LockTreeNode, MemberNode } from '../../../src/extension/lockTree';
+import type { LockNode, LockTreeNode, MemberNode } from '../../../src/extension/tree/nodes';
+import { contextMenuCommands, type MenuManifest } from '../../harness/contextMenus';
 import { eventually } from '../../harness/etcd';
 import { WindowStubs } from './windowStubs';
+
+// The suite is compiled apart from the extension's bundle: its node classes are not the tree's, so `instanceof` cannot
+// tell rows apart here. Their fields can: only lock and member rows have a lock, only member rows a key.
+
+export function isLockNode(n: LockTreeNode): n is LockNode {
+  return 'lockId' in n && !('keyId' in n);
+}
+
+export function isMemberNode(n: LockTreeNode): n is MemberNode {
+  return 'keyId' in n;
+}
 
 export async function activate(): Promise<LockLensApi> {
   return (await vscode.extensions.getExtension('locklens.locklens')!.activate()) as LockLensApi;
@@ -83,13 +95,13 @@ export class StoreSuite {
   readonly lockRow = (name: string): LockNode | MemberNode | undefined =>
     this.api.tree
       .getChildren(this.prefixRow())
-      .find((n): n is LockNode | MemberNode => (n.kind === 'lock' || n.kind === 'member') && this.api.tree.lock(n)?.name.toString() === name);
+      .find((n): n is LockNode | MemberNode => (isLockNode(n) || isMemberNode(n)) && this.api.tree.lock(n)?.name.toString() === name);
 
   /** The members of the lock named `name`, drawn (none while it is not shown). */
   readonly memberRows = (name: string): DrawnRow[] => {
     const row = this.lockRow(name);
     if (!row) return [];
-    return row.kind === 'lock' ? this.rowsUnder(row) : [{ node: row, item: this.api.tree.getTreeItem(row) }];
+    return isLockNode(row) ? this.rowsUnder(row) : [{ node: row, item: this.api.tree.getTreeItem(row) }];
   };
 
   beforeTest(): void {
@@ -147,23 +159,7 @@ export function walk(dir: string): string[] {
   return files;
 }
 
-/**
- * The commands a tree row's context menu offers for `contextValue`, evaluating this extension's own `view/item/context`
- * when clauses the way VS Code does for the clauses they use: `view == …`, `viewItem == …`, `viewItem =~ /…/` and
- * `!config.locklens.readOnly` (read-only off unless `readOnly`).
- */
+/** The commands a tree row's context menu offers for `contextValue`, from this extension's own `view/item/context` when clauses. */
 export function menuCommands(contextValue: string, readOnly = false): string[] {
-  const manifest = vscode.extensions.getExtension('locklens.locklens')!.packageJSON as { contributes: { menus: Record<string, { command: string; when?: string }[]> } };
-  const holds = (clause: string): boolean => {
-    const c = clause.trim();
-    if (c === 'view == locklens.locks') return true;
-    if (c === '!config.locklens.readOnly') return !readOnly;
-    const equal = /^viewItem == (\S+)$/.exec(c);
-    if (equal) return contextValue === equal[1];
-    const match = /^viewItem =~ \/(.*)\/$/.exec(c);
-    if (match) return new RegExp(match[1]).test(contextValue);
-    throw new Error(`a when clause this helper does not evaluate: ${c}`);
-  };
-  const commands = manifest.contributes.menus['view/item/context'].filter((m) => (m.when ?? '').split('&&').every(holds)).map((m) => m.command);
-  return [...new Set(commands)].sort();
+  return contextMenuCommands(vscode.extensions.getExtension('locklens.locklens')!.packageJSON as MenuManifest, contextValue, readOnly);
 }

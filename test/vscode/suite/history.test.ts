@@ -7,7 +7,7 @@ import { keyId } from '../../../src/core/keys';
 import type { LockLensApi } from '../../../src/extension/extension';
 import { Procs, type Proc } from '../../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
-import { activateWithConnection, removeConnectionSetting } from './fixture';
+import { activateWithConnection, isLockNode, removeConnectionSetting } from './fixture';
 import { WindowStubs } from './windowStubs';
 
 /**
@@ -36,7 +36,7 @@ describe('Lock history against a real etcd', function () {
   const lockRow = (name: string) => {
     const connection = api.tree.getChildren().find((n) => n.connection.name === CONNECTION)!;
     for (const prefix of api.tree.getChildren(connection)) {
-      const row = api.tree.getChildren(prefix).find((n) => n.kind === 'lock' && api.tree.lock(n)?.name.toString() === name);
+      const row = api.tree.getChildren(prefix).find((n) => isLockNode(n) && api.tree.lock(n)?.name.toString() === name);
       if (row) return row;
     }
     return undefined;

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'mocha';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { EtcdBackend } from '../../../src/core/etcd/etcdBackend';
 import { activateWithConnection, removeConnectionSetting } from './fixture';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
+import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
 
 describe('Locks tree: live updates, coalescing, identity and staleness', function () {
@@ -69,7 +69,7 @@ describe('Locks tree: live updates, coalescing, identity and staleness', functio
       await eventually(() => api.registry.get(CONNECTION)!.state === 'reconnecting', 20_000, 'reconnecting');
       const conn = api.tree.getTreeItem(connectionNode());
       assert.match(String(conn.description), /^reconnecting/);
-      assert.equal(conn.contextValue, 'connection.reconnecting');
+      assert.equal(conn.contextValue, 'connection+reconnecting');
       assert.match(String(api.tree.getTreeItem(prefixNode()).description), /stale for/);
       const row = api.tree.getTreeItem(api.tree.getChildren(prefixNode())[0]);
       assert.match(String(row.description), /stale/);

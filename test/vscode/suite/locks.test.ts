@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { after, afterEach, before, beforeEach, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
+import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { Procs } from '../../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
 import { activateWithConnection, auditText, menuCommands, removeConnectionSetting, userDataDir, walk } from './fixture';
@@ -87,13 +87,13 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.match(descriptions[1], /^waiter #1 · TTL \d+s/);
     assert.match(descriptions[2], /^waiter #2 · /);
     assert.ok(descriptions[0].includes(`token ${inEtcd[0].create}`), descriptions[0]);
-    assert.equal(rows[0].item.contextValue, 'member.leased.other.holder.token');
+    assert.equal(rows[0].item.contextValue, 'member+leased+other+holder+token');
     assert.deepEqual(
       menuCommands(rows[0].item.contextValue!),
       ['locklens.copyFencingToken', 'locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyLeaseId', 'locklens.forceRelease', 'locklens.openTimeline', 'locklens.revokeLease', 'locklens.showHistory', 'locklens.showLeaseDetails'],
       'an etcdctl holder: revoke its lease or force-release its key; its owner is the lease (Copy Lease ID, no Copy Owner)',
     );
-    assert.equal(rows[1].item.contextValue, 'member.leased.other.token');
+    assert.equal(rows[1].item.contextValue, 'member+leased+other+token');
     assert.ok(!menuCommands(rows[1].item.contextValue!).includes('locklens.forceRelease'), 'a waiter holds nothing to force-release');
     assert.match(String(lockRow('jobs').item.description), /2 waiting/);
   });
@@ -106,7 +106,7 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.deepEqual(keys.map((k) => k.key), [`/locks/by-hand/${held.hold.owner}`]);
     await sync();
     const [row] = memberRows('by-hand');
-    assert.equal(row.item.contextValue, 'member.leased.own.holder.token');
+    assert.equal(row.item.contextValue, 'member+leased+own+holder+token');
     const menu = menuCommands(row.item.contextValue!);
     assert.ok(menu.includes('locklens.releaseLock') && !menu.includes('locklens.forceRelease'), `ours: Release, never Force Release (${menu})`);
     assert.match(String(row.item.description), /held by you/);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
+import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { eventually } from '../../harness/etcd';
 import { ADMIN, startMariaDb, type MariaDbServer } from '../../harness/mariadb';
 import { PyMysqlLock } from '../../harness/pymysql';

@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'mocha';
 import * as vscode from 'vscode';
 import type { LockLensApi } from '../../../src/extension/extension';
 import type { HeldLock } from '../../../src/extension/heldLocks';
-import type { LockTreeNode } from '../../../src/extension/lockTree';
+import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { eventually } from '../../harness/etcd';
 import { startRedis, type RedisServer } from '../../harness/redis';
 import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../../harness/redisson';
@@ -57,7 +57,7 @@ describe('Locks tree and commands against a real Redis', function () {
     await sync();
 
     const token = row('token');
-    assert.equal(token.item.contextValue, 'member.unleased.other.holder.owner');
+    assert.equal(token.item.contextValue, 'member+other+holder+owner');
     assert.deepEqual(menuCommands(token.item.contextValue!), ['locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyOwner', 'locklens.forceRelease', 'locklens.openTimeline', 'locklens.showHistory']);
     await vscode.commands.executeCommand('locklens.copyOwner', token.node);
     assert.equal(await vscode.env.clipboard.readText(), 'tok-menu');
@@ -65,12 +65,12 @@ describe('Locks tree and commands against a real Redis', function () {
     const [holder, waiter] = rows(row('fair').node);
     assert.equal(holder.item.label, field);
     assert.deepEqual(menuCommands(holder.item.contextValue!), ['locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyOwner', 'locklens.forceRelease', 'locklens.openTimeline', 'locklens.showHistory']);
-    assert.equal(waiter.item.contextValue, 'member.unleased.other.owner', 'a waiter holds nothing: no Force Release');
+    assert.equal(waiter.item.contextValue, 'member+other+owner', 'a waiter holds nothing: no Force Release');
     assert.deepEqual(menuCommands(waiter.item.contextValue!), ['locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyOwner', 'locklens.openTimeline', 'locklens.showHistory']);
 
     const mine = row('mine');
     assert.match(String(mine.item.description), /held by you/);
-    assert.equal(mine.item.contextValue, 'member.unleased.own.holder.owner');
+    assert.equal(mine.item.contextValue, 'member+own+holder+owner');
     assert.deepEqual(menuCommands(mine.item.contextValue!), ['locklens.copyIncidentReport', 'locklens.copyKey', 'locklens.copyOwner', 'locklens.openTimeline', 'locklens.releaseLock', 'locklens.showHistory']);
     await vscode.commands.executeCommand('locklens.releaseLock', mine.node);
     assert.equal(api.heldLocks.all().length, 0, 'Release Lock from our row releases our hold');
@@ -87,7 +87,7 @@ describe('Locks tree and commands against a real Redis', function () {
     assert.equal(await redisson.readLock('rt:report', 1, 60_000), null);
     await sync();
     const lockRow = row('report');
-    assert.equal(lockRow.item.contextValue, 'lock.readwrite.acquirable');
+    assert.equal(lockRow.item.contextValue, 'lock+readwrite+acquirable');
     assert.ok(menuCommands(lockRow.item.contextValue!).includes('locklens.acquireLock'), lockRow.item.contextValue);
 
     suite.stubs
@@ -108,7 +108,7 @@ describe('Locks tree and commands against a real Redis', function () {
     assert.equal(members.length, 2);
     const mine = members.filter((m) => /held by you/.test(String(m.item.description)));
     assert.equal(mine.length, 1, JSON.stringify(members.map((m) => m.item.description)));
-    assert.equal(mine[0].item.contextValue, 'member.unleased.own.holder.owner');
+    assert.equal(mine[0].item.contextValue, 'member+own+holder+owner');
     await vscode.commands.executeCommand('locklens.releaseLock', mine[0].node);
     assert.equal(api.heldLocks.all().length, 0);
     assert.deepEqual(await redisson.client.hkeys('rt:report').then((k) => k.sort()), [`${REDISSON_UUID}:1`, 'mode']);

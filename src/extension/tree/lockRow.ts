@@ -1,0 +1,101 @@
+import * as vscode from 'vscode';
+import type { MemberHealth, Trouble } from '../../core/lockHealth';
+import type { LockFigures } from '../../core/lockFigures';
+import { isElection, members, type LockState } from '../../core/lockState';
+import type { StoreConnection } from '../connections';
+import { conventionLabel } from '../../core/stores';
+import { appendUntrusted, formatSpan, formatTtl, roleLabel, showsTtl, tooltip, troubleIcon, troubleText } from '../format';
+import { longHoldMs } from '../settings';
+import { lockContext } from './contextValue';
+import { escapeOwn, memberLabel, shortName } from './labels';
+import { capabilities } from './liveModel';
+import type { PrefixedRow } from './row';
+
+const LOCK_ICONS: Record<LockState['kind'], string> = { queue: 'lock', single: 'key', election: 'organization', readwrite: 'book' };
+
+/**
+ * A lock row, blank when its lock is gone. Nothing here changes with the clock (no TTL, no age): a lock row is redrawn
+ * only when the lock changes or its worst trouble does. Redrawing it on every lease sweep would make VS Code re-fetch
+ * its member rows each time, and a context-menu command run in that gap would get no row.
+ */
+export function lockItem(node: PrefixedRow, shown?: { lock: LockState; health: readonly MemberHealth[]; trouble: Trouble | undefined; acquirable: boolean }): vscode.TreeItem {
+  const item = new vscode.TreeItem(shown ? shortName(shown.lock.name, node.prefix) : '', vscode.TreeItemCollapsibleState.Collapsed);
+  item.id = node.id;
+  if (!shown) return item;
+  const { lock, health } = shown;
+  const election = isElection(lock);
+  const holder = lock.holder && health[0];
+  item.contextValue = lockContext(lock.kind, shown.acquirable);
+  item.iconPath = troubleIcon(shown.trouble, LOCK_ICONS[lock.kind]);
+  const parts: string[] = lock.altName ? [lock.altName] : [];
+  if (holder) {
+    const who = memberLabel(lock, holder.member, node.prefix);
+    parts.push(election ? vscode.l10n.t('leader {0}', who) : vscode.l10n.t('held by {0}', who));
+    const others = lock.sharedWith?.length ?? 0;
+    if (others && holder.member.mode === 'read') parts.push(others === 1 ? vscode.l10n.t('and 1 other reader') : vscode.l10n.t('and {0} other readers', others));
+    else if (others) parts.push(others === 1 ? vscode.l10n.t('and 1 other claim') : vscode.l10n.t('and {0} other claims', others));
+  } else parts.push(vscode.l10n.t('free'));
+  if (lock.waiters.length) {
+    parts.push(
+      election
+        ? lock.waiters.length === 1
+          ? vscode.l10n.t('1 candidate')
+          : vscode.l10n.t('{0} candidates', lock.waiters.length)
+        : lock.waiters.length === 1
+          ? vscode.l10n.t('1 waiting')
+          : vscode.l10n.t('{0} waiting', lock.waiters.length),
+    );
+  }
+  if (node.connection.staleSince) parts.push(vscode.l10n.t('stale'));
+  item.description = parts.join(' · ');
+  return item;
+}
+
+export function lockTooltip(connection: StoreConnection, lock: LockState, health: readonly MemberHealth[], figures: LockFigures | undefined): vscode.MarkdownString {
+  const caps = capabilities(connection);
+  const { owner } = caps;
+  const md = tooltip().appendMarkdown(`**${vscode.l10n.t('Lock')}** `);
+  appendUntrusted(md, lock.name);
+  if (lock.altName) appendUntrusted(md.appendMarkdown(' = '), lock.altName);
+  md.appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock)}\n\n`);
+  for (const h of health) {
+    md.appendMarkdown(`- ${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}: `);
+    appendUntrusted(md, h.member.key);
+    if (showsTtl(h, caps)) md.appendMarkdown(` · ${formatTtl(h, owner)}`);
+    if (h.member.token !== null) md.appendMarkdown(` · ${vscode.l10n.t('token {0}', h.member.token)}`);
+    md.appendMarkdown('\n');
+  }
+  for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs(), owner))}`);
+  if (figures) md.appendMarkdown(`\n\n$(graph) ${escapeOwn(figuresLine(figures))}`);
+  return md;
+}
+
+/** The figures in one line: "12 holds seen · hold p50 3 s, p95 8 s · wait p50 1 s, p95 4 s · 2.0 handoffs/min · 1 stall". */
+function figuresLine(f: LockFigures): string {
+  const parts = [f.holds === 1 ? vscode.l10n.t('1 hold seen') : vscode.l10n.t('{0} holds seen', f.holds)];
+  if (f.hold) parts.push(vscode.l10n.t('hold p50 {0}, p95 {1}', formatSpan(f.hold.p50), formatSpan(f.hold.p95)));
+  if (f.wait) parts.push(vscode.l10n.t('wait p50 {0}, p95 {1}', formatSpan(f.wait.p50), formatSpan(f.wait.p95)));
+  parts.push(vscode.l10n.t('{0} handoffs/min', f.handoffsPerMinute.toFixed(1)));
+  if (f.stalls) parts.push(f.stalls === 1 ? vscode.l10n.t('1 stall') : vscode.l10n.t('{0} stalls', f.stalls));
+  return parts.join(' · ');
+}
+
+/** "queue (Go concurrency.Mutex, etcdctl lock, jetcd)": how the lock behaves, and whose layout its members follow. */
+function kindLabel(lock: LockState): string {
+  const layouts = [...new Set(members(lock).map((m) => conventionLabel(m.convention)))];
+  const kind = kindName(lock);
+  return layouts.length ? `${kind} (${layouts.join('; ')})` : kind;
+}
+
+function kindName(lock: LockState): string {
+  switch (lock.kind) {
+    case 'queue':
+      return vscode.l10n.t('queue');
+    case 'election':
+      return vscode.l10n.t('election');
+    case 'readwrite':
+      return vscode.l10n.t('read/write lock');
+    case 'single':
+      return vscode.l10n.t('single key');
+  }
+}
