@@ -82,6 +82,12 @@ export interface ConnectionForm {
 export interface CliText {
   /** `--url`'s line for it: the URL's shape and what it shows. */
   readonly url: string;
+  /** What `locklens list` reads in this store and how it groups it into locks. */
+  readonly list: string;
+  /** How `locklens watch` follows this store. */
+  readonly watch: string;
+  /** What the revision `watch` prints is, where the store has revisions; absent: it counts the changes instead. */
+  readonly revision?: string;
   /** How `locklens acquire` takes a lock in this store. */
   readonly acquire: string;
   /** How `locklens unlock --force` frees a lock in this store. */

@@ -161,7 +161,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
         'the contender watching it (the next in sequence) wakes and takes the lock',
         "The holder's process is not told: it may still believe it holds the lock",
       ],
-      watch: ['ZooKeeper is followed by watches on the znodes under each path', 'Redis and ZooKeeper have none to give'],
+      watch: ['ZooKeeper is followed by watches on the znodes under each path', 'Redis, ZooKeeper, PostgreSQL and MySQL/MariaDB have none to give'],
     };
     for (const [command, sentences] of Object.entries(says)) {
       const r = await f.procs.run([command, '--help']);

@@ -1,7 +1,13 @@
 import { displayKey, normalizePrefixes } from '../../core/keys';
 import { lockJson, ownerText, type LockJson } from '../lockJson';
-import { CONNECTION_HELP, parse } from '../options';
+import { STORE_KINDS, STORES } from '../../core/stores';
+import { CONNECTION_HELP, parse, wrap } from '../options';
 import type { Command } from './command';
+
+const withRevision = STORE_KINDS.filter((kind) => STORES[kind].cli.revision);
+const without = STORE_KINDS.filter((kind) => !STORES[kind].cli.revision).map((kind) => STORES[kind].displayName);
+/** Which stores' revisions a line carries, and which count the changes printed instead. */
+const REVISIONS = `The revision is ${withRevision.map((kind) => STORES[kind].cli.revision).join(' or ')}; ${[without.slice(0, -1).join(', '), without.at(-1)].filter(Boolean).join(' and ')} have none to give, and count the changes printed instead.`;
 
 export const watch: Command = {
   name: 'watch',
@@ -9,11 +15,9 @@ export const watch: Command = {
   help: `Usage: locklens watch --prefix P [--prefix P2 ...] [--json]
 
 Prints every lock under the prefixes once, then one line for every lock that changes (holder, queue), until
-interrupted. Reconnects and resyncs by itself; connection trouble goes to stderr. etcd is watched; Redis is followed
-by keyspace notifications when the server has them on, else by reading again every second. ZooKeeper is followed by
-watches on the znodes under each path (set again after each event), read again after a reconnect and on a new
-session when ZooKeeper expired the watching one; a lock whose last contender left is removed.
-The revision is etcd's; Redis and ZooKeeper have none to give, and count the changes printed instead.
+interrupted. Reconnects and resyncs by itself; connection trouble goes to stderr.
+${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.watch)).join('\n')}
+${wrap(REVISIONS)}
 
   --prefix P    a key prefix to follow (repeatable; '' follows everything; ZooKeeper: a znode path)
   --json        one JSON object per line: {"revision", "lock": <as in list --json>} or {"revision", "removed": name}

@@ -44,6 +44,9 @@ export const etcdStore: StoreDescriptor<Convention> = {
   },
   cli: {
     url: 'etcd: --endpoints H:P[,H:P] (the default store; https:// turns TLS on)',
+    list: 'etcd: every key under the prefixes, read at one revision: queue locks (Go Mutex, etcdctl, jetcd), UUID recipes, single-key try-locks and elections; each member\'s owner is its lease, its token the key\'s create revision, its TTL the lease\'s.',
+    watch: 'etcd is watched from the revision it was read at, and read again after a broken watch or a compaction.',
+    revision: "etcd's",
     acquire: 'etcd: queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock and jetcd on the same name).',
     unlock: "etcd: deletes the holder's key (its lease lives on; 'locklens revoke' ends the lease and all its keys).",
     fencingToken: "the key's create revision",

@@ -1,5 +1,5 @@
 import * as l10n from '@vscode/l10n';
-import { LOCK_TABLE_CONVENTION_NAMES, LOCK_TABLE_UNLOCK, sqlEndpoints } from '../sql/descriptorParts';
+import { LOCK_TABLE_CONVENTION_NAMES, LOCK_TABLE_LIST, LOCK_TABLE_UNLOCK, SQL_WATCH, sqlEndpoints } from '../sql/descriptorParts';
 import type { LockTableConvention } from '../sql/tableLayouts';
 import type { StoreDescriptor } from '../storeDescriptor';
 import { MYSQL_CAPABILITIES } from './capabilities';
@@ -31,6 +31,8 @@ export const mysqlStore: StoreDescriptor<'mysql-get-lock' | LockTableConvention>
   },
   cli: {
     url: 'MySQL/MariaDB: mysql://[USER@]HOST:PORT[/DB][?ssl=true|verify-ca|verify-full] (GET_LOCK, and lock tables of DB)',
+    list: `MySQL/MariaDB (--url mysql://…): GET_LOCK locks by name; owners are connection ids, waiters the connections waiting in GET_LOCK. ${LOCK_TABLE_LIST}`,
+    watch: SQL_WATCH('MySQL/MariaDB'),
     acquire:
       "MySQL/MariaDB (--url mysql://…): takes NAME with GET_LOCK on a connection of its own, whose wait_timeout is --ttl (a locklens that vanished frees the lock then); the hold is checked every third of it.",
     unlock: `MySQL/MariaDB (GET_LOCK): kills the holding connection (KILL) if it still holds the name. Every other lock of that connection goes too, and its open transaction is rolled back. ${LOCK_TABLE_UNLOCK}`,

@@ -1,5 +1,5 @@
 import * as l10n from '@vscode/l10n';
-import { LOCK_TABLE_CONVENTION_NAMES, LOCK_TABLE_UNLOCK, sqlEndpoints } from '../sql/descriptorParts';
+import { LOCK_TABLE_CONVENTION_NAMES, LOCK_TABLE_LIST, LOCK_TABLE_UNLOCK, SQL_WATCH, sqlEndpoints } from '../sql/descriptorParts';
 import type { LockTableConvention } from '../sql/tableLayouts';
 import type { StoreDescriptor } from '../storeDescriptor';
 import { POSTGRES_CAPABILITIES } from './capabilities';
@@ -31,6 +31,8 @@ export const postgresStore: StoreDescriptor<'pg-advisory' | LockTableConvention>
   },
   cli: {
     url: 'PostgreSQL: postgres://[USER@]HOST:PORT/DB[?sslmode=require|verify-ca|verify-full] (advisory locks and lock tables of DB)',
+    list: `PostgreSQL (--url postgres://…): the advisory locks of the URL's database (pg_locks), named by key (12345 for a bigint key, 1:2 for an int pair); holders, then waiters in the order they began waiting; each member's owner is its session's pid, with the session's user, application, client, state and query (pg_stat_activity). ${LOCK_TABLE_LIST}`,
+    watch: SQL_WATCH('PostgreSQL'),
     acquire:
       'PostgreSQL (--url postgres://…): NAME is an advisory key, a bigint (42) or an int pair (7:1), taken with pg_advisory_lock on a session of its own (pg_advisory_lock_shared with --mode read, pg_try_advisory_lock with --try) in the server\'s queue; --ttl sets the session\'s TCP keepalives, and the hold counts as lost after 0.9 × --ttl without an answer.',
     unlock: `PostgreSQL (advisory locks): terminates the holding session (pg_terminate_backend) if it is still the one shown (same pid, same start). Every other lock of that session goes too, and its open transaction is rolled back. ${LOCK_TABLE_UNLOCK}`,

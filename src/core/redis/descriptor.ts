@@ -41,6 +41,8 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
   },
   cli: {
     url: 'Redis: redis://[USER@]HOST:PORT[/DB] or rediss:// (TLS); several Redis URLs are independent instances (redlock: held on a majority)',
+    list: 'Redis (--url redis://…): every key under the prefixes: Redisson locks (hold counts, fair-lock queues, read/write locks), ShedLock, and token locks (redis-py, redlock, SET NX PX), with each key\'s remaining TTL.',
+    watch: 'Redis is followed by keyspace notifications when the server has them on, else by reading again every second.',
     acquire:
       "Redis (--url redis://…): takes NAME with Redisson's own script and field when a Redisson lock holds that name, else with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe), renewed while held and released only if still ours; several --url instances: held on a majority (redlock). --mode takes Redisson's RReadWriteLock.",
     unlock: "Redis: compare-and-delete on the token shown; a Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake.",

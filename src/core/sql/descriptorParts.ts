@@ -13,6 +13,12 @@ export const LOCK_TABLE_CONVENTION_NAMES: Readonly<Record<LockTableConvention, s
   'custom-table': 'lock table of your own (setting locklens.lockTables)',
 };
 
+export const LOCK_TABLE_LIST =
+  "Lock tables of the URL's database (ShedLock, Liquibase, a lock table with a unique lock_name, --lock-table) are read too, named TABLE/ROW, with the row's expiry as TTL (a past one: expired; none: held until the row is cleared).";
+
+/** How `locklens watch` follows a SQL store: its locks are in tables and views no server notifies of. */
+export const SQL_WATCH = (name: string) => `${name} is read again every second: no table of its locks sends notifications.`;
+
 export const LOCK_TABLE_UNLOCK =
   "A lock-table row (ShedLock, Liquibase, your own) is released with the library's own unlock statement, only while the row still has the holder and times shown.";
 

@@ -43,6 +43,10 @@ export const zookeeperStore: StoreDescriptor<Convention> = {
   },
   cli: {
     url: 'ZooKeeper: zookeeper://HOST:PORT[,HOST:PORT...][/CHROOT][?sessionTimeout=MS] (one ensemble)',
+    list:
+      "ZooKeeper (--url zookeeper://…): a prefix is a znode path, read with everything below it (/app, not /ap); a lock is a znode whose children are contenders named as Curator (_c_<uuid>-lock-<seq>, its read/write locks, leader latches as elections), kazoo (<hex>__lock__<seq>, __rlock__) or ZooKeeper's recipe (…-lock-<seq>) name them. The lowest sequence holds, the others wait in sequence order. A member's owner is the session its ephemeral node goes with, its token the node's creation zxid (czxid), its data what the client wrote there (kazoo's identifier, Curator's IP). There is no TTL: a node lasts as long as its session, whose time left cannot be read.",
+    watch:
+      'ZooKeeper is followed by watches on the znodes under each path (set again after each event), read again after a reconnect and on a new session when ZooKeeper expired the watching one; a lock whose last contender left is removed.',
     acquire:
       "ZooKeeper (--url zookeeper://…): NAME is the lock's znode path. Joins it in the layout the lock already has (Curator's _c_<uuid>-lock-, kazoo's <hex>__lock__, or ZooKeeper's recipe's …-lock-), kazoo's for a NAME nobody uses yet: an ephemeral sequential node that watches only the node just ahead of it, so Curator's and kazoo's clients queue with it in sequence order. Each acquire has a ZooKeeper session of its own whose timeout is --ttl (the server grants a timeout within its bounds, by default 2 to 20 ticks: 4 s to 40 s); the node goes with that session, so the lock of a locklens that died is free once the session times out. A leader latch is not joined. --mode takes Curator's InterProcessReadWriteLock or kazoo's ReadLock/WriteLock.",
     unlock:
