@@ -157,7 +157,7 @@ describe('locklens over etcd (--endpoints), against etcdctl lock', () => {
         [['acquire', 'argsx', '--ttl', 'ten'], /--ttl/],
         [['acquire', 'argsx', '--timeout', 'soon'], /--timeout/],
         [['acquire', 'argsx', '--'], /nothing after '--'/],
-        [['acquire'], /wrong number of arguments/],
+        [['acquire'], /acquire needs the lock's NAME\nUsage: locklens acquire NAME /],
       ];
       for (const [args, message] of cases) {
         const r = await f.procs.run([args[0], '--endpoints', f.ep, ...args.slice(1)]);
