@@ -290,7 +290,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
 
     const inUrl = await cli(['list', '--url', url().replace(`${SUPERUSER}@`, `${SUPERUSER}:hunter2@`)]);
     assert.equal(inUrl.code, 2, show(inUrl));
-    assert.match(inUrl.stderr, /is not a database URL: the password goes in the connection`s secret storage \(the CLI: LOCKLENS_PASSWORD\), not in the URL/, show(inUrl));
+    assert.match(inUrl.stderr, /is not a database URL: the password goes in the connection's secret storage \(the CLI: LOCKLENS_PASSWORD\), not in the URL/, show(inUrl));
     assert.ok(!inUrl.stderr.includes('hunter2'), 'the refused URL is echoed without its password');
     assert.match(inUrl.stderr, /'postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres'/, show(inUrl));
   });
