@@ -11,7 +11,7 @@
 // loading bundle's modules, handed over by `openBackend`'s loader, so `instanceof LockLensError` and module state work
 // across the two files and the core is not duplicated.
 import * as esbuild from 'esbuild';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const production = process.argv.includes('--production');
@@ -154,7 +154,8 @@ const host = { ...common, platform: 'node', target: 'node20', format: 'cjs', out
 /** @type {esbuild.BuildOptions[]} */
 const hostBuilds = [
   { ...host, entryPoints: { extension: 'src/extension/extension.ts' }, external: ['vscode'] },
-  { ...host, entryPoints: { locklens: 'src/cli/main.ts' }, banner: { js: '#!/usr/bin/env node' } },
+  // `locklens --version` (src/cli/version.ts): the manifest's version, so the bundle needs no package.json beside it.
+  { ...host, entryPoints: { locklens: 'src/cli/main.ts' }, banner: { js: '#!/usr/bin/env node' }, define: { LOCKLENS_VERSION: JSON.stringify(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version) } },
   // `npm run demo` (demo/): its own engine imports etcd directly, so etcd3 is in it as well (with its protos in
   // dist/proto). Kept out of the .vsix by .vscodeignore.
   { ...host, entryPoints: { demo: 'demo/main.ts' }, plugins: [...STORES.find((s) => s.store === 'etcd').plugins, hostStores(sharedCore, { storeClientsAllowed: true })] },

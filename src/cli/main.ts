@@ -8,6 +8,7 @@ import { revoke } from './commands/revoke';
 import { unlock } from './commands/unlock';
 import { watch } from './commands/watch';
 import { profileFrom } from './options';
+import { versionLine } from './version';
 
 const commands: readonly Command[] = [list, acquire, unlock, revoke, watch, history];
 
@@ -30,7 +31,8 @@ export const EXIT_CODES: Record<ErrorCode, number> = {
   CANCELLED: 130,
 };
 
-const usage = `Usage: locklens <command> [options]   (locklens <command> --help for its options)
+const usage = `Usage: locklens <command> [options]   (locklens help <command>, or <command> --help, for its options)
+       locklens --version
 
 Commands:
 ${commands.map((c) => `  ${c.name.padEnd(9)} ${c.summary}`).join('\n')}
@@ -44,19 +46,33 @@ const out: Output = {
   stderr: (t) => process.stderr.write(t + '\n'),
 };
 
+const isHelp = (arg: string) => arg === '--help' || arg === '-h';
+
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (!name || name === '--help' || name === '-h' || name === 'help') {
-    out.stdout(usage);
+  if (name === '--version' || name === '-V') {
+    out.stdout(versionLine());
+    return 0;
+  }
+  if (!name || isHelp(name) || name === 'help') {
+    // `help list` and `--help list` (as git's) show that command's help.
+    if (rest.length > 1) throw new LockLensError('INVALID_ARGUMENT', `unexpected argument '${rest[1]}'\nUsage: locklens help [<command>]`);
+    out.stdout(rest.length ? commandNamed(rest[0]).help : usage);
     return name ? 0 : 2;
   }
-  const command = commands.find((c) => c.name === name);
-  if (!command) throw new LockLensError('INVALID_ARGUMENT', `unknown command '${name}'\n\n${usage}`);
-  if (rest.slice(0, rest.includes('--') ? rest.indexOf('--') : undefined).some((a) => a === '--help' || a === '-h')) {
+  const command = commandNamed(name);
+  if (rest.slice(0, rest.includes('--') ? rest.indexOf('--') : undefined).some(isHelp)) {
     out.stdout(command.help);
     return 0;
   }
   return command.run(rest, (values) => openBackend(profileFrom(values)), out);
+}
+
+/** The command `name`; any other name is refused with the list of commands. */
+function commandNamed(name: string): Command {
+  const command = commands.find((c) => c.name === name);
+  if (!command) throw new LockLensError('INVALID_ARGUMENT', `unknown ${name.startsWith('-') ? 'option' : 'command'} '${name}'\n\n${usage}`);
+  return command;
 }
 
 /**

@@ -3,6 +3,7 @@ import { LockLensError } from '../core/errors';
 import { DEFAULT_STORE, STORE_KINDS, STORES, storeOfUrl } from '../core/stores';
 import type { StoreEnvironment } from '../core/storeDescriptor';
 import { splitEndpoints, type ConnectionProfile, type LockTableSpec } from '../core/profile';
+import { usageLine, type Command } from './commands/command';
 
 /** Connection flags every command takes. Names follow etcdctl's, so muscle memory carries over. */
 export const CONNECTION_OPTIONS = {
@@ -62,17 +63,21 @@ export interface Parsed {
   readonly positionals: string[];
 }
 
-/** Parses a command's flags plus the connection flags; `positionals` is how many arguments it takes. */
-export function parse(args: string[], options: ParseArgsConfig['options'], positionals = 0): Parsed {
+/**
+ * Parses the command's flags plus the connection flags, and its one positional argument if it takes one. A command
+ * line of the wrong shape (an unknown flag, an argument missing or one too many) is said with the command's usage line.
+ */
+export function parse(args: string[], command: Command): Parsed {
+  const wrongShape = (problem: string) => new LockLensError('INVALID_ARGUMENT', `${problem}\n${usageLine(command)}`);
   let parsed: Parsed;
   try {
-    parsed = parseArgs({ args, options: { ...CONNECTION_OPTIONS, ...options }, allowPositionals: true, strict: true }) as Parsed;
+    parsed = parseArgs({ args, options: { ...CONNECTION_OPTIONS, ...command.options }, allowPositionals: true, strict: true }) as Parsed;
   } catch (e) {
-    throw new LockLensError('INVALID_ARGUMENT', (e as Error).message);
+    throw wrongShape((e as Error).message);
   }
-  if (!parsed.values.help && parsed.positionals.length !== positionals) {
-    throw new LockLensError('INVALID_ARGUMENT', positionals === 0 ? `unexpected argument '${parsed.positionals[0]}'` : 'wrong number of arguments');
-  }
+  const expected = command.argument === undefined ? 0 : 1;
+  if (!parsed.values.help && parsed.positionals.length < expected) throw wrongShape(`${command.name} needs ${command.argument}`);
+  if (!parsed.values.help && parsed.positionals.length > expected) throw wrongShape(`unexpected argument '${parsed.positionals[expected]}'`);
   return parsed;
 }
 

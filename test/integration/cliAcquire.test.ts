@@ -157,7 +157,7 @@ describe('locklens over etcd (--endpoints), against etcdctl lock', () => {
         [['acquire', 'argsx', '--ttl', 'ten'], /--ttl/],
         [['acquire', 'argsx', '--timeout', 'soon'], /--timeout/],
         [['acquire', 'argsx', '--'], /nothing after '--'/],
-        [['acquire'], /wrong number of arguments/],
+        [['acquire'], /acquire needs the lock's NAME\nUsage: locklens acquire NAME /],
       ];
       for (const [args, message] of cases) {
         const r = await f.procs.run([args[0], '--endpoints', f.ep, ...args.slice(1)]);
@@ -325,7 +325,7 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     // Our reader runs at once beside Redisson's; a Redisson writer is refused (its script answers a PTTL).
     const log = join(f.dir, 'order');
     const reader = f.procs.locklens(['acquire', name, '--url', url(), '--mode', 'read', '--', 'sh', '-c', MARK_WAIT_MARK, 'sh', log, 'read-start', join(f.dir, 'read-go'), 'read-end']);
-    await eventuallyTrue(() => existsSync(log) && readFileSync(log, 'utf8').includes('read-start'), 15_000, 'the reader`s command runs');
+    await eventuallyTrue(() => existsSync(log) && readFileSync(log, 'utf8').includes('read-start'), 15_000, "the reader's command runs");
     const readers = Object.keys(await fields()).filter((f) => f !== 'mode');
     assert.equal(readers.length, 2, JSON.stringify(readers));
     assert.notEqual(await redisson.writeLock(name, 2), null, 'a Redisson writer waits for the readers');
@@ -336,10 +336,10 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     const read = await reader.wait();
     assert.equal(read.code, 0, show(read));
     await new Promise((r) => setTimeout(r, 500));
-    assert.ok(!readFileSync(log, 'utf8').includes('write-start'), 'the writer waits while Redisson`s reader holds');
+    assert.ok(!readFileSync(log, 'utf8').includes('write-start'), "the writer waits while Redisson's reader holds");
     appendFileSync(log, 'redisson-read-unlock\n');
     assert.equal(await redisson.readUnlock(name, 1), 1);
-    await eventuallyTrue(() => readFileSync(log, 'utf8').includes('write-start'), 15_000, 'the writer`s command runs');
+    await eventuallyTrue(() => readFileSync(log, 'utf8').includes('write-start'), 15_000, "the writer's command runs");
     const held = Object.keys(await fields());
     assert.ok(held.includes('mode') && held.length === 2 && held.some((f) => /^[0-9a-f-]{36}:\d+:write$/.test(f)), JSON.stringify(held));
     assert.notEqual(await redisson.readLock(name, 1), null, 'a Redisson reader waits for our writer');
@@ -365,7 +365,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
   const f = zookeeperCli();
   const { url, kazoo, session, list, listed } = f;
 
-  test('locklens acquire -- CMD excludes kazoo both ways, in kazoo`s layout: the order is the one the processes wrote', async () => {
+  test("locklens acquire -- CMD excludes kazoo both ways, in kazoo's layout: the order is the one the processes wrote", async () => {
     const name = '/both/job';
     const log = join(f.dir, 'order');
     const go = join(f.dir, 'go');
@@ -374,7 +374,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     await first.until(['acquired']);
     const ours = f.procs.locklens(['acquire', name, '--url', url(), '--ttl', '2', '--', 'sh', '-c', MARK_WAIT_MARK, 'sh', log, 'locklens-start', go, 'locklens-end']);
     const queued = await listed(name, (l) => l.waiters.length === 1, 'locklens queued behind kazoo');
-    assert.match(queued.waiters[0].key, /\/[0-9a-f]{32}__lock__\d{10}$/, 'kazoo`s layout, so kazoo counts it');
+    assert.match(queued.waiters[0].key, /\/[0-9a-f]{32}__lock__\d{10}$/, "kazoo's layout, so kazoo counts it");
     assert.match(queued.waiters[0].data!, /^LockLens .* pid \d+$/);
     assert.deepEqual(linesOf(log), ['kazoo-first acquired'], 'nothing ran while kazoo held');
     first.release();
@@ -394,7 +394,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     assert.deepEqual(await second.contenders(), ['kazoo-second'], 'kazoo found the node of locklens gone');
   });
 
-  test('acquire --try exits 6 naming the holder (kazoo`s identifier, Curator`s IP) and leaves nothing; a Curator lock is joined in Curator`s layout', async () => {
+  test("acquire --try exits 6 naming the holder (kazoo's identifier, Curator's IP) and leaves nothing; a Curator lock is joined in Curator's layout", async () => {
     const job = '/try/job';
     const holder = kazoo(job, { identifier: 'busy-worker' });
     const node = (await holder.until(['acquired'])).split(' ')[1];
@@ -413,7 +413,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
 
     const env = join(f.dir, 'env');
     const ours = f.procs.locklens(['acquire', ledger, '--url', url(), '--', 'sh', '-c', 'echo "$ETCD_LOCK_KEY $LOCKLENS_FENCING_TOKEN ${ETCD_LOCK_REV-none}" > "$1"', 'sh', env]);
-    const queued = (await listed(ledger, (l) => l.waiters.length === 1, 'locklens queued behind Curator`s holder')).waiters[0];
+    const queued = (await listed(ledger, (l) => l.waiters.length === 1, "locklens queued behind Curator's holder")).waiters[0];
     assert.match(queued.key, new RegExp(`^${ledger}/_c_[0-9a-f-]{36}-lock-\\d{10}$`));
     assert.equal(queued.convention, 'curator-mutex');
     await curator.close();
@@ -446,8 +446,8 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     const key = join(f.dir, 'key');
     const read = await f.procs.run(['acquire', name, '--mode', 'read', '--ttl', '2', '--try', '--url', url(), '--', 'sh', '-c', 'echo "$ETCD_LOCK_KEY" > "$1"', 'sh', key]);
     assert.equal(read.code, 0, show(read));
-    assert.match(readFileSync(key, 'utf8'), /^\/rw\/catalog\/[0-9a-f]{32}__rlock__\d{10}$/m, 'kazoo`s read node');
-    assert.doesNotMatch(read.stderr, /Redisson|does not apply/, 'the reader`s session timeout is its --ttl');
+    assert.match(readFileSync(key, 'utf8'), /^\/rw\/catalog\/[0-9a-f]{32}__rlock__\d{10}$/m, "kazoo's read node");
+    assert.doesNotMatch(read.stderr, /Redisson|does not apply/, "the reader's session timeout is its --ttl");
     const write = await f.procs.run(['acquire', name, '--mode', 'write', '--try', '--url', url()]);
     assert.equal(write.code, 6, show(write));
   });
@@ -501,7 +501,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     assert.deepEqual(linesOf(log), ['psycopg-first acquired', 'psycopg-first releasing', 'locklens-start', 'locklens-end', 'psycopg-second acquired']);
   });
 
-  test('acquire --try exits 6 naming psycopg2`s session and leaves nothing waiting; an int pair 1:2 is its own lock; bad key text exits 2', async () => {
+  test("acquire --try exits 6 naming psycopg2's session and leaves nothing waiting; an int pair 1:2 is its own lock; bad key text exits 2", async () => {
     const key = fresh();
     const holder = psycopg(key, { application: 'busy-worker' });
     const pid = await holder.pid();

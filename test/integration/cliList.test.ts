@@ -255,7 +255,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
   const f = zookeeperCli();
   const { url, defer, kazoo, session, czxid, list, listed } = f;
 
-  test('list --prefix /app --json: a kazoo holder and its waiter in sequence order, sessions as owners, czxids as tokens; a Curator lock`s holder and waiter', async () => {
+  test("list --prefix /app --json: a kazoo holder and its waiter in sequence order, sessions as owners, czxids as tokens; a Curator lock's holder and waiter", async () => {
     const orders = '/app/locks/orders';
     const holder = kazoo(orders, { identifier: 'worker-1' });
     const [, holderNode, holderSession] = (await holder.until(['acquired'])).split(' ');
@@ -370,7 +370,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     assert.ok(!second.lines.includes('acquired'));
   });
 
-  test('list in text: the bigint`s halves in the heading, owners as `connection N (app, user@client)`, no TTL for a session lock, the statement', async () => {
+  test("list in text: the bigint's halves in the heading, owners as `connection N (app, user@client)`, no TTL for a session lock, the statement", async () => {
     const key = fresh();
     const holder = psycopg(key, { application: 'text-holder' });
     const pid = await holder.pid();
@@ -388,7 +388,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     ]);
   });
 
-  test('--lock-table reads a user`s table (name, holder, expiry columns); without it the table is not a lock table; a malformed spec exits 2, one that does not fit is noted', async () => {
+  test("--lock-table reads a user's table (name, holder, expiry columns); without it the table is not a lock table; a malformed spec exits 2, one that does not fit is noted", async () => {
     await f.server.superuserQuery(
       'CREATE TABLE job_locks (job VARCHAR(2000) PRIMARY KEY, owner_id VARCHAR(100), expires_at TIMESTAMPTZ);' +
         "INSERT INTO job_locks VALUES ('nightly', 'worker-3', now() + interval '600 seconds'), ('forever', 'worker-4', NULL)",

@@ -1,8 +1,8 @@
-import { before, describe, test } from 'node:test';
+import { afterEach, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { CLI, show, type Result } from '../harness/cli';
+import { copyFileSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { CLI, Procs, show, type Result } from '../harness/cli';
 import { fixture, sorted, type ListJson } from '../harness/cliFixture';
 import { ADMIN, DATABASE } from '../harness/mariadb';
 import { mariadbCli } from '../harness/mariadbCli';
@@ -17,6 +17,103 @@ import { zookeeperCli } from '../harness/zookeeperCli';
  * and flags, the connection flags and environment, and how a connection that fails is said and exits, against each
  * store's real server.
  */
+
+// None of these reaches a store: help, the version and a command line of the wrong shape are answered before connecting.
+describe('locklens: version, help and usage', () => {
+  let procs: Procs;
+  beforeEach(() => (procs = new Procs('')));
+  afterEach(() => procs.dispose());
+  const cli = (args: string[]) => procs.run(args);
+
+  /** The commands the top-level usage lists, by name. */
+  async function commandNames(): Promise<string[]> {
+    const r = await cli(['help']);
+    return [...r.stdout.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]);
+  }
+  /** The first line of `locklens help NAME`. */
+  async function usageLineOf(name: string): Promise<string> {
+    return (await cli(['help', name])).stdout.split('\n', 1)[0];
+  }
+
+  test('--version and -V print "locklens <version>", the version of package.json, and exit 0', async () => {
+    const { version } = JSON.parse(readFileSync(resolve(CLI, '../../package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const r = await cli([flag]);
+      assert.equal(r.code, 0, `${flag}: ${show(r)}`);
+      assert.equal(r.stdout, `locklens ${version}\n`, `${flag}: ${show(r)}`);
+      assert.equal(r.stderr, '', `${flag}: ${show(r)}`);
+    }
+  });
+
+  test('-h, --help and help print the usage with every command and exit 0; without arguments it exits 2', async () => {
+    const none = await cli([]);
+    assert.equal(none.code, 2, show(none));
+    assert.match(none.stdout, /^Usage: locklens <command>/, show(none));
+    assert.match(none.stdout, /locklens --version/, show(none));
+    assert.deepEqual(await commandNames(), ['list', 'acquire', 'unlock', 'revoke', 'watch', 'history']);
+    for (const asked of [['-h'], ['--help'], ['help']]) {
+      const r = await cli(asked);
+      assert.equal(r.code, 0, `${asked.join(' ')}: ${show(r)}`);
+      assert.equal(r.stdout, none.stdout, asked.join(' '));
+      assert.equal(r.stderr, '', `${asked.join(' ')}: ${show(r)}`);
+    }
+  });
+
+  test("help CMD, CMD -h and CMD --help print that command's help and exit 0, for every command", async () => {
+    for (const name of await commandNames()) {
+      const asked = [['help', name], ['--help', name], [name, '-h'], [name, '--help']];
+      const [first, ...others] = await Promise.all(asked.map((args) => cli(args)));
+      assert.equal(first.code, 0, `help ${name}: ${show(first)}`);
+      assert.match(first.stdout, new RegExp(`^Usage: locklens ${name} `), `help ${name}: ${show(first)}`);
+      assert.match(first.stdout, /--endpoints/, `help ${name}: ${show(first)}`);
+      others.forEach((r, i) => {
+        assert.equal(r.code, 0, `${asked[i + 1].join(' ')}: ${show(r)}`);
+        assert.equal(r.stdout, first.stdout, asked[i + 1].join(' '));
+      });
+    }
+  });
+
+  test("a missing argument is said in words, then the command's usage line; exit 2", async () => {
+    const missing: Record<string, string> = {
+      acquire: "acquire needs the lock's NAME",
+      unlock: "unlock needs the lock's NAME",
+      history: "history needs the lock's NAME",
+      revoke: "revoke needs the lease's hex ID (LEASE_HEX)",
+    };
+    for (const [name, said] of Object.entries(missing)) {
+      const r = await cli([name]);
+      assert.equal(r.code, 2, `${name}: ${show(r)}`);
+      assert.equal(r.stderr, `locklens: ${said}\n${await usageLineOf(name)}\n`, `${name}: ${show(r)}`);
+      assert.equal(r.stdout, '', `${name}: ${show(r)}`);
+    }
+  });
+
+  test("an unknown flag or a stray argument is said, then the command's usage line; exit 2, for every command", async () => {
+    for (const name of await commandNames()) {
+      const usage = await usageLineOf(name);
+      assert.match(usage, new RegExp(`^Usage: locklens ${name} `));
+      const r = await cli([name, 'x', '--bogus']);
+      assert.equal(r.code, 2, `${name}: ${show(r)}`);
+      assert.match(r.stderr, /^locklens: Unknown option '--bogus'/, `${name}: ${show(r)}`);
+      assert.ok(r.stderr.endsWith(`\n${usage}\n`), `${name}: ${show(r)}`);
+      const stray = await cli([name, 'x', 'stray']);
+      assert.equal(stray.code, 2, `${name}: ${show(stray)}`);
+      assert.equal(stray.stderr, `locklens: unexpected argument '${['list', 'watch'].includes(name) ? 'x' : 'stray'}'\n${usage}\n`, `${name}: ${show(stray)}`);
+    }
+  });
+
+  test('an unknown command, or help for one, names it and lists the commands; exit 2', async () => {
+    const commands = await commandNames();
+    for (const [args, said] of [[['frobnicate'], "unknown command 'frobnicate'"], [['help', 'frobnicate'], "unknown command 'frobnicate'"], [['--frobnicate'], "unknown option '--frobnicate'"]] as const) {
+      const r = await cli([...args]);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${show(r)}`);
+      assert.ok(r.stderr.startsWith(`locklens: ${said}\n`), `${args.join(' ')}: ${show(r)}`);
+      assert.match(r.stderr, /Usage: locklens <command>/, show(r));
+      for (const name of commands) assert.match(r.stderr, new RegExp(`^  ${name} `, 'm'), `${args.join(' ')}: ${name}`);
+      assert.equal(r.stdout, '', `${args.join(' ')}: ${show(r)}`);
+    }
+  });
+});
 
 describe('locklens over etcd (--endpoints)', () => {
   const f = fixture();
@@ -193,7 +290,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
 
     const inUrl = await cli(['list', '--url', url().replace(`${SUPERUSER}@`, `${SUPERUSER}:hunter2@`)]);
     assert.equal(inUrl.code, 2, show(inUrl));
-    assert.match(inUrl.stderr, /is not a database URL: the password goes in the connection`s secret storage \(the CLI: LOCKLENS_PASSWORD\), not in the URL/, show(inUrl));
+    assert.match(inUrl.stderr, /is not a database URL: the password goes in the connection's secret storage \(the CLI: LOCKLENS_PASSWORD\), not in the URL/, show(inUrl));
     assert.ok(!inUrl.stderr.includes('hunter2'), 'the refused URL is echoed without its password');
     assert.match(inUrl.stderr, /'postgres:\/\/postgres:\*\*\*@127\.0\.0\.1:\d+\/postgres'/, show(inUrl));
   });

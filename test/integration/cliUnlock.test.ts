@@ -76,7 +76,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
   const f = zookeeperCli();
   const { url, kazoo, list, listed } = f;
 
-  test('locklens unlock --force --yes deletes the holder`s node: the kazoo waiter takes over, the holder is not told', async () => {
+  test("locklens unlock --force --yes deletes the holder's node: the kazoo waiter takes over, the holder is not told", async () => {
     const name = '/unlock/job';
     const holder = kazoo(name, { identifier: 'stuck-worker' });
     const holderSession = (await holder.until(['acquired'])).split(' ')[2];
@@ -90,7 +90,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     assert.equal(r.code, 0, show(r));
     assert.equal(r.stdout, `released '${name}' from ${shown.key} (session ${holderSession}): deleted the node created at zxid ${shown.token}\n  ${shown.key}\n`);
     await waiter.until(['acquired']);
-    assert.deepEqual(await waiter.contenders(), ['next-worker'], 'the holder`s node is gone');
+    assert.deepEqual(await waiter.contenders(), ['next-worker'], "the holder's node is gone");
     assert.equal((await list(name))[0].holder?.data, 'next-worker');
     assert.deepEqual(holder.lines, said, 'the holder heard nothing: it still believes it holds the lock');
   });
@@ -100,7 +100,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
   const f = postgresCli();
   const { fresh, url, cli, defer, psycopg, list, lockNamed } = f;
 
-  test('a stuck Liquibase row is listed as databasechangeloglock/1 (LOCKEDBY, no TTL) and unlock --force --yes releases it Liquibase`s way', async () => {
+  test("a stuck Liquibase row is listed as databasechangeloglock/1 (LOCKEDBY, no TTL) and unlock --force --yes releases it Liquibase's way", async () => {
     // Liquibase 4's DDL on PostgreSQL and its lock statement, as a migration that was killed left it.
     await f.server.superuserQuery(
       'CREATE TABLE public.databasechangeloglock (ID INTEGER NOT NULL, LOCKED BOOLEAN NOT NULL, LOCKGRANTED TIMESTAMP WITHOUT TIME ZONE, LOCKEDBY VARCHAR(255), CONSTRAINT databasechangeloglock_pkey PRIMARY KEY (ID));' +
@@ -127,7 +127,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     assert.match(again.stderr, /no lock named 'databasechangeloglock\/1'/, show(again));
   });
 
-  test('a ShedLock row`s TTL counts down with the database`s clock; an expired one shows 0; unlock sets lock_until to now (ShedLock`s unlock)', async () => {
+  test("a ShedLock row's TTL counts down with the database's clock; an expired one shows 0; unlock sets lock_until to now (ShedLock's unlock)", async () => {
     await f.server.superuserQuery(
       'CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name));' +
         `INSERT INTO shedlock VALUES ('report', ${UTC_NOW} + interval '600 seconds', ${UTC_NOW}, 'host-a'), ('cleanup', ${UTC_NOW} - interval '60 seconds', ${UTC_NOW} - interval '120 seconds', 'host-b')`,
@@ -171,7 +171,7 @@ describe('locklens over MariaDB (--url mysql://), against PyMySQL connections an
   const f = mariadbCli();
   const { url, cli, defer, lockNamed } = f;
 
-  test('a stuck Liquibase row is listed as DATABASECHANGELOGLOCK/1 (LOCKEDBY, no TTL) and unlock --force --yes releases it Liquibase`s way', async () => {
+  test("a stuck Liquibase row is listed as DATABASECHANGELOGLOCK/1 (LOCKEDBY, no TTL) and unlock --force --yes releases it Liquibase's way", async () => {
     // Liquibase's DDL on MySQL/MariaDB (an uppercase table, LOCKED a BIT(1)), and its lock statement, as a killed
     // migration left it.
     await f.server.sql(
@@ -183,7 +183,7 @@ describe('locklens over MariaDB (--url mysql://), against PyMySQL connections an
     defer(() => f.server.sql(`DROP TABLE ${DATABASE}.DATABASECHANGELOGLOCK`));
     const name = 'DATABASECHANGELOGLOCK/1';
     const lock = await lockNamed(name);
-    assert.ok(lock, 'the row is listed under the table`s own name');
+    assert.ok(lock, "the row is listed under the table's own name");
     assert.equal(lock.kind, 'single');
     assert.deepEqual(lock.holder, { key: '1', lease: null, createRevision: null, ttl: null, owner: 'migrator-7f3c (10.0.4.17)', holds: null, token: null, convention: 'liquibase' });
     const text = await cli(['list', '--url', url(), '--prefix', 'DATABASECHANGELOGLOCK/']);
@@ -202,6 +202,6 @@ describe('locklens over MariaDB (--url mysql://), against PyMySQL connections an
     assert.equal(r.stdout, `released '${name}' (locked by migrator-7f3c (10.0.4.17)): cleared LOCKED, LOCKGRANTED and LOCKEDBY (Liquibase's releaseLock)\n  ${name}\n`);
     assert.equal(await f.server.sql(`SELECT ID, LOCKED + 0, LOCKGRANTED, LOCKEDBY FROM ${DATABASE}.DATABASECHANGELOGLOCK`), '1\t0\tNULL\tNULL\n');
     assert.equal(await lockNamed(name), undefined, 'an unlocked row is no lock');
-    assert.equal((await cli(['acquire', name, '--try', '--url', url()])).code, 2, 'refused while the row is free too: the name is the table`s');
+    assert.equal((await cli(['acquire', name, '--try', '--url', url()])).code, 2, "refused while the row is free too: the name is the table's");
   });
 });

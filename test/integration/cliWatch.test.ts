@@ -129,7 +129,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
   const f = postgresCli();
   const { fresh, url, start, psycopg } = f;
 
-  test('watch --json follows psycopg2`s lock: held, queued for, handed over, released', async () => {
+  test("watch --json follows psycopg2's lock: held, queued for, handed over, released", async () => {
     const key = fresh();
     const w = start(['watch', '--url', url(), '--json', '--prefix', key]);
     await w.until((p) => p.stderr.includes('locklens: live'), 'watch is live');

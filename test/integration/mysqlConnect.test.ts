@@ -103,7 +103,7 @@ describe('connecting to MySQL/MariaDB: clear errors', { timeout: 120_000 }, () =
     backend.close();
   });
 
-  test('a server name to verify is refused for verify-full (mysql2 checks the URL`s host only); verify-ca checks no name', async () => {
+  test("a server name to verify is refused for verify-full (mysql2 checks the URL's host only); verify-ca checks no name", async () => {
     const tls = { caFile: certs.caFile, serverName: 'db.example' };
     await refused({ endpoints: [secure.url(ADMIN.user, 'app', '?ssl=verify-full')], password: ADMIN.password, tls }, 'INVALID_ARGUMENT', /db\.example: serverName, the CLI's --server-name\) cannot be given for MySQL: .*mysql:\/\/user@db\.example:\d+/);
     const backend = await MysqlBackend.open({ store: 'mysql', endpoints: [secure.url(ADMIN.user, 'app', '?ssl=verify-ca')], password: ADMIN.password, tls, dialTimeoutMs: DIAL_MS });

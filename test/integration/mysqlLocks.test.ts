@@ -261,7 +261,7 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.equal((await lockAt(name))?.holder?.owner, nextId, 'nobody was killed');
   });
 
-  test('MySQL 8`s way (no compound statements: the check, then KILL) refuses a changed holder and kills the one shown', async () => {
+  test("MySQL 8's way (no compound statements: the check, then KILL) refuses a changed holder and kills the one shown", async () => {
     const name = `${p}mysql8`;
     const target = await targetOf({ store: 'mysql', endpoints: [server.url()], password: ADMIN.password, dialTimeoutMs: DIAL_MS });
     const db = new MysqlSession(target, await openConnection(target));
@@ -292,7 +292,7 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.equal(await lockAt(name), undefined);
   });
 
-  test('LOCK_LOST when the hold`s connection goes silent: the server frees the lock after the TTL (wait_timeout), and the hold says so by then', { timeout: 60_000 }, async () => {
+  test("LOCK_LOST when the hold's connection goes silent: the server frees the lock after the TTL (wait_timeout), and the hold says so by then", { timeout: 60_000 }, async () => {
     const name = `${p}silent`;
     const proxy = await TcpProxy.start(server.port);
     defer(() => proxy.dispose());
@@ -318,7 +318,7 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     const lock = await waitersOf(name, 1);
     assert.ok(lock.name.equals(b(name)), lock.name.toString());
     assert.equal(lock.holder?.owner, hold.owner);
-    assert.equal(lock.waiters[0].owner, await waiter.connectionId(), 'the waiter`s escaped literal was read back to the name');
+    assert.equal(lock.waiters[0].owner, await waiter.connectionId(), "the waiter's escaped literal was read back to the name");
     await hold.release();
     await waiter.until(['acquired']);
     // MariaDB keys names case-sensitively (its documentation says otherwise): another case is another lock.
@@ -356,7 +356,7 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     await eventually(() => watch.locks().length === 2 && !/metadata_lock_info/.test(watch.status.hidden ?? ''), 10_000, 'the plugin seen at the next poll');
   });
 
-  test('lock tables of the URL`s database come with the GET_LOCK locks: a ShedLock row, its TTL, released its own way, not acquirable', async () => {
+  test("lock tables of the URL's database come with the GET_LOCK locks: a ShedLock row, its TTL, released its own way, not acquirable", async () => {
     await server.sql(
       'CREATE TABLE app.shedlock (name VARCHAR(64) NOT NULL PRIMARY KEY, lock_until TIMESTAMP(3) NOT NULL, locked_at TIMESTAMP(3) NOT NULL, locked_by VARCHAR(255) NOT NULL);' +
         `INSERT INTO app.shedlock VALUES ('${p}report', UTC_TIMESTAMP(3) + INTERVAL 5 MINUTE, UTC_TIMESTAMP(3), 'host-a');`,
@@ -391,7 +391,7 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     assert.equal((await without.list([b('shedlock/')])).locks.length, 0, 'no database in the URL: no lock tables');
   });
 
-  test('a user without PROCESS sees its own connections, says so, and may not kill another user`s', async () => {
+  test("a user without PROCESS sees its own connections, says so, and may not kill another user's", async () => {
     const plain = await open(PLAIN);
     const name = `${p}mixed`;
     const admins = py(name);
@@ -406,7 +406,7 @@ describe('MySQL backend against a real MariaDB 10.11 (GET_LOCK)', { timeout: 300
     await other.until(['acquired']);
     const otherWaiter = py(`${p}others`);
     await waitersOf(`${p}others`, 1);
-    assert.equal((await lockAt(`${p}others`, plain))?.waiters.length, 0, 'another user`s waiter is hidden');
+    assert.equal((await lockAt(`${p}others`, plain))?.waiters.length, 0, "another user's waiter is hidden");
     const watch = plain.watch([b(p)], { minNotifyIntervalMs: 0 });
     defer(() => watch.dispose());
     await watch.start();

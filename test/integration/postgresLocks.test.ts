@@ -66,7 +66,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     await untilWaiting(name, 2);
     const lock = (await lockOf(name))!;
     assert.equal(lock.kind, 'queue');
-    assert.equal(lock.altName, `(0, ${name})`, 'a bigint key`s halves as pg_locks shows them');
+    assert.equal(lock.altName, `(0, ${name})`, "a bigint key's halves as pg_locks shows them");
     assert.equal(lock.holder?.owner, holderPid);
     assert.equal(lock.holder?.key.toString(), `pid ${holderPid}`);
     assert.equal(lock.holder?.lease, holderPid, 'it goes with its session');
@@ -109,7 +109,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     assert.deepEqual(await waitersOf(name), [pids[2], pids[1], pids[0]], 'the order waitstart gives on this PostgreSQL 15');
   });
 
-  test('our acquire queues behind psycopg2`s holder, and a psycopg2 waiter queues behind ours', async () => {
+  test("our acquire queues behind psycopg2's holder, and a psycopg2 waiter queues behind ours", async () => {
     const name = fresh();
     const holder = psycopg(name);
     await holder.until(['acquired']);
@@ -137,7 +137,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     assert.equal(await hold.release(), false, 'released already');
   });
 
-  test('tryOnly: LOCKED naming the holder`s pid; a free key is taken at once', async () => {
+  test("tryOnly: LOCKED naming the holder's pid; a free key is taken at once", async () => {
     const name = fresh();
     const holder = psycopg(name, { application: 'billing' });
     const pid = await holder.pid();
@@ -205,7 +205,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     await eventually(async () => (await lockOf(held)) === undefined && (await waitersOf(name)).length === 0, 10_000, 'nothing of ours left');
   });
 
-  test('force release terminates the holder`s session and the first waiter gets the lock', async () => {
+  test("force release terminates the holder's session and the first waiter gets the lock", async () => {
     const name = fresh();
     const holder = psycopg(name, { application: 'stuck-job' });
     await holder.until(['acquired']);
@@ -229,7 +229,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     await waiter.until(['acquired']);
     assert.equal((await lockOf(name))?.holder?.owner, waiterPid);
     holder.release();
-    assert.match(await holder.until(['released', 'release-failed']), /^release-failed/, 'the holder`s connection is gone');
+    assert.match(await holder.until(['released', 'release-failed']), /^release-failed/, "the holder's connection is gone");
   });
 
   test('force release refuses with LOCK_CHANGED when the holder changed after it was shown', async () => {
@@ -389,7 +389,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     assert.equal(lock.holder?.session?.query, undefined);
     assert.equal(lock.holder?.session?.connectedAt, undefined);
     assert.equal(lock.waiters[0].session?.user, PLAIN_USER);
-    assert.ok(lock.waiters[0].session?.query, 'its own role`s session whole');
+    assert.ok(lock.waiters[0].session?.query, "its own role's session whole");
     assert.equal(lock.waiters[0].owner, String(await own.pid()));
     const watch = plain.watch([b(name)], { pollIntervalMs: 100 });
     defer(() => watch.dispose());
@@ -403,7 +403,7 @@ describe('PostgreSQL advisory locks against a real PostgreSQL 15', { timeout: 30
     assert.ok(!(await sessionGone(lock.holder!.owner)));
   });
 
-  test('lock tables are read with the advisory locks, sampled for TTLs, and released their library`s way', async () => {
+  test("lock tables are read with the advisory locks, sampled for TTLs, and released their library's way", async () => {
     await admin.query('CREATE TABLE shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))');
     defer(() => admin.query('DROP TABLE shedlock'));
     const now = "timezone('utc', CURRENT_TIMESTAMP)";

@@ -89,7 +89,7 @@ describe('Redis Cluster: three masters, detected on open', { timeout: 180_000 },
     }
   });
 
-  test('watch: a fair lock`s waiters on every poll without a queue walk; its hash gone, it shows free with them', async () => {
+  test("watch: a fair lock's waiters on every poll without a queue walk; its hash gone, it shows free with them", async () => {
     const names = await onEachMaster('wf/');
     const fair = names[1];
     const q = b(fair);
@@ -117,7 +117,7 @@ describe('Redis Cluster: three masters, detected on open', { timeout: 180_000 },
     }
   });
 
-  test('acquire excludes redis-py`s RedisCluster Lock both ways, and force-release works', async () => {
+  test("acquire excludes redis-py's RedisCluster Lock both ways, and force-release works", async () => {
     const name = 'c/py';
     const py = new RedisPyLock(cluster.url, name, 'hold', 30, true);
     let hold: LockHold | undefined;

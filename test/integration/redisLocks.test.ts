@@ -32,7 +32,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
   };
   const listed = async () => (await t.backend.list([b(prefix)])).locks;
 
-  test('list: Redisson holder with hold count and TTL, written by Redisson`s Lua', async () => {
+  test("list: Redisson holder with hold count and TTL, written by Redisson's Lua", async () => {
     const name = `${prefix}orders`;
     assert.equal(await t.redisson.lock(name, 1), null);
     assert.equal(await t.redisson.lock(name, 1), null, 're-entered');
@@ -49,7 +49,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     assert.ok(lease.ttl > 0 && lease.ttl <= 30);
   });
 
-  test('list: a fair lock`s waiters in queue order with deadlines; a free fair lock still shows its queue', async () => {
+  test("list: a fair lock's waiters in queue order with deadlines; a free fair lock still shows its queue", async () => {
     const name = `${prefix}fair`;
     assert.equal(await t.redisson.fairLock(name, 1), null);
     assert.notEqual(await t.redisson.fairLock(name, 2, 30_000, OTHER_UUID), null);
@@ -111,7 +111,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     const ours = t.backend.acquire(b(name), { ttlSeconds: 10, onQueue: (p) => positions.push(p.ahead) });
     await eventually(() => positions.includes(1), 10_000, 'told we wait');
     const [lock] = (await listed()).filter((l) => l.name.equals(b(name)));
-    assert.equal(lock.holder?.owner, token, 'still redis-py`s');
+    assert.equal(lock.holder?.owner, token, "still redis-py's");
     waiter.release();
     await waiter.until(['released']);
     const second = await ours;
@@ -122,7 +122,7 @@ describe('Redis backend against a real redis-server', { timeout: 120_000 }, () =
     assert.equal(await second.release(), true);
   });
 
-  test('acquire on a Redisson-held name uses a Redisson field and wakes on Redisson`s unlock publish', async () => {
+  test("acquire on a Redisson-held name uses a Redisson field and wakes on Redisson's unlock publish", async () => {
     const name = `${prefix}redisson`;
     assert.equal(await t.redisson.lock(name, 1, 60_000), null);
     const positions: number[] = [];

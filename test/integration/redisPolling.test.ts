@@ -120,7 +120,7 @@ describe('Redis fair queues read without walking the keyspace for them', { timeo
 
   const waiters = (w: RedisLockWatch, name: string) => w.lock(keyId(b(name)))?.waiters.map((m) => m.owner);
 
-  test('a poll reads a fair lock`s waiters with its hash: one SCAN, the prefix`s, and none for queues', async () => {
+  test("a poll reads a fair lock's waiters with its hash: one SCAN, the prefix's, and none for queues", async () => {
     const name = 'f1/fair';
     assert.equal(await redisson.fairLock(name, 1), null);
     assert.notEqual(await redisson.fairLock(name, 2), null);
@@ -174,7 +174,7 @@ describe('Redis fair queues read without walking the keyspace for them', { timeo
     await raw.del(name);
     const before = await scans(raw);
     await rare.sync();
-    assert.equal((await scans(raw)) - before, 1, 'a poll: the prefix`s walk only');
+    assert.equal((await scans(raw)) - before, 1, "a poll: the prefix's walk only");
     assert.equal(rare.lock(keyId(b(name))), undefined, 'not looked for on every poll');
     await eventually(
       async () => {

@@ -58,7 +58,7 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     assert.equal(ours.key.toString(), ours.owner, 'a reader holds with its `<uuid>:<thread>` field');
     assert.equal(await t.redisson.readLock(name, 2, 30_000, OTHER_UUID), null, 'a Redisson reader enters beside us');
     assert.deepEqual(await fields(), { mode: 'read', [`${REDISSON_UUID}:1`]: '1', [ours.owner]: '1', [`${OTHER_UUID}:2`]: '1' });
-    assert.equal(await t.raw.exists(timeoutKey(ours.owner, 1)), 1, 'our read hold has its timeout key, as Redisson`s do');
+    assert.equal(await t.raw.exists(timeoutKey(ours.owner, 1)), 1, "our read hold has its timeout key, as Redisson's do");
     const [lock] = await listed();
     assert.equal(lock.kind, 'readwrite');
     const readers = [lock.holder!, ...(lock.sharedWith ?? [])];
@@ -69,7 +69,7 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     assert.ok(mine.key.equals(ours.key));
   });
 
-  test('our write lock waits for Redisson readers to leave, subscribed to their channel, and wakes on the last one`s unlock publish', async () => {
+  test("our write lock waits for Redisson readers to leave, subscribed to their channel, and wakes on the last one's unlock publish", async () => {
     assert.equal(await t.redisson.readLock(name, 1, 60_000), null);
     assert.equal(await t.redisson.readLock(name, 2, 60_000, OTHER_UUID), null);
     const messages = await listen();
@@ -108,7 +108,7 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     assert.equal(await t.redisson.writeUnlock(name, 1), 1);
   });
 
-  test('our write excludes Redisson readers and writers, and they exclude ours; a writer`s end wakes every waiter (READ_UNLOCK_MESSAGE)', async () => {
+  test("our write excludes Redisson readers and writers, and they exclude ours; a writer's end wakes every waiter (READ_UNLOCK_MESSAGE)", async () => {
     const ours = await t.backend.acquire(b(name), { ttlSeconds: 30, mode: 'write' });
     assert.notEqual(await t.redisson.writeLock(name, 1), null, 'a Redisson writer waits');
     assert.notEqual(await t.redisson.readLock(name, 2), null, 'a Redisson reader waits');
@@ -227,7 +227,7 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     assert.equal(await t.redisson.writeUnlock(name, 1), 1);
   });
 
-  test('renewal keeps our read`s timeout key and the hash alive past the TTL; a renewal that finds our field gone says lost', async () => {
+  test("renewal keeps our read's timeout key and the hash alive past the TTL; a renewal that finds our field gone says lost", async () => {
     const read = await t.backend.acquire(b(name), { ttlSeconds: 0.6, mode: 'read' });
     await sleep(1500);
     assert.equal(read.lost, undefined);
@@ -247,7 +247,7 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     assert.equal((await writeLost).code, 'LOCK_LOST');
   });
 
-  test('a name with a hash tag: timeout keys named as Redisson`s suffixName does (no extra braces)', async () => {
+  test("a name with a hash tag: timeout keys named as Redisson's suffixName does (no extra braces)", async () => {
     const tagged = `{${name}}x`;
     const ours = await t.backend.acquire(b(tagged), { ttlSeconds: 30, mode: 'read' });
     assert.equal(await t.raw.exists(`${tagged}:${ours.owner}:rwlock_timeout:1`), 1);
@@ -295,7 +295,7 @@ describe('Redisson read/write locks taken from LockLens', { timeout: 120_000 }, 
     assert.equal(await t.redisson.readUnlock(name, 1), 1);
   });
 
-  test('force-release wakes a read/write lock`s waiters as Redisson`s forceUnlock does: READ_UNLOCK_MESSAGE for a writer, UNLOCK_MESSAGE for readers', async () => {
+  test("force-release wakes a read/write lock's waiters as Redisson's forceUnlock does: READ_UNLOCK_MESSAGE for a writer, UNLOCK_MESSAGE for readers", async () => {
     assert.equal(await t.redisson.writeLock(name, 1), null);
     let messages = await listen();
     let [lock] = await listed();

@@ -21,7 +21,7 @@ describe('ZooKeeper: a three-server ensemble loses its leader', { timeout: 180_0
     await ensemble?.dispose();
   });
 
-  test('the watch converges on the new leader`s tree; our hold is still ours or reported lost, never silently both', async () => {
+  test("the watch converges on the new leader's tree; our hold is still ours or reported lost, never silently both", async () => {
     const watch = backend.watch([b('/e')], { minNotifyIntervalMs: 0 });
     await watch.start();
     const hold: LockHold = await backend.acquire(b('/e/lock'), { ttlSeconds: 5 });

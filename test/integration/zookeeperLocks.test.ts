@@ -82,13 +82,13 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
     assert.equal(lock.holder?.convention, 'kazoo-lock');
     assert.equal(lock.holder?.owner, holderSession);
     assert.equal(lock.holder?.lease, holderSession, 'it goes with its session');
-    assert.equal(lock.holder?.valuePreview.toString(), 'worker-1', 'kazoo`s identifier says who it is');
+    assert.equal(lock.holder?.valuePreview.toString(), 'worker-1', "kazoo's identifier says who it is");
     assert.equal(lock.waiters[0].owner, waiterSession);
     const stat = await raw().exists(`${name}/${holderNode}`);
     assert.equal(lock.holder?.token, Number(stat!.czxid), 'the fencing token is the creation zxid');
     assert.ok(lock.waiters[0].token! > lock.holder!.token!, 'a later contender has a larger token');
     holder.release();
-    assert.deepEqual(await holder.contenders(true), members(lock).map((m) => m.valuePreview.toString()), 'kazoo`s contenders() in the same order');
+    assert.deepEqual(await holder.contenders(true), members(lock).map((m) => m.valuePreview.toString()), "kazoo's contenders() in the same order");
     await waiter.until(['acquired']);
   });
 
@@ -105,7 +105,7 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
     assert.equal(lock.holder?.key.toString(), a);
     assert.equal(lock.holder?.convention, 'curator-mutex');
     assert.equal(lock.holder?.owner, first.sessionId);
-    assert.equal(lock.holder?.valuePreview.toString(), '10.0.0.7', 'Curator writes the client`s IP');
+    assert.equal(lock.holder?.valuePreview.toString(), '10.0.0.7', "Curator writes the client's IP");
     assert.deepEqual(lock.waiters.map((w) => [w.key.toString(), w.owner]), [[c, second.sessionId]]);
     // Our acquire on it takes Curator's layout, so Curator's clients would count it.
     const hold = await backend.acquire(b(name), { ttlSeconds: 2, tryOnly: true }).catch((e: LockLensError) => e);
@@ -139,7 +139,7 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
     await eventually(() => positions.includes(1), 10_000, 'told we wait behind one');
     const queued = (await lockAt(name))!;
     assert.equal(queued.waiters.length, 1);
-    assert.match(queued.waiters[0].key.toString(), /__lock__\d{10}$/, 'kazoo`s layout, so kazoo counts us');
+    assert.match(queued.waiters[0].key.toString(), /__lock__\d{10}$/, "kazoo's layout, so kazoo counts us");
     assert.deepEqual(events, []);
     gateWritten = true;
     holder.release();
@@ -159,7 +159,7 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
     assert.deepEqual(await waiter.contenders(), ['py-waiter']);
   });
 
-  test('a new name gets kazoo`s layout; tryOnly names the holder; cancelling removes our node', async () => {
+  test("a new name gets kazoo's layout; tryOnly names the holder; cancelling removes our node", async () => {
     const name = `${p}/fresh/lock`;
     const first = await backend.acquire(b(name), { ttlSeconds: 2 });
     defer(() => first.release());
@@ -224,7 +224,7 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
     await assert.rejects(backend.forceRelease(lock, shown), (e: unknown) => isLockLensError(e, 'LOCK_CHANGED'));
   });
 
-  test('read/write: our reader shares with kazoo`s reader; kazoo`s writer waits for both', async () => {
+  test("read/write: our reader shares with kazoo's reader; kazoo's writer waits for both", async () => {
     const name = `${p}/rw`;
     const reader = kazoo(name, { kind: 'read', identifier: 'py-reader' });
     await reader.until(['acquired']);
@@ -297,7 +297,7 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
           await sleep(1500);
           await sessions[0].create(`${parents[0]}/${names[0](UUID())}`, b('while cut off'), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
           proxy.restore();
-          log.push('the watch`s session lost');
+          log.push("the watch's session lost");
         }
       } catch (e) {
         log.push(`step ${step} failed: ${String(e)}`);

@@ -78,11 +78,11 @@ describe('members and their order', () => {
     assert.equal(m.owner, '12');
     assert.equal(m.lease, '12');
     assert.deepEqual(m.session, { user: 'app', client: '10.0.0.5:51234', state: 'Query: User lock', query: "SELECT GET_LOCK('x', 9)", waitingSince: 1000 });
-    assert.equal(connectionMember(13, undefined).session, undefined, 'another user`s session, hidden: no session at all');
+    assert.equal(connectionMember(13, undefined).session, undefined, "another user's session, hidden: no session at all");
   });
 });
 
-describe('a server`s first bytes', () => {
+describe("a server's first bytes", () => {
   const greeting = (flags: number) => {
     const payload = Buffer.concat([Buffer.from([10]), Buffer.from('10.11.6-MariaDB\0'), Buffer.alloc(4), Buffer.alloc(8), Buffer.alloc(1), Buffer.from([flags & 0xff, flags >> 8])]);
     const header = Buffer.from([payload.length & 0xff, payload.length >> 8, 0, 0]);

@@ -59,7 +59,7 @@ describe('redlock merge of independent instances', () => {
     assert.equal(lock.holder?.lease, '');
   });
 
-  test('a cluster`s masters are a union; each TTL remembers its master', () => {
+  test("a cluster's masters are a union; each TTL remembers its master", () => {
     const merged = mergeNodes([instance({ 'p/x': ['t', 5000] }), instance({ 'p/y': ['u', 6000] })], ['m1', 'm2']);
     assert.deepEqual(merged.locks.map((l) => [l.name.toString(), l.holder?.quorum]), [['p/x', undefined], ['p/y', undefined]]);
     assert.deepEqual([...merged.ttls.values()].map((s) => s.nodes), [['m1'], ['m2']]);

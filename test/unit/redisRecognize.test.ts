@@ -122,7 +122,7 @@ describe('Redis lock recognition', () => {
     assert.ok([lock.holder!, ...lock.sharedWith!].every((m) => m.convention === CONVENTIONS.redissonRwLock));
   });
 
-  test('read/write lock in write mode: the writer holds, its own thread`s read holds beside it', () => {
+  test("read/write lock in write mode: the writer holds, its own thread's read holds beside it", () => {
     const [lock] = recognize([hash('rw2', [['mode', 'write'], [`${UUID}:1:write`, '1'], [`${UUID}:1`, '1']])], none, ALL, NOW).locks;
     assert.equal(lock.holder?.mode, 'write');
     assert.equal(lock.holder?.owner, `${UUID}:1:write`);

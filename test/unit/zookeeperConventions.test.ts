@@ -56,7 +56,7 @@ describe('ZooKeeper lock recipes by node name', () => {
     assert.equal(predecessorIndex([w], 0), -1);
   });
 
-  test('the names a new contender is created with, in each family`s layout', () => {
+  test("the names a new contender is created with, in each family's layout", () => {
     assert.equal(contenderPrefix('kazoo', UUID, false), `${UUID.replace(/-/g, '')}__lock__`);
     assert.equal(contenderPrefix('kazoo', UUID, true), `${UUID.replace(/-/g, '')}__rlock__`);
     assert.equal(contenderPrefix('curator', UUID, undefined), `_c_${UUID}-lock-`);
@@ -109,7 +109,7 @@ describe('ZooKeeper locks from contender nodes', () => {
     assert.equal(lockOfChildren('/p', [node('config')]), undefined);
   });
 
-  test('session ids in hex as ZooKeeper prints them (an ensemble`s server id in the top byte); zxids exact or withheld', () => {
+  test("session ids in hex as ZooKeeper prints them (an ensemble's server id in the top byte); zxids exact or withheld", () => {
     assert.equal(sessionHex(0x100000b2a3c0000n), '100000b2a3c0000');
     assert.equal(sessionHex(-0x7ffffffffffffff0n), '8000000000000010', 'a server id of 128 or more sets the sign bit');
     assert.equal(zxidNumber(0x500000003n), 0x500000003);

@@ -42,11 +42,12 @@ locklens exits 7. As with etcdctl, processes the command started itself are its 
                  lease
 
 ${CONNECTION_HELP}`,
+  argument: "the lock's NAME",
   options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' } },
   async run(argv, connect, out) {
     const dash = argv.indexOf('--');
     const command = dash >= 0 ? argv.slice(dash + 1) : [];
-    const { values, positionals } = parse(dash >= 0 ? argv.slice(0, dash) : argv, this.options, 1);
+    const { values, positionals } = parse(dash >= 0 ? argv.slice(0, dash) : argv, this);
     if (dash >= 0 && command.length === 0) throw new LockLensError('INVALID_ARGUMENT', "nothing after '--': give the command to run");
     const ttl = parsePositiveInt(values.ttl as string | undefined, '--ttl', DEFAULT_TTL);
     const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout as string, '--timeout');

@@ -12,8 +12,16 @@ export type Connect = (values: Record<string, unknown>) => Promise<LockBackend>;
 export interface Command {
   readonly name: string;
   readonly summary: string;
+  /** Its first line is the usage line, shown after an argument error too. */
   readonly help: string;
+  /** Its one positional argument in words, for the error when it is missing (acquire's: "the lock's NAME"); none if it takes none. */
+  readonly argument?: string;
   readonly options: ParseArgsConfig['options'];
   /** Resolves to the process exit code. */
   run(args: string[], connect: Connect, out: Output): Promise<number>;
+}
+
+/** The first line of the command's help: `Usage: locklens acquire NAME …`. */
+export function usageLine(command: Command): string {
+  return command.help.split('\n', 1)[0];
 }

@@ -45,9 +45,10 @@ taken for one with none after a quiet time that grows with the revisions etcd mu
 revision), and the output says so.
 
 ${CONNECTION_HELP}`,
+  argument: "the lock's NAME",
   options: { single: { type: 'boolean' }, json: { type: 'boolean' }, 'from-revision': { type: 'string' }, all: { type: 'boolean' } },
   async run(args, connect, out) {
-    const { values, positionals } = parse(args, this.options, 1);
+    const { values, positionals } = parse(args, this);
     const from = values['from-revision'];
     if (from !== undefined && values.all) throw new LockLensError('INVALID_ARGUMENT', '--from-revision and --all say two things: give one');
     const fromRevision = from === undefined ? undefined : parsePositiveInt(from as string, '--from-revision', 1);

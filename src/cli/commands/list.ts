@@ -23,7 +23,7 @@ ${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.list)).join('\n')}
 ${CONNECTION_HELP}`,
   options: { prefix: { type: 'string', multiple: true }, json: { type: 'boolean' } },
   async run(args, connect, out) {
-    const { values } = parse(args, this.options);
+    const { values } = parse(args, this);
     const prefixes = normalizePrefixes((values.prefix as string[] | undefined ?? ['']).map((p) => Buffer.from(p)));
     const backend = await connect(values);
     try {

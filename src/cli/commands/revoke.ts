@@ -15,9 +15,10 @@ lists those keys and asks for confirmation; with no terminal to ask on, it refus
   --yes         do not ask
 
 ${CONNECTION_HELP}`,
+  argument: "the lease's hex ID (LEASE_HEX)",
   options: { yes: { type: 'boolean', short: 'y' } },
   async run(args, connect, out) {
-    const { values, positionals } = parse(args, this.options, 1);
+    const { values, positionals } = parse(args, this);
     const id = parseLeaseHex(positionals[0]);
     if (!id) throw new LockLensError('INVALID_ARGUMENT', `'${positionals[0]}' is not a lease ID (hex, e.g. 694d7a1b2c3d4e5f)`);
     const backend = await connect(values);

@@ -23,9 +23,10 @@ with no terminal to ask on, it refuses.
   --yes         do not ask
 
 ${CONNECTION_HELP}`,
+  argument: "the lock's NAME",
   options: { force: { type: 'boolean' }, yes: { type: 'boolean', short: 'y' } },
   async run(args, connect, out) {
-    const { values, positionals } = parse(args, this.options, 1);
+    const { values, positionals } = parse(args, this);
     if (!values.force) throw new LockLensError('INVALID_ARGUMENT', `unlock releases another process's hold: pass --force (a lock you hold with 'locklens acquire' is released when it exits)`);
     const name = Buffer.from(positionals[0]);
     const backend = await connect(values);

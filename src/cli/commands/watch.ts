@@ -25,7 +25,7 @@ ${wrap(REVISIONS)}
 ${CONNECTION_HELP}`,
   options: { prefix: { type: 'string', multiple: true }, json: { type: 'boolean' } },
   async run(args, connect, out) {
-    const { values } = parse(args, this.options);
+    const { values } = parse(args, this);
     const prefixes = normalizePrefixes((values.prefix as string[] | undefined ?? ['']).map((p) => Buffer.from(p)));
     const backend = await connect(values);
     const live = backend.watch(prefixes);

@@ -79,7 +79,7 @@ async function getLock(conn: Connection, name: string, timeoutS: number): Promis
 
 export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<ConnectionHold> {
   const name = checkLockName(ctx.flavor, nameBytes);
-  if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the hold connection`s wait_timeout) must be positive');
+  if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', "the TTL (the hold connection's wait_timeout) must be positive");
   throwIfAborted(options.signal);
   const conn = await ctx.open();
   const id = conn.threadId;

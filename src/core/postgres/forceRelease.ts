@@ -76,7 +76,7 @@ WHERE a.pid = $1 AND ($5::float8 IS NULL OR floor((extract(epoch FROM a.backend_
     );
   } catch (e) {
     if (e instanceof DatabaseError && e.code === '42501') {
-      const who = 'a session can be terminated by a superuser, by its own role, or by a member of pg_signal_backend (a superuser`s session only by a superuser)';
+      const who = "a session can be terminated by a superuser, by its own role, or by a member of pg_signal_backend (a superuser's session only by a superuser)";
       throw new LockLensError('PERMISSION', `cannot terminate pid ${pid}: ${e.message}${e.detail ? ` (${e.detail})` : ''}; ${who}`, { cause: e });
     }
     throw e instanceof LockLensError ? e : new LockLensError('STORE', `terminating pid ${pid} failed: ${errorMessage(e)}`, { cause: e });

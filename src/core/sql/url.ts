@@ -52,7 +52,7 @@ export function parseSqlUrl(text: string): SqlUrl {
   } catch {
     throw invalid(text, 'it cannot be parsed');
   }
-  if (url.password) throw invalid(text, 'the password goes in the connection`s secret storage (the CLI: LOCKLENS_PASSWORD), not in the URL');
+  if (url.password) throw invalid(text, "the password goes in the connection's secret storage (the CLI: LOCKLENS_PASSWORD), not in the URL");
   if (!url.hostname) throw invalid(text, 'it names no host');
   const port = url.port === '' ? DEFAULT_PORTS[dialect] : Number(url.port);
   const path = decodeURIComponent(url.pathname.replace(/^\//, ''));

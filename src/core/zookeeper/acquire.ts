@@ -104,7 +104,7 @@ async function lockedError(session: ZkClient, name: string, holder: Contender): 
 
 export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<ZooKeeperHold> {
   const name = rootOf(nameBytes);
-  if (name === '/') throw new LockLensError('INVALID_ARGUMENT', 'the root znode is no lock: name the lock`s path');
+  if (name === '/') throw new LockLensError('INVALID_ARGUMENT', "the root znode is no lock: name the lock's path");
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the session timeout) must be positive');
   throwIfAborted(options.signal);
   const session = await ctx.openSession(Math.max(1, Math.round(options.ttlSeconds * 1000)));

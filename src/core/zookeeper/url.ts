@@ -27,7 +27,7 @@ function invalid(text: string, why: string): LockLensError {
 export function parseZooKeeperUrl(text: string): ZooKeeperUrl {
   const m = /^zookeeper:\/\/([^/?]*)(\/[^?]*)?(?:\?(.*))?$/i.exec(text.trim());
   if (!m) throw invalid(text, 'it does not start with zookeeper://');
-  if (m[1].includes('@')) throw invalid(text, 'credentials go in the connection`s username and password, not in the URL');
+  if (m[1].includes('@')) throw invalid(text, "credentials go in the connection's username and password, not in the URL");
   if (m[1].includes('[')) throw invalid(text, 'IPv6 literals are not supported by the ZooKeeper client: use a host name');
   const servers = m[1].split(',').map((part) => {
     const hp = HOST_PORT.exec(part.trim());
