@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -8,12 +7,12 @@ import { repoRoot } from '../../demo/codeServer';
 import { Proc, type Result } from './cli';
 import { eventually, sleep } from './etcd';
 import { freePort } from './ports';
-import { killOnExit, startOrDispose, stopProcess } from './processes';
+import { startOrDispose } from './processes';
 
 /**
  * Debian's Prometheus and Alertmanager (installed by scripts/setup.sh) for the tests of the shipped deploy files: their
  * checkers (promtool, amtool), real servers on free loopback ports with temporary storage, and a webhook receiver that
- * records what Alertmanager delivers. Every process started here is killed when the test process exits.
+ * records what Alertmanager delivers. Every process started here is killed when the test process exits (cli.ts's Proc).
  */
 
 export const PROMETHEUS_DEPLOY = join(repoRoot, 'deploy/prometheus');
@@ -59,16 +58,16 @@ export function shortenRules(text: string, changes: Readonly<Record<string, Rule
   return stringify(file);
 }
 
-/** GETs `url`; resolves to the status and body (no throw on a status: readiness polls look at it). */
-async function get(url: string): Promise<{ status: number; body: string }> {
+/** The HTTP status of a GET of `url` (the body read and dropped, so the connection is freed). */
+async function statusOf(url: string): Promise<number> {
   const response = await fetch(url);
-  return { status: response.status, body: await response.text() };
+  await response.arrayBuffer();
+  return response.status;
 }
 
-/** A Prometheus or Alertmanager process: started, polled on /-/ready, stopped with SIGTERM, its dir removed. */
+/** A Prometheus or Alertmanager process: started, polled on /-/ready, killed, its dir removed. */
 abstract class PromServer {
-  private proc?: ChildProcess;
-  private output = '';
+  private proc?: Proc;
   protected readonly dir: string;
 
   constructor(
@@ -82,30 +81,26 @@ abstract class PromServer {
     return `http://127.0.0.1:${this.port}`;
   }
   get log(): string {
-    return this.output;
+    return `${this.proc?.stdout ?? ''}${this.proc?.stderr ?? ''}`;
   }
 
   protected abstract command(): { command: string; args: string[] };
 
   async start(timeoutMs = 30_000): Promise<void> {
     const { command, args } = this.command();
-    const proc = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const collect = (d: Buffer) => (this.output = (this.output + d.toString()).slice(-100_000));
-    proc.stdout!.on('data', collect);
-    proc.stderr!.on('data', collect);
-    killOnExit(proc);
+    const proc = new Proc(this.name, command, args, process.env);
     this.proc = proc;
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (proc.exitCode !== null) throw new Error(`${this.name} exited: ${this.output.slice(-3000)}`);
-      if ((await get(`${this.url}/-/ready`).catch(() => undefined))?.status === 200) return;
-      if (Date.now() > deadline) throw new Error(`${this.name} not ready in ${timeoutMs} ms: ${this.output.slice(-3000)}`);
+      if (!proc.running) throw new Error(`${this.name} exited: ${this.log.slice(-3000)}`);
+      if ((await statusOf(`${this.url}/-/ready`).catch(() => undefined)) === 200) return;
+      if (Date.now() > deadline) throw new Error(`${this.name} not ready in ${timeoutMs} ms: ${this.log.slice(-3000)}`);
       await sleep(100);
     }
   }
 
   async dispose(): Promise<void> {
-    await stopProcess(this.proc, 'SIGTERM');
+    await this.proc?.kill();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
@@ -145,12 +140,6 @@ export class PrometheusServer extends PromServer {
     ];
     return { command: 'prometheus', args };
   }
-
-  /** The alerts Prometheus holds now (pending and firing), from its API. */
-  async alerts(): Promise<{ labels: Record<string, string>; state: string }[]> {
-    const { body } = await get(`${this.url}/api/v1/alerts`);
-    return (JSON.parse(body) as { data: { alerts: { labels: Record<string, string>; state: string }[] } }).data.alerts;
-  }
 }
 
 /** One alert as Alertmanager's webhook delivers it. */
@@ -159,13 +148,10 @@ export interface WebhookAlert {
   readonly labels: Readonly<Record<string, string>>;
   readonly annotations: Readonly<Record<string, string>>;
   readonly startsAt: string;
-  readonly endsAt: string;
 }
 
 /** Alertmanager's webhook payload (version 4), the fields the tests read. */
 export interface WebhookNotification {
-  readonly receiver: string;
-  readonly status: 'firing' | 'resolved';
   readonly alerts: readonly WebhookAlert[];
 }
 
