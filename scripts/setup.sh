@@ -7,14 +7,15 @@
 # (kazoo's Lock, the ZooKeeper peer that holds and waits, for /usr/bin/python3), postgresql and mariadb-server (the
 # tests start their own servers from these binaries on free ports with temporary data dirs; the system services are
 # never started), python3-psycopg2 and python3-pymysql (the SQL peers that hold and wait), openssl (tests make their own
-# certificates), and the npm dependencies from the lockfile. Runs as root on these machines; uses sudo where that is
-# not so.
+# certificates), prometheus and prometheus-alertmanager (promtool checks and unit-tests the shipped alert rules; the
+# end-to-end alert test runs a real Prometheus and Alertmanager on free ports; their services are never started), and
+# the npm dependencies from the lockfile. Runs as root on these machines; uses sudo where that is not so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/apt.sh
 ensure_apt_packages setup etcd-server etcd-client openssl redis-server redis-tools python3-redis zookeeper python3-kazoo \
-  postgresql mariadb-server python3-psycopg2 python3-pymysql
+  postgresql mariadb-server python3-psycopg2 python3-pymysql prometheus prometheus-alertmanager
 
 # npm ci only when the lockfile changed since the last install (node_modules/.package-lock.json mirrors it).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
