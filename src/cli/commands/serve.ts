@@ -8,7 +8,7 @@ import { DEFAULT_LISTEN, DEFAULT_MAX_LOCKS, loadConfig, parseListen } from '../s
 import { jsonLog } from '../serve/log';
 import { ServeMetrics } from '../serve/metrics';
 import { startServer } from '../serve/server';
-import { ConnectionWatcher } from '../serve/watcher';
+import { ConnectionWatcher, type WatcherOptions } from '../serve/watcher';
 import type { Command } from './command';
 
 export const serve: Command = {
@@ -58,7 +58,7 @@ Config (the connection fields are those of VS Code's locklens.connections; store
     const maxLocks = parsePositiveInt(values['max-locks'], '--max-locks', config.maxLocks);
     const log = jsonLog();
     // Every batch of lock events, in order, goes here: the metrics count them (and the recorder, when there is one).
-    const onEvents: ConstructorParameters<typeof ConnectionWatcher>[1]['onEvents'] = (events) => metrics.count(events);
+    const onEvents: WatcherOptions['onEvents'] = (events) => metrics.count(events);
     const watchers = config.connections.map((c) => new ConnectionWatcher(c, { log, lockTables: config.lockTables, onEvents }));
     const metrics = new ServeMetrics(watchers, { maxLocks, ...config.lockNames }, packageVersion());
     const server = await startServer({

@@ -72,7 +72,18 @@ export class ServeMetrics {
     perStore('locklens_locks', 'How many locks the watch of the connection sees.', (w) => w.locks().length);
     perStore('locklens_locks_unlisted', `Locks in the watch without series of their own (beyond --max-locks, or names dropped), summed into lock="__other__".`, (w) => this.current().unlisted.get(w.name) ?? 0);
     const perLock = (name: string, help: string, value: (s: Listing['series'][number]) => number | null) =>
-      new Gauge({ name, help, labelNames: LOCK, registers, collect: collectOf((g) => this.eachSeries(true, (s, l) => { const v = value(s); if (v !== null) g.set(l, v); })) });
+      new Gauge({
+        name,
+        help,
+        labelNames: LOCK,
+        registers,
+        collect: collectOf((g) =>
+          this.eachSeries(true, (s, l) => {
+            const v = value(s);
+            if (v !== null) g.set(l, v);
+          }),
+        ),
+      });
     perLock('locklens_lock_holders', 'Members holding the lock now.', (s) => s.holders);
     perLock('locklens_lock_waiters', 'Members queued for the lock now.', (s) => s.waiters);
     perLock('locklens_lock_oldest_hold_seconds', 'How long its holder has held the lock (found holding: at least that long); 0 when free.', (s) => s.holdSeconds);
@@ -87,9 +98,8 @@ export class ServeMetrics {
     counter('locklens_lock_expiries_total', 'Holds seen ending by their TTL running out.', 'expiries');
     // A read-only watcher sees no force release: the series come from whoever reports them (LockLens' own releases).
     new Counter({ name: 'locklens_lock_force_releases_total', help: 'Holds force-released through LockLens.', labelNames: LOCK, registers });
-    const buckets = (...b: number[]) => b;
-    this.holdSeconds = new Histogram({ name: 'locklens_lock_hold_duration_seconds', help: 'How long holds seen from start to end lasted.', labelNames: KIND, registers, buckets: buckets(0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400) });
-    this.waitSeconds = new Histogram({ name: 'locklens_lock_wait_duration_seconds', help: 'How long waits seen from start to end lasted, granted or given up.', labelNames: KIND, registers, buckets: buckets(0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900) });
+    this.holdSeconds = new Histogram({ name: 'locklens_lock_hold_duration_seconds', help: 'How long holds seen from start to end lasted.', labelNames: KIND, registers, buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400] });
+    this.waitSeconds = new Histogram({ name: 'locklens_lock_wait_duration_seconds', help: 'How long waits seen from start to end lasted, granted or given up.', labelNames: KIND, registers, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900] });
   }
 
   /** Counts a watch's events; call it with every batch, in order. */
