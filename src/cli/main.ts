@@ -5,12 +5,13 @@ import type { Command, Output } from './commands/command';
 import { history } from './commands/history';
 import { list } from './commands/list';
 import { revoke } from './commands/revoke';
+import { serve } from './commands/serve';
 import { unlock } from './commands/unlock';
 import { watch } from './commands/watch';
 import { profileFrom } from './options';
 import { versionLine } from './version';
 
-const commands: readonly Command[] = [list, acquire, unlock, revoke, watch, history];
+const commands: readonly Command[] = [list, acquire, unlock, revoke, watch, history, serve];
 
 /** Exit codes, stable for scripts: one per kind of failure. */
 export const EXIT_CODES: Record<ErrorCode, number> = {

@@ -172,7 +172,7 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
  * Who a member is: its key, fencing token and owner. A key alone is not enough: a Redis token lock's one key, an etcd
  * single key re-created, or a Go session locking again within one coalesced change set are new holds on the same key.
  */
-function identityOf(m: LockMember): string {
+export function identityOf(m: LockMember): string {
   return JSON.stringify([keyId(m.key), m.token, m.owner]);
 }
 

@@ -8,7 +8,8 @@ import { LockClock } from '../core/lockHealth';
 import type { ChangeSet } from '../core/lockState';
 import type { LeaseInfo } from '../core/leaseInfo';
 import type { ConnectionSecretStore } from './secrets';
-import { leaseSampleIntervalMs, pollIntervalMs, readConnections, toProfile, type ConnectionSettings } from './settings';
+import { toProfile, type ConnectionSettings } from '../core/connectionSettings';
+import { leaseSampleIntervalMs, lockTables, pollIntervalMs, readConnections } from './settings';
 
 export type ConnectionState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'error';
 
@@ -107,7 +108,7 @@ export class StoreConnection implements vscode.Disposable {
     if (this.opened) return;
     this.setState('connecting');
     try {
-      const profile = toProfile(this.settings, await this.secrets.get(this.name));
+      const profile = toProfile(this.settings, await this.secrets.get(this.name), lockTables());
       this.opened = await openBackend(profile);
       this.log.info(`${this.name}: connected to ${this.settings.endpoints.join(', ')}`);
       this.lastError = undefined;

@@ -1,5 +1,5 @@
 import type * as vscode from 'vscode';
-import type { ConnectionSecrets } from './settings';
+import type { ConnectionSecrets } from '../core/connectionSettings';
 
 type SecretName = keyof ConnectionSecrets;
 const NAMES: readonly SecretName[] = ['password', 'keyPassphrase'];

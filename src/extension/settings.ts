@@ -1,34 +1,6 @@
 import * as vscode from 'vscode';
-import type { StoreKind } from '../core/stores';
-import type { ConnectionProfile, LockTableSpec } from '../core/profile';
-
-/**
- * One connection as stored in settings (`locklens.connections`). Secrets are not here: the password and the key
- * passphrase live in SecretStorage under the connection's name (see secrets.ts).
- */
-export interface ConnectionSettings {
-  readonly name: string;
-  /** Which store; etcd when absent (connections written before there were others). */
-  readonly store?: StoreKind;
-  /** etcd: host:port or http(s)://host:port; Redis: redis:// or rediss:// URLs (several: independent redlock instances). */
-  readonly endpoints: readonly string[];
-  readonly username?: string;
-  readonly namespace?: string;
-  readonly prefixes?: readonly string[];
-  readonly tls?: {
-    readonly caFile?: string;
-    readonly certFile?: string;
-    readonly keyFile?: string;
-    readonly serverName?: string;
-    readonly insecureSkipVerify?: boolean;
-  };
-  readonly dialTimeoutMs?: number;
-}
-
-export interface ConnectionSecrets {
-  readonly password?: string;
-  readonly keyPassphrase?: string;
-}
+import type { ConnectionSettings } from '../core/connectionSettings';
+import type { LockTableSpec } from '../core/profile';
 
 const SECTION = 'locklens';
 
@@ -109,17 +81,4 @@ function isLockTableSpec(v: unknown): v is LockTableSpec {
   const t = v as LockTableSpec;
   const text = (x: unknown) => typeof x === 'string' && x.length > 0;
   return text(t?.table) && text(t.nameColumn) && text(t.holderColumn) && (t.expiryColumn === undefined || text(t.expiryColumn));
-}
-
-export function toProfile(c: ConnectionSettings, secrets: ConnectionSecrets): ConnectionProfile {
-  return {
-    lockTables: lockTables(),
-    store: c.store,
-    endpoints: c.endpoints,
-    username: c.username || undefined,
-    password: secrets.password,
-    namespace: c.namespace || undefined,
-    dialTimeoutMs: c.dialTimeoutMs,
-    tls: c.tls && { ...c.tls, keyPassphrase: secrets.keyPassphrase },
-  };
 }

@@ -8,7 +8,8 @@ import { ConnectionNode, PrefixNode, type LockTreeNode } from '../tree/nodes';
 import { Cancelled, orCancel, pickConnection } from '../pickers';
 import type { ConnectionSecretStore } from '../secrets';
 import type { StorePackages } from '../storePackages';
-import { readConnections, writeConnections, type ConnectionSecrets, type ConnectionSettings } from '../settings';
+import type { ConnectionSecrets, ConnectionSettings } from '../../core/connectionSettings';
+import { readConnections, writeConnections } from '../settings';
 
 /** What `locklens.addConnection` accepts from scripts and tests instead of asking: settings plus the secrets. */
 export type ConnectionInput = ConnectionSettings & ConnectionSecrets;

@@ -1,0 +1,120 @@
+/**
+ * Which locks get series of their own on /metrics, and under which name: at most `maxLocks` series over every
+ * connection (the locks with waiters first, then the oldest holds, then the most recently active), the rest summed per
+ * connection and kind into `lock="__other__"`; names matching `lockNames.drop` always go there, and `rewrite` applies
+ * to the name shown (two locks rewritten alike share a series). Pure: rows in, series out.
+ */
+import type { LockKind } from '../../core/lockState';
+import type { NameRewrite } from './config';
+
+export const OTHER = '__other__';
+
+/** Counter totals of one lock (or of what was folded into `__other__`). */
+export interface Counts {
+  readonly acquisitions: number;
+  readonly handoffs: number;
+  readonly expiries: number;
+}
+
+/** One lock as its series say it. */
+export interface LockRow {
+  readonly connection: string;
+  readonly store: string;
+  readonly name: string;
+  readonly kind: LockKind;
+  /** In the watch now (its gauges have values); false: only its counters are kept (it went, or it was retired). */
+  readonly present: boolean;
+  /** Counted under `__other__` whatever its name (counters of locks long gone). */
+  readonly retired?: boolean;
+  readonly holders: number;
+  readonly waiters: number;
+  readonly holdSeconds: number;
+  readonly waitSeconds: number;
+  /** The least TTL left among its holders; null when none is sampled. */
+  readonly ttlSeconds: number | null;
+  readonly stalled: boolean;
+  readonly neverExpires: boolean;
+  readonly counts: Counts;
+  /** When it last changed (epoch ms): the order among locks with neither waiters nor holders. */
+  readonly lastActive: number;
+}
+
+export interface Series extends Omit<LockRow, 'name' | 'retired' | 'lastActive'> {
+  readonly lock: string;
+}
+
+export interface NamePolicy {
+  readonly maxLocks: number;
+  readonly drop: readonly RegExp[];
+  readonly rewrite: readonly NameRewrite[];
+}
+
+export interface Listing {
+  readonly series: Series[];
+  /** Per connection: its locks in the watch that have no series of their own. */
+  readonly unlisted: Map<string, number>;
+}
+
+export function lockSeries(rows: readonly LockRow[], policy: NamePolicy): Listing {
+  const bySeries = new Map<string, Series>();
+  const unlisted = new Map<string, number>();
+  const keyOf = (row: LockRow, lock: string) => JSON.stringify([row.connection, lock, row.kind]);
+  const add = (row: LockRow, lock: string) => {
+    const key = keyOf(row, lock);
+    const s = bySeries.get(key);
+    bySeries.set(key, s ? merged(s, row) : { ...seriesOf(row), lock });
+  };
+  let listed = 0;
+  for (const row of [...rows].sort(byUrgency)) {
+    const shown = row.retired || policy.drop.some((re) => re.test(row.name)) ? undefined : shownName(row.name, policy.rewrite);
+    const isNew = shown !== undefined && !bySeries.has(keyOf(row, shown));
+    if (shown !== undefined && (!isNew || listed < policy.maxLocks)) {
+      if (isNew) listed++;
+      add(row, shown);
+      continue;
+    }
+    if (row.present) unlisted.set(row.connection, (unlisted.get(row.connection) ?? 0) + 1);
+    add(row, OTHER);
+  }
+  return { series: [...bySeries.values()], unlisted };
+}
+
+function shownName(name: string, rewrite: readonly NameRewrite[]): string {
+  return rewrite.reduce((n, r) => n.replace(r.match, r.replace), name);
+}
+
+/** Locks with waiters first (the longest wait first), then held ones (the oldest hold first), then the latest active. */
+function byUrgency(a: LockRow, b: LockRow): number {
+  const waits = Number(b.waiters > 0) - Number(a.waiters > 0);
+  if (waits) return waits;
+  if (a.waiters > 0) return b.waitSeconds - a.waitSeconds;
+  const holds = Number(b.holders > 0) - Number(a.holders > 0);
+  if (holds) return holds;
+  if (a.holders > 0) return b.holdSeconds - a.holdSeconds;
+  return b.lastActive - a.lastActive;
+}
+
+function seriesOf({ name: _name, retired: _retired, lastActive: _lastActive, ...series }: LockRow): Omit<Series, 'lock'> {
+  return series;
+}
+
+/** Holders, waiters and counters summed; ages the oldest; TTL the least; a stall or a holder that never expires, any. */
+function merged(s: Series, r: LockRow): Series {
+  const ttls = [s.ttlSeconds, r.ttlSeconds].filter((t): t is number => t !== null);
+  return {
+    ...s,
+    present: s.present || r.present,
+    holders: s.holders + r.holders,
+    waiters: s.waiters + r.waiters,
+    holdSeconds: Math.max(s.holdSeconds, r.holdSeconds),
+    waitSeconds: Math.max(s.waitSeconds, r.waitSeconds),
+    ttlSeconds: ttls.length ? Math.min(...ttls) : null,
+    stalled: s.stalled || r.stalled,
+    neverExpires: s.neverExpires || r.neverExpires,
+    counts: {
+      acquisitions: s.counts.acquisitions + r.counts.acquisitions,
+      handoffs: s.counts.handoffs + r.counts.handoffs,
+      expiries: s.counts.expiries + r.counts.expiries,
+    },
+  };
+}

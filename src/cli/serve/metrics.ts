@@ -1,0 +1,202 @@
+/**
+ * serve's /metrics (prom-client). Gauges are computed when scraped, from the watches' live models in memory, so a
+ * scrape never waits on a store; counters and histograms are fed by the watches' LockEvents. Which locks have series
+ * of their own is lockSeries.ts's. Owners and tokens are never labels: a Redis lock's token is enough to release it.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { LiveState } from '../../core/backend';
+import type { LeaseInfo } from '../../core/leaseInfo';
+import type { LockEvent } from '../../core/lockEventTypes';
+import type { LockNow } from '../../core/lockEvents';
+import { holderCount, type LockKind, type LockState } from '../../core/lockState';
+import { displayKey } from '../../core/keys';
+import { remainingTtl } from '../../core/leaseInfo';
+import { lockSeries, type Counts, type Listing, type LockRow, type NamePolicy } from './lockSeries';
+
+/** What the metrics read of one connection's watch. */
+export interface Watched {
+  readonly name: string;
+  readonly store: string;
+  readonly state: LiveState;
+  readonly up: boolean;
+  locks(): readonly LockState[];
+  lock(id: string): LockState | undefined;
+  lease(id: string): LeaseInfo | undefined;
+  now(lockId: string): LockNow | undefined;
+}
+
+const STATES: readonly LiveState[] = ['loading', 'live', 'resyncing', 'reconnecting', 'closed'];
+const STORE = ['connection', 'store'] as const;
+const LOCK = ['connection', 'store', 'lock', 'kind'] as const;
+const KIND = ['connection', 'store', 'kind'] as const;
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+interface Tally {
+  readonly name: string;
+  readonly kind: LockKind;
+  readonly counts: Mutable<Counts>;
+  lastActive: number;
+}
+
+const zero = (): Mutable<Counts> => ({ acquisitions: 0, handoffs: 0, expiries: 0 });
+
+export class ServeMetrics {
+  readonly registry = new Registry();
+  /** Counter totals per connection and lock id, kept while the lock is in the watch or among the latest gone. */
+  private readonly tallies = new Map<string, Map<string, Tally>>();
+  /** Totals of locks gone long ago, per connection and kind: counted under `__other__` so no counter goes back. */
+  private readonly retired = new Map<string, Map<LockKind, Mutable<Counts>>>();
+  private readonly holdSeconds: Histogram<(typeof KIND)[number]>;
+  private readonly waitSeconds: Histogram<(typeof KIND)[number]>;
+  private listing?: Listing;
+
+  constructor(
+    private readonly watched: readonly Watched[],
+    private readonly policy: NamePolicy,
+    version: string,
+    private readonly clock: () => number = Date.now,
+  ) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    new Gauge({ name: 'locklens_build_info', help: 'Always 1: the version of locklens serving these metrics.', labelNames: ['version'], registers }).set({ version }, 1);
+    const perStore = (name: string, help: string, value: (w: Watched) => number) =>
+      new Gauge({ name, help, labelNames: STORE, registers, collect: collectOf((g) => this.watched.forEach((w) => g.set(labels(w), value(w)))) });
+    perStore('locklens_store_up', '1 while the watch of the connection is live, else 0.', (w) => Number(w.up));
+    new Gauge({
+      name: 'locklens_store_watch_state',
+      help: 'How the connection is kept current: 1 for its state now (loading, live, resyncing, reconnecting, closed), 0 for the others.',
+      labelNames: [...STORE, 'state'],
+      registers,
+      collect: collectOf((g) => this.watched.forEach((w) => STATES.forEach((state) => g.set({ ...labels(w), state }, Number(w.state === state))))),
+    });
+    perStore('locklens_locks', 'How many locks the watch of the connection sees.', (w) => w.locks().length);
+    perStore('locklens_locks_unlisted', `Locks in the watch without series of their own (beyond --max-locks, or names dropped), summed into lock="__other__".`, (w) => this.current().unlisted.get(w.name) ?? 0);
+    const perLock = (name: string, help: string, value: (s: Listing['series'][number]) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: LOCK,
+        registers,
+        collect: collectOf((g) =>
+          this.eachSeries(true, (s, l) => {
+            const v = value(s);
+            if (v !== null) g.set(l, v);
+          }),
+        ),
+      });
+    perLock('locklens_lock_holders', 'Members holding the lock now.', (s) => s.holders);
+    perLock('locklens_lock_waiters', 'Members queued for the lock now.', (s) => s.waiters);
+    perLock('locklens_lock_oldest_hold_seconds', 'How long its holder has held the lock (found holding: at least that long); 0 when free.', (s) => s.holdSeconds);
+    perLock('locklens_lock_oldest_wait_seconds', 'How long its longest-queued member has waited; 0 when none waits.', (s) => s.waitSeconds);
+    perLock('locklens_lock_ttl_seconds', 'The least TTL left among its holders (no series when none is sampled).', (s) => s.ttlSeconds);
+    perLock('locklens_lock_renewal_stalled', '1 when a holder\'s TTL is not being renewed.', (s) => Number(s.stalled));
+    perLock('locklens_lock_holder_never_expires', '1 when a holder has nothing to expire it: held until someone deletes it.', (s) => Number(s.neverExpires));
+    const counter = (name: string, help: string, key: keyof Counts) =>
+      new Counter({ name, help, labelNames: LOCK, registers, collect: collectOf((c) => this.eachSeries(false, (s, l) => c.inc(l, s.counts[key]))) });
+    counter('locklens_lock_acquisitions_total', 'Holds seen beginning (not those found in place at a first read or a reload).', 'acquisitions');
+    counter('locklens_lock_handoffs_total', 'Holds that began as another ended, taken by a member that was queued for it.', 'handoffs');
+    counter('locklens_lock_expiries_total', 'Holds seen ending by their TTL running out.', 'expiries');
+    // A read-only watcher sees no force release: the series come from whoever reports them (LockLens' own releases).
+    new Counter({ name: 'locklens_lock_force_releases_total', help: 'Holds force-released through LockLens.', labelNames: LOCK, registers });
+    this.holdSeconds = new Histogram({ name: 'locklens_lock_hold_duration_seconds', help: 'How long holds seen from start to end lasted.', labelNames: KIND, registers, buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400] });
+    this.waitSeconds = new Histogram({ name: 'locklens_lock_wait_duration_seconds', help: 'How long waits seen from start to end lasted, granted or given up.', labelNames: KIND, registers, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900] });
+  }
+
+  /** Counts a watch's events; call it with every batch, in order. */
+  count(events: readonly LockEvent[]): void {
+    for (const e of events) {
+      const store = this.watched.find((w) => w.name === e.connection)?.store ?? '';
+      const tallies = this.tallies.get(e.connection) ?? this.tallies.set(e.connection, new Map()).get(e.connection)!;
+      const t = tallies.get(e.lockId) ?? tallies.set(e.lockId, { name: e.lock, kind: e.kind, counts: zero(), lastActive: e.at }).get(e.lockId)!;
+      t.lastActive = Math.max(t.lastActive, e.at);
+      const kind = { connection: e.connection, store, kind: e.kind };
+      if (e.type === 'holdStarted') {
+        if (e.exact) t.counts.acquisitions++;
+        if (e.handoff) t.counts.handoffs++;
+      } else if (e.type === 'holdEnded') {
+        if (e.how === 'expired') t.counts.expiries++;
+        if (e.heldMs !== null) this.holdSeconds.observe(kind, e.heldMs / 1000);
+      } else if (e.type === 'waitEnded' && e.waitedMs !== null) {
+        this.waitSeconds.observe(kind, e.waitedMs / 1000);
+      }
+    }
+  }
+
+  /** The series of this scrape: worked out once for every gauge and counter that asks during it. */
+  private current(): Listing {
+    if (!this.listing) {
+      this.listing = lockSeries(this.rows(), this.policy);
+      queueMicrotask(() => (this.listing = undefined));
+    }
+    return this.listing;
+  }
+
+  private eachSeries(gauge: boolean, set: (s: Listing['series'][number], labels: Record<(typeof LOCK)[number], string>) => void): void {
+    for (const s of this.current().series) {
+      if (!gauge || s.present) set(s, { connection: s.connection, store: s.store, lock: s.lock, kind: s.kind });
+    }
+  }
+
+  private rows(): LockRow[] {
+    const now = this.clock();
+    const rows: LockRow[] = [];
+    for (const w of this.watched) {
+      const tallies = this.tallies.get(w.name) ?? new Map<string, Tally>();
+      this.retire(w, tallies);
+      for (const lock of w.locks()) rows.push(rowOf(w, lock, tallies.get(lock.id), now));
+      for (const [id, t] of tallies) {
+        if (!w.lock(id)) rows.push({ ...idle(w, t.name, t.kind, t.counts), present: false, lastActive: t.lastActive });
+      }
+      for (const [kind, counts] of this.retired.get(w.name) ?? []) rows.push({ ...idle(w, '', kind, counts), present: false, retired: true, lastActive: 0 });
+    }
+    return rows;
+  }
+
+  /** Keeps the counters of at most maxLocks locks gone from the watch (the latest active); the rest go to `__other__`. */
+  private retire(w: Watched, tallies: Map<string, Tally>): void {
+    const gone = [...tallies].filter(([id]) => !w.lock(id)).sort(([, a], [, b]) => b.lastActive - a.lastActive);
+    for (const [id, t] of gone.slice(this.policy.maxLocks)) {
+      const byKind = this.retired.get(w.name) ?? this.retired.set(w.name, new Map()).get(w.name)!;
+      const sum = byKind.get(t.kind) ?? byKind.set(t.kind, zero()).get(t.kind)!;
+      sum.acquisitions += t.counts.acquisitions;
+      sum.handoffs += t.counts.handoffs;
+      sum.expiries += t.counts.expiries;
+      tallies.delete(id);
+    }
+  }
+}
+
+function labels(w: Watched): Record<(typeof STORE)[number], string> {
+  return { connection: w.name, store: w.store };
+}
+
+function idle(w: Watched, name: string, kind: LockKind, counts: Counts): Omit<LockRow, 'present' | 'lastActive'> {
+  return { connection: w.name, store: w.store, name, kind, holders: 0, waiters: 0, holdSeconds: 0, waitSeconds: 0, ttlSeconds: null, stalled: false, neverExpires: false, counts: { ...counts } };
+}
+
+function rowOf(w: Watched, lock: LockState, tally: Tally | undefined, now: number): LockRow {
+  const holders = lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : [];
+  const leases = holders.flatMap((m) => (m.lease ? [w.lease(m.lease)] : [])).filter((i): i is LeaseInfo => i?.state === 'alive');
+  const since = w.now(lock.id);
+  const age = (t: number | null | undefined) => (t == null ? 0 : Math.max(0, (now - t) / 1000));
+  return {
+    ...idle(w, displayKey(lock.name), lock.kind, tally?.counts ?? zero()),
+    present: true,
+    holders: holderCount(lock),
+    waiters: lock.waiters.length,
+    holdSeconds: age(since?.heldSince),
+    waitSeconds: age(since?.waitingSince),
+    ttlSeconds: leases.length ? Math.min(...leases.map((i) => remainingTtl(i, now))) : null,
+    stalled: leases.some((i) => i.stalled),
+    neverExpires: holders.some((m) => m.expiresWith === 'nothing'),
+    lastActive: tally?.lastActive ?? 0,
+  };
+}
+
+/** A collect that starts from nothing each scrape: series of locks gone are not left behind. */
+function collectOf<M extends { reset(): void }>(fill: (metric: M) => void): (this: M) => void {
+  return function (this: M) {
+    this.reset();
+    fill(this);
+  };
+}

@@ -1,0 +1,187 @@
+/**
+ * One connection of serve's config, watched for as long as serve runs: its backend opened, its prefixes watched, its
+ * change sets turned into LockEvents. A store that cannot be opened or read is tried again forever, with capped
+ * exponential backoff and jitter; once watching, the store's own watch reconnects and resyncs by itself. Read-only:
+ * it never acquires or releases.
+ */
+import { ExponentialBackoff, type IBackoff } from 'cockatiel';
+import type { LeaseOperations, LiveState, LiveStatus, LockBackend, LockWatch } from '../../core/backend';
+import { toProfile } from '../../core/connectionSettings';
+import type { Disposable } from '../../core/emitter';
+import { errorMessage } from '../../core/errors';
+import { holdEnd, type HoldEnd } from '../../core/history';
+import type { ObserveOptions } from '../../core/holdObservation';
+import { normalizePrefixes } from '../../core/keys';
+import type { LeaseInfo } from '../../core/leaseInfo';
+import type { LockEvent } from '../../core/lockEventTypes';
+import { LockEvents, type LockNow, type Observed } from '../../core/lockEvents';
+import type { LockState } from '../../core/lockState';
+import type { LockTableSpec } from '../../core/profile';
+import { sleep } from '../../core/sleep';
+import { openBackend } from '../../core/stores';
+import type { ServeConnection } from './config';
+import type { Log } from './log';
+import type { Watched } from './metrics';
+
+export interface WatcherOptions {
+  readonly log: Log;
+  readonly lockTables: readonly LockTableSpec[];
+  /** Every batch of the watch's events, in order (a change set's, with how etcd holds ended asked of the store). */
+  readonly onEvents: (events: readonly LockEvent[]) => void;
+  /** First and greatest pause between tries to open the store (ms). */
+  readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+}
+
+const BACKOFF = { initialMs: 500, maxMs: 30_000 };
+const LEASE_SAMPLE_MS = 2000;
+const POLL_MS = 1000;
+
+export class ConnectionWatcher implements Watched {
+  private readonly events: LockEvents;
+  private readonly backoff: ExponentialBackoff<unknown>;
+  private backend?: LockBackend;
+  private watch?: LockWatch;
+  private subscriptions: Disposable[] = [];
+  private status: LiveStatus = { state: 'loading' };
+  private readonly stopped = new AbortController();
+  private running = false;
+  /** Batches of events in order: settling how etcd holds ended asks the store, and must not reorder them. */
+  private delivery: Promise<void> = Promise.resolve();
+  /** Its first full read is done (readiness). */
+  ready = false;
+
+  constructor(
+    private readonly connection: ServeConnection,
+    private readonly options: WatcherOptions,
+  ) {
+    this.events = new LockEvents(connection.settings.name);
+    const { initialMs, maxMs } = options.backoff ?? BACKOFF;
+    this.backoff = new ExponentialBackoff({ initialDelay: initialMs, maxDelay: maxMs });
+  }
+
+  get name(): string {
+    return this.connection.settings.name;
+  }
+
+  get store(): string {
+    return this.connection.settings.store ?? '';
+  }
+
+  get state(): LiveState {
+    return this.status.state;
+  }
+
+  get up(): boolean {
+    return this.watch !== undefined && this.status.state === 'live';
+  }
+
+  locks(): readonly LockState[] {
+    return this.watch?.locks() ?? [];
+  }
+
+  lock(id: string): LockState | undefined {
+    return this.watch?.lock(id);
+  }
+
+  lease(id: string): LeaseInfo | undefined {
+    return this.watch?.lease(id);
+  }
+
+  now(lockId: string): LockNow | undefined {
+    return this.events.now(lockId);
+  }
+
+  start(): void {
+    if (!this.running) void this.run();
+    this.running = true;
+  }
+
+  /**
+   * Stops watching and closes the store's connection; resolves once every event seen was delivered. An open still
+   * under way (a store slow to answer) is not waited for: it closes what it opened when it ends.
+   */
+  async close(): Promise<void> {
+    this.stopped.abort();
+    this.stopWatch();
+    this.status = { state: 'closed' };
+    await this.delivery;
+  }
+
+  private async run(): Promise<void> {
+    let pause: IBackoff<unknown> | undefined;
+    while (!this.stopped.signal.aborted) {
+      try {
+        await this.open();
+        return;
+      } catch (e) {
+        this.stopWatch();
+        if (this.stopped.signal.aborted) return;
+        pause = (pause ?? this.backoff).next(undefined);
+        const retryInMs = Math.round(pause.duration);
+        this.status = { state: 'reconnecting' };
+        this.options.log('warn', 'cannot watch the store; trying again', { connection: this.name, store: this.store, error: errorMessage(e), retryInMs });
+        await sleep(retryInMs, this.stopped.signal);
+      }
+    }
+  }
+
+  private async open(): Promise<void> {
+    const { settings, secrets } = this.connection;
+    const backend = await openBackend(toProfile(settings, secrets, this.options.lockTables));
+    if (this.stopped.signal.aborted) return backend.close();
+    this.backend = backend;
+    const prefixes = normalizePrefixes(settings.prefixes.map((p) => Buffer.from(p)));
+    const watch = backend.watch(prefixes, { leaseSampleIntervalMs: LEASE_SAMPLE_MS, pollIntervalMs: POLL_MS, log: (m) => this.options.log('warn', m, { connection: this.name, store: this.store }) });
+    this.watch = watch;
+    this.events.restart();
+    const observe: ObserveOptions = { hasLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id) };
+    this.subscriptions = [
+      watch.onDidChangeLocks((changes) => this.deliver(this.events.observe(changes, observe, Date.now()), backend.leases)),
+      watch.onDidChangeLeases((infos) => this.events.observeLeases(infos)),
+      watch.onDidChangeStatus((status) => this.noteStatus(status)),
+    ];
+    await watch.start();
+    this.ready = true;
+    this.noteStatus(watch.status.state === 'loading' ? { ...watch.status, state: 'live' } : watch.status);
+  }
+
+  private noteStatus(status: LiveStatus): void {
+    if (this.stopped.signal.aborted) return;
+    const was = this.status;
+    this.status = status;
+    if (was.state === status.state && was.error?.message === status.error?.message) return;
+    const level = status.state === 'live' ? 'info' : 'warn';
+    const fields = { connection: this.name, store: this.store, state: status.state, ...(status.error ? { error: status.error.message } : {}), ...(status.detail ? { detail: status.detail } : {}) };
+    this.options.log(level, status.state === 'live' ? 'watching' : `watch ${status.state}`, fields);
+  }
+
+  private deliver(observed: Observed, leases: LeaseOperations | undefined): void {
+    this.delivery = this.delivery
+      .then(async () => this.options.onEvents(leases && observed.unsettled.length ? await settled(observed, leases) : observed.events))
+      .catch((e: unknown) => this.options.log('error', 'handling lock events failed', { connection: this.name, error: errorMessage(e) }));
+  }
+
+  private stopWatch(): void {
+    this.subscriptions.forEach((s) => s.dispose());
+    this.subscriptions = [];
+    this.watch?.dispose();
+    this.watch = undefined;
+    this.backend?.close();
+    this.backend = undefined;
+  }
+}
+
+/**
+ * How the unsettled holds ended, asked of the store (does the lease of a deleted key live on?). An unanswered question
+ * leaves the end unknown (null), as the store cannot be asked later about a lease long gone either.
+ */
+async function settled({ events, unsettled }: Observed, leases: LeaseOperations): Promise<LockEvent[]> {
+  const ends = new Map<LockEvent, HoldEnd>();
+  await Promise.all(
+    unsettled.map(async ({ event, lease }) => {
+      const end = holdEnd(lease, await leases.describe(lease).then((d) => d.ttl >= 0, () => undefined));
+      if (end) ends.set(event, end);
+    }),
+  );
+  return events.map((e) => (ends.has(e) ? { ...e, how: ends.get(e)! } : e));
+}

@@ -1,0 +1,167 @@
+/**
+ * The events of one connection's watch (lockEventTypes.ts): what each change set and TTL sample says began or ended.
+ * What a hold is, and how it ended, is holdObservation.ts's, as for VS Code's statistics; this keeps, per lock, only
+ * what the next change needs (the open hold, the members queued), never the past, so that a watch of 10,000 locks
+ * stays small. Pure: no store, no timers (`now` is passed in).
+ */
+import { displayKey } from './keys';
+import { identityOf, newRecord, observeHolderLease, observeLock, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
+import type { LeaseInfo } from './leaseInfo';
+import type { EventMember, HoldEnded, LockEvent } from './lockEventTypes';
+import type { ChangeSet, LockKind, LockState } from './lockState';
+
+/** A hold that ended without the store saying how (an etcd key deleted while its lease had time left): ask about `lease`. */
+export interface Unsettled {
+  readonly event: HoldEnded;
+  readonly lease: string;
+}
+
+export interface Observed {
+  readonly events: LockEvent[];
+  readonly unsettled: Unsettled[];
+}
+
+/** What is in place now at a lock, for gauges. */
+export interface LockNow {
+  /** When its holder began holding (or was found holding), epoch ms. */
+  readonly heldSince: number | null;
+  /** When its longest-queued member began waiting (or was found waiting), epoch ms. */
+  readonly waitingSince: number | null;
+}
+
+interface Tracked {
+  readonly name: string;
+  readonly kind: LockKind;
+  readonly record: LockRecord;
+  /** Who waits, by identity: a member that leaves the queue is no longer in the lock to say who it was. */
+  readonly waiters: Map<string, EventMember>;
+}
+
+export class LockEvents {
+  /** Locks with a holder or members queued: a free lock keeps nothing. */
+  private readonly locks = new Map<string, Tracked>();
+  /** The current holders' leases, and the locks each holds: TTL samples are about leases. */
+  private readonly holding = new Map<string, Set<string>>();
+  /** The watch's first full read was seen: what was tracked before it and is not in it is gone. */
+  private loaded = false;
+
+  constructor(private readonly connection: string) {}
+
+  /** Folds in one change set of the watch; call it for every change set, in order. */
+  observe(changes: ChangeSet, options: ObserveOptions, now: number): Observed {
+    // Leases to ask about are told with the events (`unsettled`), not kept.
+    const at: Moment = { exact: !changes.resynced, revision: null, now, options, unsettled: new Set() };
+    const out: Observed = { events: [], unsettled: [] };
+    const touched = new Set<string>();
+    for (const lock of changes.changed) {
+      this.step(lock.id, lock, at, out);
+      touched.add(lock.id);
+    }
+    for (const id of changes.removed) {
+      this.step(id, undefined, at, out);
+      touched.add(id);
+    }
+    if (!this.loaded && changes.resynced) {
+      this.loaded = true;
+      const found: Moment = { ...at, exact: false };
+      for (const id of [...this.locks.keys()]) if (!touched.has(id)) this.step(id, undefined, found, out);
+    }
+    return out;
+  }
+
+  /** Folds in TTL samples: what the current holders expire with, which tells an expiry from a release. */
+  observeLeases(infos: readonly LeaseInfo[]): void {
+    for (const info of infos) {
+      for (const id of this.holding.get(info.id) ?? []) observeHolderLease(this.locks.get(id)!.record, info);
+    }
+  }
+
+  /** A new watch of the connection begins (after a reconnect): its first full read says what is still there. */
+  restart(): void {
+    this.loaded = false;
+  }
+
+  now(lockId: string): LockNow | undefined {
+    const t = this.locks.get(lockId);
+    if (!t) return undefined;
+    const r = t.record;
+    let waitingSince: number | null = null;
+    for (const w of r.waits.values()) waitingSince = Math.min(waitingSince ?? w.since, w.since);
+    return { heldSince: r.current ? r.holds[r.holds.length - 1].acquiredAt : null, waitingSince };
+  }
+
+  /** How many locks have a holder or a queue (what this keeps). */
+  get size(): number {
+    return this.locks.size;
+  }
+
+  /** One lock's new state (undefined: gone), as seen `at`. */
+  private step(id: string, lock: LockState | undefined, at: Moment, out: Observed): void {
+    let t = this.locks.get(id);
+    if (!t) {
+      if (!lock || (!lock.holder && lock.waiters.length === 0)) return;
+      t = { name: displayKey(lock.name), kind: lock.kind, record: newRecord(at.now), waiters: new Map() };
+      this.locks.set(id, t);
+    }
+    const r = t.record;
+    const open = r.current ? r.holds[r.holds.length - 1] : undefined;
+    const lease = r.current?.lease ?? '';
+    const queued = new Map(r.waits);
+    r.handoffs = [];
+    observeLock(r, lock ?? { holder: null, waiters: [] }, at);
+    const base = (member: EventMember, when: number, exact: boolean) => ({ connection: this.connection, lockId: id, lock: t.name, kind: t.kind, member, at: when, exact });
+
+    const ended = open && open.endedAt !== null;
+    if (ended) {
+      const event: HoldEnded = { ...base(memberOf(open), open.endedAt!, open.endedExact), type: 'holdEnded', how: open.end, heldMs: heldMs(open) };
+      out.events.push(event);
+      if (open.end === null && open.lease && at.options.hasLeases) out.unsettled.push({ event, lease: open.lease });
+    }
+    const started = r.current && r.holds[r.holds.length - 1] !== open ? r.holds[r.holds.length - 1] : undefined;
+    for (const [identity, wait] of queued) {
+      if (r.waits.has(identity)) continue;
+      const member = t.waiters.get(identity)!;
+      t.waiters.delete(identity);
+      const granted = started !== undefined && r.current!.member === identity;
+      out.events.push({ ...base(member, at.now, at.exact), type: 'waitEnded', granted, waitedMs: wait.exact && at.exact ? at.now - wait.since : null });
+    }
+    if (started) {
+      const handoff = Boolean(ended) && r.handoffs.length > 0;
+      out.events.push({ ...base(memberOf(started), started.acquiredAt, started.acquiredExact), type: 'holdStarted', waitedMs: started.waitedMs, handoff });
+    }
+    for (const w of lock?.waiters ?? []) {
+      const identity = identityOf(w);
+      if (queued.has(identity) || !r.waits.has(identity)) continue;
+      const member = { key: displayKey(w.key), owner: w.owner, token: w.token };
+      t.waiters.set(identity, member);
+      out.events.push({ ...base(member, at.now, at.exact), type: 'waitStarted' });
+    }
+    this.noteLease(id, lease, r.current?.lease ?? '');
+    forgetThePast(r);
+    if (!r.current && r.waits.size === 0) this.locks.delete(id);
+  }
+
+  private noteLease(id: string, before: string, after: string): void {
+    if (before === after) return;
+    const locks = this.holding.get(before);
+    locks?.delete(id);
+    if (locks?.size === 0) this.holding.delete(before);
+    if (after) this.holding.set(after, (this.holding.get(after) ?? new Set()).add(id));
+  }
+}
+
+function memberOf(h: ObservedHold): EventMember {
+  return { key: h.key, owner: h.owner, token: h.token };
+}
+
+function heldMs(h: ObservedHold): number | null {
+  return h.acquiredExact && h.endedExact ? h.endedAt! - h.acquiredAt : null;
+}
+
+/** Keeps of the record only the open hold: the figures over past holds are VS Code's statistics', not the events'. */
+function forgetThePast(r: LockRecord): void {
+  r.holds = r.current ? r.holds.slice(-1) : [];
+  r.holdMs = [];
+  r.waitMs = [];
+  r.handoffs = [];
+}
