@@ -71,7 +71,8 @@ export function parse(args: string[], command: Command): Parsed {
   const wrongShape = (problem: string) => new LockLensError('INVALID_ARGUMENT', `${problem}\n${usageLine(command)}`);
   let parsed: Parsed;
   try {
-    parsed = parseArgs({ args, options: { ...CONNECTION_OPTIONS, ...command.options }, allowPositionals: true, strict: true }) as Parsed;
+    const connection = command.connectionFlags === false ? { help: CONNECTION_OPTIONS.help } : CONNECTION_OPTIONS;
+    parsed = parseArgs({ args, options: { ...connection, ...command.options }, allowPositionals: true, strict: true }) as Parsed;
   } catch (e) {
     throw wrongShape((e as Error).message);
   }

@@ -9,8 +9,11 @@ import { join } from 'node:path';
  */
 declare const LOCKLENS_VERSION: string | undefined;
 
+export function version(): string {
+  return typeof LOCKLENS_VERSION === 'string' ? LOCKLENS_VERSION : (JSON.parse(readFileSync(join(__dirname, '../../../package.json'), 'utf8')) as { version: string }).version;
+}
+
 /** What `locklens --version` prints. */
 export function versionLine(): string {
-  const version = typeof LOCKLENS_VERSION === 'string' ? LOCKLENS_VERSION : (JSON.parse(readFileSync(join(__dirname, '../../../package.json'), 'utf8')) as { version: string }).version;
-  return `locklens ${version}`;
+  return `locklens ${version()}`;
 }

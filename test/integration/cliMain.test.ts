@@ -50,7 +50,7 @@ describe('locklens: version, help and usage', () => {
     assert.equal(none.code, 2, show(none));
     assert.match(none.stdout, /^Usage: locklens <command>/, show(none));
     assert.match(none.stdout, /locklens --version/, show(none));
-    assert.deepEqual(await commandNames(), ['list', 'acquire', 'unlock', 'revoke', 'watch', 'history']);
+    assert.deepEqual(await commandNames(), ['list', 'acquire', 'unlock', 'revoke', 'watch', 'history', 'serve']);
     for (const asked of [['-h'], ['--help'], ['help']]) {
       const r = await cli(asked);
       assert.equal(r.code, 0, `${asked.join(' ')}: ${show(r)}`);
@@ -65,7 +65,8 @@ describe('locklens: version, help and usage', () => {
       const [first, ...others] = await Promise.all(asked.map((args) => cli(args)));
       assert.equal(first.code, 0, `help ${name}: ${show(first)}`);
       assert.match(first.stdout, new RegExp(`^Usage: locklens ${name} `), `help ${name}: ${show(first)}`);
-      assert.match(first.stdout, /--endpoints/, `help ${name}: ${show(first)}`);
+      // serve's connections are in its config file; every other command takes the connection flags.
+      assert.match(first.stdout, name === 'serve' ? /--config FILE/ : /--endpoints/, `help ${name}: ${show(first)}`);
       others.forEach((r, i) => {
         assert.equal(r.code, 0, `${asked[i + 1].join(' ')}: ${show(r)}`);
         assert.equal(r.stdout, first.stdout, asked[i + 1].join(' '));
@@ -98,7 +99,7 @@ describe('locklens: version, help and usage', () => {
       assert.ok(r.stderr.endsWith(`\n${usage}\n`), `${name}: ${show(r)}`);
       const stray = await cli([name, 'x', 'stray']);
       assert.equal(stray.code, 2, `${name}: ${show(stray)}`);
-      assert.equal(stray.stderr, `locklens: unexpected argument '${['list', 'watch'].includes(name) ? 'x' : 'stray'}'\n${usage}\n`, `${name}: ${show(stray)}`);
+      assert.equal(stray.stderr, `locklens: unexpected argument '${['list', 'watch', 'serve'].includes(name) ? 'x' : 'stray'}'\n${usage}\n`, `${name}: ${show(stray)}`);
     }
   });
 

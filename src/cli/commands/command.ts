@@ -17,6 +17,8 @@ export interface Command {
   /** Its one positional argument in words, for the error when it is missing (acquire's: "the lock's NAME"); none if it takes none. */
   readonly argument?: string;
   readonly options: ParseArgsConfig['options'];
+  /** false: it takes no connection flags (serve: its connections are in its config file). */
+  readonly connectionFlags?: false;
   /** Resolves to the process exit code. */
   run(args: string[], connect: Connect, out: Output): Promise<number>;
 }

@@ -1,14 +1,12 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { LockLensError } from '../../core/errors';
 import { STORE_KINDS } from '../../core/stores';
-import { parsePositiveInt } from '../options';
+import { parse, parsePositiveInt } from '../options';
 import { DEFAULT_LISTEN, DEFAULT_MAX_LOCKS, loadConfig, parseListen } from '../serve/config';
 import { jsonLog } from '../serve/log';
 import { ServeMetrics } from '../serve/metrics';
 import { startServer } from '../serve/server';
 import { ConnectionWatcher, type WatcherOptions } from '../serve/watcher';
+import { version } from '../version';
 import type { Command } from './command';
 
 export const serve: Command = {
@@ -50,8 +48,9 @@ Config (the connection fields are those of VS Code's locklens.connections; store
       passwordFile: /run/secrets/pg
       prefixes: ['']                        # '' watches every lock (the default)`,
   options: { config: { type: 'string' }, listen: { type: 'string' }, 'max-locks': { type: 'string' } },
+  connectionFlags: false,
   async run(args) {
-    const values = parsed(args, this.options);
+    const values = parse(args, this).values as Record<string, string | undefined>;
     if (values.config === undefined) throw new LockLensError('INVALID_ARGUMENT', 'serve needs --config FILE (see locklens serve --help)');
     const config = loadConfig(values.config);
     const listen = values.listen === undefined ? config.listen : parseListen(values.listen, (m) => { throw new LockLensError('INVALID_ARGUMENT', `--listen: ${m}`); });
@@ -60,7 +59,7 @@ Config (the connection fields are those of VS Code's locklens.connections; store
     // Every batch of lock events, in order, goes here: the metrics count them (and the recorder, when there is one).
     const onEvents: WatcherOptions['onEvents'] = (events) => metrics.count(events);
     const watchers = config.connections.map((c) => new ConnectionWatcher(c, { log, lockTables: config.lockTables, onEvents }));
-    const metrics = new ServeMetrics(watchers, { maxLocks, ...config.lockNames }, packageVersion());
+    const metrics = new ServeMetrics(watchers, { maxLocks, ...config.lockNames }, version());
     const server = await startServer({
       listen,
       bearerToken: config.bearerToken,
@@ -84,24 +83,3 @@ Config (the connection fields are those of VS Code's locklens.connections; store
     return 0;
   },
 };
-
-function parsed(args: string[], options: Command['options']): Record<string, string | undefined> {
-  try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false }).values as Record<string, string | undefined>;
-  } catch (e) {
-    throw new LockLensError('INVALID_ARGUMENT', (e as Error).message);
-  }
-}
-
-/** This installation's version, from the package.json above this file (dist/ in the package, out/ in a build). */
-function packageVersion(): string {
-  for (let dir = __dirname; dirname(dir) !== dir; dir = dirname(dir)) {
-    try {
-      const pkg = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'locklens' && pkg.version) return pkg.version;
-    } catch {
-      // not here: look further up
-    }
-  }
-  return 'unknown';
-}
