@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { ConnectionSecrets, ConnectionSettings } from '../../core/connectionSettings';
 import { LockLensError, errorMessage } from '../../core/errors';
 import type { LockTableSpec } from '../../core/profile';
-import { STORE_KINDS, checkEndpoints, storeOf } from '../../core/stores';
+import { STORE_KINDS, checkEndpoints, isStoreKind, storeOf } from '../../core/stores';
 import { parseConfig, type ConfigMap } from './configNodes';
 
 export interface ServeConnection {
@@ -101,7 +101,7 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
 function connectionOf(c: ConfigMap, env: NodeJS.ProcessEnv): ServeConnection {
   const name = c.requiredText('name', 'prod-etcd');
   const store = c.text('store', STORE_KINDS.join(' | '));
-  if (store !== undefined && !(STORE_KINDS as string[]).includes(store)) c.fail('store', `unknown store '${store}': write one of ${STORE_KINDS.join(', ')}`);
+  if (store !== undefined && !isStoreKind(store)) c.fail('store', `unknown store '${store}': write one of ${STORE_KINDS.join(', ')}`);
   const kind = storeOf(store).kind;
   const endpoints = c.texts('endpoints', '[127.0.0.1:2379]');
   if (!endpoints?.length) c.fail('endpoints', 'missing: write endpoints: [...], the addresses of the store, e.g. [127.0.0.1:2379]');

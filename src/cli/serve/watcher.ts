@@ -18,7 +18,7 @@ import { LockEvents, type LockNow, type Observed } from '../../core/lockEvents';
 import type { LockState } from '../../core/lockState';
 import type { LockTableSpec } from '../../core/profile';
 import { sleep } from '../../core/sleep';
-import { openBackend } from '../../core/stores';
+import { openBackend, storeOf } from '../../core/stores';
 import type { ServeConnection } from './config';
 import type { Log } from './log';
 import type { Watched } from './metrics';
@@ -64,7 +64,7 @@ export class ConnectionWatcher implements Watched {
   }
 
   get store(): string {
-    return this.connection.settings.store ?? '';
+    return storeOf(this.connection.settings.store).kind;
   }
 
   get state(): LiveState {
