@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { MemberHealth, Trouble } from '../../core/lockHealth';
+import type { MemberHealth } from '../../core/lockHealth';
 import type { LockFigures } from '../../core/lockFigures';
 import type { LockMember, LockState } from '../../core/lockState';
 import type { ConnectionRegistry, StoreConnection } from '../connections';
@@ -120,8 +120,8 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     return this.heldLocks.owns(connection, member);
   }
 
-  drewLock(node: LockNode, trouble: Trouble | undefined): void {
-    this.invalidation.drewLock(node, trouble);
+  drewLock(node: LockNode, face: string): void {
+    this.invalidation.drewLock(node, face);
   }
 
   drewMember(node: MemberNode, member: LockMember, own: boolean): void {
