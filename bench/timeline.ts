@@ -137,6 +137,7 @@ export const ENGLISH: TimelineStrings = {
   reveal: 'Reveal in Locks View',
   copyLeaseId: 'Copy Lease ID',
   revoke: 'Revoke Lease…',
+  forceRelease: 'Force Release…',
   selectHint: 'Select a bar to see its lease and act on it.',
   now: 'now',
   legend: 'Thick: holding · thin: waiting · ticks: keepalives · faded: TTL left · ✕: revoked or expired · |: released',

@@ -13,7 +13,7 @@ import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
 import { isReadOnly, longHoldMs } from './settings';
 
 /**
- * The lease timeline: a webview panel that draws every lease of the watched locks on a shared time axis
+ * The lock timeline: a webview panel that draws every hold and wait of the watched locks on a shared time axis
  * (webview/timeline/). The host reduces the connections' change sets and lease sweeps to rows (src/core/timeline.ts)
  * and sends the webview the whole picture once, then diffs at most every FLUSH_MS, over the protocol in
  * src/protocol/timeline.ts. Actions come back as row ids and go through the same commands as the tree.
@@ -89,7 +89,7 @@ export class TimelinePanel implements vscode.Disposable {
       if (filter !== undefined) open.post({ type: 'filter', filter });
       return open;
     }
-    const panel = vscode.window.createWebviewPanel(TIMELINE_VIEW_TYPE, vscode.l10n.t('Lease Timeline'), vscode.ViewColumn.Active, webviewOptions(deps.extensionUri));
+    const panel = vscode.window.createWebviewPanel(TIMELINE_VIEW_TYPE, vscode.l10n.t('Lock Timeline'), vscode.ViewColumn.Active, webviewOptions(deps.extensionUri));
     return TimelinePanel.adopt(panel, deps, filter);
   }
 
@@ -183,6 +183,13 @@ export class TimelinePanel implements vscode.Disposable {
           // The command asks for confirmation (listing what the revoke frees) and writes the audit log, as from the tree.
           if (row.lease && row.endedAt === undefined) await vscode.commands.executeCommand('locklens.revokeLease', { connection: row.connection, lease: row.lease });
           break;
+        case 'forceRelease':
+          // A holder without a lease, as the tree's Force Release… does it: confirmed, audited, and refused if another
+          // owner holds the lock now than the one this bar shows.
+          if (!row.lease && row.endedAt === undefined && row.position === 0) {
+            await vscode.commands.executeCommand('locklens.forceRelease', { connection: row.connection, lock: row.lockName, ...(row.owner ? { owner: row.owner } : {}) });
+          }
+          break;
       }
     } catch (e) {
       void vscode.window.showErrorMessage(vscode.l10n.t('LockLens: {0}', errorMessage(e)));
@@ -242,7 +249,7 @@ export class TimelinePanel implements vscode.Disposable {
       `font-src ${webview.cspSource}`,
     ].join('; ');
     const lang = vscode.env.language.replace(/[^A-Za-z0-9-]/g, '');
-    const title = escapeHtml(vscode.l10n.t('Lease Timeline'));
+    const title = escapeHtml(vscode.l10n.t('Lock Timeline'));
     return `<!DOCTYPE html>
 <html lang="${lang}">
 <head>
@@ -328,6 +335,7 @@ function strings(): TimelineStrings {
     reveal: vscode.l10n.t('Reveal in Locks View'),
     copyLeaseId: vscode.l10n.t('Copy Lease ID'),
     revoke: vscode.l10n.t('Revoke Lease…'),
+    forceRelease: vscode.l10n.t('Force Release…'),
     selectHint: vscode.l10n.t('Select a bar to see its lease and act on it (arrow keys move the selection).'),
     now: vscode.l10n.t('now'),
     legend: vscode.l10n.t('Thick: holding · thin: waiting · ticks: renewals · faded: TTL left · ✕: revoked or expired · |: released'),

@@ -115,7 +115,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
 
   test('timeline: every lease of the demo as bars over time', async () => {
     await waitForExtensionsActivated(page);
-    await runCommand(page, 'LockLens: Open Timeline');
+    await runCommand(page, 'LockLens: Open Lock Timeline');
     const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     await timeline.locator(`#rows li[data-lease="${demo.stuckLease}"]`).waitFor({ state: 'attached', timeout: 60_000 });
     // The last minute (the demo has run about that long): its handoffs spread over the width.

@@ -259,7 +259,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
   });
 
   test('the timeline shows the Redis holds by owner, and a selected Redis bar has no Copy Lease ID or Revoke Lease button', async () => {
-    await runCommand(page, 'LockLens: Open Timeline');
+    await runCommand(page, 'LockLens: Open Lock Timeline');
     const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     const bars = timeline.locator('#rows li');
     await eventually(async () => ((await bars.allTextContents()).join('\n')).includes(`owner ${exportToken}`), 60_000, 'the redis-py hold as a bar named by its token');

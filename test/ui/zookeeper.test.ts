@@ -152,7 +152,7 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
   });
 
   test('the timeline shows the ZooKeeper holds by session, with no TTL countdown and no lease buttons', async () => {
-    await runCommand(page, 'LockLens: Open Timeline');
+    await runCommand(page, 'LockLens: Open Lock Timeline');
     const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     await eventually(async () => ((await timeline.locator('#rows li').allTextContents()).join('\n')).includes(reportSession), 60_000, 'the kazoo hold as a bar');
     await timeline.locator('#filter input').fill(REPORT);
