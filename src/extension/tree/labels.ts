@@ -51,7 +51,8 @@ export function shortId(text: string): string {
 export function coarseAge(since: Since, now = Date.now()): string {
   const m = Math.floor(Math.max(0, now - since.at) / 60_000);
   const age = m < 1 ? vscode.l10n.t('<1m') : m < 60 ? vscode.l10n.t('{0}m', m) : m < 24 * 60 ? vscode.l10n.t('{0}h', Math.floor(m / 60)) : vscode.l10n.t('{0}d', Math.floor(m / (24 * 60)));
-  return since.exact ? age : vscode.l10n.t('≥ {0}', age);
+  // No space after ≥: on a narrow row every character counts.
+  return since.exact ? age : vscode.l10n.t('≥{0}', age);
 }
 
 /** Our own sentences can hold a lease ID or a setting name: keep markdown from reading `_` or `*` in them. */

@@ -30,6 +30,13 @@ export function lockItem(node: PrefixedRow, shown?: { lock: LockState; health: r
   return item;
 }
 
+/** "2 waiting", "1 candidate": the lock's queue in words, on its row and on its badge (queueBadges.ts). */
+export function waitersText(lock: LockState): string {
+  const n = lock.waiters.length;
+  if (isElection(lock)) return n === 1 ? vscode.l10n.t('1 candidate') : vscode.l10n.t('{0} candidates', n);
+  return n === 1 ? vscode.l10n.t('1 waiting') : vscode.l10n.t('{0} waiting', n);
+}
+
 /** What a lock row shows that can change while its lock does not: its trouble, and its description (the age in it). */
 export function lockFace(node: PrefixedRow, lock: LockState, health: readonly MemberHealth[]): string {
   return `${worstTrouble(health) ?? ''}|${lockDescription(node, lock, health)}`;
@@ -49,17 +56,7 @@ export function lockDescription(node: PrefixedRow, lock: LockState, health: read
     const age = coarseAge(holder.since);
     parts.push(election ? vscode.l10n.t('elected {0} ago', age) : vscode.l10n.t('held {0}', age));
   } else parts.push(vscode.l10n.t('free'));
-  if (lock.waiters.length) {
-    parts.push(
-      election
-        ? lock.waiters.length === 1
-          ? vscode.l10n.t('1 candidate')
-          : vscode.l10n.t('{0} candidates', lock.waiters.length)
-        : lock.waiters.length === 1
-          ? vscode.l10n.t('1 waiting')
-          : vscode.l10n.t('{0} waiting', lock.waiters.length),
-    );
-  }
+  if (lock.waiters.length) parts.push(waitersText(lock));
   if (holder) {
     const who = shortId(memberLabel(lock, holder.member, node.prefix));
     parts.push(election ? vscode.l10n.t('leader {0}', who) : vscode.l10n.t('by {0}', who));

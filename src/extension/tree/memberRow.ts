@@ -5,7 +5,7 @@ import type { LockState, SessionInfo } from '../../core/lockState';
 import { queryPreview, sessionWho } from '../../core/sessionInfo';
 import { conventionLabel } from '../../core/stores';
 import type { StoreConnection } from '../connections';
-import { ageLabel, appendUntrusted, formatDuration, formatTtl, memberOwnerLabel, roleLabel, showsTtl, tooltip, troubleIcon, troubleText } from '../format';
+import { ageLabel, appendUntrusted, formatDuration, formatSince, formatTtl, memberOwnerLabel, roleLabel, showsTtl, tooltip, troubleIcon, troubleText } from '../format';
 import { longHoldMs } from '../settings';
 import { memberContext } from './contextValue';
 import { escapeOwn, memberLabel, shorten } from './labels';
@@ -25,7 +25,9 @@ export function memberItem(node: PrefixedRow, shown?: MemberView & { own: boolea
   item.id = node.id;
   // As on lock rows (lockItem): the state and its age first, then what ends it, then who; ids and details after.
   const parts = node.connection.staleSince ? [vscode.l10n.t('stale')] : [];
-  parts.push(health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role), ageLabel(health));
+  // A single key is its lock's row: "held 5m (single key)" puts the age where a narrow sidebar still shows it.
+  if (health.role === 'single') parts.push(vscode.l10n.t('held {0} (single key)', formatSince(health.since)));
+  else parts.push(health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role), ageLabel(health));
   // A fair-lock waiter's TTL is its give-up time, not an expiry of anything it holds. A store without TTLs
   // (ZooKeeper: a node lives as long as its session, whose time left cannot be read) has nothing to count down.
   if (member.deadline !== undefined && health.ttl !== undefined) parts.push(vscode.l10n.t('gives up in {0}s', Math.ceil(health.ttl)));

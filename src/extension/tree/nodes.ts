@@ -21,6 +21,8 @@ export interface Rows {
   owns(connection: StoreConnection, member: LockMember): boolean;
   figures(connection: StoreConnection, lockId: string): LockFigures | undefined;
   drewLock(node: LockNode, face: string): void;
+  /** The resource of a lock row, whose badge counts its waiters. */
+  queueBadge(node: LockNode, lock: LockState): vscode.Uri;
   drewMember(node: MemberNode, member: LockMember, own: boolean): void;
 }
 
@@ -138,7 +140,9 @@ export class LockNode {
     const health = rows.health(this.connection, lock);
     const trouble = worstTrouble(health);
     rows.drewLock(this, lockFace(this, lock, health));
-    return lockItem(this, { lock, health, trouble, acquirable: !!this.connection.backend?.acquirable(lock) });
+    const item = lockItem(this, { lock, health, trouble, acquirable: !!this.connection.backend?.acquirable(lock) });
+    item.resourceUri = rows.queueBadge(this, lock);
+    return item;
   }
 
   /** Made when hovered, so the TTLs and ages in it are current. */
