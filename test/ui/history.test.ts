@@ -106,6 +106,17 @@ describe('Lock History view and the timeline past (code-server + Chromium + etcd
     await cleanUpEach([() => ui?.close(), () => procs?.dispose(), () => etcd?.dispose()]);
   });
 
+  test('Lock History is collapsed until a lock is selected, then opens without taking the keyboard from the Locks view', async () => {
+    await eventually(async () => (await rowLabels()).includes('deploy'), 30_000, 'the deploy lock in the tree');
+    const header = historyView().locator('.pane-header').first();
+    assert.equal(await header.getAttribute('aria-expanded'), 'false', 'collapsed at first sight: the Locks view has the sidebar');
+    await rowLabelled('deploy').click();
+    await eventually(async () => (await header.getAttribute('aria-expanded')) === 'true', 20_000, 'Lock History opened by the selection');
+    const focusedPane = await page.evaluate("document.activeElement?.closest('.pane')?.querySelector('.pane-header')?.textContent ?? ''");
+    assert.match(String(focusedPane), /Locks/, `the keyboard stays in the Locks view: ${String(focusedPane)}`);
+    assert.doesNotMatch(String(focusedPane), /Lock History/);
+  });
+
   test('selecting a lock shows it in Lock History; Replay rebuilds the runs VS Code never saw, newest first', async () => {
     await eventually(async () => (await rowLabels()).includes('deploy'), 30_000, 'the deploy lock in the tree');
     await replay('deploy');

@@ -130,7 +130,7 @@ describe('Locks view on PostgreSQL and MariaDB connections (code-server + Chromi
       await lock.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e: unknown) => {
         throw new Error(`no row 42; the tree shows ${JSON.stringify(await rowLabels())}: ${String(e)}`);
       });
-      assert.match(await description(lock), new RegExp(`^\\(0, 42\\) · held by pid ${on42[0].pid} · 2 waiting`));
+      assert.match(await description(lock), new RegExp(`^held (≥)?(<1m|\\d+[mhd]) · 2 waiting · by pid ${on42[0].pid} · \\(0, 42\\)$`));
       await expand(lock);
       await rowLabelled(`pid ${on42[2].pid}`).waitFor({ state: 'visible', timeout: 20_000 });
       const labels = await rowLabels();
@@ -139,7 +139,7 @@ describe('Locks view on PostgreSQL and MariaDB connections (code-server + Chromi
       const roles = ['holder', 'waiter #1', 'waiter #2'];
       for (const [i, s] of on42.entries()) {
         const d = await description(rowLabelled(`pid ${s.pid}`));
-        assert.match(d, new RegExp(`^${roles[i]} · ${s.application} · ${SUPERUSER}@127\\.0\\.0\\.1:\\d+ · ${i ? 'waiting' : 'held'} `), d);
+        assert.match(d, new RegExp(`^${roles[i]} · ${i ? 'waiting' : 'held'} [^·]+ · ${s.application} · ${SUPERUSER}@127\\.0\\.0\\.1:\\d+`), d);
         assert.doesNotMatch(d, /TTL|lease|token/);
       }
     } finally {
@@ -208,12 +208,12 @@ describe('Locks view on PostgreSQL and MariaDB connections (code-server + Chromi
         throw new Error(`no ${DEPLOY} row; the tree shows ${JSON.stringify(await rowLabels())}: ${String(e)}`);
       });
       // The waiter's connection id is printed before its GET_LOCK reaches the server: the next poll shows it waiting.
-      const both = new RegExp(`^held by connection ${deployHolderId} · 1 waiting`);
+      const both = new RegExp(`^held (≥)?(<1m|\\d+[mhd]) · 1 waiting · by connection ${deployHolderId}$`);
       await eventually(async () => both.test(await description(lock)), 20_000, `${DEPLOY} held with 1 waiting`);
       await expand(lock);
       await rowLabelled(`connection ${deployWaiterId}`).waitFor({ state: 'visible', timeout: 20_000 });
-      assert.match(await description(rowLabelled(`connection ${deployHolderId}`)), new RegExp(`^holder · ${ADMIN.user}@127\\.0\\.0\\.1:\\d+ · held `));
-      assert.match(await description(rowLabelled(`connection ${deployWaiterId}`)), new RegExp(`^waiter #1 · ${ADMIN.user}@127\\.0\\.0\\.1:\\d+ · waiting `));
+      assert.match(await description(rowLabelled(`connection ${deployHolderId}`)), new RegExp(`^holder · held [^·]+ · ${ADMIN.user}@127\\.0\\.0\\.1:\\d+`));
+      assert.match(await description(rowLabelled(`connection ${deployWaiterId}`)), new RegExp(`^waiter #1 · waiting [^·]+ · ${ADMIN.user}@127\\.0\\.0\\.1:\\d+`));
       const shedlock = rowLabelled('shedlock/report-job');
       await shedlock.waitFor({ state: 'visible', timeout: 20_000 });
       assert.match(await description(shedlock), /locked by billing-host-7 .*TTL \d+s/);
