@@ -45,12 +45,15 @@ export function shortId(text: string): string {
 }
 
 /**
- * A hold's age on a lock row, to the minute ("<1m", "5m", "2h", "3d"): a lock row is redrawn only when what it shows
- * changes (see lockItem), so an age in seconds would redraw it, and re-fetch its member rows, every second.
+ * A hold's age on a lock row, to the minute ("<1m", "5m", "2h", "3d"; "≥0m", "≥5m" when LockLens found it held): a lock
+ * row is redrawn only when what it shows changes (see lockItem), so an age in seconds would redraw it, and re-fetch
+ * its member rows, every second.
  */
 export function coarseAge(since: Since, now = Date.now()): string {
   const m = Math.floor(Math.max(0, now - since.at) / 60_000);
-  const age = m < 1 ? vscode.l10n.t('<1m') : m < 60 ? vscode.l10n.t('{0}m', m) : m < 24 * 60 ? vscode.l10n.t('{0}h', Math.floor(m / 60)) : vscode.l10n.t('{0}d', Math.floor(m / (24 * 60)));
+  // Found held: at least the minutes seen since, whole, even the first (a "<1m" would say it is new, which it is not).
+  if (m < 1 && since.exact) return vscode.l10n.t('<1m');
+  const age = m < 60 ? vscode.l10n.t('{0}m', m) : m < 24 * 60 ? vscode.l10n.t('{0}h', Math.floor(m / 60)) : vscode.l10n.t('{0}d', Math.floor(m / (24 * 60)));
   // No space after ≥: on a narrow row every character counts.
   return since.exact ? age : vscode.l10n.t('≥{0}', age);
 }

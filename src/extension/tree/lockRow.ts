@@ -15,9 +15,10 @@ const LOCK_ICONS: Record<LockState['kind'], string> = { queue: 'lock', single: '
 
 /**
  * A lock row, blank when its lock is gone: its name as the label, and as the description what an incident scans for,
- * in that order: the state and its age, how many wait, then who holds it. At VS Code's default sidebar width a row
- * shows about 40 characters; an owner id first (a lease, a Redisson `<uuid>:<thread>`) used them all, and the state,
- * the age and the queue were cut off. The owner, last and shortened, is whole on the holder's row below.
+ * in that order: the state and its age, how many wait, then who holds it. At VS Code's default sidebar width (300 px)
+ * a lock's row shows about 30 characters, name included; an owner id first (a lease, a Redisson `<uuid>:<thread>`)
+ * used what the name left, and the state, the age and the queue were cut off. The owner, last and shortened, is whole
+ * on the holder's row below; the waiters are counted by the row's badge too (queueBadges.ts), which is never cut.
  */
 export function lockItem(node: PrefixedRow, shown?: { lock: LockState; health: readonly MemberHealth[]; trouble: Trouble | undefined; acquirable: boolean }): vscode.TreeItem {
   const item = new vscode.TreeItem(shown ? shortName(shown.lock.name, node.prefix) : '', vscode.TreeItemCollapsibleState.Collapsed);
