@@ -115,6 +115,14 @@ describe('Lock History view and the timeline past (code-server + Chromium + etcd
     const focusedPane = await page.evaluate("document.activeElement?.closest('.pane')?.querySelector('.pane-header')?.textContent ?? ''");
     assert.match(String(focusedPane), /Locks/, `the keyboard stays in the Locks view: ${String(focusedPane)}`);
     assert.doesNotMatch(String(focusedPane), /Lock History/);
+    // It opens at its least height: the sash above its header dragged to the middle, room for the replays below.
+    const top = (await header.boundingBox())!;
+    const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
+    await page.mouse.move(top.x + top.width / 2, top.y - 1);
+    await page.mouse.down();
+    await page.mouse.move(top.x + top.width / 2, sidebar.y + sidebar.height / 3, { steps: 5 });
+    await page.mouse.up();
+    await eventually(async () => (await header.boundingBox())!.y < top.y - 100, 10_000, 'Lock History taller');
   });
 
   test('selecting a lock shows it in Lock History; Replay rebuilds the runs VS Code never saw, newest first', async () => {

@@ -99,7 +99,7 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     await eventually(async () => /^connected/.test(await description(rowLabelled(CONNECTION))), 30_000, 'connection row says connected');
     for (const label of ['jobs', 'solo', 'leader']) await rowLabelled(label).waitFor({ state: 'visible', timeout: 30_000 });
     assert.match(await description(rowLabelled('jobs')), new RegExp(`^held (≥)?(<1m|\\d+[mhd]) · 2 waiting · by ${queue[0].lease}$`));
-    assert.match(await description(rowLabelled('solo')), /^held (≥)?\d+[smhd][^·]* \(single key\)/);
+    assert.match(await description(rowLabelled('solo')), /^held (≥ )?\d+[smhd][^·]* \(single key\)/);
     assert.match(await description(rowLabelled('leader')), /^elected (≥)?(<1m|\d+[mhd]) ago · 1 candidate · leader node-a$/);
 
     await expand(rowLabelled('jobs'));
