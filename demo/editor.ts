@@ -125,7 +125,7 @@ Things to try:
    holds next. The stuck service queues again 30 s later, so you can do it again.
 2. **Take a lock yourself.** **LockLens: Acquire Lock…** on \`${LOCKS.billing}\`: you join the same queue as the Go
    services, see your position, then hold it (status bar) until you click it to release.
-3. **Watch it live.** **LockLens: Open Timeline** shows every lease's hold and wait as bars over time.
+3. **Watch it live.** **LockLens: Open Lock Timeline** shows every hold and wait as bars over time.
 
 ${redisUrl ? redisReadme(redisUrl) : ''}${zookeeperUrl ? zooKeeperReadme(zookeeperUrl) : ''}${postgresUrl ? postgresReadme(postgresUrl) : ''}
 Ctrl-C in the terminal that runs \`npm run demo\` stops everything the demo started.

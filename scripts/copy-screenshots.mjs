@@ -5,7 +5,7 @@ import { copyFileSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const names = ['tree', 'timeline', 'acquire', 'revoke', 'redis-tree', 'force-release', 'zookeeper-tree', 'postgres-tree', 'postgres-force-release', 'history'];
+const names = ['tree', 'default-width-demo', 'timeline', 'acquire', 'revoke', 'redis-tree', 'force-release', 'zookeeper-tree', 'postgres-tree', 'postgres-force-release', 'history'];
 const missing = names.filter((n) => !existsSync(`${root}test-output/screenshots/readme-${n}.png`));
 if (missing.length) {
   console.error(`missing: ${missing.map((n) => `test-output/screenshots/readme-${n}.png`).join(', ')} (run test/ui/demo.test.ts first)`);

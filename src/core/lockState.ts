@@ -50,6 +50,11 @@ export interface LockMember {
   readonly quorum?: { readonly agree: number; readonly of: number; readonly instances?: readonly string[] };
   /** The database session behind the member (SQL stores): who, from where, since when, doing what. */
   readonly session?: SessionInfo;
+  /**
+   * The stored value says who the owner is (a ZooKeeper contender's data: kazoo's identifier, Curator's client IP):
+   * views name the member by it, where it is short text, rather than by its key.
+   */
+  readonly valueNamesOwner?: boolean;
   /** The start of the stored value (an election's proposal, a ShedLock's `ADDED:…@host`), at most a few KB. */
   readonly valuePreview: Buffer;
   readonly valueSize: number;

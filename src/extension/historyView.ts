@@ -76,9 +76,7 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
     const t = this.target;
     if (!t) return [];
     if (!node) {
-      const sections: HistoryNode[] = [{ kind: 'section', section: 'figures' }, { kind: 'section', section: 'live' }];
-      if (t.connection.backend?.history) sections.push({ kind: 'section', section: 'past' });
-      return sections;
+      return t.connection.backend?.history ? [SECTIONS.figures, SECTIONS.live, SECTIONS.past] : [SECTIONS.figures, SECTIONS.live];
     }
     switch (node.kind) {
       case 'item':
@@ -93,6 +91,11 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
         return items.map((item) => ({ kind: 'item', item }));
       }
     }
+  }
+
+  /** Sections are the top level; an item's section is not asked for (reveal is only given sections). */
+  getParent(): HistoryNode | undefined {
+    return undefined;
   }
 
   getTreeItem(node: HistoryNode): vscode.TreeItem {
@@ -124,6 +127,13 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
     this.changeEmitter.dispose();
   }
 }
+
+/** One object per section, so that the view can reveal one (VS Code finds revealed elements by identity). */
+const SECTIONS = {
+  figures: { kind: 'section', section: 'figures' },
+  live: { kind: 'section', section: 'live' },
+  past: { kind: 'section', section: 'past' },
+} as const satisfies Record<string, HistoryNode>;
 
 const SECTION_LABELS = {
   figures: () => vscode.l10n.t('Figures'),
@@ -279,6 +289,7 @@ export function registerHistory(
   const view = vscode.window.createTreeView(HISTORY_VIEW, { treeDataProvider: provider });
 
   const targetOf = (connection: StoreConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: isSingleKey(lock) });
+  let opened = false;
   const describe = (t: Target) => {
     view.description = `${displayKey(t.name)} · ${t.connection.name}`;
   };
@@ -412,6 +423,12 @@ export function registerHistory(
       const t = targetOf(node.connection, lock);
       provider.show(t);
       describe(t);
+      // The view starts collapsed (package.json), so that the Locks view is whole at first sight; the first lock
+      // selected opens it, without taking the keyboard from the Locks view. Collapsed again, it stays so.
+      if (!opened) {
+        opened = true;
+        view.reveal(SECTIONS.figures, { select: false, focus: false, expand: false }).then(undefined, () => undefined);
+      }
     }),
     // A connection removed (or replaced by an edit) is no target: its object is disposed, and reopening it would leak.
     registry.onDidChange(() => {

@@ -13,7 +13,7 @@ import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
 import { isReadOnly, longHoldMs } from './settings';
 
 /**
- * The lease timeline: a webview panel that draws every lease of the watched locks on a shared time axis
+ * The lock timeline: a webview panel that draws every hold and wait of the watched locks on a shared time axis
  * (webview/timeline/). The host reduces the connections' change sets and lease sweeps to rows (src/core/timeline.ts)
  * and sends the webview the whole picture once, then diffs at most every FLUSH_MS, over the protocol in
  * src/protocol/timeline.ts. Actions come back as row ids and go through the same commands as the tree.
@@ -89,7 +89,7 @@ export class TimelinePanel implements vscode.Disposable {
       if (filter !== undefined) open.post({ type: 'filter', filter });
       return open;
     }
-    const panel = vscode.window.createWebviewPanel(TIMELINE_VIEW_TYPE, vscode.l10n.t('Lease Timeline'), vscode.ViewColumn.Active, webviewOptions(deps.extensionUri));
+    const panel = vscode.window.createWebviewPanel(TIMELINE_VIEW_TYPE, vscode.l10n.t('Lock Timeline'), vscode.ViewColumn.Active, webviewOptions(deps.extensionUri));
     return TimelinePanel.adopt(panel, deps, filter);
   }
 
@@ -183,6 +183,13 @@ export class TimelinePanel implements vscode.Disposable {
           // The command asks for confirmation (listing what the revoke frees) and writes the audit log, as from the tree.
           if (row.lease && row.endedAt === undefined) await vscode.commands.executeCommand('locklens.revokeLease', { connection: row.connection, lease: row.lease });
           break;
+        case 'forceRelease':
+          // A holder without a lease, as the tree's Force Release… does it: confirmed, audited, and refused if another
+          // owner holds the lock now than the one this bar shows.
+          if (!row.lease && row.endedAt === undefined && row.position === 0) {
+            await vscode.commands.executeCommand('locklens.forceRelease', { connection: row.connection, lock: row.lockName, ...(row.owner ? { owner: row.owner } : {}) });
+          }
+          break;
       }
     } catch (e) {
       void vscode.window.showErrorMessage(vscode.l10n.t('LockLens: {0}', errorMessage(e)));
@@ -242,7 +249,7 @@ export class TimelinePanel implements vscode.Disposable {
       `font-src ${webview.cspSource}`,
     ].join('; ');
     const lang = vscode.env.language.replace(/[^A-Za-z0-9-]/g, '');
-    const title = escapeHtml(vscode.l10n.t('Lease Timeline'));
+    const title = escapeHtml(vscode.l10n.t('Lock Timeline'));
     return `<!DOCTYPE html>
 <html lang="${lang}">
 <head>
@@ -300,9 +307,9 @@ function strings(): TimelineStrings {
     resume: vscode.l10n.t('Resume'),
     paused: vscode.l10n.t('Paused: the picture is frozen at {0}'),
     summary: vscode.l10n.t('Live: {0} · locks: {1}'),
-    empty: vscode.l10n.t('No leases yet. Watch a prefix in the Locks view: every holder and waiter of its locks shows here.'),
+    empty: vscode.l10n.t('No locks yet. Watch a prefix in the Locks view: every holder and waiter of its locks shows here.'),
     noMatch: vscode.l10n.t('No lock matches the filter.'),
-    rowsLabel: vscode.l10n.t('Leases, by lock and queue order'),
+    rowsLabel: vscode.l10n.t('Holders and waiters, by lock and queue order'),
     holder: vscode.l10n.t('holder'),
     waiter: vscode.l10n.t('waiter'),
     leader: vscode.l10n.t('leader'),
@@ -328,7 +335,8 @@ function strings(): TimelineStrings {
     reveal: vscode.l10n.t('Reveal in Locks View'),
     copyLeaseId: vscode.l10n.t('Copy Lease ID'),
     revoke: vscode.l10n.t('Revoke Lease…'),
-    selectHint: vscode.l10n.t('Select a bar to see its lease and act on it (arrow keys move the selection).'),
+    forceRelease: vscode.l10n.t('Force Release…'),
+    selectHint: vscode.l10n.t('Select a bar to see its holder or waiter and act on it (arrow keys move the selection).'),
     now: vscode.l10n.t('now'),
     legend: vscode.l10n.t('Thick: holding · thin: waiting · ticks: renewals · faded: TTL left · ✕: revoked or expired · |: released'),
     lockQueue: vscode.l10n.t('queue'),
@@ -340,7 +348,7 @@ function strings(): TimelineStrings {
     minutes: vscode.l10n.t('{0}m'),
     minutesSeconds: vscode.l10n.t('{0}m {1}s'),
     hours: vscode.l10n.t('{0}h'),
-    actions: vscode.l10n.t('Lease actions'),
+    actions: vscode.l10n.t('Actions on the selected bar'),
     pastTitle: vscode.l10n.t('Past of {0} on {1}: revisions {2} to {3}'),
     pastCompacted: vscode.l10n.t('History before revision {0} was compacted: older holds are not shown.'),
     pastEmpty: vscode.l10n.t('No hold in the history read.'),

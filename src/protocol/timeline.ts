@@ -56,6 +56,7 @@ export interface TimelineStrings {
   readonly reveal: string;
   readonly copyLeaseId: string;
   readonly revoke: string;
+  readonly forceRelease: string;
   readonly selectHint: string;
   readonly now: string;
   readonly legend: string;
@@ -116,9 +117,15 @@ export interface ReadyMessage {
   readonly type: 'ready';
 }
 
+/**
+ * What a bar's member can be done to, named for what ends it: a lease's ID copied or the lease revoked (etcd), or,
+ * for a holder without one (a Redis token, a ZooKeeper node, a database session), a force release.
+ */
+export type RowAction = 'reveal' | 'copyLeaseId' | 'revoke' | 'forceRelease';
+
 /** Per-row actions name the row; the host looks it up and acts only on what it knows. */
 export interface RowActionMessage {
-  readonly type: 'reveal' | 'copyLeaseId' | 'revoke';
+  readonly type: RowAction;
   readonly row: string;
 }
 
@@ -273,6 +280,7 @@ export function isWebviewMessage(v: unknown): v is WebviewMessage {
     case 'reveal':
     case 'copyLeaseId':
     case 'revoke':
+    case 'forceRelease':
       return isStr(v.row) && v.row.length > 0 && v.row.length < 100_000;
     default:
       return false;

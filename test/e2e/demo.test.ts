@@ -166,7 +166,7 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     assert.match(stuckZnode?.node ?? '', /^\/app\/locks\/ledger-migration\/_c_[0-9a-f-]{36}-lock-\d{10}$/, demo.proc.stdout);
   });
 
-  test('locklens list --url zookeeper://… shows the contended kazoo lock, kazoo`s read/write lock, the stuck Curator-layout holder and its kazoo waiter', async () => {
+  test('locklens list --url zookeeper://… shows the contended kazoo lock, kazoo\'s read/write lock, the stuck Curator-layout holder and its kazoo waiter', async () => {
     const contenders = ['report-a', 'report-b', 'report-c'];
     const kazooLock = (e: LockJson['holder']) => e?.convention === 'kazoo-lock' && contenders.includes(e.data ?? '') && /^[0-9a-f]+$/.test(e.owner) && typeof e.token === 'number';
     await seenOnce('every promised ZooKeeper lock', listZooKeeper, {
@@ -209,13 +209,13 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     }, 30_000, 'two different nightly-report holders');
   });
 
-  test('it starts PostgreSQL on loopback with a database app, and names the incident`s holder', () => {
+  test('it starts PostgreSQL on loopback with a database app, and names the incident\'s holder', () => {
     assert.match(postgresUrl, /^postgres:\/\/postgres@127\.0\.0\.1:\d+\/app$/, demo.proc.stdout);
     assert.ok(incidentPid > 0, demo.proc.stdout);
     assert.ok(demo.proc.stdout.includes(`${POSTGRES_LOCKS.liquibase} locked by ${LIQUIBASE_LOCKED_BY}`), demo.proc.stdout);
   });
 
-  test('locklens list --url postgres://… shows 42 held by billing-worker`s idle session with its two waiters in order, 7:1 contended, the stuck Liquibase lock, the ShedLock job', async () => {
+  test('locklens list --url postgres://… shows 42 held by billing-worker\'s idle session with its two waiters in order, 7:1 contended, the stuck Liquibase lock, the ShedLock job', async () => {
     const application = (e: LockJson['holder'] | undefined) => e?.session?.application;
     await seenOnce('every promised PostgreSQL lock', listPostgres, {
       '42: billing-worker holding, idle, report-export then ledger-sync waiting in pg_advisory_lock(42)': (m) => {
@@ -243,7 +243,7 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     });
   });
 
-  test('the stuck holders never let go, 6 s later: etcd`s key with its lease kept alive, Redis`s token with no expiry, ZooKeeper`s node with its session kept alive, PostgreSQL`s 42 with billing-worker`s idle session', async () => {
+  test('the stuck holders never let go, 6 s later: etcd\'s key with its lease kept alive, Redis\'s token with no expiry, ZooKeeper\'s node with its session kept alive, PostgreSQL\'s 42 with billing-worker\'s idle session', async () => {
     const read = async () => ({
       etcd: (await list()).get('/locks/payments-reconcile')?.holder,
       redis: (await listRedis()).get('app:stuck-migration')?.holder,

@@ -19,6 +19,25 @@ import { clickDialogButton, confirmFromContextMenu, escapeRegExp, openViewContai
  */
 
 const SHOTS = join(testOutput, 'screenshots');
+
+/** The little of the DOM that visibleText uses, typed here: the tests compile without the DOM's types. */
+interface DomRect {
+  getBoundingClientRect(): { right: number };
+}
+interface DomText {
+  readonly textContent: string | null;
+}
+interface DomElement extends DomRect {
+  readonly scrollWidth: number;
+  readonly clientWidth: number;
+  readonly ownerDocument: {
+    createRange(): DomRect & { setStart(node: DomText, offset: number): void; setEnd(node: DomText, offset: number): void };
+    createTreeWalker(root: DomElement, show: number): { nextNode(): DomText | null };
+    readonly defaultView: { getComputedStyle(element: DomElement, pseudo: string): { readonly content: string } };
+  };
+  querySelector(selector: string): DomElement | null;
+  closest(selector: string): DomElement | null;
+}
 const BILLING = '/locks/billing-batch';
 
 describe('README screenshots from the demo (code-server + Chromium)', { timeout: 8 * 60_000 }, () => {
@@ -72,6 +91,82 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     if (folder) rmSync(folder, { recursive: true, force: true });
   });
 
+  /**
+   * What of a row's label and description is on screen: the characters left of where the tree clips the row (with an
+   * ellipsis) or the sidebar ends. Text cut off is in the DOM all the same, so `textContent` would not tell.
+   */
+  const visibleText = (r: Locator): Promise<string> =>
+    r.evaluate((el: DomElement) => {
+      const doc = el.ownerDocument;
+      const clip = el.querySelector('.monaco-icon-label-container') ?? el;
+      const sidebar = el.closest('.part.sidebar') ?? el;
+      const clipped = clip.scrollWidth > clip.clientWidth;
+      // An ellipsis takes the last few pixels of a clipped row.
+      const right = Math.min(clip.getBoundingClientRect().right, sidebar.getBoundingClientRect().right) - (clipped ? 12 : 0);
+      const range = doc.createRange();
+      const shown = (node: DomElement | null) => {
+        let text = '';
+        if (!node) return text;
+        const walker = doc.createTreeWalker(node, 4 /* NodeFilter.SHOW_TEXT */);
+        for (let t = walker.nextNode(); t; t = walker.nextNode()) {
+          const chars = t.textContent ?? '';
+          for (let i = 0; i < chars.length; i++) {
+            range.setStart(t, i);
+            range.setEnd(t, i + 1);
+            if (range.getBoundingClientRect().right > right) return text;
+            text += chars[i];
+          }
+        }
+        return text;
+      };
+      // A badge (the waiters of a lock) is drawn by CSS after the label, never cut off.
+      const label = el.querySelector('.monaco-icon-label');
+      const badge = label ? doc.defaultView.getComputedStyle(label, '::after').content.replace(/^"(.*)"$/, '$1') : 'none';
+      return `${shown(el.querySelector('.label-name'))} ${shown(el.querySelector('.label-description'))}${badge === 'none' || !badge ? '' : ` [${badge}]`}`.trim();
+    });
+
+  test('default sidebar width: one lock of each store shows its state, age and waiters without widening the sidebar', async () => {
+    await openViewContainer(page, 'LockLens');
+    const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
+    assert.ok(sidebar.width < 400, `the sidebar at VS Code's default width, not widened: ${sidebar.width}px`);
+    // A lock of each store with waiters: etcd's and Redisson's contended queues, kazoo's read/write lock (its writer
+    // waits for the readers), the PostgreSQL incident's advisory lock.
+    const locks: [connection: string, lock: string][] = [
+      ['demo', 'billing-batch'],
+      ['demo-redis', 'report-fair-lock'],
+      ['demo-zookeeper', 'locks/catalog'],
+      ['demo-postgres', POSTGRES_LOCKS.incident],
+    ];
+    const connections = locks.map(([c]) => c);
+    for (const [connection, lock] of locks) {
+      // Only this store's connection open, so that its locks are in view.
+      for (const other of connections) {
+        const r = row(other);
+        await r.waitFor({ state: 'visible', timeout: 30_000 });
+        if ((await r.getAttribute('aria-expanded')) === (other === connection ? 'false' : 'true')) await r.locator('.monaco-tl-twistie').click();
+      }
+      await eventually(async () => /connected/.test(await description(row(connection))), 60_000, `${connection} says connected`);
+      // The state and its age in the description; the waiters counted by the row's badge (`[2]`), as many as the
+      // description says in words, cut off or not.
+      let seen = '';
+      await eventually(
+        async () => {
+          seen = await visibleText(row(lock)).catch(() => '');
+          const waiting = /\b(\d+) waiting\b/.exec(await description(row(lock), 1000).catch(() => ''))?.[1];
+          return !!waiting && new RegExp(`^${escapeRegExp(lock)} held ≥?(<1m|\\d+[mhd])\\b.* \\[${waiting}\\]$`).test(seen);
+        },
+        60_000,
+        `${lock} on ${connection} shows its state, age and waiters`,
+      ).catch(async (e) => {
+        await shot(`default-width-${connection}`, { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 });
+        throw new Error(`${(e as Error).message}: the row shows "${seen}"`);
+      });
+      await shot(`default-width-${connection}`, { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 });
+    }
+    // Every connection open again, as the window opened: the next tests fold what their pictures leave out.
+    for (const connection of connections) if ((await row(connection).getAttribute('aria-expanded')) === 'false') await row(connection).locator('.monaco-tl-twistie').click();
+  });
+
   test('tree: the queues with holders and waiters, the stuck holder flagged, the try-lock and the election', async () => {
     await openViewContainer(page, 'LockLens');
     await widenSidebar(page, 640);
@@ -91,7 +186,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
       [demo.stuckLease, /^holder\b/],
       ['payments-reconcile', /\b2 waiting/],
       ['billing-batch', /\bwaiting/],
-      ['cron-leader-single', /single key/],
+      ['cron-leader-single', /^held [^·]+ \(single key\)/],
       ['scheduler', /\b1 candidate/],
     ];
     let seen: string[] = [];
@@ -115,7 +210,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
 
   test('timeline: every lease of the demo as bars over time', async () => {
     await waitForExtensionsActivated(page);
-    await runCommand(page, 'LockLens: Open Timeline');
+    await runCommand(page, 'LockLens: Open Lock Timeline');
     const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     await timeline.locator(`#rows li[data-lease="${demo.stuckLease}"]`).waitFor({ state: 'attached', timeout: 60_000 });
     // The last minute (the demo has run about that long): its handoffs spread over the width.
@@ -194,9 +289,10 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     const stuck = row('stuck-migration');
     await stuck.locator('.codicon-warning').waitFor({ state: 'visible', timeout: 30_000 });
     const wanted: [string, RegExp][] = [
-      ['billing-lock', /^held by [0-9a-f-]{36}:\d+$/],
+      // Held by a Redisson `<uuid>:<thread>`, shortened on the lock's row: whole as its holder's label (below).
+      ['billing-lock', /^held (≥)?(<1m|\d+[mhd]) · by [0-9a-f-]{12}…$/],
       ['report-fair-lock', /\b2 waiting/],
-      ['stuck-migration', new RegExp(`owner ${demo.stuckToken.slice(0, 12)}.*no expiry`)],
+      ['stuck-migration', new RegExp(`no expiry · owner ${demo.stuckToken.slice(0, 12)}`)],
     ];
     let seen: string[] = [];
     const showsAll = async () => {
@@ -205,7 +301,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
       }
       seen = await Promise.all(wanted.map(([label]) => description(row(label), 1000).catch(() => '')));
       const holds = await page.locator('.part.sidebar .monaco-list-row .label-description', { hasText: '2 holds (re-entrant)' }).count();
-      return holds > 0 && wanted.every(([, re], i) => re.test(seen[i]));
+      const redissonHolders = await page.locator('.part.sidebar .monaco-list-row .label-name', { hasText: /^[0-9a-f-]{36}:\d+$/ }).count();
+      return holds > 0 && redissonHolders > 0 && wanted.every(([, re], i) => re.test(seen[i]));
     };
     const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
     // The Redisson workers hand the lock over every 10-25 s, and it comes back collapsed: expand, check, shoot, check.
@@ -234,17 +331,20 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     await stuck.waitFor({ state: 'visible', timeout: 30_000 });
     await expand(stuck);
     const node = demo.stuckZnode!;
-    const holder = row(node.node.slice(node.node.lastIndexOf('/') + 1));
-    await eventually(async () => new RegExp(`^holder · session ${node.session} · token ${node.token}`).test(await description(holder).catch(() => '')), 30_000, 'the stuck holder with its session and token');
+    // Named by who it is, Curator's data (the host's address), not by its node's name (`_c_<uuid>-lock-<seq>`, in
+    // the tooltip), and said with its session and token.
+    const holder = page
+      .locator('.part.sidebar .monaco-list-row')
+      .filter({ has: page.locator('.label-description', { hasText: new RegExp(`^holder · held [^·]+ · session ${node.session} · token ${node.token}`) }) })
+      .first();
+    await holder.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match(((await holder.locator('.label-name').textContent()) ?? '').trim(), /^[0-9a-f.:]+$/, 'the stuck holder named by its client address');
     assert.match(await description(stuck), /1 waiting/);
-    // Curator's and kazoo's node names are long: room for the sessions and tokens after them.
-    await widenSidebar(page, 1000);
     const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
     await shot('zookeeper-tree', { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 420 });
-    await widenSidebar(page, 640);
   });
 
-  test('postgres: 42 held by billing-worker`s session with its two waiters in order, the stuck Liquibase lock; Force Release clears it', async () => {
+  test('postgres: 42 held by billing-worker\'s session with its two waiters in order, the stuck Liquibase lock; Force Release clears it', async () => {
     // The other connections folded, top down (a row below an open one may be out of the view, not in the DOM).
     for (const name of ['demo', 'demo-redis', 'demo-zookeeper']) {
       const connection = row(name);
@@ -252,16 +352,19 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     }
     await eventually(async () => /connected/.test(await description(row('demo-postgres'))), 60_000, 'the demo-postgres connection says connected');
     const incident = row(POSTGRES_LOCKS.incident);
-    /** The row whose description begins so: a lock's member, `holder · billing-worker · …`, by its role and session. */
-    const described = (start: string) =>
-      page.locator('.part.sidebar .monaco-list-row').filter({ has: page.locator('.label-description', { hasText: new RegExp(`^${escapeRegExp(start)}`) }) }).first();
+    /** The row whose description begins so: a lock's member, `holder · held 2m · billing-worker · …`, by its role, age and session. */
+    const described = (role: string, session: string) =>
+      page
+        .locator('.part.sidebar .monaco-list-row')
+        .filter({ has: page.locator('.label-description', { hasText: new RegExp(`^${escapeRegExp(role)} · (held|waiting) [^·]+ · ${escapeRegExp(session)} · `) }) })
+        .first();
     // A single-key lock is one row: Liquibase's, owned by what its LOCKEDBY says.
     const liquibase = row(POSTGRES_LOCKS.liquibase);
     for (const r of [incident, row(POSTGRES_LOCKS.contended), liquibase]) await r.waitFor({ state: 'visible', timeout: 30_000 });
     // No expiry: flagged.
     await liquibase.locator('.codicon-warning').waitFor({ state: 'visible', timeout: 30_000 });
-    assert.match(await description(liquibase), new RegExp(`^held \\(single key\\) · locked by ${escapeRegExp(LIQUIBASE_LOCKED_BY.slice(0, 16))}.* · no expiry`));
-    const wanted = [described(`holder · ${INCIDENT_HOLDER} · `), ...INCIDENT_WAITERS.map((w, i) => described(`waiter #${i + 1} · ${w} · `))];
+    assert.match(await description(liquibase), new RegExp(`^held [^·]+ \\(single key\\) · no expiry · locked by ${escapeRegExp(LIQUIBASE_LOCKED_BY.slice(0, 16))}`));
+    const wanted = [described('holder', INCIDENT_HOLDER), ...INCIDENT_WAITERS.map((w, i) => described(`waiter #${i + 1}`, w))];
     const showsAll = async () => (await Promise.all(wanted.map((r) => r.isVisible()))).every(Boolean) && /\b2 waiting/.test(await description(incident, 1000).catch(() => ''));
     // Force-released or let go, 42 comes back to billing-worker within seconds, its waiters behind it in order.
     await widenSidebar(page, 1000);

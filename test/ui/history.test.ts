@@ -8,7 +8,7 @@ import { cleanUpEach, openLockLensUi, openViewContainer, runCommand, screenshot,
 /**
  * Contention history as a user sees it (issue 14): `etcdctl lock` runs that came and went before VS Code started, a
  * holder and a waiter now; the lock selected in the Locks view shows in the Lock History view, "Replay History from
- * the Store" rebuilds the runs from etcd's MVCC history, "Show Past in Timeline" draws them on a revision axis
+ * the Store" rebuilds the runs from etcd's MVCC history, "Show Past in Lock Timeline" draws them on a revision axis
  * under the live bars, and "Copy Incident Report" opens as Markdown. A lock whose name is markup shows as text there
  * and runs nothing.
  */
@@ -106,6 +106,25 @@ describe('Lock History view and the timeline past (code-server + Chromium + etcd
     await cleanUpEach([() => ui?.close(), () => procs?.dispose(), () => etcd?.dispose()]);
   });
 
+  test('Lock History is collapsed until a lock is selected, then opens without taking the keyboard from the Locks view', async () => {
+    await eventually(async () => (await rowLabels()).includes('deploy'), 30_000, 'the deploy lock in the tree');
+    const header = historyView().locator('.pane-header').first();
+    assert.equal(await header.getAttribute('aria-expanded'), 'false', 'collapsed at first sight: the Locks view has the sidebar');
+    await rowLabelled('deploy').click();
+    await eventually(async () => (await header.getAttribute('aria-expanded')) === 'true', 20_000, 'Lock History opened by the selection');
+    const focusedPane = await page.evaluate("document.activeElement?.closest('.pane')?.querySelector('.pane-header')?.textContent ?? ''");
+    assert.match(String(focusedPane), /Locks/, `the keyboard stays in the Locks view: ${String(focusedPane)}`);
+    assert.doesNotMatch(String(focusedPane), /Lock History/);
+    // It opens at its least height: the sash above its header dragged to the middle, room for the replays below.
+    const top = (await header.boundingBox())!;
+    const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
+    await page.mouse.move(top.x + top.width / 2, top.y - 1);
+    await page.mouse.down();
+    await page.mouse.move(top.x + top.width / 2, sidebar.y + sidebar.height / 3, { steps: 5 });
+    await page.mouse.up();
+    await eventually(async () => (await header.boundingBox())!.y < top.y - 100, 10_000, 'Lock History taller');
+  });
+
   test('selecting a lock shows it in Lock History; Replay rebuilds the runs VS Code never saw, newest first', async () => {
     await eventually(async () => (await rowLabels()).includes('deploy'), 30_000, 'the deploy lock in the tree');
     await replay('deploy');
@@ -116,8 +135,8 @@ describe('Lock History view and the timeline past (code-server + Chromium + etcd
     await screenshot(page, 'history-view');
   });
 
-  test('Show Past in Timeline draws the replayed holds on a revision axis under the live bars', async () => {
-    await runCommand(page, 'LockLens: Show Past in Timeline');
+  test('Show Past in Lock Timeline draws the replayed holds on a revision axis under the live bars', async () => {
+    await runCommand(page, 'LockLens: Show Past in Lock Timeline');
     const holds = timeline.locator('#past li');
     await eventually(async () => (await holds.count()) === 4, 30_000, 'four holds in the past section');
     const texts = await timeline.locator('#past .past-key').allTextContents();
@@ -151,7 +170,7 @@ describe('Lock History view and the timeline past (code-server + Chromium + etcd
     const label = HOSTILE.slice('/locks/'.length);
     await eventually(async () => (await rowLabels()).includes(label), 30_000, 'the hostile lock in the tree');
     await replay(label);
-    await runCommand(page, 'LockLens: Show Past in Timeline');
+    await runCommand(page, 'LockLens: Show Past in Lock Timeline');
     await eventually(async () => ((await timeline.locator('#past .past-title').textContent()) ?? '').includes(HOSTILE), 30_000, 'the hostile name as text');
     assert.equal(await timeline.locator('#past img').count(), 0, 'no element was made from the name');
     assert.equal(await timeline.locator('body').evaluate(() => (globalThis as unknown as WebviewGlobals).__pwned), undefined);

@@ -133,11 +133,12 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
       await billing.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e: unknown) => {
         throw new Error(`no billing row; the tree shows ${JSON.stringify(await rowLabels())}: ${String(e)}`);
       });
-      assert.match(await description(billing), new RegExp(`^held by ${escapeRegExp(BILLING_FIELD)}`));
+      // The Redisson field (`<uuid>:<thread>`) shortened to its first 12 characters; whole as the holder's label below.
+      assert.match(await description(billing), new RegExp(`^held (≥)?(<1m|\\d+[mhd]) · by ${escapeRegExp(BILLING_FIELD.slice(0, 12))}…$`));
       await expand(billing);
       await rowLabelled(BILLING_FIELD).waitFor({ state: 'visible', timeout: 20_000 });
       const billingHolder = await description(rowLabelled(BILLING_FIELD));
-      assert.match(billingHolder, /^holder · .*2 holds \(re-entrant\) · TTL \d+s/, `billing holder row: ${billingHolder}`);
+      assert.match(billingHolder, /^holder · held [^·]+ · TTL \d+s · .*2 holds \(re-entrant\)/, `billing holder row: ${billingHolder}`);
     } finally {
       await shot('redis-tree');
     }
@@ -146,7 +147,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
   test('a Redisson fair lock shows its holder, then its two waiters in queue order', async () => {
     const fair = rowLabelled('fair');
     await fair.waitFor({ state: 'visible', timeout: 20_000 });
-    assert.match(await description(fair), new RegExp(`^held by ${escapeRegExp(FAIR_HOLDER)} · 2 waiting`));
+    assert.match(await description(fair), new RegExp(`^held (≥)?(<1m|\\d+[mhd]) · 2 waiting · by ${escapeRegExp(FAIR_HOLDER.slice(0, 12))}…$`));
     await expand(fair);
     await rowLabelled(FAIR_WAITERS[1]).waitFor({ state: 'visible', timeout: 20_000 });
     const labels = await rowLabels();
@@ -258,8 +259,8 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     assert.match(lines[0], expected);
   });
 
-  test('the timeline shows the Redis holds by owner, and a selected Redis bar has no Copy Lease ID or Revoke Lease button', async () => {
-    await runCommand(page, 'LockLens: Open Timeline');
+  test('the timeline shows the Redis holds by owner, and a selected Redis bar has no Copy Lease ID or Revoke Lease button: Force Release… instead', async () => {
+    await runCommand(page, 'LockLens: Open Lock Timeline');
     const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     const bars = timeline.locator('#rows li');
     await eventually(async () => ((await bars.allTextContents()).join('\n')).includes(`owner ${exportToken}`), 60_000, 'the redis-py hold as a bar named by its token');
@@ -272,13 +273,14 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     assert.equal(await timeline.locator('#reveal').isVisible(), true, 'Reveal in Locks View is there');
     assert.equal(await timeline.locator('#copy').isVisible(), false, 'no Copy Lease ID: Redis has no leases');
     assert.equal(await timeline.locator('#revoke').isVisible(), false, 'no Revoke Lease: Redis has no leases');
+    assert.equal(await timeline.locator('#force-release').isVisible(), true, 'Force Release… for a token lock\'s holder');
     assert.match((await info.textContent()) ?? '', /TTL \d+s of \d+s ·/, 'whole seconds, as the tree shows them');
     await shot('redis-timeline');
-    // Its context menu has Reveal only.
+    // Its context menu has Reveal and Force Release…, nothing of leases.
     await timeline.locator('#scroller').press('Shift+F10');
     const menuItems = () => timeline.locator('#menu').evaluate((m) => ((m as unknown as { data?: { label?: string }[] }).data ?? []).map((d) => d.label ?? '-'));
     await eventually(async () => (await menuItems()).length > 0, 10_000, 'the bar\'s context menu');
-    assert.deepEqual(await menuItems(), ['Reveal in Locks View']);
+    assert.deepEqual(await menuItems(), ['Reveal in Locks View', '-', 'Force Release…']);
   });
 });
 

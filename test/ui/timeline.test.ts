@@ -11,7 +11,7 @@ import { localizedManifest } from '../harness/manifest';
 import { clickDialogButton, openWorkbench, runCommand, screenshot, waitForExtensionsActivated, type Workbench } from '../harness/workbench';
 
 /**
- * The lease timeline as a user sees it: a real etcd with `etcdctl lock` holders and waiters, the built extension in
+ * The lock timeline as a user sees it: a real etcd with `etcdctl lock` holders and waiters, the built extension in
  * code-server, the timeline opened from the command palette, read through its screen-reader list (each bar is an
  * option with its role, lease and state), acted on through its own buttons, and VS Code's confirmation dialog.
  */
@@ -28,7 +28,7 @@ const contributed = ((localizedManifest(repoRoot) as { contributes?: { commands?
   (c) => c.command === 'locklens.openTimeline',
 );
 
-describe('lease timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000, skip: contributed ? false : 'package.json contributes no locklens.openTimeline command yet' }, () => {
+describe('lock timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000, skip: contributed ? false : 'package.json contributes no locklens.openTimeline command yet' }, () => {
   let etcd: EtcdServer;
   let procs: Procs;
   let server: CodeServer;
@@ -80,11 +80,11 @@ describe('lease timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000
     if (folder) rmSync(folder, { recursive: true, force: true });
   });
 
-  test('"LockLens: Open Timeline" shows a bar for the holder and each waiter, in queue order', async () => {
+  test('"LockLens: Open Lock Timeline" shows a bar for the holder and each waiter, in queue order', async () => {
     const { page } = workbench;
     await waitForExtensionsActivated(page);
     // The palette lists an extension's commands once the workbench has read its manifest: try again until it has.
-    await runCommand(page, 'LockLens: Open Timeline');
+    await runCommand(page, 'LockLens: Open Lock Timeline');
     await bar(leases[2]).waitFor({ state: 'attached', timeout: 60_000 });
     const rows = await timeline.locator('#rows li').evaluateAll((lis) =>
       lis.map((li) => ({ role: li.getAttribute('data-role'), position: li.getAttribute('data-position'), lease: li.getAttribute('data-lease'), state: li.getAttribute('data-state') })),
@@ -145,7 +145,7 @@ describe('lease timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000
     // Another editor in the same group hides the panel: its webview is unloaded (no retainContextWhenHidden).
     await runCommand(page, 'File: New Untitled Text File');
     await page.locator('.tabs-container .tab.active', { hasText: 'Untitled' }).waitFor({ state: 'visible', timeout: 20_000 });
-    await page.locator('.tabs-container .tab', { hasText: 'Lease Timeline' }).click();
+    await page.locator('.tabs-container .tab', { hasText: 'Lock Timeline' }).click();
     await bar(leases[2]).waitFor({ state: 'attached', timeout: 20_000 });
     assert.equal(await timeline.locator('#filter input').inputValue(), 'timeline-jobs');
     assert.ok(((await timeline.locator('#detail-info').textContent()) ?? '').includes(`lease ${leases[2]}`), 'the selection is back');

@@ -93,20 +93,27 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
       });
       assert.match(await description(report), /· 1 waiting/);
       await expand(report);
-      const holderRow = rowLabelled(leaf(reportNode));
+      // Named by who they are, kazoo's identifier (the node's data); the node's name is in the tooltip.
+      const holderRow = rowLabelled('report-worker-1');
       await holderRow.waitFor({ state: 'visible', timeout: 20_000 });
       const held = await description(holderRow);
-      assert.match(held, new RegExp(`^holder · session ${reportSession} · token \\d+ · held`), `kazoo holder row: ${held}`);
+      assert.match(held, new RegExp(`^holder · held [^·]+ · session ${reportSession} · token \\d+`), `kazoo holder row: ${held}`);
       assert.doesNotMatch(held, /TTL/, 'a session has no TTL to count down');
       const labels = await rowLabels();
-      const waiterLabel = labels[labels.indexOf(leaf(reportNode)) + 1];
-      assert.match(waiterLabel, /__lock__\d{10}$/, `the waiter next: ${JSON.stringify(labels)}`);
-      assert.match(await description(rowLabelled(waiterLabel)), /^waiter #1 · session [0-9a-f]+ · token \d+ · waiting/);
+      assert.equal(labels[labels.indexOf('report-worker-1') + 1], 'report-worker-2', `the waiter next: ${JSON.stringify(labels)}`);
+      assert.match(await description(rowLabelled('report-worker-2')), /^waiter #1 · waiting [^·]+ · session [0-9a-f]+ · token \d+/);
+      const hover = page.locator('.monaco-hover, .workbench-hover-container');
+      await holderRow.hover();
+      await hover.filter({ hasText: leaf(reportNode) }).first().waitFor({ state: 'visible', timeout: 20_000 });
+      await rowLabelled('report-worker-2').hover();
+      await hover.filter({ hasText: /__lock__\d{10}/ }).first().waitFor({ state: 'visible', timeout: 20_000 });
+      await page.mouse.move(1300, 300);
 
       const migrate = rowLabelled('locks/migrate');
       await expand(migrate);
-      const curator = await description(rowLabelled(leaf(stuckNode)));
-      assert.match(curator, new RegExp(`^holder · session ${stuckSession} · token \\d+`), `Curator holder row: ${curator}`);
+      // Curator writes the client's address as the node's data.
+      const curator = await description(rowLabelled('10.0.0.7'));
+      assert.match(curator, new RegExp(`^holder · held [^·]+ · session ${stuckSession} · token \\d+`), `Curator holder row: ${curator}`);
     } finally {
       await shot('zk-tree');
     }
@@ -135,7 +142,7 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
   });
 
   test('"Force Release…" on the stuck Curator holder says its process is not told, shows the token, then deletes its node', async () => {
-    const row = rowLabelled(leaf(stuckNode));
+    const row = rowLabelled('10.0.0.7');
     const dialog = await confirmFromContextMenu(page, row, 'Force Release…');
     const detail = ((await dialog.locator('.dialog-message-detail').textContent().catch(() => '')) ?? '').trim();
     assert.match(detail, /not told/i, `the confirmation says the holder is not told: ${detail}`);
@@ -151,8 +158,8 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
     await runCommand(page, 'Notifications: Clear All Notifications');
   });
 
-  test('the timeline shows the ZooKeeper holds by session, with no TTL countdown and no lease buttons', async () => {
-    await runCommand(page, 'LockLens: Open Timeline');
+  test('the timeline shows the ZooKeeper holds by session, with no TTL countdown and no lease buttons: Force Release… instead', async () => {
+    await runCommand(page, 'LockLens: Open Lock Timeline');
     const timeline = page.frameLocator('iframe.webview').frameLocator('iframe#active-frame');
     await eventually(async () => ((await timeline.locator('#rows li').allTextContents()).join('\n')).includes(reportSession), 60_000, 'the kazoo hold as a bar');
     await timeline.locator('#filter input').fill(REPORT);
@@ -161,6 +168,9 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
     const info = timeline.locator('#detail-info');
     await eventually(async () => ((await info.textContent()) ?? '').includes(reportSession), 20_000, 'the kazoo bar selected');
     assert.equal(await timeline.locator('#revoke').isVisible(), false, 'no Revoke Lease: a session cannot be revoked');
+    assert.equal(await timeline.locator('#copy').isVisible(), false, 'no Copy Lease ID: a session is no lease');
+    assert.equal(((await timeline.locator('#force-release').textContent()) ?? '').trim(), 'Force Release…', 'the holder\'s action, named for its store');
+    assert.equal(await timeline.locator('#force-release').isVisible(), true, 'Force Release… on a ZooKeeper holder');
     await shot('zk-timeline');
   });
 });

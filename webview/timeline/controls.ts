@@ -51,7 +51,7 @@ export class Controls {
     page.revealButton.textContent = s.reveal;
     page.copyButton.textContent = s.copyLeaseId;
     page.revokeButton.textContent = s.revoke;
-    page.revokeButton.hidden = config.readOnly;
+    page.forceReleaseButton.textContent = s.forceRelease;
     page.actions.setAttribute('aria-label', s.actions);
     page.scroller.setAttribute('aria-label', s.rowsLabel);
     page.legend.textContent = s.legend;

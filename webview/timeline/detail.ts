@@ -1,4 +1,5 @@
 import { formatString, type TimelineStrings } from '../../src/protocol/timeline';
+import { offered } from './actions';
 import { isLongHold, ttlLeft } from './model';
 import type { Page } from './page';
 import { endLabel, ownerParts, roleLabel } from './render';
@@ -16,7 +17,7 @@ export class DetailBar {
 
   update(): void {
     const { state, page } = this;
-    const { detail, detailTitle, detailInfo, revealButton, copyButton, revokeButton } = page;
+    const { detail, detailTitle, detailInfo, revealButton, copyButton, revokeButton, forceReleaseButton } = page;
     const config = state.config;
     this.lastUpdate = performance.now();
     const row = state.view.selected ? state.store.get(state.view.selected) : undefined;
@@ -26,9 +27,9 @@ export class DetailBar {
     if (!row) {
       detailTitle.textContent = s.selectHint;
       detailInfo.textContent = '';
-      for (const b of [revealButton, copyButton, revokeButton]) b.disabled = true;
-      copyButton.hidden = false;
-      revokeButton.hidden = !!config?.readOnly;
+      // Which actions a bar has depends on its store (offered): none is named before one is selected.
+      revealButton.disabled = true;
+      for (const b of [copyButton, revokeButton, forceReleaseButton]) b.hidden = true;
       return;
     }
     const now = state.hostNow();
@@ -53,12 +54,17 @@ export class DetailBar {
     ];
     setText(detailInfo, parts.join(' · '));
     revealButton.disabled = false;
-    // A bar without a lease (a Redis hold, an etcd key with none) has nothing to copy or revoke: the buttons go, not
-    // just grey out, as the row's menu leaves those items out.
-    copyButton.hidden = !row.lease;
-    revokeButton.hidden = !row.lease || !!config?.readOnly;
-    copyButton.disabled = !row.lease;
-    revokeButton.disabled = !row.lease || row.endedAt !== undefined || !!config?.readOnly;
+    // A bar without a lease (a Redis hold, an etcd key with none) has nothing to copy or revoke: those buttons go, not
+    // just grey out, as the row's menu leaves those items out, and Force Release… stands in their place.
+    const can = offered(row, !!config?.readOnly);
+    for (const [button, action] of [
+      [copyButton, can.copyLeaseId],
+      [revokeButton, can.revoke],
+      [forceReleaseButton, can.forceRelease],
+    ] as const) {
+      button.hidden = !action.shown;
+      button.disabled = !action.enabled;
+    }
   }
 }
 

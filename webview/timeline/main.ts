@@ -14,7 +14,7 @@ import { onThemeChange } from './theme';
 import './timeline.css';
 
 /**
- * The lease timeline webview: receives rows over the typed protocol, keeps them in a store, and draws the lines in
+ * The lock timeline webview: receives rows over the typed protocol, keeps them in a store, and draws the lines in
  * view on a canvas every animation frame (TTLs count down here, from each row's last sample: no message per tick).
  * Everything from etcd reaches the page as canvas text or `textContent`, never as HTML. This entry builds the parts
  * and wires them to each other.

@@ -32,7 +32,8 @@ export function buildPage(app: HTMLElement) {
   const revealButton = el('vscode-button', { id: 'reveal', secondary: '' }) as VscodeButton;
   const copyButton = el('vscode-button', { id: 'copy', secondary: '' }) as VscodeButton;
   const revokeButton = el('vscode-button', { id: 'revoke' }) as VscodeButton;
-  const actions = el('div', { class: 'detail-actions', role: 'group' }, revealButton, copyButton, revokeButton);
+  const forceReleaseButton = el('vscode-button', { id: 'force-release' }) as VscodeButton;
+  const actions = el('div', { class: 'detail-actions', role: 'group' }, revealButton, copyButton, revokeButton, forceReleaseButton);
   const detail = el('section', { id: 'detail', class: 'detail', 'aria-live': 'polite' }, el('div', { class: 'detail-text' }, detailTitle, detailInfo), actions);
   const pastSection = el('section', { id: 'past', class: 'past', 'aria-live': 'polite' });
   const legend = el('div', { class: 'legend' });
@@ -53,6 +54,7 @@ export function buildPage(app: HTMLElement) {
     revealButton,
     copyButton,
     revokeButton,
+    forceReleaseButton,
     actions,
     pastSection,
     legend,

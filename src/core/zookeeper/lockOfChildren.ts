@@ -58,6 +58,7 @@ function memberOf(parent: string, c: Placed, readWrite: boolean): LockMember {
     holds: null,
     ...(readWrite ? { mode: c.read ? ('read' as const) : ('write' as const) } : {}),
     revision: zxidNumber(c.node.mzxid) ?? undefined,
+    valueNamesOwner: true,
     valuePreview: c.node.data.subarray(0, VALUE_PREVIEW_BYTES),
     valueSize: c.node.dataLength,
   };

@@ -1,8 +1,8 @@
 import { keyId } from '../../core/keys';
-import { worstTrouble, type Trouble } from '../../core/lockHealth';
 import { members, type LockMember } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
 import type { HealthCache } from './liveModel';
+import { lockFace } from './lockRow';
 import { LockNode, MemberNode, nodeId, PrefixNode, type LockTreeNode } from './nodes';
 
 /**
@@ -15,8 +15,8 @@ export class Invalidation {
   private flushTimer?: NodeJS.Timeout;
   /** Member rows last drawn as held from this window: taking or releasing a lock redraws just the rows it changes. */
   private readonly shownOwn = new Set<string>();
-  /** The trouble each lock row was last drawn with: a lease sweep redraws a lock row only when it changes. */
-  private readonly shownTrouble = new Map<string, Trouble | undefined>();
+  /** What each lock row was last drawn with (lockFace): a lease sweep or the clock redraws a lock row only when it changes. */
+  private readonly shownFace = new Map<string, string>();
 
   constructor(
     /** The tree's nodes by id. */
@@ -27,8 +27,8 @@ export class Invalidation {
     private readonly redraw: (rows: LockTreeNode[] | undefined) => void,
   ) {}
 
-  drewLock(node: LockNode, trouble: Trouble | undefined): void {
-    this.shownTrouble.set(node.id, trouble);
+  drewLock(node: LockNode, face: string): void {
+    this.shownFace.set(node.id, face);
   }
 
   drewMember(node: MemberNode, own: boolean): void {
@@ -72,12 +72,15 @@ export class Invalidation {
 
   /**
    * A member with no sampled TTL is redrawn by no sweep (a ZooKeeper node, a SQL session, a Liquibase row): its age
-   * ("held 2m") would stay as first drawn. Such rows are redrawn now and then, as TTL rows are at every sweep.
+   * ("held 2m") would stay as first drawn. Such rows are redrawn now and then, as TTL rows are at every sweep; and so
+   * is every lock row whose age to the minute moved.
    */
   agesChanged(connections: readonly StoreConnection[]): void {
     for (const connection of connections) {
       const watch = connection.watch;
-      if (watch) this.redrawMembers(connection, (m) => !m.lease || !watch.lease(m.lease));
+      if (!watch) continue;
+      for (const n of this.nodes.values()) if (n instanceof LockNode && n.connection === connection) this.redrawLockIfMoved(n);
+      this.redrawMembers(connection, (m) => !m.lease || !watch.lease(m.lease));
     }
   }
 
@@ -113,7 +116,7 @@ export class Invalidation {
     clearTimeout(this.flushTimer);
   }
 
-  /** Redraws the member rows of the locks with a member `wanted` picks, and their lock rows whose worst trouble moved. */
+  /** Redraws the member rows of the locks with a member `wanted` picks, and their lock rows whose face moved. */
   private redrawMembers(connection: StoreConnection, wanted: (member: LockMember) => boolean): void {
     const watch = connection.watch;
     for (const n of this.rowsOf(connection, (lockId) => {
@@ -121,12 +124,14 @@ export class Invalidation {
       return !!lock && members(lock).some(wanted);
     })) {
       if (n instanceof MemberNode) this.pending.add(n);
-      else {
-        const lock = n.lock();
-        if (lock && worstTrouble(this.health.get(connection, lock)) !== this.shownTrouble.get(n.id)) this.pending.add(n);
-      }
+      else this.redrawLockIfMoved(n);
     }
     this.schedule();
+  }
+
+  private redrawLockIfMoved(n: LockNode): void {
+    const lock = n.lock();
+    if (lock && lockFace(n, lock, this.health.get(n.connection, lock)) !== this.shownFace.get(n.id)) this.pending.add(n);
   }
 
   /** The lock rows and member rows shown for the locks `wanted` picks. */
@@ -140,7 +145,7 @@ export class Invalidation {
     for (const [id, n] of this.nodes) {
       if (!gone(n)) continue;
       this.nodes.delete(id);
-      this.shownTrouble.delete(id);
+      this.shownFace.delete(id);
       this.shownOwn.delete(id);
     }
   }

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import type { MemberHealth, Trouble } from '../../core/lockHealth';
+import { worstTrouble, type MemberHealth, type Trouble } from '../../core/lockHealth';
 import type { LockFigures } from '../../core/lockFigures';
 import { isElection, members, type LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
@@ -7,48 +7,66 @@ import { conventionLabel } from '../../core/stores';
 import { appendUntrusted, formatSpan, formatTtl, roleLabel, showsTtl, tooltip, troubleIcon, troubleText } from '../format';
 import { longHoldMs } from '../settings';
 import { lockContext } from './contextValue';
-import { escapeOwn, memberLabel, shortName } from './labels';
+import { coarseAge, escapeOwn, memberLabel, shortId, shortName } from './labels';
 import { capabilities } from './liveModel';
 import type { PrefixedRow } from './row';
 
 const LOCK_ICONS: Record<LockState['kind'], string> = { queue: 'lock', single: 'key', election: 'organization', readwrite: 'book' };
 
 /**
- * A lock row, blank when its lock is gone. Nothing here changes with the clock (no TTL, no age): a lock row is redrawn
- * only when the lock changes or its worst trouble does. Redrawing it on every lease sweep would make VS Code re-fetch
- * its member rows each time, and a context-menu command run in that gap would get no row.
+ * A lock row, blank when its lock is gone: its name as the label, and as the description what an incident scans for,
+ * in that order: the state and its age, how many wait, then who holds it. At VS Code's default sidebar width (300 px)
+ * a lock's row shows about 30 characters, name included; an owner id first (a lease, a Redisson `<uuid>:<thread>`)
+ * used what the name left, and the state, the age and the queue were cut off. The owner, last and shortened, is whole
+ * on the holder's row below; the waiters are counted by the row's badge too (queueBadges.ts), which is never cut.
  */
 export function lockItem(node: PrefixedRow, shown?: { lock: LockState; health: readonly MemberHealth[]; trouble: Trouble | undefined; acquirable: boolean }): vscode.TreeItem {
   const item = new vscode.TreeItem(shown ? shortName(shown.lock.name, node.prefix) : '', vscode.TreeItemCollapsibleState.Collapsed);
   item.id = node.id;
   if (!shown) return item;
-  const { lock, health } = shown;
-  const election = isElection(lock);
-  const holder = lock.holder && health[0];
+  const { lock } = shown;
   item.contextValue = lockContext(lock.kind, shown.acquirable);
   item.iconPath = troubleIcon(shown.trouble, LOCK_ICONS[lock.kind]);
-  const parts: string[] = lock.altName ? [lock.altName] : [];
+  item.description = lockDescription(node, lock, shown.health);
+  return item;
+}
+
+/** "2 waiting", "1 candidate": the lock's queue in words, on its row and on its badge (queueBadges.ts). */
+export function waitersText(lock: LockState): string {
+  const n = lock.waiters.length;
+  if (isElection(lock)) return n === 1 ? vscode.l10n.t('1 candidate') : vscode.l10n.t('{0} candidates', n);
+  return n === 1 ? vscode.l10n.t('1 waiting') : vscode.l10n.t('{0} waiting', n);
+}
+
+/** What a lock row shows that can change while its lock does not: its trouble, and its description (the age in it). */
+export function lockFace(node: PrefixedRow, lock: LockState, health: readonly MemberHealth[]): string {
+  return `${worstTrouble(health) ?? ''}|${lockDescription(node, lock, health)}`;
+}
+
+/**
+ * "held 5m · 2 waiting · by 694d81e5c0a1b2c3", "elected <1m ago · 1 candidate · leader node-a". Its age is to the
+ * minute (coarseAge): the row is redrawn only when this text or its trouble changes, never with every lease sweep,
+ * which would make VS Code re-fetch its member rows each time, and a context-menu command run in that gap would get
+ * no row.
+ */
+export function lockDescription(node: PrefixedRow, lock: LockState, health: readonly MemberHealth[]): string {
+  const election = isElection(lock);
+  const holder = lock.holder && health[0];
+  const parts: string[] = node.connection.staleSince ? [vscode.l10n.t('stale')] : [];
   if (holder) {
-    const who = memberLabel(lock, holder.member, node.prefix);
-    parts.push(election ? vscode.l10n.t('leader {0}', who) : vscode.l10n.t('held by {0}', who));
+    const age = coarseAge(holder.since);
+    parts.push(election ? vscode.l10n.t('elected {0} ago', age) : vscode.l10n.t('held {0}', age));
+  } else parts.push(vscode.l10n.t('free'));
+  if (lock.waiters.length) parts.push(waitersText(lock));
+  if (holder) {
+    const who = shortId(memberLabel(lock, holder.member, node.prefix));
+    parts.push(election ? vscode.l10n.t('leader {0}', who) : vscode.l10n.t('by {0}', who));
     const others = lock.sharedWith?.length ?? 0;
     if (others && holder.member.mode === 'read') parts.push(others === 1 ? vscode.l10n.t('and 1 other reader') : vscode.l10n.t('and {0} other readers', others));
     else if (others) parts.push(others === 1 ? vscode.l10n.t('and 1 other claim') : vscode.l10n.t('and {0} other claims', others));
-  } else parts.push(vscode.l10n.t('free'));
-  if (lock.waiters.length) {
-    parts.push(
-      election
-        ? lock.waiters.length === 1
-          ? vscode.l10n.t('1 candidate')
-          : vscode.l10n.t('{0} candidates', lock.waiters.length)
-        : lock.waiters.length === 1
-          ? vscode.l10n.t('1 waiting')
-          : vscode.l10n.t('{0} waiting', lock.waiters.length),
-    );
   }
-  if (node.connection.staleSince) parts.push(vscode.l10n.t('stale'));
-  item.description = parts.join(' · ');
-  return item;
+  if (lock.altName) parts.push(lock.altName);
+  return parts.join(' · ');
 }
 
 export function lockTooltip(connection: StoreConnection, lock: LockState, health: readonly MemberHealth[], figures: LockFigures | undefined): vscode.MarkdownString {

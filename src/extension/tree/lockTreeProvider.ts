@@ -1,11 +1,13 @@
 import * as vscode from 'vscode';
-import type { MemberHealth, Trouble } from '../../core/lockHealth';
+import type { MemberHealth } from '../../core/lockHealth';
 import type { LockFigures } from '../../core/lockFigures';
 import type { LockMember, LockState } from '../../core/lockState';
 import type { ConnectionRegistry, StoreConnection } from '../connections';
 import type { HeldLocks } from '../heldLocks';
 import { Invalidation } from './invalidation';
 import { HealthCache } from './liveModel';
+import { waitersText } from './lockRow';
+import { QueueBadges } from './queueBadges';
 import { ConnectionNode, LockNode, MemberNode, type LockTreeNode, type Rows } from './nodes';
 import type { MemberView } from './row';
 
@@ -25,6 +27,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
   private readonly nodes = new Map<string, LockTreeNode>();
   private readonly healthCache = new HealthCache();
   private readonly invalidation: Invalidation;
+  private readonly badges = new QueueBadges();
   /**
    * The member each member row was last drawn with: a revoke or a force-release acts on what the user saw (its lease,
    * its owner and fencing token), or refuses. Kept per node object, not per id: a lock that goes and comes back between
@@ -43,6 +46,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     const invalidation = (this.invalidation = new Invalidation(this.nodes, this.healthCache, (c, m) => this.owns(c, m), (rows) => this.changeEmitter.fire(rows)));
     this.subscriptions.push(
       this.changeEmitter,
+      this.badges,
       invalidation,
       asVscode(registry.onDidChange(() => this.redraw())),
       asVscode(registry.onDidChangeState((c) => invalidation.connectionChanged(c))),
@@ -120,8 +124,12 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     return this.heldLocks.owns(connection, member);
   }
 
-  drewLock(node: LockNode, trouble: Trouble | undefined): void {
-    this.invalidation.drewLock(node, trouble);
+  queueBadge(node: LockNode, lock: LockState): vscode.Uri {
+    return this.badges.badge(node.id, lock.waiters.length, waitersText(lock));
+  }
+
+  drewLock(node: LockNode, face: string): void {
+    this.invalidation.drewLock(node, face);
   }
 
   drewMember(node: MemberNode, member: LockMember, own: boolean): void {

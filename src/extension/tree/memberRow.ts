@@ -5,7 +5,7 @@ import type { LockState, SessionInfo } from '../../core/lockState';
 import { queryPreview, sessionWho } from '../../core/sessionInfo';
 import { conventionLabel } from '../../core/stores';
 import type { StoreConnection } from '../connections';
-import { ageLabel, appendUntrusted, formatDuration, formatTtl, memberOwnerLabel, roleLabel, showsTtl, tooltip, troubleIcon, troubleText } from '../format';
+import { ageLabel, appendUntrusted, formatDuration, formatSince, formatTtl, memberOwnerLabel, roleLabel, showsTtl, tooltip, troubleIcon, troubleText } from '../format';
 import { longHoldMs } from '../settings';
 import { memberContext } from './contextValue';
 import { escapeOwn, memberLabel, shorten } from './labels';
@@ -23,21 +23,23 @@ export function memberItem(node: PrefixedRow, shown?: MemberView & { own: boolea
   const label = memberLabel(lock, member, node.prefix);
   const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
   item.id = node.id;
-  const parts = [health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role)];
+  // As on lock rows (lockItem): the state and its age first, then what ends it, then who; ids and details after.
+  const parts = node.connection.staleSince ? [vscode.l10n.t('stale')] : [];
+  // A single key is its lock's row: "held 5m (single key)" puts the age where a narrow sidebar still shows it.
+  if (health.role === 'single') parts.push(vscode.l10n.t('held {0} (single key)', formatSince(health.since)));
+  else parts.push(health.position ? `${roleLabel(health.role)} #${health.position}` : roleLabel(health.role), ageLabel(health));
+  // A fair-lock waiter's TTL is its give-up time, not an expiry of anything it holds. A store without TTLs
+  // (ZooKeeper: a node lives as long as its session, whose time left cannot be read) has nothing to count down.
+  if (member.deadline !== undefined && health.ttl !== undefined) parts.push(vscode.l10n.t('gives up in {0}s', Math.ceil(health.ttl)));
+  else if (showsTtl(health, caps)) parts.push(formatTtl(health, caps.owner));
   // A database session says who it is (application, user, client) better than its number, which is the row's label.
   if (member.session) parts.push(sessionSummary(member.session));
   else if (member.owner && label !== member.owner) parts.push(memberOwnerLabel(caps.owner, member, shorten(member.owner)));
   if (member.holds !== null) parts.push(member.holds === 1 ? vscode.l10n.t('1 hold') : vscode.l10n.t('{0} holds (re-entrant)', member.holds));
   if (member.mode) parts.push(member.mode === 'read' ? vscode.l10n.t('read') : vscode.l10n.t('write'));
   if (member.quorum) parts.push(vscode.l10n.t('on {0}/{1} instances', member.quorum.agree, member.quorum.of));
-  // A fair-lock waiter's TTL is its give-up time, not an expiry of anything it holds. A store without TTLs
-  // (ZooKeeper: a node lives as long as its session, whose time left cannot be read) has nothing to count down.
-  if (member.deadline !== undefined && health.ttl !== undefined) parts.push(vscode.l10n.t('gives up in {0}s', Math.ceil(health.ttl)));
-  else if (showsTtl(health, caps)) parts.push(formatTtl(health, caps.owner));
   if (member.token !== null) parts.push(vscode.l10n.t('token {0}', member.token));
-  parts.push(ageLabel(health));
   if (own) parts.push(vscode.l10n.t('held by you'));
-  if (node.connection.staleSince) parts.push(vscode.l10n.t('stale'));
   item.description = parts.join(' · ');
   item.iconPath = troubleIcon(worstTrouble([health]), own ? 'account' : MEMBER_ICONS[health.role]);
   item.contextValue = memberContext(member, health.position === 0, own, caps);

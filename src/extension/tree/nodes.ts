@@ -1,12 +1,12 @@
 import type * as vscode from 'vscode';
 import { hasPrefix, keyId } from '../../core/keys';
-import { worstTrouble, type MemberHealth, type Trouble } from '../../core/lockHealth';
+import { worstTrouble, type MemberHealth } from '../../core/lockHealth';
 import type { LockFigures } from '../../core/lockFigures';
 import { isSingleKey, members, type LockMember, type LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
 import { connectionItem, hintItem } from './connectionRow';
 import { freshHealth } from './liveModel';
-import { lockItem, lockTooltip } from './lockRow';
+import { lockFace, lockItem, lockTooltip } from './lockRow';
 import { memberItem, memberTooltip } from './memberRow';
 import { prefixItem } from './prefixRow';
 import type { MemberView } from './row';
@@ -20,7 +20,9 @@ export interface Rows {
   health(connection: StoreConnection, lock: LockState): MemberHealth[];
   owns(connection: StoreConnection, member: LockMember): boolean;
   figures(connection: StoreConnection, lockId: string): LockFigures | undefined;
-  drewLock(node: LockNode, trouble: Trouble | undefined): void;
+  drewLock(node: LockNode, face: string): void;
+  /** The resource of a lock row, whose badge counts its waiters. */
+  queueBadge(node: LockNode, lock: LockState): vscode.Uri;
   drewMember(node: MemberNode, member: LockMember, own: boolean): void;
 }
 
@@ -137,8 +139,10 @@ export class LockNode {
     if (!lock) return lockItem(this);
     const health = rows.health(this.connection, lock);
     const trouble = worstTrouble(health);
-    rows.drewLock(this, trouble);
-    return lockItem(this, { lock, health, trouble, acquirable: !!this.connection.backend?.acquirable(lock) });
+    rows.drewLock(this, lockFace(this, lock, health));
+    const item = lockItem(this, { lock, health, trouble, acquirable: !!this.connection.backend?.acquirable(lock) });
+    item.resourceUri = rows.queueBadge(this, lock);
+    return item;
   }
 
   /** Made when hovered, so the TTLs and ages in it are current. */

@@ -83,8 +83,8 @@ describe('Locks tree and commands against a real etcd', function () {
       'holder first, then waiters by create revision',
     );
     const descriptions = rows.map((r) => String(r.item.description));
-    assert.match(descriptions[0], /^holder · TTL \d+s · token \d+ · held/);
-    assert.match(descriptions[1], /^waiter #1 · TTL \d+s/);
+    assert.match(descriptions[0], /^holder · held [^·]+ · TTL \d+s · token \d+/);
+    assert.match(descriptions[1], /^waiter #1 · waiting [^·]+ · TTL \d+s/);
     assert.match(descriptions[2], /^waiter #2 · /);
     assert.ok(descriptions[0].includes(`token ${inEtcd[0].create}`), descriptions[0]);
     assert.equal(rows[0].item.contextValue, 'member+leased+other+holder+token');
