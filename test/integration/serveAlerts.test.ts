@@ -147,6 +147,6 @@ describe('locklens serve → Prometheus → the shipped rules → Alertmanager �
 
     // A session lock has no TTL to renew and ends with its session; serve watched throughout: no other rule fired.
     const others = webhook!.notifications.flatMap((n) => n.alerts).filter((a) => !isOurs(a));
-    assert.deepEqual(others, [], `alerts of other rules: ${prometheus!.log.slice(-2000)}`);
+    assert.deepEqual(others, [], `alerts of other rules: ${prometheus!.output.slice(-2000)}`);
   });
 });
