@@ -56,7 +56,8 @@ Options:
   --no-monitor      leave out locklens serve, Prometheus and Alertmanager
   --no-editor       run only the stores and the workload (connect with your own VS Code or \`locklens list\`)
   --code-server     use code-server even where desktop VS Code is available
-  --verbose         log every acquire and release, not only the stuck holder, lost locks and errors
+  --verbose         log every acquire and release, not only the stuck holder, lost locks and errors, and every
+                    line locklens serve logs, not only its warnings
   -h, --help        this text`;
 
 async function main(argv: string[]): Promise<number> {
