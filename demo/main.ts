@@ -54,7 +54,7 @@ Options:
   --no-zookeeper    leave ZooKeeper out
   --no-postgres     leave PostgreSQL out
   --no-monitor      leave out locklens serve, Prometheus and Alertmanager
-  --no-editor       run only the stores and the workload (connect with your own VS Code or \`locklens list\`)
+  --no-editor       no VS Code (connect with your own, look with \`locklens list\`, or open the URLs it prints)
   --code-server     use code-server even where desktop VS Code is available
   --verbose         log every acquire and release, not only the stuck holder, lost locks and errors, and every
                     line locklens serve logs, not only its warnings
