@@ -2,10 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { baseSettings, checkInstalled, copyExtension, repoRoot, startCodeServer, type CodeServer } from './codeServer';
+import { demoConnections } from './connections';
 import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS } from './postgresWorkload';
 import { Group, RUN_VAR } from './processes';
 import { REDIS_LOCKS, REDIS_PREFIX, REDISSON_KEYS } from './redisWorkload';
-import { LOCKS, PREFIXES } from './workload';
+import { LOCKS } from './workload';
 import { ZOOKEEPER_LOCKS, ZOOKEEPER_PREFIX } from './zookeeperWorkload';
 
 /**
@@ -39,19 +40,10 @@ export interface EditorOptions {
   readonly log: (message: string) => void;
 }
 
-/**
- * The settings that connect LockLens to the demo: `demo` (etcd) and, when it runs them, `demo-redis`, `demo-zookeeper`
- * and `demo-postgres`. No password anywhere: the demo's PostgreSQL trusts loopback connections (see postgres.ts),
- * since a password belongs in VS Code's SecretStorage, which the demo cannot write.
- */
+/** The settings that connect LockLens to the demo: its connections, and a long hold flagged sooner. */
 export function demoSettings(endpoints: readonly string[], redisUrl?: string, zookeeperUrl?: string, postgresUrl?: string): Record<string, unknown> {
-  const connections: Record<string, unknown>[] = [{ name: 'demo', endpoints: [...endpoints], prefixes: [...PREFIXES] }];
-  if (redisUrl) connections.push({ name: 'demo-redis', store: 'redis', endpoints: [redisUrl], prefixes: [REDIS_PREFIX] });
-  if (zookeeperUrl) connections.push({ name: 'demo-zookeeper', store: 'zookeeper', endpoints: [zookeeperUrl], prefixes: [ZOOKEEPER_PREFIX] });
-  // The empty prefix: every advisory lock and lock-table row of the database.
-  if (postgresUrl) connections.push({ name: 'demo-postgres', store: 'postgres', endpoints: [postgresUrl], prefixes: [''] });
   return {
-    'locklens.connections': connections,
+    'locklens.connections': demoConnections(endpoints, redisUrl, zookeeperUrl, postgresUrl),
     // The stuck holder is flagged after a minute, not the default five.
     'locklens.longHoldSeconds': 60,
     'locklens.leaseSampleSeconds': 1,

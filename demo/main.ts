@@ -11,9 +11,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { splitEndpoints } from '../src/core/profile';
+import { demoConnections } from './connections';
 import { openEditor, type Editor } from './editor';
 import { startEtcd, type DemoEtcd } from './etcd';
 import { sleep } from '../src/core/sleep';
+import { demoRulesText, startMonitor, type DemoMonitor } from './monitor';
 import { killStragglers, processesWithEnv, RUN_VAR } from './processes';
 import { postgresInstalled, startPostgres, type DemoPostgres } from './postgres';
 import { INCIDENT_HOLDER, INCIDENT_WAITERS, POSTGRES_LOCKS, PostgresWorkload } from './postgresWorkload';
@@ -38,8 +40,11 @@ ${ZOOKEEPER_PREFIX} (three kazoo Lock processes contending, a kazoo read/write l
 that keeps its session alive, with a kazoo waiter behind it, to force-release); a local PostgreSQL (Debian's 15, a
 cluster in the temp dir on a free loopback port, loopback connections trusted) with psycopg2 sessions on database app
 (advisory lock ${POSTGRES_LOCKS.incident} held for minutes by ${INCIDENT_HOLDER} with two waiters, advisory lock ${POSTGRES_LOCKS.contended} contended, a ShedLock
-job, and a stuck Liquibase lock to release); and VS Code with LockLens connected to all four: desktop VS Code when
-\`code\` is on PATH, otherwise code-server on 127.0.0.1 (open the URL it prints).
+job, and a stuck Liquibase lock to release); \`locklens serve\` watching all four, with its Prometheus metrics on a
+loopback port, and, when Debian's prometheus and prometheus-alertmanager are installed, a Prometheus with the shipped
+alert rules (thresholds shortened for the demo, so the stuck holders alert within a minute) and an Alertmanager, whose
+alerts the demo prints; and VS Code with LockLens connected to all four: desktop VS Code when \`code\` is on PATH,
+otherwise code-server on 127.0.0.1 (open the URL it prints).
 Ctrl-C stops everything.
 
 Options:
@@ -48,9 +53,11 @@ Options:
   --no-redis        leave Redis out
   --no-zookeeper    leave ZooKeeper out
   --no-postgres     leave PostgreSQL out
-  --no-editor       run only the stores and the workload (connect with your own VS Code or \`locklens list\`)
+  --no-monitor      leave out locklens serve, Prometheus and Alertmanager
+  --no-editor       no VS Code (connect with your own, look with \`locklens list\`, or open the URLs it prints)
   --code-server     use code-server even where desktop VS Code is available
-  --verbose         log every acquire and release, not only the stuck holder, lost locks and errors
+  --verbose         log every acquire and release, not only the stuck holder, lost locks and errors, and every
+                    line locklens serve logs, not only its warnings
   -h, --help        this text`;
 
 async function main(argv: string[]): Promise<number> {
@@ -62,6 +69,7 @@ async function main(argv: string[]): Promise<number> {
       'no-redis': { type: 'boolean' },
       'no-zookeeper': { type: 'boolean' },
       'no-postgres': { type: 'boolean' },
+      'no-monitor': { type: 'boolean' },
       'code-server': { type: 'boolean' },
       verbose: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -83,6 +91,7 @@ async function main(argv: string[]): Promise<number> {
     redis: !values['no-redis'],
     zookeeper: !values['no-zookeeper'],
     postgres: !values['no-postgres'],
+    monitor: !values['no-monitor'],
     forceCodeServer: !!values['code-server'],
     verbose: !!values.verbose,
   });
@@ -94,6 +103,7 @@ interface DemoOptions {
   readonly redis: boolean;
   readonly zookeeper: boolean;
   readonly postgres: boolean;
+  readonly monitor: boolean;
   readonly forceCodeServer: boolean;
   readonly verbose: boolean;
 }
@@ -113,6 +123,7 @@ async function runDemo(options: DemoOptions): Promise<number> {
   let zooKeeperWorkload: ZooKeeperWorkload | undefined;
   let postgres: DemoPostgres | undefined;
   let postgresWorkload: PostgresWorkload | undefined;
+  let monitor: DemoMonitor | undefined;
   let editor: Editor | undefined;
   /** Steps under way (starting etcd, VS Code): a stop waits for them, so that what they start is stopped too. */
   const starting: Promise<unknown>[] = [];
@@ -127,8 +138,10 @@ async function runDemo(options: DemoOptions): Promise<number> {
       const zooKeeperWorkloadStopped = zooKeeperWorkload?.stop().catch((e) => say(`  ZooKeeper workload: ${String(e)}`));
       const postgresWorkloadStopped = postgresWorkload?.stop().catch((e) => say(`  PostgreSQL workload: ${String(e)}`));
       await Promise.all(starting.map((p) => p.catch(() => undefined)));
+      // serve stops before the stores, so that it does not log them going away.
+      const monitorStopped = monitor?.stop().catch((e) => say(`  locklens serve, Prometheus, Alertmanager: ${String(e)}`));
       await editor?.stop().catch((e) => say(`  VS Code: ${String(e)}`));
-      await Promise.all([workloadStopped, redisWorkloadStopped, zooKeeperWorkloadStopped, postgresWorkloadStopped]);
+      await Promise.all([workloadStopped, redisWorkloadStopped, zooKeeperWorkloadStopped, postgresWorkloadStopped, monitorStopped]);
       await Promise.all([etcd?.group.stop(5000), redis?.group.stop(5000), zookeeper?.group.stop(5000), postgres?.group.stop(5000)]);
       // Anything still carrying this run's id (a window that left its group, a grandchild): ask, then kill.
       const left = processesWithEnv(RUN_VAR, runId);
@@ -136,7 +149,7 @@ async function runDemo(options: DemoOptions): Promise<number> {
       for (let i = 0; i < 30 && processesWithEnv(RUN_VAR, runId).length; i++) await sleep(100);
       const killed = killStragglers(runId);
       rmSync(root, { recursive: true, force: true, maxRetries: 3 });
-      const what = [etcd && 'etcd', redis && 'Redis', zookeeper && 'ZooKeeper', postgres && 'PostgreSQL', (workload || redisWorkload || zooKeeperWorkload || postgresWorkload) && 'the workload', editor && 'VS Code', left.length && `${left.length} other process(es)${killed ? ` (${killed} killed)` : ''}`];
+      const what = [etcd && 'etcd', redis && 'Redis', zookeeper && 'ZooKeeper', postgres && 'PostgreSQL', (workload || redisWorkload || zooKeeperWorkload || postgresWorkload) && 'the workload', monitor && `locklens serve${monitor.prometheusUrl ? ', Prometheus, Alertmanager' : ''}`, editor && 'VS Code', left.length && `${left.length} other process(es)${killed ? ` (${killed} killed)` : ''}`];
       say(`${time()} stopped ${what.filter(Boolean).join(', ') || 'everything'}; temp dir removed`);
     })());
 
@@ -214,9 +227,19 @@ async function runDemo(options: DemoOptions): Promise<number> {
     if (redis) redisWorkload = new RedisWorkload({ ...services, url: redis.url, root });
     if (zookeeper) zooKeeperWorkload = new ZooKeeperWorkload({ ...services, url: zookeeper.url, root });
     if (postgres) postgresWorkload = new PostgresWorkload({ ...services, url: postgres.url, root });
-    // Each workload says what it set up once it has; they start side by side too.
+    // Each workload says what it set up once it has; they start side by side too, and beside serve, which so sees the
+    // stuck holders take their locks.
     await step(
       Promise.all([
+        options.monitor &&
+          startMonitor({ root, runId, connections: demoConnections(etcdEndpoints, redis?.url, zookeeper?.url, postgres?.url), log, verbose: options.verbose })
+            .then((started) => (monitor = started))
+            .then((m) => {
+              say(`${time()} metrics     ${m.metricsUrl}   (locklens serve, watching every connection above)`);
+              if (!m.prometheusUrl) return say(`${time()} prometheus  not installed: no alerts (bash scripts/setup.sh installs prometheus and prometheus-alertmanager)`);
+              say(`${time()} prometheus  ${m.prometheusUrl}/alerts   (the shipped rules, shortened for the demo: ${demoRulesText()})`);
+              say(`${time()} alertmanager ${m.alertmanagerUrl}   (each alert it delivers is printed here)`);
+            }),
         workload.start().then(() => {
           say(`${time()} workload    ${Object.values(LOCKS).join(', ')}`);
           say(`${time()} stuck       ${LOCKS.payments} held with lease ${workload!.stuck?.lease} by pid ${workload!.stuck?.pid}, never released`);

@@ -6,6 +6,7 @@ import { connect } from 'node:net';
 import { Procs, show } from '../harness/cli';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually, sleep } from '../harness/etcd';
+import { scrape, valueOf } from '../harness/serve';
 import type { LockJson } from '../../src/cli/lockJson';
 import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS } from '../../demo/postgresWorkload';
 
@@ -16,8 +17,10 @@ import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS 
  * a Redisson re-entrant lock held twice, a Redisson fair lock's queue, contending redis-py locks, the stuck token with
  * no expiry; ZooKeeper: contending kazoo locks, kazoo's read/write lock, the stuck holder in Curator's layout with a
  * kazoo waiter; PostgreSQL: an advisory lock held by an idle session with two psycopg2 waiters in order, another
- * contended, the stuck Liquibase lock (which `locklens unlock --force` frees), a ShedLock job), and Ctrl-C (SIGINT)
- * stops every process it started and removes its temp dir.
+ * contended, the stuck Liquibase lock (which `locklens unlock --force` frees), a ShedLock job); `locklens serve`
+ * answers /metrics with them, and the Prometheus it starts with the shipped rules (shortened) fires
+ * LockLensLockHeldTooLong for the stuck etcd holder within about a minute, delivered through its Alertmanager back to
+ * the demo's output; and Ctrl-C (SIGINT) stops every process it started and removes its temp dir.
  *
  * Every process the demo starts inherits a marker variable from this test's environment, so "nothing left" is checked
  * by looking at every process on the machine, not only the ones the demo says it started; and whatever happens, the
@@ -38,6 +41,10 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
   let postgresUrl = '';
   /** billing-worker's backend pid when the demo became ready. */
   let incidentPid = 0;
+  /** locklens serve's base URL, Prometheus' and Alertmanager's, as the demo printed them. */
+  let serveUrl = '';
+  let prometheusUrl = '';
+  let alertmanagerUrl = '';
 
   async function list(): Promise<Map<string, LockJson>> {
     const r = await procs.run(['list', '--endpoints', endpoint, '--prefix', '/locks/', '--prefix', '/election/', '--json']);
@@ -82,6 +89,9 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     ({ endpoint, tempDir, stuckLease, redisUrl, stuckToken, zookeeperUrl, stuckZnode } = demo);
     postgresUrl = /^\S+ postgres +(postgres:\/\/\S+)/m.exec(demo.proc.stdout)?.[1] ?? '';
     incidentPid = Number(new RegExp(`${POSTGRES_LOCKS.incident} held by ${INCIDENT_HOLDER} \\(pid (\\d+)\\)`).exec(demo.proc.stdout)?.[1] ?? 0);
+    serveUrl = /^\S+ metrics +(http:\/\/\S+)\/metrics/m.exec(demo.proc.stdout)?.[1] ?? '';
+    prometheusUrl = /^\S+ prometheus +(http:\/\/\S+)\/alerts/m.exec(demo.proc.stdout)?.[1] ?? '';
+    alertmanagerUrl = /^\S+ alertmanager +(http:\/\/\S+)/m.exec(demo.proc.stdout)?.[1] ?? '';
   });
 
   after(async () => {
@@ -270,6 +280,31 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     assert.deepEqual([later.postgres?.owner, later.postgres?.session?.application], [String(incidentPid), INCIDENT_HOLDER], JSON.stringify(later.postgres));
   });
 
+  test('locklens serve answers /metrics on loopback with the demo locks, every store watched', async () => {
+    assert.match(serveUrl, /^http:\/\/127\.0\.0\.1:\d+$/, demo.proc.stdout);
+    const stuck = { demo: '/locks/payments-reconcile', 'demo-redis': 'app:stuck-migration', 'demo-zookeeper': '/app/locks/ledger-migration', 'demo-postgres': POSTGRES_LOCKS.incident };
+    await eventually(async () => {
+      const m = await scrape(serveUrl);
+      return Object.entries(stuck).every(([connection, lock]) => valueOf(m, 'locklens_store_up', { connection }) === 1 && valueOf(m, 'locklens_lock_holders', { connection, lock }) === 1);
+    }, 30_000, 'every store up, each stuck lock held, in /metrics');
+    const m = await scrape(serveUrl);
+    assert.ok(valueOf(m, 'locklens_lock_waiters', { connection: 'demo', lock: '/locks/payments-reconcile' })! >= 1, 'waiters behind the stuck etcd holder');
+    assert.equal(valueOf(m, 'locklens_lock_holder_never_expires', { connection: 'demo-redis', lock: 'app:stuck-migration' }), 1, 'the stuck token has no expiry');
+  });
+
+  test('Prometheus, with the shipped rules shortened, fires LockLensLockHeldTooLong for the stuck holder, and Alertmanager delivers it to the demo', async () => {
+    assert.match(prometheusUrl, /^http:\/\/127\.0\.0\.1:\d+$/, `Debian's prometheus is installed by scripts/setup.sh: ${demo.proc.stdout}`);
+    assert.match(alertmanagerUrl, /^http:\/\/127\.0\.0\.1:\d+$/, demo.proc.stdout);
+    type Alert = { labels: Record<string, string>; state: string };
+    const lock = '/locks/payments-reconcile';
+    const firing = await eventually(async () => {
+      const { data } = (await (await fetch(`${prometheusUrl}/api/v1/alerts`)).json()) as { data: { alerts: Alert[] } };
+      return data.alerts.find((a) => a.labels.alertname === 'LockLensLockHeldTooLong' && a.labels.lock === lock && a.state === 'firing');
+    }, 120_000, `LockLensLockHeldTooLong firing for ${lock} in Prometheus`);
+    assert.deepEqual([firing.labels.connection, firing.labels.store, firing.labels.severity], ['demo', 'etcd', 'warning']);
+    await demo.proc.until((p) => p.stdout.includes(`LockLensLockHeldTooLong firing: Lock ${lock} held for`), 'the demo prints the delivered alert', 30_000);
+  });
+
   test('locklens unlock databasechangeloglock/1 --force --yes releases the stuck Liquibase lock as Liquibase does', async () => {
     assert.equal((await listPostgres()).get(POSTGRES_LOCKS.liquibase)?.holder?.owner, LIQUIBASE_LOCKED_BY);
     const r = await procs.run(['unlock', POSTGRES_LOCKS.liquibase, '--force', '--yes', '--url', postgresUrl]);
@@ -303,6 +338,7 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     // The server's backends rewrite their command lines (and the environment's memory) as their titles, but end with
     // their postmaster, whose command line names the data dir in the temp dir (as the psycopg2 peers' name their script).
     assert.deepEqual(commandLines((c) => c.includes('postgres') && c.includes(tempDir)), [], 'no PostgreSQL server or psycopg2 peer of the demo left');
+    for (const url of [serveUrl, prometheusUrl, alertmanagerUrl]) assert.equal(await listening(new URL(url).host), false, `nothing listens on ${url} any more`);
   });
 });
 

@@ -49,6 +49,11 @@ export class PythonPeer {
     }
   }
 
+  /** Sends the peer's process a signal: SIGSTOP freezes a holder (its session and lock stay), SIGCONT wakes it. */
+  signal(signal: NodeJS.Signals): void {
+    this.proc.kill(signal);
+  }
+
   /** Tells the peer to release. */
   release(): void {
     if (!existsSync(this.gate)) writeFileSync(this.gate, '');
