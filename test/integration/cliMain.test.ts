@@ -50,7 +50,7 @@ describe('locklens: version, help and usage', () => {
     assert.equal(none.code, 2, show(none));
     assert.match(none.stdout, /^Usage: locklens <command>/, show(none));
     assert.match(none.stdout, /locklens --version/, show(none));
-    assert.deepEqual(await commandNames(), ['list', 'acquire', 'unlock', 'revoke', 'watch', 'history', 'serve']);
+    assert.deepEqual(await commandNames(), ['list', 'acquire', 'unlock', 'revoke', 'watch', 'history', 'diagnose', 'serve']);
     for (const asked of [['-h'], ['--help'], ['help']]) {
       const r = await cli(asked);
       assert.equal(r.code, 0, `${asked.join(' ')}: ${show(r)}`);
