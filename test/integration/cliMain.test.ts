@@ -99,7 +99,7 @@ describe('locklens: version, help and usage', () => {
       assert.ok(r.stderr.endsWith(`\n${usage}\n`), `${name}: ${show(r)}`);
       const stray = await cli([name, 'x', 'stray']);
       assert.equal(stray.code, 2, `${name}: ${show(stray)}`);
-      assert.equal(stray.stderr, `locklens: unexpected argument '${['list', 'watch', 'serve'].includes(name) ? 'x' : 'stray'}'\n${usage}\n`, `${name}: ${show(stray)}`);
+      assert.equal(stray.stderr, `locklens: unexpected argument '${['list', 'watch', 'diagnose', 'serve'].includes(name) ? 'x' : 'stray'}'\n${usage}\n`, `${name}: ${show(stray)}`);
     }
   });
 
