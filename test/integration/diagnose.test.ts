@@ -114,30 +114,30 @@ describe('diagnose against etcd and Go programs', () => {
       found.push(...order.observe(graph.replace((await backend!.list([Buffer.from('/inv/')])).locks), Date.now()));
       assert.deepEqual(graph.cycles(), [], 'never a deadlock');
     };
+    /** A program holding `held` that queues for `wanted` (held by another): resolves to its lease once queued. */
+    const holdThenQueue = async (held: string, wanted: string) => {
+      const peer = lockpair(held, wanted);
+      const lease = leaseOf(await peer.until(`holding ${held}`));
+      peer.next();
+      await peer.until(`waiting ${wanted}`);
+      await eventually(async () => (await backend!.list([Buffer.from(wanted)])).locks[0]?.waiters.length === 1, 10_000, `${wanted} queued`);
+      return { peer, lease };
+    };
     const other = lockpair('/inv/b', '/inv/z');
     await other.until('holding /inv/b');
-    const x = lockpair('/inv/a', '/inv/b');
-    const xLease = leaseOf(await x.until('holding /inv/a'));
-    x.next();
-    await x.until('waiting /inv/b');
-    await eventually(async () => (await backend!.list([Buffer.from('/inv/b')])).locks[0]?.waiters.length === 1, 10_000, 'x queued');
+    const x = await holdThenQueue('/inv/a', '/inv/b');
     await look();
     other.finish();
-    await x.until('holding /inv/b');
+    await x.peer.until('holding /inv/b');
     await look();
-    x.finish();
-    const aHolder = lockpair('/inv/a', '/inv/z');
-    await aHolder.until('holding /inv/a');
-    const y = lockpair('/inv/b', '/inv/a');
-    const yLease = leaseOf(await y.until('holding /inv/b'));
-    y.next();
-    await y.until('waiting /inv/a');
-    await eventually(async () => (await backend!.list([Buffer.from('/inv/a')])).locks[0]?.waiters.length === 1, 10_000, 'y queued');
+    x.peer.finish();
+    await lockpair('/inv/a', '/inv/z').until('holding /inv/a');
+    const y = await holdThenQueue('/inv/b', '/inv/a');
     await look();
     assert.equal(found.length, 1, JSON.stringify(found));
     const [inversion] = found;
-    assert.deepEqual([inversion.first.owner, inversion.first.held.name, inversion.first.waitedFor.name], [xLease, '/inv/a', '/inv/b']);
-    assert.deepEqual([inversion.second.owner, inversion.second.held.name, inversion.second.waitedFor.name], [yLease, '/inv/b', '/inv/a']);
+    assert.deepEqual([inversion.first.owner, inversion.first.held.name, inversion.first.waitedFor.name], [x.lease, '/inv/a', '/inv/b']);
+    assert.deepEqual([inversion.second.owner, inversion.second.held.name, inversion.second.waitedFor.name], [y.lease, '/inv/b', '/inv/a']);
     assert.ok(inversion.first.at < inversion.second.at);
   });
 

@@ -4,7 +4,7 @@
  * wait for the other, even if they have not yet. Fed the waits a WaitForGraph shows beginning, with what each owner
  * held then (so only owners that take part in the graph count: see waitFor.ts). Bounded: at most `maxPairs` ordered
  * pairs, the least recently seen forgotten first, and a pair not seen again within `forgetAfterMs` is forgotten.
- * Pure: `now` is passed in, and must not go back.
+ * Pure: `now` is passed in.
  */
 import type { LockRef, WaitBegun } from './cycle';
 
@@ -33,37 +33,35 @@ export const DEFAULT_MAX_PAIRS = 10_000;
 export const DEFAULT_FORGET_AFTER_MS = 60 * 60_000;
 
 export class LockOrder {
-  /** Ordered pair (held, waited for) → its latest evidence; a Map's order is the order of last sighting. */
+  /** Ordered pair (held, waited for) → its latest evidence. */
   private readonly pairs = new Map<string, OrderEvidence>();
   private readonly maxPairs: number;
   private readonly forgetAfterMs: number;
+  private sweptAt = -Infinity;
 
   constructor(options: LockOrderOptions = {}) {
     this.maxPairs = options.maxPairs ?? DEFAULT_MAX_PAIRS;
     this.forgetAfterMs = options.forgetAfterMs ?? DEFAULT_FORGET_AFTER_MS;
   }
 
-  /** Folds in waits that began; returns the inversions they complete (an order whose reverse was already seen). */
+  /** Folds in waits that began; returns the inversions they complete (an order whose reverse was seen in the window). */
   observe(begun: readonly WaitBegun[], now: number): Inversion[] {
-    this.forget(now);
     const completed: Inversion[] = [];
     for (const { owner, lock, holding } of begun) {
       for (const held of holding) {
-        const key = pairKey(held.id, lock.id);
         const evidence = { owner, held, waitedFor: lock, at: now };
-        this.pairs.delete(key);
-        this.pairs.set(key, evidence);
+        this.pairs.set(pairKey(held.id, lock.id), evidence);
         const reverse = this.pairs.get(pairKey(lock.id, held.id));
-        if (reverse) completed.push(inversionOf(evidence, reverse));
+        if (reverse && this.fresh(reverse, now)) completed.push(inversionOf(evidence, reverse));
       }
     }
-    while (this.pairs.size > this.maxPairs) this.pairs.delete(this.pairs.keys().next().value!);
+    if (this.pairs.size > this.maxPairs || now - this.sweptAt > this.forgetAfterMs / 10) this.sweep(now);
     return completed;
   }
 
   /** Every inversion whose two orders were both seen within the window, by id. */
   inversions(now: number): Inversion[] {
-    this.forget(now);
+    this.sweep(now);
     const out: Inversion[] = [];
     for (const evidence of this.pairs.values()) {
       if (evidence.held.id > evidence.waitedFor.id) continue;
@@ -82,11 +80,21 @@ export class LockOrder {
     this.pairs.clear();
   }
 
-  private forget(now: number): void {
-    for (const [key, evidence] of this.pairs) {
-      if (now - evidence.at <= this.forgetAfterMs) break;
-      this.pairs.delete(key);
-    }
+  private fresh(evidence: OrderEvidence, now: number): boolean {
+    return now - evidence.at <= this.forgetAfterMs;
+  }
+
+  /**
+   * Forgets the orders not seen within the window and, beyond maxPairs, the least recently seen down to three quarters
+   * of it: a sweep is a sort, done once per many sightings rather than one eviction at each.
+   */
+  private sweep(now: number): void {
+    this.sweptAt = now;
+    for (const [key, evidence] of this.pairs) if (!this.fresh(evidence, now)) this.pairs.delete(key);
+    if (this.pairs.size <= this.maxPairs) return;
+    const oldest = [...this.pairs].sort(([, a], [, b]) => a.at - b.at);
+    const keep = this.maxPairs - Math.max(1, Math.floor(this.maxPairs / 4));
+    for (const [key] of oldest.slice(0, oldest.length - keep)) this.pairs.delete(key);
   }
 }
 

@@ -44,30 +44,28 @@ export class WaitForGraph {
   apply(changes: Pick<ChangeSet, 'changed' | 'removed'>): WaitBegun[] {
     const added: WaitEdge[] = [];
     const begun: { owner: string; lock: LockRef }[] = [];
-    let dropped = false;
-    for (const id of changes.removed) dropped = this.drop(id) !== undefined || dropped;
+    let rewaited = false;
+    for (const id of changes.removed) {
+      const before = this.entries.get(id);
+      if (!before) continue;
+      this.entries.delete(id);
+      rewaited = this.reindex(id, before, undefined, added) || rewaited;
+    }
     for (const lock of changes.changed) {
-      const before = this.drop(lock.id);
-      dropped ||= before !== undefined && before.edges.length > 0;
-      const entry = entryOf(lock);
-      if (!entry) continue;
-      this.entries.set(lock.id, entry);
-      for (const owner of entry.holders) mapOf(this.held, owner).set(lock.id, entry.ref);
-      const had = new Set(before?.edges.map((e) => e.id));
-      for (const e of entry.edges) {
-        mapOf(this.out, e.from).set(e.id, e);
-        mapOf(this.into, e.to).set(e.id, e);
-        if (!had.has(e.id)) added.push(e);
-      }
-      for (const [identity, owner] of entry.waits) if (!before?.waits.has(identity)) begun.push({ owner, lock: entry.ref });
+      const before = this.entries.get(lock.id);
+      const entry = entryOf(lock, before?.ref);
+      if (entry) this.entries.set(lock.id, entry);
+      else if (before) this.entries.delete(lock.id);
+      rewaited = this.reindex(lock.id, before, entry, added) || rewaited;
+      for (const [identity, owner] of entry?.waits ?? []) if (!before?.waits.has(identity)) begun.push({ owner, lock: entry!.ref });
     }
     if (this.incomplete) {
       this.rebuild();
     } else {
-      if (dropped) this.recheck();
+      if (rewaited) this.recheck();
       for (const e of added) this.search(e);
     }
-    return begun.map(({ owner, lock }) => ({ owner, lock, holding: this.holding(owner).filter((r) => r.id !== lock.id) }));
+    return begun.map(({ owner, lock }) => ({ owner, lock, holding: [...(this.held.get(owner)?.values() ?? [])].filter((r) => r.id !== lock.id) }));
   }
 
   /** A whole read: the locks not in it are gone. */
@@ -103,16 +101,26 @@ export class WaitForGraph {
     this.incomplete = false;
   }
 
-  private drop(id: string): Entry | undefined {
-    const entry = this.entries.get(id);
-    if (!entry) return undefined;
-    this.entries.delete(id);
-    for (const owner of entry.holders) unlink(this.held, owner, id);
-    for (const e of entry.edges) {
+  /**
+   * Indexes a lock as it is now instead of as it was (what its owners hold, its waits), touching only what changed;
+   * new waits go to `added`. True when it had waits: the cycles through them are to be checked again.
+   */
+  private reindex(id: string, before: Entry | undefined, entry: Entry | undefined, added: WaitEdge[]): boolean {
+    for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) unlink(this.held, owner, id);
+    for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) mapOf(this.held, owner).set(id, entry!.ref);
+    const had = idsOf(before?.edges);
+    const has = idsOf(entry?.edges);
+    for (const e of before?.edges ?? []) {
+      if (has.has(e.id)) continue;
       unlink(this.out, e.from, e.id);
       unlink(this.into, e.to, e.id);
     }
-    return entry;
+    for (const e of entry?.edges ?? []) {
+      mapOf(this.out, e.from).set(e.id, e);
+      mapOf(this.into, e.to).set(e.id, e);
+      if (!had.has(e.id)) added.push(e);
+    }
+    return had.size > 0;
   }
 
   /** Keeps the cycles whose every wait is still there (with their figures as they are now). */
@@ -142,13 +150,14 @@ export class WaitForGraph {
   }
 }
 
-/** What a lock brings to the graph; undefined when it takes no part (see the comment at the top). */
-function entryOf(lock: LockState): Entry | undefined {
+/** What a lock brings to the graph; undefined when it takes no part (see the comment at the top). `known`: its ref before. */
+function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined {
   if (isSingleKey(lock)) return undefined;
   const holders = (lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : []).filter(takesPart);
   const waiters = lock.waiters.filter(takesPart);
   if (holders.length === 0 && waiters.length === 0) return undefined;
-  const ref = { id: lock.id, name: displayKey(lock.name) };
+  // A lock's id is its name's: the name is made once, and not at each of its changes.
+  const ref = known ?? { id: lock.id, name: displayKey(lock.name) };
   const edges: WaitEdge[] = [];
   const next = lock.waiters[0]?.owner ?? '';
   lock.waiters.forEach((w, ahead) => {
@@ -160,8 +169,10 @@ function entryOf(lock: LockState): Entry | undefined {
       edges.push({ id, from: w.owner, to: h.owner, lock: ref, waiter, holder: memberRef(h), ahead, next, holders: holders.length });
     }
   });
-  return { ref, holders: [...new Set(holders.map((h) => h.owner))], waits: new Map(waiters.map((w) => [identityOf(w), w.owner])), edges };
+  return { ref, holders: [...new Set(holders.map((h) => h.owner))], waits: waiters.length ? new Map(waiters.map((w) => [identityOf(w), w.owner])) : NO_WAITS, edges };
 }
+
+const NO_WAITS: ReadonlyMap<string, string> = new Map();
 
 function takesPart(m: LockMember): boolean {
   return m.owner !== '';
@@ -174,6 +185,13 @@ function conflicts(waiter: LockMember, holder: LockMember): boolean {
 
 function memberRef(m: LockMember): MemberRef {
   return { key: displayKey(m.key), owner: m.owner, token: m.token };
+}
+
+const NO_IDS: ReadonlySet<string> = new Set();
+
+/** The edges' ids (most locks have no waiters: no set is made for them). */
+function idsOf(edges: readonly WaitEdge[] | undefined): ReadonlySet<string> {
+  return edges?.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
 }
 
 function mapOf<V>(maps: Map<string, Map<string, V>>, key: string): Map<string, V> {
