@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EtcdConnection } from '../src/core/etcd/connect';
 import { startEtcd } from '../test/harness/etcd';
+import { diagnosisGraph } from './diagnosis';
 import { download } from './download';
 import { historyLeases, historyReplay } from './history';
 import { ROOT } from './paths';
@@ -79,6 +80,7 @@ async function main(): Promise<void> {
       });
     }
     await run('timeline_reduce', async () => timelineReduce());
+    await run('diagnosis_graph', async () => diagnosisGraph());
     await run('timeline_webview', () => timelineWebview());
   } finally {
     conn.close();

@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 . scripts/apt.sh
 ensure_apt_packages setup etcd-server etcd-client openssl redis-server redis-tools python3-redis zookeeper python3-kazoo \
-  postgresql mariadb-server python3-psycopg2 python3-pymysql prometheus prometheus-alertmanager
+  postgresql mariadb-server python3-psycopg2 python3-pymysql prometheus prometheus-alertmanager golang-go golang-etcd-server-dev python3-etcd3
 
 # npm ci only when the lockfile changed since the last install (node_modules/.package-lock.json mirrors it).
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -2,6 +2,7 @@ import { openBackend } from '../core/stores';
 import { LockLensError, errorMessage, type ErrorCode } from '../core/errors';
 import { acquire } from './commands/acquire';
 import type { Command, Output } from './commands/command';
+import { diagnose } from './commands/diagnose';
 import { history } from './commands/history';
 import { list } from './commands/list';
 import { revoke } from './commands/revoke';
@@ -11,7 +12,7 @@ import { watch } from './commands/watch';
 import { profileFrom } from './options';
 import { versionLine } from './version';
 
-const commands: readonly Command[] = [list, acquire, unlock, revoke, watch, history, serve];
+const commands: readonly Command[] = [list, acquire, unlock, revoke, watch, history, diagnose, serve];
 
 /** Exit codes, stable for scripts: one per kind of failure. */
 export const EXIT_CODES: Record<ErrorCode, number> = {
@@ -39,8 +40,8 @@ Commands:
 ${commands.map((c) => `  ${c.name.padEnd(9)} ${c.summary}`).join('\n')}
 
 Exit codes: 0 ok, 2 bad arguments, 3 unreachable or timed out, 4 auth, 5 TLS, 6 lock held (--try),
-7 lock lost, 8 lease not found, 9 lock changed hands (unlock --force did nothing), 130 interrupted,
-1 any other store error.`;
+7 lock lost, 8 lease not found, 9 lock changed hands (unlock --force did nothing), 10 deadlock found (diagnose),
+130 interrupted, 1 any other store error.`;
 
 const out: Output = {
   stdout: (t) => process.stdout.write(t + '\n'),

@@ -52,7 +52,7 @@ test('every alert rule has unit tests, a severity and annotations saying what an
   const rules = shippedRules();
   assert.deepEqual(
     rules.map((r) => r.alert),
-    ['LockLensLockHeldTooLong', 'LockLensLockNotRenewed', 'LockLensHolderNeverExpires', 'LockLensStoreDown', 'LockLensDown'],
+    ['LockLensLockHeldTooLong', 'LockLensLockNotRenewed', 'LockLensHolderNeverExpires', 'LockLensDeadlock', 'LockLensStoreDown', 'LockLensDown'],
   );
   for (const rule of rules) {
     assert.ok(tested.has(rule.alert), `${rule.alert} has no alert_rule_test in locklens-rules.test.yml`);

@@ -50,7 +50,7 @@ describe('locklens: version, help and usage', () => {
     assert.equal(none.code, 2, show(none));
     assert.match(none.stdout, /^Usage: locklens <command>/, show(none));
     assert.match(none.stdout, /locklens --version/, show(none));
-    assert.deepEqual(await commandNames(), ['list', 'acquire', 'unlock', 'revoke', 'watch', 'history', 'serve']);
+    assert.deepEqual(await commandNames(), ['list', 'acquire', 'unlock', 'revoke', 'watch', 'history', 'diagnose', 'serve']);
     for (const asked of [['-h'], ['--help'], ['help']]) {
       const r = await cli(asked);
       assert.equal(r.code, 0, `${asked.join(' ')}: ${show(r)}`);
@@ -99,7 +99,7 @@ describe('locklens: version, help and usage', () => {
       assert.ok(r.stderr.endsWith(`\n${usage}\n`), `${name}: ${show(r)}`);
       const stray = await cli([name, 'x', 'stray']);
       assert.equal(stray.code, 2, `${name}: ${show(stray)}`);
-      assert.equal(stray.stderr, `locklens: unexpected argument '${['list', 'watch', 'serve'].includes(name) ? 'x' : 'stray'}'\n${usage}\n`, `${name}: ${show(stray)}`);
+      assert.equal(stray.stderr, `locklens: unexpected argument '${['list', 'watch', 'diagnose', 'serve'].includes(name) ? 'x' : 'stray'}'\n${usage}\n`, `${name}: ${show(stray)}`);
     }
   });
 

@@ -27,6 +27,8 @@ const FAMILIES: Record<string, string[]> = {
   locklens_store_watch_state: ['connection', 'state', 'store'],
   locklens_locks: ['connection', 'store'],
   locklens_locks_unlisted: ['connection', 'store'],
+  locklens_deadlock_cycles: ['connection', 'store'],
+  locklens_lock_order_inversions: ['connection', 'store'],
   ...Object.fromEntries([...GAUGES, ...COUNTERS].map((m) => [`locklens_lock_${m}`, ['connection', 'kind', 'lock', 'store']])),
   locklens_lock_hold_duration_seconds: ['connection', 'kind', 'store'],
   locklens_lock_wait_duration_seconds: ['connection', 'kind', 'store'],

@@ -23,6 +23,9 @@ export interface Watched {
   lock(id: string): LockState | undefined;
   lease(id: string): LeaseInfo | undefined;
   now(lockId: string): LockNow | undefined;
+  /** Deadlocks confirmed now, and lock pairs seen taken in both orders within the window (diagnosis.ts). */
+  deadlockCycles(): number;
+  lockOrderInversions(now: number): number;
 }
 
 const STATES: readonly LiveState[] = ['loading', 'live', 'resyncing', 'reconnecting', 'closed'];
@@ -69,6 +72,8 @@ export class ServeMetrics {
       registers,
       collect: collectOf((g) => this.watched.forEach((w) => STATES.forEach((state) => g.set({ ...labels(w), state }, Number(w.state === state))))),
     });
+    perStore('locklens_deadlock_cycles', 'Deadlocks now: cycles of owners each holding a lock another waits in, seen again after a sync.', (w) => w.deadlockCycles());
+    perStore('locklens_lock_order_inversions', 'Lock pairs seen taken in both orders (held one while waiting for the other) within the last hour.', (w) => w.lockOrderInversions(this.clock()));
     perStore('locklens_locks', 'How many locks the watch of the connection sees.', (w) => w.locks().length);
     perStore('locklens_locks_unlisted', `Locks in the watch without series of their own (beyond --max-locks, or names dropped), summed into lock="__other__".`, (w) => this.current().unlisted.get(w.name) ?? 0);
     const perLock = (name: string, help: string, value: (s: Listing['series'][number]) => number | null) =>

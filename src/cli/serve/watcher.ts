@@ -20,6 +20,7 @@ import type { LockTableSpec } from '../../core/profile';
 import { sleep } from '../../core/sleep';
 import { openBackend, storeOf } from '../../core/stores';
 import type { ServeConnection } from './config';
+import { ConnectionDiagnosis, DIAGNOSE_INTERVAL_MS } from './diagnosis';
 import type { Log } from './log';
 import type { Watched } from './metrics';
 
@@ -38,6 +39,8 @@ const POLL_MS = 1000;
 
 export class ConnectionWatcher implements Watched {
   private readonly events: LockEvents;
+  private readonly diagnosis = new ConnectionDiagnosis();
+  private diagnosing?: NodeJS.Timeout;
   private readonly backoff: ExponentialBackoff<unknown>;
   private backend?: LockBackend;
   private watch?: LockWatch;
@@ -91,6 +94,14 @@ export class ConnectionWatcher implements Watched {
     return this.events.now(lockId);
   }
 
+  deadlockCycles(): number {
+    return this.diagnosis.deadlocks;
+  }
+
+  lockOrderInversions(now: number): number {
+    return this.diagnosis.inversions(now);
+  }
+
   start(): void {
     if (!this.running) void this.run();
     this.running = true;
@@ -134,13 +145,18 @@ export class ConnectionWatcher implements Watched {
     const watch = backend.watch(prefixes, { leaseSampleIntervalMs: LEASE_SAMPLE_MS, pollIntervalMs: POLL_MS, log: (m) => this.options.log('warn', m, { connection: this.name, store: this.store }) });
     this.watch = watch;
     this.events.restart();
+    this.diagnosis.restart();
     const observe: ObserveOptions = { hasLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id) };
     this.subscriptions = [
-      watch.onDidChangeLocks((changes) => this.deliver(this.events.observe(changes, observe, Date.now()), backend.leases)),
+      watch.onDidChangeLocks((changes) => {
+        this.diagnosis.observe(changes, Date.now());
+        this.deliver(this.events.observe(changes, observe, Date.now()), backend.leases);
+      }),
       watch.onDidChangeLeases((infos) => this.events.observeLeases(infos)),
       watch.onDidChangeStatus((status) => this.noteStatus(status)),
     ];
     await watch.start();
+    this.diagnosing = setInterval(() => void this.diagnose(watch), DIAGNOSE_INTERVAL_MS);
     this.ready = true;
     this.noteStatus(watch.status.state === 'loading' ? { ...watch.status, state: 'live' } : watch.status);
   }
@@ -161,7 +177,22 @@ export class ConnectionWatcher implements Watched {
       .catch((e: unknown) => this.options.log('error', 'handling lock events failed', { connection: this.name, error: errorMessage(e) }));
   }
 
+  /** Reads the graph once the watch has caught up with the store, and logs deadlocks found and cleared. */
+  private async diagnose(watch: LockWatch): Promise<void> {
+    try {
+      await watch.sync();
+    } catch {
+      return; // not live: the next tick reads again
+    }
+    if (this.watch !== watch) return;
+    const { appeared, cleared } = this.diagnosis.check(Date.now());
+    const fields = { connection: this.name, store: this.store };
+    for (const c of appeared) this.options.log('warn', 'deadlock', { ...fields, owners: c.members.length });
+    for (const c of cleared) this.options.log('info', 'deadlock cleared', { ...fields, owners: c.members.length });
+  }
+
   private stopWatch(): void {
+    clearInterval(this.diagnosing);
     this.subscriptions.forEach((s) => s.dispose());
     this.subscriptions = [];
     this.watch?.dispose();

@@ -1,0 +1,65 @@
+/**
+ * The cycles of a wait-for graph through one new edge: every simple path back from its end to its start. Bounded, so
+ * that a tangled graph (thousands of owners waiting on each other) costs a bounded walk, said as incomplete.
+ */
+import type { WaitEdge } from './cycle';
+
+/** Owner → its edges by id (out of it, or into it). */
+export type Adjacency = Map<string, Map<string, WaitEdge>>;
+
+/** Cycles kept per connection at most: more is an incident to be read from the first ones. */
+export const MAX_CYCLES = 100;
+/** Owners visited per search at most. */
+const MAX_STEPS = 20_000;
+
+export interface Found {
+  /** Each cycle's edges, `edge` first, each one's `to` the next one's `from`. */
+  readonly cycles: WaitEdge[][];
+  readonly complete: boolean;
+}
+
+/**
+ * The cycles through `edge` (from u to v): the simple paths from v to u. Only owners that can reach u are walked
+ * (found backwards first), so a search in a graph with few cycles stays among the owners that wait on u.
+ */
+export function cyclesThrough(edge: WaitEdge, out: Adjacency, into: Adjacency, room: number): Found {
+  const u = edge.from;
+  const reaching = new Set<string>([u]);
+  const queue = [u];
+  let steps = 0;
+  while (queue.length) {
+    if (++steps > MAX_STEPS) return { cycles: [], complete: false };
+    for (const e of into.get(queue.pop()!)?.values() ?? []) {
+      if (!reaching.has(e.from)) {
+        reaching.add(e.from);
+        queue.push(e.from);
+      }
+    }
+  }
+  if (!reaching.has(edge.to)) return { cycles: [], complete: true };
+  if (room <= 0) return { cycles: [], complete: false };
+  const cycles: WaitEdge[][] = [];
+  const path: WaitEdge[] = [edge];
+  const onPath = new Set<string>([u, edge.to]);
+  let complete = true;
+  const walk = (owner: string): void => {
+    for (const e of out.get(owner)?.values() ?? []) {
+      if (!complete) return;
+      if (++steps > MAX_STEPS || cycles.length >= room) {
+        complete = false;
+        return;
+      }
+      if (e.to === u) {
+        cycles.push([...path, e]);
+      } else if (!onPath.has(e.to) && reaching.has(e.to)) {
+        path.push(e);
+        onPath.add(e.to);
+        walk(e.to);
+        onPath.delete(e.to);
+        path.pop();
+      }
+    }
+  };
+  walk(edge.to);
+  return { cycles, complete };
+}

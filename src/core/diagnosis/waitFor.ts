@@ -1,0 +1,207 @@
+/**
+ * A wait-for graph over the owners of one connection's locks (issue 22), kept from the live model's change sets (or
+ * whole listings): an edge from a waiter's owner to each holder's owner of the lock it waits in, and a cycle of edges
+ * is a deadlock. Pure: no store, no timers; the cycles are found again only through the edges a change adds.
+ *
+ * Who takes part, and why no one is guessed into a cycle. A member joins only in a lock with a queue (a queue, an
+ * election, a read/write lock), where its owner is the same owner in every lock it holds or waits in: an etcd lease (a
+ * Go Session's, shared by its Mutexes), a ZooKeeper session, a Redisson `<uuid>:<thread>`, a PostgreSQL backend pid, a
+ * MySQL connection id. Left out:
+ * - single-key locks (isSingleKey): a Redis token lock, whose owner is a random token of that one lock, and a
+ *   lock-table row, whose holder is a column's free text (a host name). Neither has waiters, so no wait ends there;
+ *   joining their holders in would tie owners by two texts that happen to match;
+ * - an owner '' (a persistent ZooKeeper node, an etcd key without a lease, a row without a holder): nobody;
+ * - a wait on oneself (two threads of one ZooKeeper session or Go Session in one lock): the process's own queue.
+ * A wait the store does not show (a Redisson lock that is not fair has no visible queue) is an edge missing: a cycle
+ * can be missed, never made up. A waiter on a read/write lock waits for the holders it conflicts with: a reader for
+ * the writers, a writer for all. An owner is what the store names, which threads of one process may share (a Go
+ * Session, a ZooKeeper session); a cycle then says that each owner waits for what another holds.
+ */
+import { identityOf } from '../holdObservation';
+import { displayKey } from '../keys';
+import { isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
+import { cycleOf, type Cycle, type LockRef, type MemberRef, type WaitBegun, type WaitEdge } from './cycle';
+import { cyclesThrough, MAX_CYCLES, type Adjacency } from './cycleSearch';
+
+interface Entry {
+  readonly ref: LockRef;
+  readonly holders: readonly string[];
+  /** The waiters' identities (holdObservation's identityOf) and owners. */
+  readonly waits: ReadonlyMap<string, string>;
+  readonly edges: readonly WaitEdge[];
+}
+
+export class WaitForGraph {
+  private readonly entries = new Map<string, Entry>();
+  private readonly out: Adjacency = new Map();
+  private readonly into: Adjacency = new Map();
+  /** Owner → the locks it holds (among locks that take part). */
+  private readonly held = new Map<string, Map<string, LockRef>>();
+  private readonly found = new Map<string, Cycle>();
+  private incomplete = false;
+
+  /** Folds in one change set (or a listing's locks, as `changed`); returns the waits it shows beginning. */
+  apply(changes: Pick<ChangeSet, 'changed' | 'removed'>): WaitBegun[] {
+    const added: WaitEdge[] = [];
+    const begun: { owner: string; lock: LockRef }[] = [];
+    let rewaited = false;
+    for (const id of changes.removed) {
+      const before = this.entries.get(id);
+      if (!before) continue;
+      this.entries.delete(id);
+      rewaited = this.reindex(id, before, undefined, added) || rewaited;
+    }
+    for (const lock of changes.changed) {
+      const before = this.entries.get(lock.id);
+      const entry = entryOf(lock, before?.ref);
+      if (entry) this.entries.set(lock.id, entry);
+      else if (before) this.entries.delete(lock.id);
+      rewaited = this.reindex(lock.id, before, entry, added) || rewaited;
+      for (const [identity, owner] of entry?.waits ?? []) if (!before?.waits.has(identity)) begun.push({ owner, lock: entry!.ref });
+    }
+    if (this.incomplete) {
+      this.rebuild();
+    } else {
+      if (rewaited) this.recheck();
+      for (const e of added) this.search(e);
+    }
+    return begun.map(({ owner, lock }) => ({ owner, lock, holding: [...(this.held.get(owner)?.values() ?? [])].filter((r) => r.id !== lock.id) }));
+  }
+
+  /** A whole read: the locks not in it are gone. */
+  replace(locks: readonly LockState[]): WaitBegun[] {
+    const ids = new Set(locks.map((l) => l.id));
+    return this.apply({ changed: locks, removed: [...this.entries.keys()].filter((id) => !ids.has(id)) });
+  }
+
+  /** The cycles now, by id. */
+  cycles(): Cycle[] {
+    return [...this.found.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  }
+
+  /** The locks `owner` holds, by name. */
+  holding(owner: string): LockRef[] {
+    return [...(this.held.get(owner)?.values() ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
+
+  /** A search gave up at its bounds (MAX_CYCLES, or a graph too tangled to walk): there may be more cycles. */
+  get truncated(): boolean {
+    return this.incomplete;
+  }
+
+  get size(): { readonly locks: number; readonly owners: number; readonly edges: number } {
+    let edges = 0;
+    for (const m of this.out.values()) edges += m.size;
+    return { locks: this.entries.size, owners: new Set([...this.held.keys(), ...this.out.keys()]).size, edges };
+  }
+
+  /** Forgets everything: a new watch of the connection begins. */
+  clear(): void {
+    [this.entries, this.out, this.into, this.held, this.found].forEach((m) => m.clear());
+    this.incomplete = false;
+  }
+
+  /**
+   * Indexes a lock as it is now instead of as it was (what its owners hold, its waits), touching only what changed;
+   * new waits go to `added`. True when it had waits: the cycles through them are to be checked again.
+   */
+  private reindex(id: string, before: Entry | undefined, entry: Entry | undefined, added: WaitEdge[]): boolean {
+    for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) unlink(this.held, owner, id);
+    for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) mapOf(this.held, owner).set(id, entry!.ref);
+    const had = idsOf(before?.edges);
+    const has = idsOf(entry?.edges);
+    for (const e of before?.edges ?? []) {
+      if (has.has(e.id)) continue;
+      unlink(this.out, e.from, e.id);
+      unlink(this.into, e.to, e.id);
+    }
+    for (const e of entry?.edges ?? []) {
+      mapOf(this.out, e.from).set(e.id, e);
+      mapOf(this.into, e.to).set(e.id, e);
+      if (!had.has(e.id)) added.push(e);
+    }
+    return had.size > 0;
+  }
+
+  /** Keeps the cycles whose every wait is still there (with their figures as they are now). */
+  private recheck(): void {
+    for (const [id, cycle] of this.found) {
+      const now = cycle.edges.map((e) => this.out.get(e.from)?.get(e.id));
+      if (now.every((e): e is WaitEdge => e !== undefined)) this.found.set(id, cycleOf(now));
+      else this.found.delete(id);
+    }
+  }
+
+  /** After a search gave up, every cycle is looked for again at each change, until all are found. */
+  private rebuild(): void {
+    this.found.clear();
+    this.incomplete = false;
+    for (const edges of this.out.values()) for (const e of edges.values()) this.search(e);
+  }
+
+  private search(edge: WaitEdge): void {
+    if (!this.out.get(edge.from)?.has(edge.id)) return;
+    const { cycles, complete } = cyclesThrough(edge, this.out, this.into, MAX_CYCLES - this.found.size);
+    this.incomplete ||= !complete;
+    for (const edges of cycles) {
+      const cycle = cycleOf(edges);
+      this.found.set(cycle.id, cycle);
+    }
+  }
+}
+
+/** What a lock brings to the graph; undefined when it takes no part (see the comment at the top). `known`: its ref before. */
+function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined {
+  if (isSingleKey(lock)) return undefined;
+  const holders = (lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : []).filter(takesPart);
+  const waiters = lock.waiters.filter(takesPart);
+  if (holders.length === 0 && waiters.length === 0) return undefined;
+  // A lock's id is its name's: the name is made once, and not at each of its changes.
+  const ref = known ?? { id: lock.id, name: displayKey(lock.name) };
+  const edges: WaitEdge[] = [];
+  const next = lock.waiters[0]?.owner ?? '';
+  lock.waiters.forEach((w, ahead) => {
+    if (!takesPart(w)) return;
+    const waiter = memberRef(w);
+    for (const h of holders) {
+      if (h.owner === w.owner || !conflicts(w, h)) continue;
+      const id = JSON.stringify([lock.id, identityOf(w), identityOf(h)]);
+      edges.push({ id, from: w.owner, to: h.owner, lock: ref, waiter, holder: memberRef(h), ahead, next, holders: holders.length });
+    }
+  });
+  return { ref, holders: [...new Set(holders.map((h) => h.owner))], waits: waiters.length ? new Map(waiters.map((w) => [identityOf(w), w.owner])) : NO_WAITS, edges };
+}
+
+const NO_WAITS: ReadonlyMap<string, string> = new Map();
+
+function takesPart(m: LockMember): boolean {
+  return m.owner !== '';
+}
+
+/** A reader waits for writers; a writer (or a member of a lock without modes) for every holder. */
+function conflicts(waiter: LockMember, holder: LockMember): boolean {
+  return waiter.mode !== 'read' || holder.mode === 'write';
+}
+
+function memberRef(m: LockMember): MemberRef {
+  return { key: displayKey(m.key), owner: m.owner, token: m.token };
+}
+
+const NO_IDS: ReadonlySet<string> = new Set();
+
+/** The edges' ids (most locks have no waiters: no set is made for them). */
+function idsOf(edges: readonly WaitEdge[] | undefined): ReadonlySet<string> {
+  return edges?.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
+}
+
+function mapOf<V>(maps: Map<string, Map<string, V>>, key: string): Map<string, V> {
+  let m = maps.get(key);
+  if (!m) maps.set(key, (m = new Map()));
+  return m;
+}
+
+function unlink<V>(maps: Map<string, Map<string, V>>, key: string, id: string): void {
+  const m = maps.get(key);
+  m?.delete(id);
+  if (m?.size === 0) maps.delete(key);
+}
