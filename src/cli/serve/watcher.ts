@@ -20,7 +20,7 @@ import type { LockTableSpec } from '../../core/profile';
 import { sleep } from '../../core/sleep';
 import { openBackend, storeOf } from '../../core/stores';
 import type { ServeConnection } from './config';
-import { ConnectionDiagnosis, DIAGNOSE_INTERVAL_MS } from './diagnosis';
+import { ConnectionDiagnosis, DIAGNOSE_INTERVAL_MS } from '../../core/diagnosis/connectionDiagnosis';
 import type { Log } from './log';
 import type { Watched } from './metrics';
 
