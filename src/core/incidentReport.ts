@@ -2,7 +2,11 @@ import type { Capabilities } from './backend';
 import type { HoldEnd, LockHistory } from './history';
 import type { ObservedHold } from './holdObservation';
 import { displayKey } from './keys';
-import type { MemberHealth, Trouble } from './lockHealth';
+import { breakingChoices } from './diagnosis/breaking';
+import type { Cycle } from './diagnosis/cycle';
+import type { Inversion, OrderEvidence } from './diagnosis/inversions';
+import type { TtlFit } from './diagnosis/ttlFit';
+import type { MemberHealth, MemberTrouble } from './lockHealth';
 import { holdBound, type LockFigures, type Spread } from './lockFigures';
 import type { LockState } from './lockState';
 
@@ -28,7 +32,17 @@ export interface IncidentInput {
   /** Holds seen live, oldest first. */
   readonly holds: readonly ObservedHold[];
   readonly history: LockHistory | undefined;
+  /** What the connection's diagnosis says of this lock (src/core/diagnosis). */
+  readonly diagnosis?: LockDiagnosis;
   readonly now: number;
+}
+
+export interface LockDiagnosis {
+  /** Confirmed deadlocks that hold or wait in it. */
+  readonly deadlocks: readonly Cycle[];
+  /** Lock-order inversions it is one of the two locks of. */
+  readonly inversions: readonly Inversion[];
+  readonly ttlFit: TtlFit | undefined;
 }
 
 /** Recent holds listed, the newest. */
@@ -47,6 +61,7 @@ export function incidentReport(input: IncidentInput): string {
     '',
     ...(input.live ? nowLines(input.live, now) : ['Not in the store now: free, nobody waiting (or no longer under a watched prefix).']),
     '',
+    ...diagnosisLines(input.diagnosis),
     ...figureLines(input.figures),
     ...recentLines(input.holds, now),
     ...historyLines(input.history),
@@ -72,13 +87,37 @@ function nowLines({ lock, health, owner }: NonNullable<IncidentInput['live']>, n
   return lines;
 }
 
-const TROUBLES: Record<Trouble, string> = {
+const TROUBLES: Record<MemberTrouble, string> = {
   leaseExpired: 'its TTL ran out',
   stalled: 'TTL not being renewed',
   noMajority: 'held on too few instances for a majority',
   noLease: 'no TTL: held forever if its owner died',
   longHold: 'long hold',
 };
+
+function diagnosisLines(d: LockDiagnosis | undefined): string[] {
+  if (!d || (!d.deadlocks.length && !d.inversions.length && !d.ttlFit)) return [];
+  const lines = ['## Diagnosis', ''];
+  for (const cycle of d.deadlocks) {
+    lines.push(`- **Deadlock** (confirmed by two synced reads): ${cycleSentence(cycle)}`);
+    for (const choice of breakingChoices(cycle)) lines.push(`  - to break it: ${choice.text}`);
+  }
+  for (const i of d.inversions) {
+    lines.push(`- **Lock-order inversion** between ${code(i.locks[0].name)} and ${code(i.locks[1].name)}: ${orderSentence(i.first)}; ${orderSentence(i.second)}`);
+  }
+  if (d.ttlFit) lines.push(`- **TTL too short**: ${d.ttlFit.text}`);
+  lines.push('');
+  return lines;
+}
+
+/** "`a` holds `/a` and waits for `/b`; `b` holds `/b` and waits for `/a`". */
+export function cycleSentence(cycle: Cycle): string {
+  return cycle.members.map((m) => `${code(m.owner)} holds ${code(m.holds.name)} and waits for ${code(m.waitsIn.name)}`).join('; ');
+}
+
+function orderSentence(e: OrderEvidence): string {
+  return `${code(e.owner)} held ${code(e.held.name)} when it began waiting for ${code(e.waitedFor.name)} at ${new Date(e.at).toISOString()}`;
+}
 
 function figureLines(f: LockFigures | undefined): string[] {
   if (!f) return [];

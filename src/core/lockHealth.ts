@@ -2,11 +2,20 @@ import { keyId } from './keys';
 import { remainingTtl, type LeaseInfo } from './leaseInfo';
 import { hasMajority, holderCount, members, type ChangeSet, type LockMember, type LockState } from './lockState';
 
-/** What can be wrong with one member of a lock, worst first. */
+/** What can be wrong with one member of a lock. */
 /** `noMajority`: a holder seen on too few of a redlock's independent instances to hold the lock in redlock's sense. */
-export type Trouble = 'leaseExpired' | 'stalled' | 'noMajority' | 'noLease' | 'longHold';
+export type MemberTrouble = 'leaseExpired' | 'stalled' | 'noMajority' | 'noLease' | 'longHold';
 
-export const TROUBLE_ORDER: readonly Trouble[] = ['leaseExpired', 'stalled', 'noMajority', 'noLease', 'longHold'];
+/**
+ * What can be wrong with a lock as a whole, from the connection's diagnosis (src/core/diagnosis): `deadlock`, it is in
+ * a confirmed cycle of owners each waiting for the next; `ttlFit`, its holds outrun a TTL nothing renews.
+ */
+export type LockTrouble = 'deadlock' | 'ttlFit';
+
+export type Trouble = MemberTrouble | LockTrouble;
+
+/** Worst first. */
+export const TROUBLE_ORDER: readonly Trouble[] = ['deadlock', 'leaseExpired', 'stalled', 'noMajority', 'ttlFit', 'noLease', 'longHold'];
 
 /** Since when something has been true, and whether LockLens saw it happen or only found it so when it started looking. */
 export interface Since {
@@ -28,7 +37,7 @@ export interface MemberHealth {
   readonly ttl?: number;
   /** Holding since (holder), or waiting since (waiter). */
   readonly since: Since;
-  readonly troubles: readonly Trouble[];
+  readonly troubles: readonly MemberTrouble[];
 }
 
 export interface HealthOptions {
@@ -107,7 +116,7 @@ export function lockHealth(
     const info = member.lease ? lease(member.lease) : undefined;
     const role = roleOf(lock, position);
     const since = i === 0 && holders ? (clock.heldSince(lock) ?? clock.seen(member)) : clock.seen(member);
-    const troubles: Trouble[] = [];
+    const troubles: MemberTrouble[] = [];
     if (info?.state === 'expired') troubles.push('leaseExpired');
     else if (info?.stalled) troubles.push('stalled');
     if (position === 0 && !hasMajority(member)) troubles.push('noMajority');
@@ -129,8 +138,8 @@ function roleOf(lock: LockState, position: number): Role {
   }
 }
 
-/** The worst trouble among members, for the lock's own decoration. */
-export function worstTrouble(health: readonly MemberHealth[]): Trouble | undefined {
-  const all = new Set(health.flatMap((h) => h.troubles));
+/** The worst trouble among members and the lock's own, for the lock's own decoration. */
+export function worstTrouble(health: readonly MemberHealth[], lockTroubles: readonly LockTrouble[] = []): Trouble | undefined {
+  const all = new Set<Trouble>([...lockTroubles, ...health.flatMap((h) => h.troubles)]);
   return TROUBLE_ORDER.find((t) => all.has(t));
 }

@@ -7,11 +7,15 @@
  */
 import type { LockWatch } from '../core/backend';
 import { ConnectionDiagnosis } from '../core/diagnosis/connectionDiagnosis';
+import type { Cycle } from '../core/diagnosis/cycle';
 import type { DeadlockReport } from '../core/diagnosis/detector';
+import type { Inversion } from '../core/diagnosis/inversions';
+import type { TtlFit } from '../core/diagnosis/ttlFit';
+import type { ObservedHold } from '../core/holdObservation';
 import { Emitter, type Disposable, type Event } from '../core/emitter';
 import type { LeaseInfo } from '../core/leaseInfo';
 import type { LockClock } from '../core/lockHealth';
-import type { ChangeSet } from '../core/lockState';
+import type { ChangeSet, LockState } from '../core/lockState';
 
 /** What this module reads of a connection (a StoreConnection). */
 export interface DiagnosedConnection {
@@ -27,6 +31,15 @@ export interface DiagnosisSource<C extends DiagnosedConnection> {
   readonly onDidChange: Event<void>;
   all(): readonly C[];
 }
+
+/** What the diagnosis says of one lock, for its row, its tooltip, the Lock History view and the report. */
+export interface LockFindings {
+  /** Confirmed deadlocks that hold or wait in it. */
+  readonly deadlocks: readonly Cycle[];
+  readonly ttlFit: TtlFit | undefined;
+}
+
+export const NO_FINDINGS: LockFindings = { deadlocks: [], ttlFit: undefined };
 
 /** How long after a change set the synced read is made: a burst of change sets asks for one read. */
 export const CHECK_DELAY_MS = 1000;
@@ -63,6 +76,17 @@ export class Diagnoses<C extends DiagnosedConnection> implements Disposable {
   /** The connection's diagnosis, or undefined before its first change set. */
   of(connection: C): ConnectionDiagnosis | undefined {
     return this.connections.get(connection)?.diagnosis;
+  }
+
+  /** What the diagnosis says of the lock; `holds` are its holds measured (LockStats), for its TTL fit. */
+  findings(connection: C, lock: LockState, holds: readonly ObservedHold[]): LockFindings {
+    const d = this.of(connection);
+    return d ? { deadlocks: d.cyclesOf(lock.id), ttlFit: d.ttlFit(lock, holds) } : NO_FINDINGS;
+  }
+
+  /** The lock-order inversions the lock is one of the two locks of. */
+  inversionsOf(connection: C, lockId: string, now = Date.now()): Inversion[] {
+    return (this.of(connection)?.inversionList(now) ?? []).filter((i) => i.locks[0].id === lockId || i.locks[1].id === lockId);
   }
 
   dispose(): void {

@@ -5,7 +5,9 @@ import { AuditLog } from './audit';
 import { commandRegistrar } from './commandRunner';
 import { registerConnectionCommands } from './commands/connectionCommands';
 import { registerLockCommands } from './commands/lockCommands';
-import { ConnectionRegistry } from './connections';
+import { ConnectionRegistry, type StoreConnection } from './connections';
+import { registerDeadlockNotices } from './deadlockNotice';
+import { Diagnoses } from './diagnosis';
 import { HeldLocks } from './heldLocks';
 import { registerHistory, type LockHistoryProvider } from './historyView';
 import { LeaseEndProbe } from './leaseEndProbe';
@@ -28,6 +30,8 @@ export interface LockLensApi {
   readonly records: LockRecords;
   /** The Lock History view's data: the lock it shows, and replays of store history. */
   readonly history: LockHistoryProvider;
+  /** Each connection's diagnosis: deadlocks, lock-order inversions, TTL fits. */
+  readonly diagnoses: Diagnoses<StoreConnection>;
   readonly log: vscode.LogOutputChannel;
   /** Where this extension's logs are written. */
   readonly logUri: vscode.Uri;
@@ -51,7 +55,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   const register = commandRegistrar(log);
   const probe = new LeaseEndProbe(registry);
   const records = new LockRecords(registry, probe, context.globalStorageUri, log);
-  const tree = new LockTreeProvider(registry, heldLocks, (c, lockId) => records.stats.figures(c.name, lockId));
+  const diagnoses = new Diagnoses(registry);
+  const tree = new LockTreeProvider(
+    registry,
+    heldLocks,
+    (c, lockId) => records.stats.figures(c.name, lockId),
+    (c, lock) => diagnoses.findings(c, lock, records.stats.holds(c.name, lock.id)),
+  );
   const view = vscode.window.createTreeView('locklens.locks', { treeDataProvider: tree, showCollapseAll: true });
   tree.setVisible(view.visible);
   context.subscriptions.push(view.onDidChangeVisibility((e) => tree.setVisible(e.visible)));
@@ -83,6 +93,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     ...registerLockCommands(register, registry, heldLocks, tree, audit),
     ...timeline.disposables,
     records,
+    diagnoses,
+    registerDeadlockNotices(diagnoses, tree, view),
     ...history.disposables,
     register('locklens.showAuditLog', () => audit.channel.show(true)),
     // A store package installed (or updated) while this window runs: connections that were missing it try again.
@@ -107,7 +119,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   updateContext();
   log.info(`LockLens ${context.extension.packageJSON.version} activated with ${connections.length} connection(s)`);
   if (autoConnect()) void recordsRead.then(() => connections.forEach((c) => void c.connect()));
-  return { registry, secrets, tree, heldLocks, audit, records, history: history.provider, log, logUri: context.logUri };
+  return { registry, secrets, tree, heldLocks, audit, records, history: history.provider, diagnoses, log, logUri: context.logUri };
 }
 
 /** Releases every lock held from this window (revoking its lease) before the extension host goes. */

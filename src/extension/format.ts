@@ -1,7 +1,9 @@
 import * as vscode from 'vscode';
 import type { Capabilities } from '../core/backend';
 import { displayKey } from '../core/keys';
-import type { MemberHealth, Role, Since, Trouble } from '../core/lockHealth';
+import type { Cycle } from '../core/diagnosis/cycle';
+import type { TtlFit } from '../core/diagnosis/ttlFit';
+import type { MemberHealth, MemberTrouble, Role, Since, Trouble } from '../core/lockHealth';
 import type { LockMember } from '../core/lockState';
 import type { StoreConnection } from './connections';
 
@@ -120,10 +122,14 @@ export function troubleLabel(trouble: Trouble, owner: OwnerKind): string {
       return noExpiryLabel(owner);
     case 'longHold':
       return vscode.l10n.t('long hold');
+    case 'deadlock':
+      return vscode.l10n.t('deadlock');
+    case 'ttlFit':
+      return vscode.l10n.t('TTL too short');
   }
 }
 
-export function troubleText(trouble: Trouble, health: MemberHealth, longHoldMs: number, owner: OwnerKind, now = Date.now()): string {
+export function troubleText(trouble: MemberTrouble, health: MemberHealth, longHoldMs: number, owner: OwnerKind, now = Date.now()): string {
   switch (trouble) {
     case 'leaseExpired':
       if (owner === 'connection') return vscode.l10n.t('Its expiry time has passed: the lock counts as free, though its row is still there (ShedLock keeps its rows; the next holder overwrites it).');
@@ -184,8 +190,27 @@ export function tooltip(): vscode.MarkdownString {
 
 export function troubleIcon(trouble: Trouble | undefined, fallback: string): vscode.ThemeIcon {
   if (!trouble) return new vscode.ThemeIcon(fallback);
+  if (trouble === 'deadlock') return new vscode.ThemeIcon('error', new vscode.ThemeColor('list.errorForeground'));
   const colour = trouble === 'leaseExpired' || trouble === 'stalled' || trouble === 'noMajority' ? 'list.errorForeground' : 'list.warningForeground';
   return new vscode.ThemeIcon('warning', new vscode.ThemeColor(colour));
+}
+
+/** A deadlock in words: "session 1a holds /a and waits for /b; session 2b holds /b and waits for /a". */
+export function cycleText(cycle: Cycle, owner: OwnerKind): string {
+  return cycle.members.map((m) => vscode.l10n.t('{0} holds {1} and waits for {2}', ownerLabel(owner, m.owner), m.holds.name, m.waitsIn.name)).join('; ');
+}
+
+/** A TTL fit with its figures: "Holds run up to 11s (p95 10s); the lock expires after 8s with nothing renewing it: …". */
+export function ttlFitText(fit: TtlFit): string {
+  const figures = vscode.l10n.t(
+    'Holds run up to {0} (p95 {1}); the lock expires after {2} with nothing renewing it',
+    formatSpan(fit.maxSeconds * 1000),
+    formatSpan(fit.p95Seconds * 1000),
+    formatSpan(fit.ttlSeconds * 1000),
+  );
+  const expired = fit.expired ? vscode.l10n.t('; {0} of {1} holds ran until it expired', fit.expired, fit.holds) : '';
+  const so = fit.level === 'exceeds' ? vscode.l10n.t('a second holder can get in.') : vscode.l10n.t('a longer hold lets a second holder in.');
+  return `${figures}${expired}: ${so}`;
 }
 
 /** A connection's state in a few words, with the reason when it is not working. */

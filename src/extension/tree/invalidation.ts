@@ -1,5 +1,6 @@
 import { keyId } from '../../core/keys';
-import { members, type LockMember } from '../../core/lockState';
+import type { LockTrouble } from '../../core/lockHealth';
+import { members, type LockMember, type LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
 import type { HealthCache } from './liveModel';
 import { lockFace } from './lockRow';
@@ -23,6 +24,8 @@ export class Invalidation {
     private readonly nodes: Map<string, LockTreeNode>,
     private readonly health: HealthCache,
     private readonly owns: (connection: StoreConnection, member: LockMember) => boolean,
+    /** The lock's own troubles, from the connection's diagnosis. */
+    private readonly lockTroubles: (connection: StoreConnection, lock: LockState) => readonly LockTrouble[],
     /** Redraws the rows given, or every row. */
     private readonly redraw: (rows: LockTreeNode[] | undefined) => void,
   ) {}
@@ -131,7 +134,7 @@ export class Invalidation {
 
   private redrawLockIfMoved(n: LockNode): void {
     const lock = n.lock();
-    if (lock && lockFace(n, lock, this.health.get(n.connection, lock)) !== this.shownFace.get(n.id)) this.pending.add(n);
+    if (lock && lockFace(n, lock, this.health.get(n.connection, lock), this.lockTroubles(n.connection, lock)) !== this.shownFace.get(n.id)) this.pending.add(n);
   }
 
   /** The lock rows and member rows shown for the locks `wanted` picks. */

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { worstTrouble, type MemberHealth, type Trouble } from '../../core/lockHealth';
+import { worstTrouble, type LockTrouble, type MemberHealth, type Trouble } from '../../core/lockHealth';
 import type { LockFigures } from '../../core/lockFigures';
 import { isElection, members, type LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
@@ -7,6 +7,8 @@ import { conventionLabel } from '../../core/stores';
 import { appendUntrusted, formatSpan, formatTtl, roleLabel, showsTtl, tooltip, troubleIcon, troubleText } from '../format';
 import { longHoldMs } from '../settings';
 import { lockContext } from './contextValue';
+import type { LockFindings } from '../diagnosis';
+import { appendFindings } from './findings';
 import { coarseAge, escapeOwn, memberLabel, shortId, shortName } from './labels';
 import { capabilities } from './liveModel';
 import type { PrefixedRow } from './row';
@@ -39,8 +41,8 @@ export function waitersText(lock: LockState): string {
 }
 
 /** What a lock row shows that can change while its lock does not: its trouble, and its description (the age in it). */
-export function lockFace(node: PrefixedRow, lock: LockState, health: readonly MemberHealth[]): string {
-  return `${worstTrouble(health) ?? ''}|${lockDescription(node, lock, health)}`;
+export function lockFace(node: PrefixedRow, lock: LockState, health: readonly MemberHealth[], lockTroubles: readonly LockTrouble[]): string {
+  return `${worstTrouble(health, lockTroubles) ?? ''}|${lockDescription(node, lock, health)}`;
 }
 
 /**
@@ -69,7 +71,7 @@ export function lockDescription(node: PrefixedRow, lock: LockState, health: read
   return parts.join(' · ');
 }
 
-export function lockTooltip(connection: StoreConnection, lock: LockState, health: readonly MemberHealth[], figures: LockFigures | undefined): vscode.MarkdownString {
+export function lockTooltip(connection: StoreConnection, lock: LockState, health: readonly MemberHealth[], figures: LockFigures | undefined, findings: LockFindings): vscode.MarkdownString {
   const caps = capabilities(connection);
   const { owner } = caps;
   const md = tooltip().appendMarkdown(`**${vscode.l10n.t('Lock')}** `);
@@ -83,6 +85,7 @@ export function lockTooltip(connection: StoreConnection, lock: LockState, health
     if (h.member.token !== null) md.appendMarkdown(` · ${vscode.l10n.t('token {0}', h.member.token)}`);
     md.appendMarkdown('\n');
   }
+  appendFindings(md, findings, owner);
   for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs(), owner))}`);
   if (figures) md.appendMarkdown(`\n\n$(graph) ${escapeOwn(figuresLine(figures))}`);
   return md;

@@ -4,6 +4,8 @@ import type { LockFigures } from '../../core/lockFigures';
 import type { LockMember, LockState } from '../../core/lockState';
 import type { ConnectionRegistry, StoreConnection } from '../connections';
 import type { HeldLocks } from '../heldLocks';
+import { NO_FINDINGS, type LockFindings } from '../diagnosis';
+import { lockTroubles } from './findings';
 import { Invalidation } from './invalidation';
 import { HealthCache } from './liveModel';
 import { waitersText } from './lockRow';
@@ -42,8 +44,11 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     private readonly heldLocks: HeldLocks,
     /** What LockLens recorded of a lock over time, for its tooltip. */
     readonly figures: (connection: StoreConnection, lockId: string) => LockFigures | undefined = () => undefined,
+    /** What the connection's diagnosis says of a lock, for its row and tooltip. */
+    readonly findings: (connection: StoreConnection, lock: LockState) => LockFindings = () => NO_FINDINGS,
   ) {
-    const invalidation = (this.invalidation = new Invalidation(this.nodes, this.healthCache, (c, m) => this.owns(c, m), (rows) => this.changeEmitter.fire(rows)));
+    const troubles = (c: StoreConnection, lock: LockState) => lockTroubles(this.findings(c, lock));
+    const invalidation = (this.invalidation = new Invalidation(this.nodes, this.healthCache, (c, m) => this.owns(c, m), troubles, (rows) => this.changeEmitter.fire(rows)));
     this.subscriptions.push(
       this.changeEmitter,
       this.badges,
@@ -106,6 +111,11 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
 
   health(connection: StoreConnection, lock: LockState): MemberHealth[] {
     return this.healthCache.get(connection, lock);
+  }
+
+  /** The diagnosis of these locks changed (a deadlock confirmed or cleared): their rows are redrawn. */
+  findingsChanged(connection: StoreConnection, lockIds: readonly string[]): void {
+    this.invalidation.locksChanged(connection, lockIds, []);
   }
 
   /** Redraws everything (connections added, removed or edited; a setting that changes every row). */

@@ -5,6 +5,8 @@ import type { LockFigures } from '../../core/lockFigures';
 import { isSingleKey, members, type LockMember, type LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
 import { connectionItem, hintItem } from './connectionRow';
+import type { LockFindings } from '../diagnosis';
+import { lockTroubles } from './findings';
 import { freshHealth } from './liveModel';
 import { lockFace, lockItem, lockTooltip } from './lockRow';
 import { memberItem, memberTooltip } from './memberRow';
@@ -20,6 +22,8 @@ export interface Rows {
   health(connection: StoreConnection, lock: LockState): MemberHealth[];
   owns(connection: StoreConnection, member: LockMember): boolean;
   figures(connection: StoreConnection, lockId: string): LockFigures | undefined;
+  /** What the connection's diagnosis says of the lock: deadlocks it is in, a TTL its holds outrun. */
+  findings(connection: StoreConnection, lock: LockState): LockFindings;
   drewLock(node: LockNode, face: string): void;
   /** The resource of a lock row, whose badge counts its waiters. */
   queueBadge(node: LockNode, lock: LockState): vscode.Uri;
@@ -138,8 +142,9 @@ export class LockNode {
     const lock = this.lock();
     if (!lock) return lockItem(this);
     const health = rows.health(this.connection, lock);
-    const trouble = worstTrouble(health);
-    rows.drewLock(this, lockFace(this, lock, health));
+    const troubles = lockTroubles(rows.findings(this.connection, lock));
+    const trouble = worstTrouble(health, troubles);
+    rows.drewLock(this, lockFace(this, lock, health, troubles));
     const item = lockItem(this, { lock, health, trouble, acquirable: !!this.connection.backend?.acquirable(lock) });
     item.resourceUri = rows.queueBadge(this, lock);
     return item;
@@ -148,7 +153,7 @@ export class LockNode {
   /** Made when hovered, so the TTLs and ages in it are current. */
   tooltip(rows: Rows): vscode.MarkdownString | undefined {
     const lock = this.lock();
-    return lock && lockTooltip(this.connection, lock, freshHealth(this.connection, lock), rows.figures(this.connection, lock.id));
+    return lock && lockTooltip(this.connection, lock, freshHealth(this.connection, lock), rows.figures(this.connection, lock.id), rows.findings(this.connection, lock));
   }
 }
 
