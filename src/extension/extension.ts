@@ -66,7 +66,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   tree.setVisible(view.visible);
   context.subscriptions.push(view.onDidChangeVisibility((e) => tree.setVisible(e.visible)));
   const timeline = registerTimeline(context, registry, tree, probe, view);
-  const history = registerHistory(register, registry, tree, view, records, timeline.showPast);
+  const history = registerHistory(register, registry, tree, view, records, diagnoses, timeline.showPast);
   const stores = new StorePackages(context.extension);
 
   heldLocks.onDidLose(({ lock, reason }) => {

@@ -3,7 +3,11 @@ import type { HoldEnd, LockHistory, ReplayedHold } from '../core/history';
 import type { ObservedHold } from '../core/holdObservation';
 import { displayKey } from '../core/keys';
 import { holdBound, type LockFigures, type Spread } from '../core/lockFigures';
-import { appendUntrusted, formatSpan, tooltip } from './format';
+import type { Capabilities } from '../core/backend';
+import type { Inversion, OrderEvidence } from '../core/diagnosis/inversions';
+import type { LockFindings } from './diagnosis';
+import { appendUntrusted, cycleText, formatSpan, ownerLabel, tooltip, ttlFitText } from './format';
+import { escapeOwn } from './tree/labels';
 
 /** The Lock History view's items (historyView.ts): what LockLens recorded of a lock, and its replayed past. */
 
@@ -118,5 +122,31 @@ function replayedItem(h: ReplayedHold, at: (revision: number) => string): vscode
   md.appendMarkdown(`\n\n${vscode.l10n.t('Lease')}: ${h.lease || vscode.l10n.t('none')}`);
   for (const w of h.waiters) appendUntrusted(md.appendMarkdown(`\n\n- ${vscode.l10n.t('waiting')}: `), w);
   item.tooltip = md;
+  return item;
+}
+
+/** What the connection's diagnosis says of the lock: its deadlocks, the lock-order inversions it is in (with both sightings), its TTL fit. */
+export function diagnosisItems(findings: LockFindings, inversions: readonly Inversion[], owner: Capabilities['owner']): vscode.TreeItem[] {
+  const items: vscode.TreeItem[] = [];
+  for (const cycle of findings.deadlocks) items.push(withTooltip(textItem(vscode.l10n.t('Deadlock'), cycleText(cycle, owner), 'error')));
+  for (const i of inversions) {
+    const item = textItem(vscode.l10n.t('Lock-order inversion'), vscode.l10n.t('{0} and {1} taken in both orders', i.locks[0].name, i.locks[1].name), 'warning');
+    const md = tooltip().appendMarkdown(`${escapeOwn(vscode.l10n.t('Two owners can each hold one of these locks and wait for the other: it has not deadlocked yet, but it can.'))}\n\n`);
+    for (const e of [i.first, i.second]) appendUntrusted(md.appendMarkdown('- '), orderText(e, owner)).appendMarkdown('\n');
+    item.tooltip = md;
+    items.push(item, ...[i.first, i.second].map((e) => textItem(orderText(e, owner), new Date(e.at).toLocaleString(), 'arrow-right')));
+  }
+  if (findings.ttlFit) items.push(withTooltip(textItem(vscode.l10n.t('TTL too short'), ttlFitText(findings.ttlFit), 'warning')));
+  return items;
+}
+
+/** "session 1a held /a when it began waiting for /b". */
+function orderText(e: OrderEvidence, owner: Capabilities['owner']): string {
+  return vscode.l10n.t('{0} held {1} when it began waiting for {2}', ownerLabel(owner, e.owner), e.held.name, e.waitedFor.name);
+}
+
+/** An item whose description is too long for the row: whole in its tooltip. */
+function withTooltip(item: vscode.TreeItem): vscode.TreeItem {
+  item.tooltip = appendUntrusted(tooltip(), String(item.description ?? ''));
   return item;
 }

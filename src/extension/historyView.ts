@@ -6,7 +6,9 @@ import { displayKey } from '../core/keys';
 import { isSingleKey, type LockState } from '../core/lockState';
 import type { RegisterCommand } from './commandRunner';
 import type { StoreConnection, ConnectionRegistry } from './connections';
-import { figureItems, liveItems, pastItems } from './historyItems';
+import type { Inversion } from '../core/diagnosis/inversions';
+import { NO_FINDINGS, type Diagnoses, type LockFindings } from './diagnosis';
+import { diagnosisItems, figureItems, liveItems, pastItems } from './historyItems';
 import type { LockRecords } from './lockRecords';
 import type { LockTreeProvider } from './tree/lockTreeProvider';
 import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
@@ -23,7 +25,7 @@ interface Target {
 }
 
 type HistoryNode =
-  | { readonly kind: 'section'; readonly section: 'figures' | 'live' | 'past' }
+  | { readonly kind: 'section'; readonly section: 'diagnosis' | 'figures' | 'live' | 'past' }
   | { readonly kind: 'item'; readonly item: vscode.TreeItem };
 
 /**
@@ -40,7 +42,10 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
   private redrawTimer?: NodeJS.Timeout;
   private readonly subscription: vscode.Disposable;
 
-  constructor(private readonly records: LockRecords) {
+  constructor(
+    private readonly records: LockRecords,
+    private readonly diagnoses: Diagnoses<StoreConnection>,
+  ) {
     this.subscription = records.onDidChange(({ connection, lockIds }) => {
       const t = this.target;
       if (t && t.connection.name === connection && lockIds.includes(t.lockId)) this.redrawSoon();
@@ -74,14 +79,17 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
     const t = this.target;
     if (!t) return [];
     if (!node) {
-      return t.connection.backend?.history ? [SECTIONS.figures, SECTIONS.live, SECTIONS.past] : [SECTIONS.figures, SECTIONS.live];
+      const sections: HistoryNode[] = this.diagnosisItems(t).length ? [SECTIONS.diagnosis, SECTIONS.figures, SECTIONS.live] : [SECTIONS.figures, SECTIONS.live];
+      return t.connection.backend?.history ? [...sections, SECTIONS.past] : sections;
     }
     switch (node.kind) {
       case 'item':
         return [];
       case 'section': {
         const items =
-          node.section === 'figures'
+          node.section === 'diagnosis'
+            ? this.diagnosisItems(t)
+            : node.section === 'figures'
             ? figureItems(this.records.stats.figures(t.connection.name, t.lockId))
             : node.section === 'live'
               ? liveItems(this.records.stats.holds(t.connection.name, t.lockId))
@@ -89,6 +97,18 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
         return items.map((item) => ({ kind: 'item', item }));
       }
     }
+  }
+
+  /** What the connection's diagnosis says of the target: deadlocks, inversions, TTL fit. */
+  findings(t: Target): { readonly findings: LockFindings; readonly inversions: Inversion[] } {
+    const lock = t.connection.watch?.lock(t.lockId);
+    const findings = lock ? this.diagnoses.findings(t.connection, lock, this.records.stats.holds(t.connection.name, t.lockId)) : NO_FINDINGS;
+    return { findings, inversions: this.diagnoses.inversionsOf(t.connection, t.lockId) };
+  }
+
+  private diagnosisItems(t: Target): vscode.TreeItem[] {
+    const { findings, inversions } = this.findings(t);
+    return diagnosisItems(findings, inversions, t.connection.backend?.capabilities.owner ?? 'token');
   }
 
   /** Sections are the top level; an item's section is not asked for (reveal is only given sections). */
@@ -128,17 +148,19 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
 
 /** One object per section, so that the view can reveal one (VS Code finds revealed elements by identity). */
 const SECTIONS = {
+  diagnosis: { kind: 'section', section: 'diagnosis' },
   figures: { kind: 'section', section: 'figures' },
   live: { kind: 'section', section: 'live' },
   past: { kind: 'section', section: 'past' },
 } as const satisfies Record<string, HistoryNode>;
 
 const SECTION_LABELS = {
+  diagnosis: () => vscode.l10n.t('Diagnosis'),
   figures: () => vscode.l10n.t('Figures'),
   live: () => vscode.l10n.t('Recent holds (seen live)'),
   past: () => vscode.l10n.t("Replayed from the store's history"),
 };
-const SECTION_ICONS = { figures: 'graph', live: 'pulse', past: 'history' };
+const SECTION_ICONS = { diagnosis: 'warning', figures: 'graph', live: 'pulse', past: 'history' };
 
 function sectionItem(section: keyof typeof SECTION_LABELS): vscode.TreeItem {
   const item = new vscode.TreeItem(SECTION_LABELS[section](), vscode.TreeItemCollapsibleState.Expanded);
@@ -167,9 +189,10 @@ export function registerHistory(
   tree: LockTreeProvider,
   treeView: vscode.TreeView<LockTreeNode>,
   records: LockRecords,
+  diagnoses: Diagnoses<StoreConnection>,
   showPastInTimeline: (history: LockHistory, connection: string) => void,
 ): { readonly provider: LockHistoryProvider; readonly disposables: vscode.Disposable[] } {
-  const provider = new LockHistoryProvider(records);
+  const provider = new LockHistoryProvider(records, diagnoses);
   const view = vscode.window.createTreeView(HISTORY_VIEW, { treeDataProvider: provider });
 
   const targetOf = (connection: StoreConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: isSingleKey(lock) });
@@ -270,6 +293,7 @@ export function registerHistory(
     const lock = t.connection.watch?.lock(t.lockId);
     const owner = t.connection.backend?.capabilities.owner;
     const { stats } = records;
+    const { findings, inversions } = provider.findings(t);
     const report = incidentReport({
       connection: t.connection.name,
       store: t.connection.descriptor.displayName,
@@ -278,6 +302,7 @@ export function registerHistory(
       figures: stats.figures(t.connection.name, t.lockId),
       holds: stats.holds(t.connection.name, t.lockId),
       history: provider.replay(t),
+      diagnosis: { deadlocks: findings.deadlocks, inversions, ttlFit: findings.ttlFit },
       now: Date.now(),
     });
     await vscode.env.clipboard.writeText(report);
@@ -322,6 +347,10 @@ export function registerHistory(
     // Whether the view's lock can be replayed follows its connection (a store's capabilities come with its backend).
     registry.onDidChangeState((c) => {
       if (provider.target?.connection === c) provider.redraw();
+    }),
+    // A deadlock confirmed or cleared changes the view's diagnosis section.
+    diagnoses.onDidChange(({ connection }) => {
+      if (provider.target?.connection === connection) provider.redraw();
     }),
     register('locklens.showHistory', showHistory),
     register('locklens.replayHistory', replayHistory),
