@@ -102,9 +102,9 @@ export class Diagnoses<C extends DiagnosedConnection> implements Disposable {
     if (w.watch !== watch) {
       // A new watch: its first change set is the whole model again, and what was confirmed is no longer evidence.
       w.watch = watch;
+      const cleared = w.diagnosis.cycles;
       w.diagnosis.restart();
-      const report = w.diagnosis.check(Date.now());
-      if (report.cleared.length) this.changeEmitter.fire({ connection, report });
+      if (cleared.length) this.changeEmitter.fire({ connection, report: { confirmed: [], appeared: [], cleared } });
     }
     w.diagnosis.observe(changes, Date.now(), (lock) => connection.clock.heldSince(lock)?.at);
     if (w.diagnosis.unsettled) this.schedule(connection, w);
