@@ -1,11 +1,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { WaitForGraph } from '../../src/core/diagnosis/waitFor';
+import { lockOf } from '../harness/waitLocks';
 import type { Capabilities } from '../../src/core/backend';
 import { LockModel } from '../../src/core/etcd/lockModel';
 import type { KeyRecord } from '../../src/core/etcd/records';
 import type { LockHistory } from '../../src/core/history';
 import type { ObservedHold } from '../../src/core/holdObservation';
-import { code, duration, incidentReport } from '../../src/core/incidentReport';
+import { code, duration, incidentReport, type LockDiagnosis } from '../../src/core/incidentReport';
 import { LockClock, lockHealth } from '../../src/core/lockHealth';
 import type { LeaseInfo } from '../../src/core/leaseInfo';
 import type { LockFigures } from '../../src/core/lockFigures';
@@ -22,7 +24,7 @@ function lease(id: string, ttl: number, o: Partial<LeaseInfo> = {}): LeaseInfo {
 
 const NAME = '/locks/pay|`ments`\n# <b>x</b>';
 
-function report(overrides: { figures?: LockFigures; holds?: ObservedHold[]; history?: LockHistory } = {}): string {
+function report(overrides: { figures?: LockFigures; holds?: ObservedHold[]; history?: LockHistory; diagnosis?: LockDiagnosis } = {}): string {
   const model = new LockModel();
   const clock = new LockClock();
   model.reload(() => true, [mutexKey(NAME, '1a', 7), mutexKey(NAME, '2b', 9)], 9);
@@ -92,5 +94,20 @@ describe('incident report', () => {
 
   test('durations: ms, seconds, minutes, hours', () => {
     assert.deepEqual([duration(7.4), duration(1500), duration(42_000), duration(125_000), duration(3_725_000)], ['7 ms', '1.5s', '42s', '2m 5s', '1h 2m']);
+  });
+
+  test('a Diagnosis section: the deadlock with what breaking each hold frees, the inversion with both sightings, the TTL fit', () => {
+    const graph = new WaitForGraph();
+    graph.replace([lockOf('/locks/a', 's1', ['s2']), lockOf('/locks/b', 's2', ['s1'])]);
+    const [cycle] = graph.cycles();
+    const a = { id: 'a', name: '/locks/a' };
+    const b = { id: 'b', name: '/locks/b' };
+    const inversion = { id: 'ab', locks: [a, b] as const, first: { owner: 'p', held: a, waitedFor: b, at: 0 }, second: { owner: 'q', held: b, waitedFor: a, at: 1000 } };
+    const text = report({ diagnosis: { deadlocks: [cycle], inversions: [inversion], ttlFit: undefined } });
+    assert.match(text, /## Diagnosis/);
+    assert.match(text, /\*\*Deadlock\*\* \(confirmed by two synced reads\): `s1` holds `\/locks\/a` and waits for `\/locks\/b`; `s2` holds `\/locks\/b` and waits for `\/locks\/a`/);
+    assert.match(text, /to break it: force-releasing s1's hold on \/locks\/a lets s2 take \/locks\/a/);
+    assert.match(text, /`p` held `\/locks\/a` when it began waiting for `\/locks\/b` at 1970-01-01T00:00:00.000Z; `q` held `\/locks\/b`/);
+    assert.doesNotMatch(report(), /## Diagnosis/);
   });
 });
