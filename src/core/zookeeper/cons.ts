@@ -18,7 +18,11 @@ export interface ConsEntry {
   readonly session: string;
   /** The session timeout the server granted (ms). */
   readonly timeoutMs: number;
-  /** The server's last response to it (epoch ms); absent before its first. */
+  /**
+   * The server's last response to it on our clock (epoch ms); absent before its first. `cons` prints it on the server's
+   * monotonic clock, which says nothing of the time of day: it is placed against the server's most recent response to
+   * any connection, LockLens's own reading session's among them (it has just read), taken as the time of asking.
+   */
   readonly lastResponseAt?: number;
 }
 
@@ -26,8 +30,8 @@ export interface ConsEntry {
  * ` /127.0.0.1:40312[1](queued=0,recved=9,sent=9,sid=0x1000…,lop=PING,est=…,to=4000,…,lresp=1700000000000,…)`.
  * A connection still in its handshake has no sid and is not a session's.
  */
-export function parseCons(text: string): ConsEntry[] {
-  const entries: ConsEntry[] = [];
+export function parseCons(text: string, askedAt: number): ConsEntry[] {
+  const entries: (ConsEntry & { lresp?: number })[] = [];
   for (const line of text.split('\n')) {
     const m = /^\s*\/?(\S+?)\[\d+\]\((.*)\)\s*$/.exec(line);
     if (!m) continue;
@@ -36,9 +40,10 @@ export function parseCons(text: string): ConsEntry[] {
     const to = Number(fields.get('to'));
     if (!sid || !/^0x[0-9a-f]+$/i.test(sid) || !Number.isFinite(to)) continue;
     const lresp = Number(fields.get('lresp'));
-    entries.push({ client: m[1], session: BigInt(sid).toString(16), timeoutMs: to, ...(lresp > 0 ? { lastResponseAt: lresp } : {}) });
+    entries.push({ client: m[1], session: BigInt(sid).toString(16), timeoutMs: to, ...(lresp > 0 ? { lresp } : {}) });
   }
-  return entries;
+  const latest = Math.max(0, ...entries.map((e) => e.lresp ?? 0));
+  return entries.map(({ lresp, ...e }) => (lresp === undefined ? e : { ...e, lastResponseAt: askedAt - (latest - lresp) }));
 }
 
 /** What a server answered: its connections, or why it would not say. */
@@ -52,7 +57,7 @@ function ask(server: ZooKeeperServer, timeoutMs: number): Promise<Answer> {
     socket.on('data', (d: Buffer) => (out += d.toString('latin1')));
     socket.once('error', (e) => done({ refused: `${server.host}:${server.port}: ${e.message}` }));
     socket.once('close', () =>
-      done(/not in the whitelist|not executed/i.test(out) ? { refused: `${server.host}:${server.port} does not allow cons` } : { entries: parseCons(out) }),
+      done(/not in the whitelist|not executed/i.test(out) ? { refused: `${server.host}:${server.port} does not allow cons` } : { entries: parseCons(out, Date.now()) }),
     );
   });
 }
