@@ -92,7 +92,7 @@ describe('locklens over etcd (--endpoints), against etcdctl lock and elect', () 
       const lines = r.stdout.trimEnd().split('\n');
       assert.match(lines[0], /^human {2}\(queue, 2 waiting\)$/, r.stdout);
       const lease = (k: string) => HEX_KEY('human').exec(k)![1];
-      assert.match(lines[1], new RegExp(`^\\s+holder\\s+${holder.key}\\s+lease ${lease(holder.key)}\\s+token \\d+\\s+ttl \\d+s  alive \\(renewed or granted [\\d.]+ s ago \\([\\d.]+ s of 60 s left\\)\\)$`), r.stdout);
+      assert.match(lines[1], new RegExp(`^\\s+holder\\s+${holder.key}\\s+lease ${lease(holder.key)}\\s+token \\d+\\s+ttl \\d+s  alive \\(renewed or granted [\\d.]+ s ago \\([\\d.]+ s of \\d+ s left\\)\\)$`), r.stdout);
       assert.match(lines[2], new RegExp(`^\\s+waiter\\s+${w1.key}\\s+lease ${lease(w1.key)}`), r.stdout);
       assert.match(lines[3], new RegExp(`^\\s+waiter\\s+${w2.key}\\s+lease ${lease(w2.key)}`), r.stdout);
       assert.equal(lines.length, 4, r.stdout);
@@ -243,9 +243,9 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     const r = await f.procs.run(['list', '--url', url(), '--prefix', 'txt:']);
     assert.equal(r.code, 0, show(r));
     const lines = r.stdout.split('\n');
-    assert.ok(lines.some((l) => /^  holder +[0-9a-f-]{36}:4  owner [0-9a-f-]{36}:4  holds 2  ttl \d+s$/.test(l)), show(r));
-    assert.ok(lines.includes('  holder    txt:stuck  owner tok-stuck  ttl none (never expires)'), show(r));
-    assert.ok(lines.some((l) => /^  holder +txt:timed  owner tok-timed  ttl \d+s$/.test(l)), show(r));
+    assert.ok(lines.some((l) => /^  holder +[0-9a-f-]{36}:4  owner [0-9a-f-]{36}:4  holds 2  ttl \d+s  unknown \(its TTL is counting down \([\d.]+ s left\) and no renewal has been seen yet\)$/.test(l)), show(r));
+    assert.ok(lines.includes('  holder    txt:stuck  owner tok-stuck  ttl none (never expires)  unknown (nothing renews or ends it: it stays until deleted, whatever became of its holder)'), show(r));
+    assert.ok(lines.some((l) => /^  holder +txt:timed  owner tok-timed  ttl \d+s  unknown \(its TTL is counting down \([\d.]+ s left\) and no renewal has been seen yet\)$/.test(l)), show(r));
     assert.ok(!/lease|token \d/.test(r.stdout), `nothing etcd-only: ${r.stdout}`);
 
     const w = f.procs.locklens(['watch', '--url', url(), '--prefix', 'txt:s']);
@@ -410,7 +410,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     assert.equal(locks[0].holder!.ttl, null, 'no expiry: held until the row is cleared');
     assert.ok(locks[1].holder!.ttl! > 0 && locks[1].holder!.ttl! <= 600, `ttl ${locks[1].holder!.ttl}`);
     const text = await cli(['list', '--url', url(), ...spec]);
-    assert.match(text.stdout, /^job_locks\/forever {2}\(single, 0 waiting\)\n {2}holder {4}forever {2}locked by worker-4 {2}ttl none \(never expires\)\n/, show(text));
+    assert.match(text.stdout, /^job_locks\/forever {2}\(single, 0 waiting\)\n {2}holder {4}forever {2}locked by worker-4 {2}ttl none \(never expires\) {2}unknown \(nothing renews or ends it: it stays until deleted, whatever became of its holder\)\n/, show(text));
 
     const bad = await cli(['list', '--url', url(), '--lock-table', 'job_locks:job']);
     assert.equal(bad.code, 2, show(bad));
