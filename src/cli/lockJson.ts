@@ -1,6 +1,7 @@
 import type { Capabilities } from '../core/backend';
 import { displayKey, isUtf8 } from '../core/keys';
 import { remainingTtl, type LeaseInfo } from '../core/leaseInfo';
+import { memberLiveness, type Liveness } from '../core/liveness';
 import type { LockKind, LockMember, LockState, SessionInfo } from '../core/lockState';
 import { queryPreview, sessionWho } from '../core/sessionInfo';
 
@@ -43,6 +44,11 @@ export interface EntryJson {
    * as far as the reader may see it; times in ISO 8601. Absent for lock-table rows, which name no session.
    */
   session?: SessionJson;
+  /**
+   * Whether its owner is alive (`alive`, `paused`, `gone`, `unknown`), with the evidence in words: TTL samples, the
+   * database session, ZooKeeper's `cons` (see src/core/liveness.ts).
+   */
+  liveness: Liveness;
 }
 
 export interface SessionJson {
@@ -85,6 +91,7 @@ export function entryJson(m: LockMember, lease: (id: string) => LeaseInfo | unde
       : {}),
     ...(capabilities.owner === 'session' ? { data: displayKey(m.valuePreview) } : {}),
     ...(m.session ? { session: sessionJson(m.session) } : {}),
+    liveness: memberLiveness(m, info, now),
   };
 }
 
@@ -152,6 +159,7 @@ export function lockText(lock: LockState, lease: (id: string) => LeaseInfo | und
     if (e.quorum) parts.push(`on ${e.quorum.agree}/${e.quorum.of} instances${e.quorum.majority ? '' : ' (no majority)'}`);
     if (e.data) parts.push(`data ${JSON.stringify(e.data)}`);
     if (e.session?.query) parts.push(`query ${JSON.stringify(queryPreview(e.session.query, 120))}`);
+    parts.push(`${e.liveness.state} (${e.liveness.evidence})`);
     return parts.join('  ');
   };
   return [

@@ -51,6 +51,11 @@ export interface LockMember {
   /** The database session behind the member (SQL stores): who, from where, since when, doing what. */
   readonly session?: SessionInfo;
   /**
+   * Its owner's client connection as the server shows it, where a store can ask (ZooKeeper's `cons`): what tells a
+   * live owner from a paused or gone one (see liveness.ts). Absent when the store was not asked or would not say.
+   */
+  readonly connection?: ClientConnection;
+  /**
    * The stored value says who the owner is (a ZooKeeper contender's data: kazoo's identifier, Curator's client IP):
    * views name the member by it, where it is short text, rather than by its key.
    */
@@ -77,6 +82,18 @@ export interface SessionInfo {
   readonly query?: string;
   /** When it began waiting for this lock (epoch ms), where the server says (PostgreSQL 14+ `waitstart`). */
   readonly waitingSince?: number;
+}
+
+/** An owner's client connection as a server shows it (ZooKeeper's `cons`), for liveness. */
+export interface ClientConnection {
+  /** host:port its client connects from; absent when no server shows a connection for the owner. */
+  readonly client?: string;
+  /** When the server last heard from it (epoch ms, the server's clock). */
+  readonly lastHeardAt?: number;
+  /** A running client speaks at least this often (its pings): silence beyond it means it stopped. */
+  readonly quietLimitMs: number;
+  /** Where this was read, for the evidence ("ZooKeeper's cons on host:port"). */
+  readonly source: string;
 }
 
 export interface LockState {

@@ -35,6 +35,8 @@ export class ZooKeeperServer {
     readonly dir: string,
     /** The ensemble this server belongs to (its own entry included), or none for a standalone server. */
     private readonly ensemble?: { readonly self: ZooKeeperPeerConfig; readonly peers: readonly ZooKeeperPeerConfig[] },
+    /** More zoo.cfg lines (see StandaloneOptions). */
+    private readonly extraConfig: readonly string[] = [],
   ) {}
 
   get url(): string {
@@ -52,7 +54,7 @@ export class ZooKeeperServer {
   private writeConfig(): string {
     const data = join(this.dir, 'data');
     mkdirSync(data, { recursive: true });
-    const lines = zooKeeperConfig({ tickMs: TICK_MS, dataDir: data, port: this.port });
+    const lines = [...zooKeeperConfig({ tickMs: TICK_MS, dataDir: data, port: this.port }), ...this.extraConfig];
     if (this.ensemble) {
       lines.push('initLimit=40', 'syncLimit=8');
       for (const p of this.ensemble.peers) lines.push(`server.${p.id}=127.0.0.1:${p.quorumPort}:${p.electionPort}`);
@@ -111,8 +113,19 @@ export class ZooKeeperServer {
   }
 }
 
-export async function startZooKeeper(): Promise<ZooKeeperServer> {
-  return startOrDispose(new ZooKeeperServer(await freePort(), mkdtempSync(join(tmpdir(), 'locklens-zk-'))));
+export interface StandaloneOptions {
+  /** Four-letter words the server answers (`4lw.commands.whitelist`); by default only `srvr`, as ZooKeeper ships. */
+  readonly fourLetterWords?: readonly string[];
+  /** The longest session the server grants; by default 20 ticks (5 s). */
+  readonly maxSessionTimeoutMs?: number;
+}
+
+export async function startZooKeeper(options: StandaloneOptions = {}): Promise<ZooKeeperServer> {
+  const extra = [
+    ...(options.fourLetterWords ? [`4lw.commands.whitelist=${options.fourLetterWords.join(',')}`] : []),
+    ...(options.maxSessionTimeoutMs ? [`maxSessionTimeout=${options.maxSessionTimeoutMs}`] : []),
+  ];
+  return startOrDispose(new ZooKeeperServer(await freePort(), mkdtempSync(join(tmpdir(), 'locklens-zk-')), undefined, extra));
 }
 
 /** A quorum of `size` servers on loopback; resolves when every one serves clients. */

@@ -23,7 +23,12 @@ import { curatorPrefix, zookeeperCli } from '../harness/zookeeperCli';
  * wall-clock assertions.
  */
 
-const ENTRY_KEYS = ['convention', 'createRevision', 'holds', 'key', 'lease', 'owner', 'token', 'ttl'];
+const ENTRY_KEYS = ['convention', 'createRevision', 'holds', 'key', 'lease', 'liveness', 'owner', 'token', 'ttl'];
+
+/** A SQL member's liveness evidence: its connection is open, which says nothing of a paused client. */
+function sqlAlive(client: string | undefined): string {
+  return `its database connection is open${client ? ` from ${client}` : ''}; the server cannot tell a paused client from a working one while its connection stays open`;
+}
 
 function assertEntryShape(e: EtcdEntryJson, what: string): void {
   assert.deepEqual(sorted(e), ENTRY_KEYS, `${what}: keys of an entry`);
@@ -87,7 +92,7 @@ describe('locklens over etcd (--endpoints), against etcdctl lock and elect', () 
       const lines = r.stdout.trimEnd().split('\n');
       assert.match(lines[0], /^human {2}\(queue, 2 waiting\)$/, r.stdout);
       const lease = (k: string) => HEX_KEY('human').exec(k)![1];
-      assert.match(lines[1], new RegExp(`^\\s+holder\\s+${holder.key}\\s+lease ${lease(holder.key)}\\s+token \\d+\\s+ttl \\d+s$`), r.stdout);
+      assert.match(lines[1], new RegExp(`^\\s+holder\\s+${holder.key}\\s+lease ${lease(holder.key)}\\s+token \\d+\\s+ttl \\d+s  alive \\(renewed or granted [\\d.]+ s ago \\([\\d.]+ s of \\d+ s left\\)\\)$`), r.stdout);
       assert.match(lines[2], new RegExp(`^\\s+waiter\\s+${w1.key}\\s+lease ${lease(w1.key)}`), r.stdout);
       assert.match(lines[3], new RegExp(`^\\s+waiter\\s+${w2.key}\\s+lease ${lease(w2.key)}`), r.stdout);
       assert.equal(lines.length, 4, r.stdout);
@@ -238,9 +243,9 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     const r = await f.procs.run(['list', '--url', url(), '--prefix', 'txt:']);
     assert.equal(r.code, 0, show(r));
     const lines = r.stdout.split('\n');
-    assert.ok(lines.some((l) => /^  holder +[0-9a-f-]{36}:4  owner [0-9a-f-]{36}:4  holds 2  ttl \d+s$/.test(l)), show(r));
-    assert.ok(lines.includes('  holder    txt:stuck  owner tok-stuck  ttl none (never expires)'), show(r));
-    assert.ok(lines.some((l) => /^  holder +txt:timed  owner tok-timed  ttl \d+s$/.test(l)), show(r));
+    assert.ok(lines.some((l) => /^  holder +[0-9a-f-]{36}:4  owner [0-9a-f-]{36}:4  holds 2  ttl \d+s  unknown \(its TTL is counting down \([\d.]+ s left\) and no renewal has been seen yet\)$/.test(l)), show(r));
+    assert.ok(lines.includes('  holder    txt:stuck  owner tok-stuck  ttl none (never expires)  unknown (nothing renews or ends it: it stays until deleted, whatever became of its holder)'), show(r));
+    assert.ok(lines.some((l) => /^  holder +txt:timed  owner tok-timed  ttl \d+s  unknown \(its TTL is counting down \([\d.]+ s left\) and no renewal has been seen yet\)$/.test(l)), show(r));
     assert.ok(!/lease|token \d/.test(r.stdout), `nothing etcd-only: ${r.stdout}`);
 
     const w = f.procs.locklens(['watch', '--url', url(), '--prefix', 'txt:s']);
@@ -282,6 +287,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
       token: await czxid(first, key),
       convention,
       data,
+      liveness: { state: 'unknown', evidence: 'the store did not say whether its session has a client connected' },
     });
     assert.deepEqual(kazooLock.holder, await entry(`${orders}/${holderNode}`, holderSession, 'worker-1', 'kazoo-lock'));
     assert.match(kazooLock.waiters[0].key, new RegExp(`^${orders}/[0-9a-f]{32}__lock__\\d{10}$`));
@@ -307,10 +313,10 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     assert.equal(r.code, 0, show(r));
     assert.deepEqual(r.stdout.trim().split('\n'), [
       '/txt/job  (queue, 0 waiting)',
-      `  holder    ${job}/${node}  session ${sessionHex}  token ${await czxid(raw, `${job}/${node}`)}  data "text worker"`,
+      `  holder    ${job}/${node}  session ${sessionHex}  token ${await czxid(raw, `${job}/${node}`)}  data "text worker"  unknown (the store did not say whether its session has a client connected)`,
       '',
       '/txt/leftover  (queue, 0 waiting)',
-      `  holder    ${persistent}  session (none: a persistent node, never expires)  token ${await czxid(raw, persistent)}  data "10.0.0.9"`,
+      `  holder    ${persistent}  session (none: a persistent node, never expires)  token ${await czxid(raw, persistent)}  data "10.0.0.9"  unknown (nothing renews or ends it: it stays until deleted, whatever became of its holder)`,
     ]);
 
     const w = f.procs.locklens(['watch', '--url', url(), '--prefix', job]);
@@ -383,8 +389,8 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     assert.equal(r.code, 0, show(r));
     assert.deepEqual(r.stdout.trim().split('\n'), [
       `${key} = (0, ${key})  (queue, 1 waiting)`,
-      `  holder    pid ${pid}  connection ${pid} (text-holder, postgres@${holderClient})  query "SELECT pg_advisory_lock(${key})"`,
-      `  waiter    pid ${waiterPid}  connection ${waiterPid} (text-waiter, postgres@${waiterClient})  query "SELECT pg_advisory_lock(${key})"`,
+      `  holder    pid ${pid}  connection ${pid} (text-holder, postgres@${holderClient})  query "SELECT pg_advisory_lock(${key})"  alive (${sqlAlive(holderClient)})`,
+      `  waiter    pid ${waiterPid}  connection ${waiterPid} (text-waiter, postgres@${waiterClient})  query "SELECT pg_advisory_lock(${key})"  alive (${sqlAlive(waiterClient)})`,
     ]);
   });
 
@@ -404,7 +410,7 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     assert.equal(locks[0].holder!.ttl, null, 'no expiry: held until the row is cleared');
     assert.ok(locks[1].holder!.ttl! > 0 && locks[1].holder!.ttl! <= 600, `ttl ${locks[1].holder!.ttl}`);
     const text = await cli(['list', '--url', url(), ...spec]);
-    assert.match(text.stdout, /^job_locks\/forever {2}\(single, 0 waiting\)\n {2}holder {4}forever {2}locked by worker-4 {2}ttl none \(never expires\)\n/, show(text));
+    assert.match(text.stdout, /^job_locks\/forever {2}\(single, 0 waiting\)\n {2}holder {4}forever {2}locked by worker-4 {2}ttl none \(never expires\) {2}unknown \(nothing renews or ends it: it stays until deleted, whatever became of its holder\)\n/, show(text));
 
     const bad = await cli(['list', '--url', url(), '--lock-table', 'job_locks:job']);
     assert.equal(bad.code, 2, show(bad));
@@ -473,7 +479,7 @@ describe('locklens over MariaDB (--url mysql://), against PyMySQL connections an
     assert.equal(lock.holder?.owner, holderId);
     const client = lock.holder!.session!.client!;
     const text = await cli(['list', '--url', url(), '--prefix', name]);
-    assert.equal(text.stdout, `${name}  (queue, 0 waiting)\n  holder    connection ${holderId}  connection ${holderId} (locklens@${client})\n`, show(text));
+    assert.equal(text.stdout, `${name}  (queue, 0 waiting)\n  holder    connection ${holderId}  connection ${holderId} (locklens@${client})  alive (${sqlAlive(client)})\n`, show(text));
 
     const busy = await cli(['acquire', name, '--try', '--url', url()]);
     assert.equal(busy.code, 6, show(busy));

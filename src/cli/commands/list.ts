@@ -17,7 +17,9 @@ ${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.list)).join('\n')}
   --json        one JSON document: {"revision", "locks": [{"name","kind","holder","waiters"}]}; every entry has
                 key, owner, lease, createRevision, token, holds, ttl and convention (null where the store has none);
                 ZooKeeper's also data; SQL sessions' also session {user, application, client, connectedAt,
-                state, query, waitingSince}; and "hidden" when the store would not show everything (a role
+                state, query, waitingSince}; each a liveness {state, evidence}: "alive", "paused" (renewals or
+                pings stopped while what ends it lives on), "gone" (its TTL ran out, or its ZooKeeper session
+                has no client connected) or "unknown", with what was seen; and "hidden" when the store would not show everything (a role
                 that may not see other sessions), said on stderr too
 
 ${CONNECTION_HELP}`,

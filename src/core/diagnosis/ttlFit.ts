@@ -115,6 +115,6 @@ export function runningHoldFit(lock: LockRef, first: LeaseInfo | undefined, seco
   return { lock, ttlSeconds: second.grantedTtl, heldSeconds: held, remainingSeconds: remaining, text };
 }
 
-function secondsText(s: number): string {
+export function secondsText(s: number): string {
   return `${s >= 10 ? Math.round(s) : Math.round(s * 10) / 10} s`;
 }

@@ -18,6 +18,7 @@ import { describeForceRelease, forceRelease } from './forceRelease';
 import { ZooKeeperLockWatch } from './liveWatch';
 import { ZnodeTree, distinctRoots, rootOf } from './znodeTree';
 import { ZOOKEEPER_CAPABILITIES } from './capabilities';
+import { readConnections, withConnections } from './cons';
 
 export class ZooKeeperBackend implements LockBackend {
   readonly kind = 'zookeeper' as const;
@@ -50,8 +51,12 @@ export class ZooKeeperBackend implements LockBackend {
     this.checkOpen();
     const tree = new ZnodeTree(() => this.connection.client, distinctRoots(prefixes.map(rootOf)));
     await tree.readAll();
-    const locks = tree.locks().sort((a, b) => Buffer.compare(a.name, b.name));
-    return { revision: null, locks, lease: () => undefined };
+    const read = tree.locks().sort((a, b) => Buffer.compare(a.name, b.name));
+    // Asked after the read: a session seen connected now was so when its nodes were read.
+    const { bySession, hidden } = await readConnections(this.servers);
+    const source = `cons on ${this.servers.map((s) => `${s.host}:${s.port}`).join(', ')}`;
+    const locks = bySession ? withConnections(read, bySession, source) : read;
+    return { revision: null, locks, lease: () => undefined, ...(hidden ? { hidden } : {}) };
   }
 
   /** Locks and read/write locks; an election (a leader latch) is not joined. */

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import { displayKey } from '../../core/keys';
+import { memberLiveness, type LivenessState } from '../../core/liveness';
 import { worstTrouble, type MemberHealth } from '../../core/lockHealth';
 import type { LockState, SessionInfo } from '../../core/lockState';
 import { queryPreview, sessionWho } from '../../core/sessionInfo';
@@ -68,10 +69,20 @@ export function memberTooltip(c: StoreConnection, lock: LockState, h: MemberHeal
   row(vscode.l10n.t('Age'), ageLabel(h));
   if (m.valueSize) row(vscode.l10n.t('Value ({0} bytes)', m.valueSize), displayKey(m.valuePreview.subarray(0, 200)));
   if (h.lease?.refreshes.length) row(vscode.l10n.t('Last renewal seen'), new Date(h.lease.refreshes[h.lease.refreshes.length - 1]).toLocaleTimeString());
+  const live = memberLiveness(m, h.lease);
+  row(vscode.l10n.t('Holder liveness'), `${LIVENESS_LABELS[live.state]()}: ${live.evidence}`);
   for (const t of h.troubles) md.appendMarkdown(`$(warning) ${escapeOwn(troubleText(t, h, longHoldMs(), owner))}\n\n`);
   if (c.staleSince) md.appendMarkdown(`$(history) ${escapeOwn(vscode.l10n.t('Stale: LockLens lost the watch {0} ago; this may have changed.', formatDuration(Date.now() - c.staleSince)))}`);
   return md;
 }
+
+/** The evidence stays in the core's words (like a store's hidden note); the state is translated. */
+const LIVENESS_LABELS: Record<LivenessState, () => string> = {
+  alive: () => vscode.l10n.t('alive'),
+  paused: () => vscode.l10n.t('paused'),
+  gone: () => vscode.l10n.t('gone'),
+  unknown: () => vscode.l10n.t('unknown'),
+};
 
 /** "billing-worker · svc@10.0.0.5:51234": the session behind a SQL member, as far as the reader may see it. */
 function sessionSummary(s: SessionInfo): string {
