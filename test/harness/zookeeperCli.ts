@@ -16,8 +16,7 @@ export const curatorPrefix = (lock: string) => `${lock}/_c_${randomUUID()}-lock-
  * of the test's own (Curator's nodes by hand, the Stat of what the CLI lists); all ended after each test.
  */
 export function zookeeperCli() {
-  // cons answers liveness, as a server run for LockLens would allow (otherwise list says what to enable, on stderr).
-  const f = serverFixture(() => startZooKeeper({ fourLetterWords: ['srvr', 'cons'] }), (server) => server.url);
+  const f = serverFixture(startZooKeeper, (server) => server.url);
   const url = () => f.server.url;
   const list = async (prefix: string): Promise<Lock[]> => {
     const r = await f.procs.run(['list', '--url', url(), '--prefix', prefix, '--json']);
