@@ -48,8 +48,10 @@ export class HistoryRecorder {
   private dropped = 0;
   private failures = 0;
   private failing: string | undefined;
-  /** The connection is in an unknown state after a failed commit: opened again before the next write. */
+  /** The connection could not be opened again after a failed commit: it is before the next write. */
   private broken = false;
+  /** The last write failed for want of the disk (not another process's lock): retried with a growing pause. */
+  private backingOff = false;
   private lastWrite = 0;
   private timer: NodeJS.Timeout | undefined;
   private readonly pruneTimer: NodeJS.Timeout;
@@ -170,6 +172,7 @@ export class HistoryRecorder {
       if (this.failing !== undefined) this.log('info', 'recorded history: writes resumed', { failedTries: this.failures, dropped: this.dropped });
       this.failing = undefined;
       this.failures = 0;
+      this.backingOff = false;
       if (bytes > this.bounds.maxBytes) this.prune();
       return true;
     } catch (e) {
@@ -178,7 +181,8 @@ export class HistoryRecorder {
         // Another process's transaction, or a killed one's lock: cleared once it is older than any transaction.
         this.store.clearStaleLock();
       } else {
-        this.broken = true;
+        this.backingOff = true;
+        this.reopen();
       }
       if (this.failing === undefined) this.log('warn', 'recorded history: a write failed; its events stay queued and are written again', { reason: errorMessage(e), queued: this.pending.length });
       this.failing = errorMessage(e);
@@ -186,12 +190,26 @@ export class HistoryRecorder {
     }
   }
 
+  /**
+   * Opens the file again after a write that failed other than BUSY: SQLite may keep the connection in an error state,
+   * and holding its lock, after a failed commit (a full disk). Closing releases the lock, so readers read meanwhile;
+   * the next connection rolls back what the failure left in the journal before it reads.
+   */
+  private reopen(): void {
+    try {
+      this.store.reopen();
+    } catch {
+      // Tried again before the next write.
+      this.broken = true;
+    }
+  }
+
   private retryDelay(): number {
-    return this.broken ? Math.min(MAX_RETRY_MS, 500 * 2 ** Math.min(this.failures, 5)) : FLUSH_MS;
+    return this.backingOff ? Math.min(MAX_RETRY_MS, 500 * 2 ** Math.min(this.failures, 5)) : FLUSH_MS;
   }
 
   private prune(): void {
-    if (this.closed || this.broken) return;
+    if (this.closed || this.backingOff) return;
     try {
       const r = this.store.prune(this.bounds, this.now());
       if (r.deletedByAge || r.deletedBySize) this.log('info', 'recorded history: pruned', { ...r });
