@@ -94,21 +94,28 @@ describe('the recorded history: written, read back', () => {
 });
 
 describe('the recorded history: force releases', () => {
-  const note = (at: number) => ({ connection: 'prod', lock: 'jobs', member: 'jobs/a', by: 'alice', at });
+  const note = (at: number) => ({ connection: 'prod', lock: 'jobs', member: 'jobs/a', owner: 'owner-of-jobs/a', by: 'alice', at });
 
-  test('noted before the watcher saw the hold end: that end is force-released, by whom', async () => {
+  test('noted before the watcher saw the hold end: that end is force-released, by whom; not an earlier hold of the same key', async () => {
     const r = await HistoryRecorder.open(dir);
-    r.record(jobs.holdStarted('jobs/a', T0), 'postgres');
+    // A Redis token lock: every hold has the same key, its token (the owner) tells them apart.
+    r.record(jobs.holdStarted('jobs/a', T0, { owner: 'token-1' }), 'redis');
+    r.record(jobs.holdEnded('jobs/a', T0 + 900, 'released', 900, { owner: 'token-1' }), 'redis');
+    r.record(jobs.holdStarted('jobs/a', T0 + 950), 'redis');
     await r.flush();
     await HistoryStore.noteForceRelease(dir, note(T0 + 1000));
-    r.record(jobs.holdEnded('jobs/a', T0 + 1200, 'released', 1200), 'postgres');
-    r.record(jobs.holdStarted('jobs/a', T0 + 2000), 'postgres');
-    r.record(jobs.holdEnded('jobs/a', T0 + 3000, 'released', 1000), 'postgres');
+    r.record(jobs.holdEnded('jobs/a', T0 + 1200, 'released', 250), 'redis');
+    r.record(jobs.holdStarted('jobs/a', T0 + 2000), 'redis');
+    r.record(jobs.holdEnded('jobs/a', T0 + 3000, 'released', 1000), 'redis');
     await r.close();
     assert.deepEqual(
-      (await read({ lock: 'jobs' })).map((h) => [h.end, h.forceReleasedBy]),
-      [['forceReleased', 'alice'], ['released', null]],
-      'the next end of that member only',
+      (await read({ lock: 'jobs' })).map((h) => [h.owner, h.end, h.forceReleasedBy]),
+      [
+        ['token-1', 'released', null],
+        ['owner-of-jobs/a', 'forceReleased', 'alice'],
+        ['owner-of-jobs/a', 'released', null],
+      ],
+      'the hold of that owner that held then, and no other',
     );
   });
 

@@ -53,9 +53,10 @@ export interface HoldQuery {
 export interface ForceReleaseNote {
   /** The connection's name as `locklens serve` knows it (its config's `name`). */
   readonly connection: string;
-  /** The lock's name and the released member's key, as display text. */
+  /** The lock's name and the released member's key, as display text, and its owner (as `locklens list` shows them). */
   readonly lock: string;
   readonly member: string;
+  readonly owner: string;
   /** Who: the OS user. */
   readonly by: string;
   /** Epoch ms, taken just before the release was sent. */

@@ -82,10 +82,11 @@ export function applyPending(f: SqliteFile, p: Pending, run: number): void {
 }
 
 export function insertForceRelease(f: SqliteFile, note: ForceReleaseNote): void {
-  f.statement('INSERT INTO force_releases (connection, lock, member, by, at) VALUES (:connection, :lock, :member, :by, :at)').run({
+  f.statement('INSERT INTO force_releases (connection, lock, member, owner, by, at) VALUES (:connection, :lock, :member, :owner, :by, :at)').run({
     ':connection': note.connection,
     ':lock': note.lock,
     ':member': note.member,
+    ':owner': note.owner,
     ':by': note.by,
     ':at': note.at,
   });
@@ -93,8 +94,9 @@ export function insertForceRelease(f: SqliteFile, note: ForceReleaseNote): void 
 
 /**
  * Gives each force release not yet matched (the latest MAX_UNMATCHED: a note that never matches, of a connection
- * serve does not watch, stays unmatched until it ages out) the first hold of its member that ended in its window, and
- * marks that hold force-released. Run by whichever of the two writes comes second (the recorder's end of the hold,
+ * serve does not watch, stays unmatched until it ages out) the hold it ended: of its member and owner (a Redis lock's
+ * key is the same for every hold; its token tells them apart), begun before it, ended in its window; and marks that
+ * hold force-released. Run by whichever of the two writes comes second (the recorder's end of the hold,
  * or unlock's note), so the order they commit in does not matter.
  */
 export function matchForceReleases(f: SqliteFile): void {
@@ -103,6 +105,7 @@ export function matchForceReleases(f: SqliteFile): void {
       `UPDATE force_releases SET hold_id = (
          SELECT h.id FROM holds h
          WHERE h.connection = force_releases.connection AND h.lock = force_releases.lock AND h.member = force_releases.member
+           AND h.owner = force_releases.owner AND h.started_at <= force_releases.at
            AND h.ended_at BETWEEN force_releases.at - :before AND force_releases.at + :after
            AND NOT EXISTS (SELECT 1 FROM force_releases o WHERE o.hold_id = h.id)
          ORDER BY h.ended_at LIMIT 1)

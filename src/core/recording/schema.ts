@@ -20,7 +20,7 @@ CREATE TABLE holds (id INTEGER PRIMARY KEY, ${WHO},
 CREATE TABLE waits (id INTEGER PRIMARY KEY, ${WHO},
   granted INTEGER);
 CREATE TABLE force_releases (id INTEGER PRIMARY KEY, connection TEXT NOT NULL, lock TEXT NOT NULL, member TEXT NOT NULL,
-  by TEXT NOT NULL, at INTEGER NOT NULL, hold_id INTEGER);
+  owner TEXT NOT NULL, by TEXT NOT NULL, at INTEGER NOT NULL, hold_id INTEGER);
 CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 -- The readers: a lock's holds, optionally of one connection, from a time on.
 CREATE INDEX holds_by_lock ON holds (lock, started_at);
