@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import { LockLensError } from '../core/errors';
-import { MAX_REPLAY_REVISIONS, type HistorySpan, type HoldEnd, type LockHistory, type ReplayOptions, type ReplayedHold } from '../core/history';
+import { MAX_REPLAY_REVISIONS, type HistorySpan, type LockHistory, type ReplayOptions, type ReplayedHold } from '../core/history';
 import { incidentReport } from '../core/incidentReport';
 import { displayKey } from '../core/keys';
 import type { ObservedHold } from '../core/holdObservation';
@@ -9,10 +9,12 @@ import { isSingleKey, type LockState } from '../core/lockState';
 import type { RegisterCommand } from './commandRunner';
 import type { StoreConnection, ConnectionRegistry } from './connections';
 import { appendUntrusted, formatSpan, tooltip } from './format';
+import { END_ICONS, endText, textItem } from './historyItems';
 import type { LockRecords } from './lockRecords';
 import type { LockTreeProvider } from './tree/lockTreeProvider';
 import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
 import { Cancelled, pickConnection, pickLock } from './pickers';
+import { RecordedHistory, registerRecordedHistory } from './recordedHistoryView';
 
 export const HISTORY_VIEW = 'locklens.history';
 
@@ -25,7 +27,7 @@ interface Target {
 }
 
 type HistoryNode =
-  | { readonly kind: 'section'; readonly section: 'figures' | 'live' | 'past' }
+  | { readonly kind: 'section'; readonly section: 'figures' | 'live' | 'past' | 'recorded' }
   | { readonly kind: 'item'; readonly item: vscode.TreeItem };
 
 /**
@@ -42,11 +44,17 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
   private redrawTimer?: NodeJS.Timeout;
   private readonly subscription: vscode.Disposable;
 
-  constructor(private readonly records: LockRecords) {
-    this.subscription = records.onDidChange(({ connection, lockIds }) => {
-      const t = this.target;
-      if (t && t.connection.name === connection && lockIds.includes(t.lockId)) this.redrawSoon();
-    });
+  constructor(
+    private readonly records: LockRecords,
+    private readonly recorded: RecordedHistory,
+  ) {
+    this.subscription = vscode.Disposable.from(
+      records.onDidChange(({ connection, lockIds }) => {
+        const t = this.target;
+        if (t && t.connection.name === connection && lockIds.includes(t.lockId)) this.redrawSoon();
+      }),
+      recorded.onDidChange(() => this.changeEmitter.fire(undefined)),
+    );
   }
 
   show(target: Target): void {
@@ -78,6 +86,7 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
     if (!node) {
       const sections: HistoryNode[] = [{ kind: 'section', section: 'figures' }, { kind: 'section', section: 'live' }];
       if (t.connection.backend?.history) sections.push({ kind: 'section', section: 'past' });
+      if (this.recorded.dir) sections.push({ kind: 'section', section: 'recorded' });
       return sections;
     }
     switch (node.kind) {
@@ -89,7 +98,9 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
             ? figureItems(this.records.stats.figures(t.connection.name, t.lockId))
             : node.section === 'live'
               ? liveItems(this.records.stats.holds(t.connection.name, t.lockId))
-              : pastItems(this.replay(t), t, (revision) => this.records.stats.timeOfRevision(t.connection.name, revision));
+              : node.section === 'recorded'
+                ? this.recorded.items(displayKey(t.name))
+                : pastItems(this.replay(t), t, (revision) => this.records.stats.timeOfRevision(t.connection.name, revision));
         return items.map((item) => ({ kind: 'item', item }));
       }
     }
@@ -113,6 +124,7 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
 
   redraw(): void {
     const t = this.target;
+    if (t) this.recorded.load(displayKey(t.name));
     void vscode.commands.executeCommand('setContext', 'locklens.historyReplayed', !!t && this.replays.has(replayKey(t)));
     void vscode.commands.executeCommand('setContext', 'locklens.historyCanReplay', t?.connection.backend?.history !== undefined);
     this.changeEmitter.fire(undefined);
@@ -129,8 +141,9 @@ const SECTION_LABELS = {
   figures: () => vscode.l10n.t('Figures'),
   live: () => vscode.l10n.t('Recent holds (seen live)'),
   past: () => vscode.l10n.t("Replayed from the store's history"),
+  recorded: () => vscode.l10n.t('Recorded by locklens serve'),
 };
-const SECTION_ICONS = { figures: 'graph', live: 'pulse', past: 'history' };
+const SECTION_ICONS = { figures: 'graph', live: 'pulse', past: 'history', recorded: 'database' };
 
 function sectionItem(section: keyof typeof SECTION_LABELS): vscode.TreeItem {
   const item = new vscode.TreeItem(SECTION_LABELS[section](), vscode.TreeItemCollapsibleState.Expanded);
@@ -145,13 +158,6 @@ const MAX_PAST_ITEMS = 200;
 
 function replayKey(t: Target): string {
   return JSON.stringify([t.connection.name, t.lockId]);
-}
-
-function textItem(label: string, description?: string, icon?: string): vscode.TreeItem {
-  const item = new vscode.TreeItem(label);
-  item.description = description;
-  if (icon) item.iconPath = new vscode.ThemeIcon(icon);
-  return item;
 }
 
 function spreadText(s: Spread): string {
@@ -171,21 +177,6 @@ function figureItems(f: LockFigures | undefined): vscode.TreeItem[] {
   items.push(textItem(vscode.l10n.t('Stalls'), vscode.l10n.t('{0} (TTL not renewed)', f.stalls), f.stalls ? 'warning' : undefined));
   return items;
 }
-
-function endText(end: HoldEnd | null): string {
-  switch (end) {
-    case 'released':
-      return vscode.l10n.t('released');
-    case 'revokedOrExpired':
-      return vscode.l10n.t('revoked or expired');
-    case 'expired':
-      return vscode.l10n.t('expired');
-    default:
-      return vscode.l10n.t('ended');
-  }
-}
-
-const END_ICONS: Record<HoldEnd, string> = { released: 'unlock', revokedOrExpired: 'close', expired: 'flame' };
 
 function liveItems(holds: readonly ObservedHold[]): vscode.TreeItem[] {
   if (holds.length === 0) return [textItem(vscode.l10n.t('No hold seen yet.'), undefined, 'info')];
@@ -275,7 +266,8 @@ export function registerHistory(
   records: LockRecords,
   showPastInTimeline: (history: LockHistory, connection: string) => void,
 ): { readonly provider: LockHistoryProvider; readonly disposables: vscode.Disposable[] } {
-  const provider = new LockHistoryProvider(records);
+  const recorded = new RecordedHistory();
+  const provider = new LockHistoryProvider(records, recorded);
   const view = vscode.window.createTreeView(HISTORY_VIEW, { treeDataProvider: provider });
 
   const targetOf = (connection: StoreConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: isSingleKey(lock) });
@@ -403,6 +395,8 @@ export function registerHistory(
   const disposables = [
     provider,
     view,
+    recorded,
+    registerRecordedHistory(register, recorded, () => vscode.commands.executeCommand(`${HISTORY_VIEW}.focus`)),
     // Selecting a lock or member in the Locks view shows its history here.
     treeView.onDidChangeSelection(({ selection }) => {
       const node = selection[0];
