@@ -27,8 +27,11 @@ export interface RecorderOptions {
 
 /** One transaction per burst, at most this often. */
 export const FLUSH_MS = 100;
-/** Events in one transaction at most: a longer queue (after a failure) is written in several, back to back. */
-const MAX_BATCH = 5_000;
+/**
+ * Events in one transaction at most (about 100 ms of writing: the API is synchronous, so a transaction holds the event
+ * loop): a longer queue, after a failure, is written in several, back to back.
+ */
+const MAX_BATCH = 1_000;
 const DEFAULT_MAX_PENDING = 50_000;
 const MAX_RETRY_MS = 10_000;
 
