@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { HistoryStore } from '../../src/core/recording/historyStore';
@@ -131,6 +132,41 @@ describe('locklens history --data: Redis locks recorded (redis-py)', () => {
       holder: async () => (await f.list('rec:')).find((l) => l.name === name)?.holder ?? undefined,
       cli: (args, env) => f.procs.run(args, { env }),
     });
+  });
+});
+
+describe('locklens unlock --force: where its note goes', () => {
+  const f = redisCli();
+
+  test('LOCKLENS_DATA names the data directory, and the connection is the URL`s host by default', async () => {
+    const name = 'note:jobs';
+    const dir = join(f.dir, 'data');
+    const connection = new URL(f.url()).host;
+    const recording = await recordWatch({ dir, connection, profile: profileFrom({ url: f.url() }, {}), prefixes: ['note:'] });
+    try {
+      const peer = f.peer(name, 'hold', null);
+      await peer.until(['acquired']);
+      await eventually(async () => (await f.list('note:')).find((l) => l.name === name)?.holder ?? undefined, 15_000, 'held');
+      const r = await f.procs.run(['unlock', name, '--force', '--yes', '--url', f.url()], { env: { LOCKLENS_DATA: dir } });
+      assert.equal(r.code, 0, show(r));
+      const [hold] = await recorded(dir, name, 1);
+      assert.deepEqual([hold.connection, hold.end, hold.forceReleasedBy], [connection, 'forceReleased', userInfo().username]);
+    } finally {
+      await recording.close();
+    }
+  });
+
+  test('a note that cannot be written is said on stderr; the release stands (exit 0)', async () => {
+    const peer = f.peer('note:other', 'hold', null);
+    await peer.until(['acquired']);
+    await eventually(async () => (await f.list('note:')).find((l) => l.name === 'note:other')?.holder ?? undefined, 15_000, 'held');
+    const notADir = join(f.dir, 'file');
+    writeFileSync(notADir, '');
+    const r = await f.procs.run(['unlock', 'note:other', '--force', '--yes', '--url', f.url(), '--data', notADir]);
+    assert.equal(r.code, 0, show(r));
+    assert.match(r.stdout, /^released 'note:other'/);
+    assert.match(r.stderr, new RegExp(`^locklens: released, but not noted in ${escape(notADir)}: `));
+    assert.equal((await f.list('note:')).find((l) => l.name === 'note:other'), undefined, 'released');
   });
 });
 
