@@ -13,8 +13,9 @@ async function main(dir: string, first: number): Promise<void> {
   for (let i = first; ; ) {
     // A burst of events of two rows each, as a busy connection sends them.
     for (const end = i + 20; i < end; i++) {
-      recorder.record(jobs.holdStarted(`k${i}`, Date.now(), { owner: `worker-${i % 7}` }), 'redis');
-      recorder.record(jobs.holdEnded(`k${i}`, Date.now(), 'released', 1), 'redis');
+      const owner = `worker-${i % 7}`;
+      recorder.record(jobs.holdStarted(`k${i}`, Date.now(), { owner }), 'redis');
+      recorder.record(jobs.holdEnded(`k${i}`, Date.now(), 'released', 1, { owner }), 'redis');
     }
     if (await recorder.flush()) process.stdout.write(`committed ${i - 1}\n`);
   }

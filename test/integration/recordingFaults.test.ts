@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { historyFile } from '../../src/core/recording/dataDir';
 import { HistoryStore } from '../../src/core/recording/historyStore';
 import { HistoryRecorder } from '../../src/core/recording/recorder';
-import { lockDirOf, SqliteFile } from '../../src/core/recording/sqliteFile';
+import { lockDirOf } from '../../src/core/recording/lockDir';
+import { SqliteFile } from '../../src/core/recording/sqliteFile';
 import { killOnExit, stopProcess } from '../harness/processes';
 import { eventsOf } from '../harness/recordedEvents';
 
@@ -18,13 +19,14 @@ import { eventsOf } from '../harness/recordedEvents';
 
 const WRITER = join(__dirname, '../harness/recordingWriter.js');
 
-/** The file's own check, and the keys of the lock `jobs` it holds. */
-async function inspect(dir: string): Promise<{ integrity: string; keys: Set<string> }> {
+/** The file's own check, the keys of the lock `jobs` it holds, and how many of its holds have no end. */
+async function inspect(dir: string): Promise<{ integrity: string; keys: Set<string>; open: number }> {
   const f = SqliteFile.open(historyFile(dir), false);
   try {
     const integrity = await f.read(() => (f.db.all('PRAGMA integrity_check') as { integrity_check: string }[]).map((r) => r.integrity_check).join('\n'), () => 'locked');
     const keys = await f.read(() => new Set((f.db.all("SELECT member FROM holds WHERE lock = 'jobs'") as { member: string }[]).map((r) => r.member)), () => 'locked');
-    return { integrity, keys };
+    const open = await f.read(() => Number((f.db.get("SELECT count(*) AS n FROM holds WHERE lock = 'jobs' AND ended_at IS NULL") as { n: number }).n), () => 'locked');
+    return { integrity, keys, open };
   } finally {
     f.close();
   }
@@ -72,12 +74,16 @@ describe('the recorded history: a writer killed with SIGKILL while it writes', (
         const recorder = await HistoryRecorder.open(dir);
         assert.ok(Date.now() - started < 2_000, `round ${round}: the next writer opened in ${Date.now() - started} ms, despite the lock left behind`);
         await recorder.close();
-        const { integrity, keys } = await inspect(dir);
+        const { integrity, keys, open } = await inspect(dir);
         assert.equal(integrity, 'ok', `round ${round}`);
+        const last = Math.max(...[...keys].map((k) => Number(k.slice(1))));
         const missing = [];
-        for (let i = 0; i <= committed; i++) if (!keys.has(`k${i}`)) missing.push(i);
-        assert.deepEqual(missing, [], `round ${round}: every hold reported committed is there`);
-        next = Math.max(committed, ...[...keys].map((k) => Number(k.slice(1)))) + 1;
+        for (let i = 0; i <= last; i++) if (!keys.has(`k${i}`)) missing.push(i);
+        assert.deepEqual(missing, [], `round ${round}: every hold reported committed is there, and nothing is missing before the last`);
+        assert.ok(last >= committed, `round ${round}: k${committed} reported committed, k${last} the last there`);
+        // The writer's transactions record holds with their ends: nothing of one that did not commit shows.
+        assert.equal(open, 0, `round ${round}: a hold without its end, from a transaction that did not commit`);
+        next = last + 1;
       }
       t.diagnostic(`${next} holds written over 8 kills; ${stale} left the lock directory, ${hot} a hot journal`);
       // The kills landed inside transactions: the case the stale lock handling exists for.

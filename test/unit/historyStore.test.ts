@@ -9,7 +9,8 @@ import { historyFile } from '../../src/core/recording/dataDir';
 import { HistoryStore } from '../../src/core/recording/historyStore';
 import { HistoryRecorder } from '../../src/core/recording/recorder';
 import { SCHEMA_VERSION, userVersion } from '../../src/core/recording/schema';
-import { lockDirOf, SqliteFile } from '../../src/core/recording/sqliteFile';
+import { lockDirOf } from '../../src/core/recording/lockDir';
+import { SqliteFile } from '../../src/core/recording/sqliteFile';
 import { eventsOf } from '../harness/recordedEvents';
 
 const T0 = Date.UTC(2025, 0, 1);

@@ -11,7 +11,8 @@ import type { ForceReleaseNote, HoldQuery, RecordedHold } from './recordedHold';
 import { prune, usedBytes, fileBytes, type HistoryBounds, type PruneResult } from './retention';
 import { applyPending, insertForceRelease, matchForceReleases, selectHolds, type Pending } from './rows';
 import { checkReadable, ensureSchema } from './schema';
-import { clearStaleLock, isBusy, lockAgeMs, SqliteFile, STALE_LOCK_MS } from './sqliteFile';
+import { clearStaleLock, lockAgeMs, STALE_LOCK_MS } from './lockDir';
+import { isBusy, SqliteFile } from './sqliteFile';
 
 /** How long opening for a write waits for another process's transaction (a reader's, unlock's note) to end. */
 const WRITE_PATIENCE_MS = 3_000;

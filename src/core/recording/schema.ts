@@ -5,6 +5,7 @@
  * watch has read the store are closed then (see rows.ts, caughtUp).
  */
 import { LockLensError } from '../errors';
+import { recoverHotJournal } from './hotJournal';
 import type { SqliteFile } from './sqliteFile';
 
 /** PRAGMA user_version: raised with each change of the tables below, with a step in MIGRATIONS. */
@@ -46,6 +47,7 @@ const MIGRATIONS: readonly string[] = [VERSION_1];
  * refused (its rows may mean what this version cannot read).
  */
 export function ensureSchema(f: SqliteFile): void {
+  recoverHotJournal(f.file);
   const version = userVersion(f);
   if (version === SCHEMA_VERSION) return;
   if (version > SCHEMA_VERSION) {

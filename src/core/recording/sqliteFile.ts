@@ -1,18 +1,13 @@
 /**
- * One SQLite file through node-sqlite3-wasm, and what its locking means for us.
- *
- * Its Node VFS locks a database by creating the directory `<file>.lock` (mkdir is atomic on every file system) at the
- * first statement of any transaction, reads included, and removes it at the end: one process at a time, readers as
- * well as writers, and no shared locks. A process killed inside a transaction leaves the directory behind, and every
- * later transaction of every process is BUSY until it goes. So: transactions are short (batches and retention chunks
- * are bounded), readers retry BUSY for a while and then say what holds the lock, and the recorder clears a lock
- * directory older than STALE_LOCK_MS (see clearStaleLock).
+ * One SQLite file through node-sqlite3-wasm, and what its locking means for us (lockDir.ts): transactions are short
+ * (batches and retention chunks are bounded), readers retry BUSY for a while and then say what holds the lock, the
+ * recorder clears a lock directory older than STALE_LOCK_MS, and before each transaction a dead writer's journal is
+ * rolled back (hotJournal.ts), which this VFS leaves to us.
  */
 import type { Database, Statement } from 'node-sqlite3-wasm';
-import { rmdirSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { LockLensError } from '../errors';
 import { sleep } from '../sleep';
+import { recoverHotJournal } from './hotJournal';
 
 /**
  * node-sqlite3-wasm, loaded on first use: its WebAssembly (1.2 MB) is compiled then, not when the CLI or the extension
@@ -22,44 +17,8 @@ function sqlite(): typeof import('node-sqlite3-wasm') {
   return require('node-sqlite3-wasm') as typeof import('node-sqlite3-wasm');
 }
 
-/**
- * Far above the longest transaction we run (a batch of recorded rows, a retention chunk: milliseconds to a few hundred
- * ms), so a lock directory this old belongs to a process killed inside a transaction.
- */
-export const STALE_LOCK_MS = 10_000;
-
 /** How long a reader retries a locked database before it says who holds it. */
 const READ_PATIENCE_MS = 3_000;
-
-export const lockDirOf = (file: string) => `${resolve(file)}.lock`;
-
-/** How long the lock directory has existed; undefined when nobody holds the lock. */
-export function lockAgeMs(file: string, now = Date.now()): number | undefined {
-  try {
-    return Math.max(0, now - statSync(lockDirOf(file)).mtimeMs);
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * Removes the lock directory when it is older than `olderThanMs` (0: whatever its age, for a recorder starting while
- * it owns the data directory). Safe because the journal is a rollback journal with synchronous=FULL: the dead
- * process's transaction is either committed (its journal deleted) or not (its journal is hot), and the next
- * transaction, now that no lock says someone is inside one, rolls a hot journal back before reading anything. The one
- * case it would be wrong, a live transaction older than the bound, never happens: ours last milliseconds, and the
- * readers' are single bounded queries.
- */
-export function clearStaleLock(file: string, olderThanMs: number, now = Date.now()): boolean {
-  const age = lockAgeMs(file, now);
-  if (age === undefined || age < olderThanMs) return false;
-  try {
-    rmdirSync(lockDirOf(file));
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 export const isBusy = (e: unknown) => e instanceof Error && /database is locked|database table is locked/.test(e.message);
 
@@ -97,6 +56,7 @@ export class SqliteFile {
       this.db.exec('PRAGMA synchronous = FULL');
       this.configured = true;
     }
+    recoverHotJournal(this.file);
     this.db.exec('BEGIN IMMEDIATE');
     try {
       const result = fn();
@@ -113,6 +73,7 @@ export class SqliteFile {
     const deadline = Date.now() + READ_PATIENCE_MS;
     for (;;) {
       try {
+        recoverHotJournal(this.file);
         this.db.exec('BEGIN');
         try {
           return fn();
