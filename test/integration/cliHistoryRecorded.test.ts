@@ -1,12 +1,13 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { HistoryStore } from '../../src/core/recording/historyStore';
+import { HistoryRecorder } from '../../src/core/recording/recorder';
 import type { RecordedHold } from '../../src/core/recording/recordedHold';
 import { profileFrom } from '../../src/cli/options';
-import { show, type Result } from '../harness/cli';
+import { CLI, Procs, show, type Result } from '../harness/cli';
 import { eventually } from '../harness/etcd';
 import { mariadbCli } from '../harness/mariadbCli';
 import { ADMIN } from '../harness/mariadb';
@@ -167,6 +168,30 @@ describe('locklens unlock --force: where its note goes', () => {
     assert.match(r.stdout, /^released 'note:other'/);
     assert.match(r.stderr, new RegExp(`^locklens: released, but not noted in ${escape(notADir)}: `));
     assert.equal((await f.list('note:')).find((l) => l.name === 'note:other'), undefined, 'released');
+  });
+});
+
+describe('locklens history --data: who may read it', () => {
+  test('a user without write access to the data directory is told what reading needs (exit 4)', async (t) => {
+    if (process.getuid?.() !== 0) return t.skip('needs root, to run the CLI as another user (runuser -u nobody)');
+    // Under /tmp with the modes a service's data directory has: others may read, not write.
+    const dir = mkdtempSync('/tmp/locklens-perm-');
+    try {
+      chmodSync(dir, 0o755);
+      const recorder = await HistoryRecorder.open(join(dir, 'data'));
+      await recorder.close();
+      chmodSync(join(dir, 'data'), 0o755);
+      const procs = new Procs('');
+      try {
+        const r = await procs.spawn('runuser', ['-u', 'nobody', '--', process.execPath, CLI, 'history', 'jobs', '--data', join(dir, 'data')]).wait();
+        assert.equal(r.code, 4, show(r));
+        assert.match(r.stderr, /reading the recorded history needs write access to this directory and .*history\.db \(SQLite locks the file by creating .*history\.db\.lock beside it/);
+      } finally {
+        await procs.dispose();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 

@@ -3,7 +3,7 @@
  * One writer records into it (HistoryRecorder, in `locklens serve`); readers (`locklens history --data`, the Lock
  * History view) read it and `locklens unlock --force --data` adds its note, each in short transactions of its own.
  */
-import { existsSync } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { LockLensError } from '../errors';
 import { sleep } from '../sleep';
 import { historyFile, writerOf } from './dataDir';
@@ -46,6 +46,7 @@ export class HistoryStore {
     if (!existsSync(path)) {
       throw new LockLensError('INVALID_ARGUMENT', `${dir} holds no recorded history (no ${path}): locklens serve records into the data directory its config names`);
     }
+    mayLock(dir, path);
     const store = new HistoryStore(dir, SqliteFile.open(path, false));
     try {
       await store.file.read(() => checkReadable(store.file), () => store.lockHolder());
@@ -61,6 +62,7 @@ export class HistoryStore {
    * that end is recorded already.
    */
   static async noteForceRelease(dir: string, note: ForceReleaseNote): Promise<void> {
+    if (existsSync(historyFile(dir))) mayLock(dir, historyFile(dir));
     const store = new HistoryStore(dir, SqliteFile.open(historyFile(dir), true));
     try {
       await store.patiently(() => ensureSchema(store.file));
@@ -158,5 +160,21 @@ export class HistoryStore {
 
   close(): void {
     this.file.close();
+  }
+}
+
+/**
+ * Reading takes the lock too, and so needs to write where the file is: refused up front with what to do, where
+ * SQLite would only say it could not open the database.
+ */
+function mayLock(dir: string, path: string): void {
+  try {
+    accessSync(dir, constants.W_OK);
+    accessSync(path, constants.R_OK | constants.W_OK);
+  } catch {
+    throw new LockLensError(
+      'PERMISSION',
+      `${dir}: reading the recorded history needs write access to this directory and ${path} (SQLite locks the file by creating ${path}.lock beside it, and rolls back what a killed writer left): run as the user locklens serve runs as, or give your group write access to both`,
+    );
   }
 }
