@@ -11,7 +11,7 @@
 // loading bundle's modules, handed over by `openBackend`'s loader, so `instanceof LockLensError` and module state work
 // across the two files and the core is not duplicated.
 import * as esbuild from 'esbuild';
-import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const production = process.argv.includes('--production');
@@ -174,6 +174,11 @@ if (existsSync('webview/timeline/main.ts')) {
     format: 'iife',
   });
 }
+
+// The recorded history's SQLite (node-sqlite3-wasm, bundled into the extension and the CLI) loads its WebAssembly from
+// beside the bundle that requires it: dist/.
+mkdirSync('dist', { recursive: true });
+copyFileSync(join(ROOT, 'node_modules/node-sqlite3-wasm/dist/node-sqlite3-wasm.wasm'), join(ROOT, 'dist/node-sqlite3-wasm.wasm'));
 
 if (watch) {
   // The store bundles first: the host bundles hand over the core modules those import.

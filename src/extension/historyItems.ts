@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
-import type { HoldEnd, LockHistory, ReplayedHold } from '../core/history';
+import type { LockHistory, ReplayedHold } from '../core/history';
+import type { RecordedEnd } from '../core/recording/recordedHold';
 import type { ObservedHold } from '../core/holdObservation';
 import { displayKey } from '../core/keys';
 import { holdBound, type LockFigures, type Spread } from '../core/lockFigures';
@@ -9,7 +10,7 @@ import type { LockFindings } from './diagnosis';
 import { appendUntrusted, cycleText, formatSpan, ownerLabel, tooltip, ttlFitText } from './format';
 import { escapeOwn } from './tree/labels';
 
-/** The Lock History view's items (historyView.ts): what LockLens recorded of a lock, and its replayed past. */
+/** The Lock History view's items (historyView.ts, recordedHistoryView.ts): what LockLens saw of a lock, its replayed past, and what serve recorded. */
 
 /** Replayed holds listed, the newest: a long history would make every redraw build thousands of rows. */
 const MAX_PAST_ITEMS = 200;
@@ -39,7 +40,8 @@ export function figureItems(f: LockFigures | undefined): vscode.TreeItem[] {
   return items;
 }
 
-function endText(end: HoldEnd | null): string {
+/** How a hold ended, in words, whether seen live, replayed, or recorded by locklens serve. */
+export function endText(end: RecordedEnd | null): string {
   switch (end) {
     case 'released':
       return vscode.l10n.t('released');
@@ -47,12 +49,14 @@ function endText(end: HoldEnd | null): string {
       return vscode.l10n.t('revoked or expired');
     case 'expired':
       return vscode.l10n.t('expired');
+    case 'forceReleased':
+      return vscode.l10n.t('force-released');
     default:
       return vscode.l10n.t('ended');
   }
 }
 
-const END_ICONS: Record<HoldEnd, string> = { released: 'unlock', revokedOrExpired: 'close', expired: 'flame' };
+export const END_ICONS: Record<RecordedEnd, string> = { released: 'unlock', revokedOrExpired: 'close', expired: 'flame', forceReleased: 'debug-disconnect' };
 
 export function liveItems(holds: readonly ObservedHold[]): vscode.TreeItem[] {
   if (holds.length === 0) return [textItem(vscode.l10n.t('No hold seen yet.'), undefined, 'info')];

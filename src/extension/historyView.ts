@@ -13,6 +13,7 @@ import type { LockRecords } from './lockRecords';
 import type { LockTreeProvider } from './tree/lockTreeProvider';
 import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
 import { Cancelled, pickConnection, pickLock } from './pickers';
+import { RecordedHistory, registerRecordedHistory } from './recordedHistoryView';
 
 export const HISTORY_VIEW = 'locklens.history';
 
@@ -25,7 +26,7 @@ interface Target {
 }
 
 type HistoryNode =
-  | { readonly kind: 'section'; readonly section: 'diagnosis' | 'figures' | 'live' | 'past' }
+  | { readonly kind: 'section'; readonly section: 'diagnosis' | 'figures' | 'live' | 'past' | 'recorded' }
   | { readonly kind: 'item'; readonly item: vscode.TreeItem };
 
 /**
@@ -45,11 +46,15 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
   constructor(
     private readonly records: LockRecords,
     private readonly diagnoses: Diagnoses<StoreConnection>,
+    private readonly recorded: RecordedHistory,
   ) {
-    this.subscription = records.onDidChange(({ connection, lockIds }) => {
-      const t = this.target;
-      if (t && t.connection.name === connection && lockIds.includes(t.lockId)) this.redrawSoon();
-    });
+    this.subscription = vscode.Disposable.from(
+      records.onDidChange(({ connection, lockIds }) => {
+        const t = this.target;
+        if (t && t.connection.name === connection && lockIds.includes(t.lockId)) this.redrawSoon();
+      }),
+      recorded.onDidChange(() => this.changeEmitter.fire(undefined)),
+    );
   }
 
   show(target: Target): void {
@@ -80,7 +85,9 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
     if (!t) return [];
     if (!node) {
       const sections: HistoryNode[] = this.diagnosisItems(t).length ? [SECTIONS.diagnosis, SECTIONS.figures, SECTIONS.live] : [SECTIONS.figures, SECTIONS.live];
-      return t.connection.backend?.history ? [...sections, SECTIONS.past] : sections;
+      if (t.connection.backend?.history) sections.push(SECTIONS.past);
+      if (this.recorded.dir) sections.push(SECTIONS.recorded);
+      return sections;
     }
     switch (node.kind) {
       case 'item':
@@ -93,7 +100,9 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
             ? figureItems(this.records.stats.figures(t.connection.name, t.lockId))
             : node.section === 'live'
               ? liveItems(this.records.stats.holds(t.connection.name, t.lockId))
-              : pastItems(this.replay(t), t, (revision) => this.records.stats.timeOfRevision(t.connection.name, revision));
+              : node.section === 'recorded'
+                ? this.recorded.items(displayKey(t.name))
+                : pastItems(this.replay(t), t, (revision) => this.records.stats.timeOfRevision(t.connection.name, revision));
         return items.map((item) => ({ kind: 'item', item }));
       }
     }
@@ -134,6 +143,7 @@ export class LockHistoryProvider implements vscode.TreeDataProvider<HistoryNode>
 
   redraw(): void {
     const t = this.target;
+    if (t) this.recorded.load(displayKey(t.name));
     void vscode.commands.executeCommand('setContext', 'locklens.historyReplayed', !!t && this.replays.has(replayKey(t)));
     void vscode.commands.executeCommand('setContext', 'locklens.historyCanReplay', t?.connection.backend?.history !== undefined);
     this.changeEmitter.fire(undefined);
@@ -152,6 +162,7 @@ const SECTIONS = {
   figures: { kind: 'section', section: 'figures' },
   live: { kind: 'section', section: 'live' },
   past: { kind: 'section', section: 'past' },
+  recorded: { kind: 'section', section: 'recorded' },
 } as const satisfies Record<string, HistoryNode>;
 
 const SECTION_LABELS = {
@@ -159,8 +170,9 @@ const SECTION_LABELS = {
   figures: () => vscode.l10n.t('Figures'),
   live: () => vscode.l10n.t('Recent holds (seen live)'),
   past: () => vscode.l10n.t("Replayed from the store's history"),
+  recorded: () => vscode.l10n.t('Recorded by locklens serve'),
 };
-const SECTION_ICONS = { diagnosis: 'warning', figures: 'graph', live: 'pulse', past: 'history' };
+const SECTION_ICONS = { diagnosis: 'warning', figures: 'graph', live: 'pulse', past: 'history', recorded: 'database' };
 
 function sectionItem(section: keyof typeof SECTION_LABELS): vscode.TreeItem {
   const item = new vscode.TreeItem(SECTION_LABELS[section](), vscode.TreeItemCollapsibleState.Expanded);
@@ -192,7 +204,8 @@ export function registerHistory(
   diagnoses: Diagnoses<StoreConnection>,
   showPastInTimeline: (history: LockHistory, connection: string) => void,
 ): { readonly provider: LockHistoryProvider; readonly disposables: vscode.Disposable[] } {
-  const provider = new LockHistoryProvider(records, diagnoses);
+  const recorded = new RecordedHistory();
+  const provider = new LockHistoryProvider(records, diagnoses, recorded);
   const view = vscode.window.createTreeView(HISTORY_VIEW, { treeDataProvider: provider });
 
   const targetOf = (connection: StoreConnection, lock: LockState): Target => ({ connection, lockId: lock.id, name: lock.name, single: isSingleKey(lock) });
@@ -323,6 +336,8 @@ export function registerHistory(
   const disposables = [
     provider,
     view,
+    recorded,
+    registerRecordedHistory(register, recorded, () => vscode.commands.executeCommand(`${HISTORY_VIEW}.focus`)),
     // Selecting a lock or member in the Locks view shows its history here.
     treeView.onDidChangeSelection(({ selection }) => {
       const node = selection[0];

@@ -3,20 +3,22 @@ import { MAX_REPLAY_REVISIONS, REPLAY_WAITERS_KEPT, type HoldEnd, type LockHisto
 import { displayKey, isUtf8 } from '../../core/keys';
 import { keyJson } from '../lockJson';
 import { CONNECTION_HELP, parse, parsePositiveInt } from '../options';
+import { checkReaderFlags, printRecordedHistory, RECORDED_HELP, RECORDED_OPTIONS } from '../recordedHistory';
 import type { Command } from './command';
 
 export const history: Command = {
   name: 'history',
-  summary: "replay a lock's holds from etcd's history: who held it, from which revision to which, how it ended",
+  summary: "replay a lock's holds from etcd's history, or read those locklens serve recorded (--data), for any store",
   help: `Usage: locklens history NAME [--single] [--from-revision N | --all] [--json]
+       locklens history NAME --data DIR [--connection C] [--since AGE|TIME] [--json]
 
 Replays the lock NAME from etcd's history (its MVCC revisions, back to the last compaction): every hold it had,
 oldest first, with its key, lease, fencing token, the revision it began and the one it ended at, how it ended, and
 how many were waiting when it began. Reads the queue NAME/… (Go Mutex, etcdctl lock, elections, UUID recipes), or
 with --single the one key NAME. The holder at each revision is the one a Go concurrency.Mutex on NAME lets in: the
 lowest create revision of every key under NAME/, a nested lock's keys included. A hold already in place where the
-history read begins is marked so. Redis keeps no history: there, the VS Code Lock History view records what
-LockLens sees.
+history read begins is marked so. Redis, ZooKeeper and the SQL databases keep no history: locklens serve records
+it, and --data reads that (below).
 
 How a hold ended, from its lease now (etcd's history records the delete, never why):
   released            its key was deleted while its lease lives on, or it had no lease (an unlock, a delete)
@@ -44,11 +46,15 @@ etcd before 3.4.31 and 3.5.13 cannot say when it has sent all of a lock's histor
 taken for one with none after a quiet time that grows with the revisions etcd must scan (a second, plus 0.2 ms a
 revision), and the output says so.
 
+${RECORDED_HELP}
+
 ${CONNECTION_HELP}`,
   argument: "the lock's NAME",
-  options: { single: { type: 'boolean' }, json: { type: 'boolean' }, 'from-revision': { type: 'string' }, all: { type: 'boolean' } },
+  options: { single: { type: 'boolean' }, json: { type: 'boolean' }, 'from-revision': { type: 'string' }, all: { type: 'boolean' }, ...RECORDED_OPTIONS },
   async run(args, connect, out) {
     const { values, positionals } = parse(args, this);
+    checkReaderFlags(values);
+    if (values.data !== undefined) return printRecordedHistory(positionals[0], values, out);
     const from = values['from-revision'];
     if (from !== undefined && values.all) throw new LockLensError('INVALID_ARGUMENT', '--from-revision and --all say two things: give one');
     const fromRevision = from === undefined ? undefined : parsePositiveInt(from as string, '--from-revision', 1);

@@ -1,16 +1,18 @@
-import { LockLensError } from '../../core/errors';
+import { userInfo } from 'node:os';
+import { errorMessage, LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
+import { HistoryStore } from '../../core/recording/historyStore';
 import { STORE_KINDS, STORES } from '../../core/stores';
 import { isSingleKey, type LockState } from '../../core/lockState';
 import { entryJson, ownerText } from '../lockJson';
 import { confirmOnTerminal } from '../confirm';
-import { CONNECTION_HELP, parse, wrap } from '../options';
+import { CONNECTION_HELP, parse, profileFrom, wrap } from '../options';
 import type { Command } from './command';
 
 export const unlock: Command = {
   name: 'unlock',
   summary: "force-release someone else's hold on a lock (a stuck holder), the store's safe way",
-  help: `Usage: locklens unlock NAME --force [--yes]
+  help: `Usage: locklens unlock NAME --force [--yes] [--data DIR [--connection-name C]]
 
 Frees the lock NAME from its current holder, only if it is still the holder this command read (the same key, owner
 and token): a lock that changed hands meanwhile is left alone (exit 9).
@@ -19,12 +21,16 @@ The holder's process is not told: it may still believe it holds the lock (Curato
 theirs, not their own). Resources that check fencing tokens reject it. Without --yes it shows the holder and asks;
 with no terminal to ask on, it refuses.
 
-  --force       required: this releases a lock that is not yours
-  --yes         do not ask
+  --force                required: this releases a lock that is not yours
+  --yes                  do not ask
+  --data DIR             also note the force release (connection, lock, holder, your OS user, when) in the history
+                         locklens serve records in DIR (default $LOCKLENS_DATA): the hold's recorded end then says
+                         force-released, and by whom
+  --connection-name C    the connection's name in serve's config (default: the host of the URL or endpoint)
 
 ${CONNECTION_HELP}`,
   argument: "the lock's NAME",
-  options: { force: { type: 'boolean' }, yes: { type: 'boolean', short: 'y' } },
+  options: { force: { type: 'boolean' }, yes: { type: 'boolean', short: 'y' }, data: { type: 'string' }, 'connection-name': { type: 'string' } },
   async run(args, connect, out) {
     const { values, positionals } = parse(args, this);
     if (!values.force) throw new LockLensError('INVALID_ARGUMENT', `unlock releases another process's hold: pass --force (a lock you hold with 'locklens acquire' is released when it exits)`);
@@ -54,9 +60,16 @@ ${CONNECTION_HELP}`,
           return 1;
         }
       }
+      const at = Date.now();
       const result = await backend.forceRelease(lock, holder);
       out.stdout(`released '${displayKey(name)}' ${rowOnly ? `(${who})` : `from ${shown.key} (${who})`}: ${result.action}`);
       for (const k of result.keys) out.stdout(`  ${displayKey(k)}`);
+      const data = (values.data as string | undefined) ?? process.env.LOCKLENS_DATA;
+      if (data) {
+        const note = { connection: connectionName(values), lock: displayKey(name), member: shown.key, owner: shown.owner, by: osUser(), at };
+        // The release is done whatever happens here: a note that fails is said, not turned into a failed unlock.
+        await HistoryStore.noteForceRelease(data, note).catch((e: unknown) => out.stderr(`locklens: released, but not noted in ${data}: ${errorMessage(e)}`));
+      }
       return 0;
     } finally {
       backend.close();
@@ -71,4 +84,24 @@ function heldLockNamed(locks: readonly LockState[], name: Buffer): LockState {
   if (held.length === 1) return held[0];
   if (held.length > 1) throw new LockLensError('INVALID_ARGUMENT', `'${displayKey(name)}' names ${held.length} held locks (${held.map((l) => l.kind).join(', ')}): free them with the store's own tools`);
   throw new LockLensError('INVALID_ARGUMENT', named.length ? `'${displayKey(name)}' is not held by anyone: nothing to release` : `no lock named '${displayKey(name)}'`);
+}
+
+/** The connection as serve's config names it: --connection-name, else the host (and port) of the first endpoint. */
+function connectionName(values: Record<string, unknown>): string {
+  const given = values['connection-name'];
+  if (typeof given === 'string') return given;
+  const endpoint = profileFrom(values).endpoints[0];
+  try {
+    return new URL(endpoint.includes('://') ? endpoint : `tcp://${endpoint}`).host || endpoint;
+  } catch {
+    return endpoint;
+  }
+}
+
+function osUser(): string {
+  try {
+    return userInfo().username;
+  } catch {
+    return process.env.USER ?? process.env.USERNAME ?? String(process.getuid?.() ?? 'unknown');
+  }
 }

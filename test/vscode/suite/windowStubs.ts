@@ -38,6 +38,14 @@ export class WindowStubs {
     }) as unknown as Window['showQuickPick']);
   }
 
+  /** Answers open dialogs (a file or folder to pick) with `answer(options)`; records their titles. */
+  openDialogs(answer: (options: vscode.OpenDialogOptions) => vscode.Uri[] | undefined): this {
+    return this.replace('showOpenDialog', ((options: vscode.OpenDialogOptions = {}) => {
+      this.shown.push({ kind: 'open', message: options.title ?? '' });
+      return Promise.resolve(answer(options));
+    }) as Window['showOpenDialog']);
+  }
+
   /** Records error and information messages and answers them with nothing. */
   messages(): this {
     const record = (kind: string) =>
