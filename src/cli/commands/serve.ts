@@ -7,6 +7,8 @@ import { ServeMetrics } from '../serve/metrics';
 import { startServer } from '../serve/server';
 import { ConnectionWatcher, type WatcherOptions } from '../serve/watcher';
 import { version } from '../version';
+import { HistoryRecorder } from '../../core/recording/recorder';
+import { DEFAULT_BOUNDS } from '../../core/recording/retention';
 import type { Command } from './command';
 
 export const serve: Command = {
@@ -57,7 +59,14 @@ Config (the connection fields are those of VS Code's locklens.connections; store
     const maxLocks = parsePositiveInt(values['max-locks'], '--max-locks', config.maxLocks);
     const log = jsonLog();
     // Every batch of lock events, in order, goes here: the metrics count them (and the recorder, when there is one).
-    const onEvents: WatcherOptions['onEvents'] = (events) => metrics.count(events);
+    const recorder = config.data === undefined ? undefined : await HistoryRecorder.open(config.data, { bounds: { ...DEFAULT_BOUNDS, ...definedOf(config.history) }, log });
+    const onEvents: WatcherOptions['onEvents'] = (events, read) => {
+      metrics.count(events);
+      if (!recorder) return;
+      for (const event of events) recorder.record(event, read.store);
+      // A full read found what is there: a hold recorded open (by an earlier run too) that it did not find has ended.
+      if (read.full) recorder.caughtUp(read.connection);
+    };
     const watchers = config.connections.map((c) => new ConnectionWatcher(c, { log, lockTables: config.lockTables, onEvents }));
     const metrics = new ServeMetrics(watchers, { maxLocks, ...config.lockNames }, version());
     const server = await startServer({
@@ -79,7 +88,13 @@ Config (the connection fields are those of VS Code's locklens.connections; store
     const signal = await stopped;
     log('info', 'stopping', { signal });
     await Promise.all([server.close(), ...watchers.map((w) => w.close())]);
+    await recorder?.close();
     log('info', 'stopped');
     return 0;
   },
 };
+
+/** The fields given a value: a config's history may name one bound and leave the other to its default. */
+function definedOf<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

@@ -9,6 +9,7 @@ import type { ConnectionSecrets, ConnectionSettings } from '../../core/connectio
 import { LockLensError, errorMessage } from '../../core/errors';
 import type { LockTableSpec } from '../../core/profile';
 import { STORE_KINDS, checkEndpoints, isStoreKind, storeOf } from '../../core/stores';
+import { parseAge, parseBytes } from '../../core/recording/spans';
 import { parseConfig, type ConfigMap } from './configNodes';
 
 export interface ServeConnection {
@@ -77,7 +78,7 @@ export function loadConfig(file: string, env: NodeJS.ProcessEnv = process.env): 
   return {
     listen: parseListen(root.text('listen', DEFAULT_LISTEN) ?? DEFAULT_LISTEN, (m) => root.fail('listen', m)),
     data: root.text('data', '/var/lib/locklens'),
-    history: { maxAgeMs: duration(history, 'maxAge'), maxBytes: size(history, 'maxBytes') },
+    history: { maxAgeMs: span(history, 'maxAge', '30d', parseAge), maxBytes: span(history, 'maxBytes', '1GiB', parseBytes) },
     maxLocks: root.int('maxLocks', 1, String(DEFAULT_MAX_LOCKS)) ?? DEFAULT_MAX_LOCKS,
     ...(bearerToken === undefined ? {} : { bearerToken }),
     ...(tls ? { tls: { cert: fileOf(tls, 'certFile', 'the certificate'), key: fileOf(tls, 'keyFile', 'the key') } } : {}),
@@ -174,22 +175,14 @@ export function parseListen(text: string, fail: (message: string) => never): Lis
   return { host: m[1].replace(/^\[|\]$/g, ''), port };
 }
 
-const DURATION_UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-function duration(m: ConfigMap | undefined, field: string): number | undefined {
-  const text = m?.text(field, '30d');
+/** A span in the config (`30d`, `1GiB`), read by the recorded history's own parsers and refused with its line. */
+function span(m: ConfigMap | undefined, field: string, example: string, parse: (text: string, what: string) => number): number | undefined {
+  const text = m?.text(field, example);
   if (text === undefined) return undefined;
-  const parts = /^(\d+)(s|m|h|d)$/.exec(text.trim());
-  if (!parts) return m!.fail(field, `'${text}' is not a duration: write e.g. 30d, 12h, 90m`);
-  return Number(parts[1]) * DURATION_UNITS[parts[2]];
-}
-
-const SIZE_UNITS: Record<string, number> = { '': 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40 };
-
-function size(m: ConfigMap | undefined, field: string): number | undefined {
-  const text = m?.text(field, '1GiB');
-  if (text === undefined) return undefined;
-  const parts = /^(\d+)\s*(KiB|MiB|GiB|TiB)?$/.exec(text.trim());
-  if (!parts) return m!.fail(field, `'${text}' is not a size: write e.g. 1GiB, 500MiB`);
-  return Number(parts[1]) * SIZE_UNITS[parts[2] ?? ''];
+  try {
+    return parse(text, field);
+  } catch (e) {
+    return m!.fail(field, errorMessage(e));
+  }
 }

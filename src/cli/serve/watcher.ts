@@ -27,8 +27,11 @@ import type { Watched } from './metrics';
 export interface WatcherOptions {
   readonly log: Log;
   readonly lockTables: readonly LockTableSpec[];
-  /** Every batch of the watch's events, in order (a change set's, with how etcd holds ended asked of the store). */
-  readonly onEvents: (events: readonly LockEvent[]) => void;
+  /**
+   * Every batch of the watch's events, in order (a change set's, with how etcd holds ended asked of the store), and
+   * whether the change set was a full read of the store (the first, or one after a break: what it did not find is gone).
+   */
+  readonly onEvents: (events: readonly LockEvent[], read: { readonly connection: string; readonly store: string; readonly full: boolean }) => void;
   /** First and greatest pause between tries to open the store (ms). */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
 }
@@ -150,7 +153,7 @@ export class ConnectionWatcher implements Watched {
     this.subscriptions = [
       watch.onDidChangeLocks((changes) => {
         this.diagnosis.observe(changes, Date.now());
-        this.deliver(this.events.observe(changes, observe, Date.now()), backend.leases);
+        this.deliver(this.events.observe(changes, observe, Date.now()), backend.leases, changes.resynced);
       }),
       watch.onDidChangeLeases((infos) => this.events.observeLeases(infos)),
       watch.onDidChangeStatus((status) => this.noteStatus(status)),
@@ -171,9 +174,10 @@ export class ConnectionWatcher implements Watched {
     this.options.log(level, status.state === 'live' ? 'watching' : `watch ${status.state}`, fields);
   }
 
-  private deliver(observed: Observed, leases: LeaseOperations | undefined): void {
+  private deliver(observed: Observed, leases: LeaseOperations | undefined, full: boolean): void {
+    const read = { connection: this.name, store: this.store, full };
     this.delivery = this.delivery
-      .then(async () => this.options.onEvents(leases && observed.unsettled.length ? await settled(observed, leases) : observed.events))
+      .then(async () => this.options.onEvents(leases && observed.unsettled.length ? await settled(observed, leases) : observed.events, read))
       .catch((e: unknown) => this.options.log('error', 'handling lock events failed', { connection: this.name, error: errorMessage(e) }));
   }
 
