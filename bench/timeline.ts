@@ -197,6 +197,7 @@ export function sampleRows(leases: number, now: number): TimelineRow[] {
       refreshes,
       stalled: i % 97 === 0,
       longHold: false,
+      deadlock: false,
     });
   }
   return rows;

@@ -200,6 +200,7 @@ export function isTimelineRow(v: unknown): v is TimelineRow {
     v.refreshes.every(isNum) &&
     isBool(v.stalled) &&
     isBool(v.longHold) &&
+    isBool(v.deadlock) &&
     optNum(v.endedAt) &&
     (v.end === undefined || ENDS.includes(v.end as string))
   );
