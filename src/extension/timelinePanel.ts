@@ -346,6 +346,8 @@ function strings(): TimelineStrings {
     selectHint: vscode.l10n.t('Select a bar to see its holder or waiter and act on it (arrow keys move the selection).'),
     now: vscode.l10n.t('now'),
     legend: vscode.l10n.t('Thick: holding · thin: waiting · ticks: renewals · faded: TTL left · ✕: revoked or expired · |: released'),
+    deadlock: vscode.l10n.t('deadlock'),
+    deadlockLegend: vscode.l10n.t('the lock is in a confirmed deadlock'),
     lockQueue: vscode.l10n.t('queue'),
     lockElection: vscode.l10n.t('election'),
     lockSingle: vscode.l10n.t('single key'),
