@@ -141,6 +141,8 @@ export const ENGLISH: TimelineStrings = {
   selectHint: 'Select a bar to see its holder or waiter and act on it.',
   now: 'now',
   legend: 'Thick: holding · thin: waiting · ticks: keepalives · faded: TTL left · ✕: revoked or expired · |: released',
+  deadlock: 'deadlock',
+  deadlockLegend: 'the lock is in a confirmed deadlock',
   lockQueue: 'queue',
   lockElection: 'election',
   lockSingle: 'single key',
@@ -197,6 +199,7 @@ export function sampleRows(leases: number, now: number): TimelineRow[] {
       refreshes,
       stalled: i % 97 === 0,
       longHold: false,
+      deadlock: false,
     });
   }
   return rows;

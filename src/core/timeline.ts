@@ -23,6 +23,8 @@ export interface TimelineSource {
   readonly locks: readonly LockState[];
   readonly lease: (id: string) => LeaseInfo | undefined;
   readonly clock: LockClock;
+  /** Whether the lock is in a confirmed deadlock (the connection's diagnosis); absent: nothing is diagnosed. */
+  readonly deadlocked?: (lockId: string) => boolean;
 }
 
 export interface TimelineOptions {
@@ -87,6 +89,7 @@ export function timelineRows(source: TimelineSource, longHoldMs: number, now: nu
   const rows: TimelineRow[] = [];
   for (const lock of source.locks) {
     const texts = textsOf(source.connection, lock);
+    const deadlock = source.deadlocked?.(lock.id) ?? false;
     for (const [i, h] of lockHealth(lock, source.clock, source.lease, { longHoldMs }, now).entries()) {
       const m = h.member;
       // A waiter's `since` is when its key was first seen; the holder's is when it began to hold.
@@ -109,6 +112,7 @@ export function timelineRows(source: TimelineSource, longHoldMs: number, now: nu
         refreshes: info?.refreshes ?? [],
         stalled: info?.state === 'alive' && info.stalled,
         longHold: h.troubles.includes('longHold'),
+        deadlock,
       };
       if (h.position === 0) row.heldSince = h.since.at;
       if (info) {
@@ -270,6 +274,7 @@ function sameRow(a: TimelineRow, b: TimelineRow): boolean {
     a.position === b.position &&
     a.stalled === b.stalled &&
     a.longHold === b.longHold &&
+    a.deadlock === b.deadlock &&
     a.leaseState === b.leaseState &&
     a.grantedTtl === b.grantedTtl &&
     a.heldSince === b.heldSince &&

@@ -65,7 +65,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   const view = vscode.window.createTreeView('locklens.locks', { treeDataProvider: tree, showCollapseAll: true });
   tree.setVisible(view.visible);
   context.subscriptions.push(view.onDidChangeVisibility((e) => tree.setVisible(e.visible)));
-  const timeline = registerTimeline(context, registry, tree, probe, view);
+  const timeline = registerTimeline(context, registry, tree, probe, diagnoses, view);
   const history = registerHistory(register, registry, tree, view, records, diagnoses, timeline.showPast);
   const stores = new StorePackages(context.extension);
 

@@ -6,7 +6,8 @@ import type { LockHistory } from '../core/history';
 import { parseRowId, pastMessage, TimelineReducer, type TimelineSource } from '../core/timeline';
 import { isEmptyDiff, isWebviewMessage, type HostMessage, type TimelineConfig, type TimelineStrings } from '../protocol/timeline';
 import type { PastMessage, TimelineRow } from '../shared/timelineData';
-import type { ConnectionRegistry } from './connections';
+import type { ConnectionRegistry, StoreConnection } from './connections';
+import type { Diagnoses } from './diagnosis';
 import type { LeaseEndListener, LeaseEndProbe } from './leaseEndProbe';
 import type { LockTreeProvider } from './tree/lockTreeProvider';
 import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
@@ -34,6 +35,7 @@ interface PanelDeps {
   readonly registry: ConnectionRegistry;
   readonly reveal: RevealRow;
   readonly probe: LeaseEndProbe;
+  readonly diagnoses: Diagnoses<StoreConnection>;
 }
 
 /**
@@ -45,9 +47,10 @@ export function registerTimeline(
   registry: ConnectionRegistry,
   tree: LockTreeProvider,
   probe: LeaseEndProbe,
+  diagnoses: Diagnoses<StoreConnection>,
   treeView?: vscode.TreeView<LockTreeNode>,
 ): { readonly disposables: vscode.Disposable[]; readonly showPast: (history: LockHistory, connection: string) => void } {
-  const deps: PanelDeps = { extensionUri: context.extensionUri, registry, probe, reveal: (row) => revealInTree(tree, treeView, row) };
+  const deps: PanelDeps = { extensionUri: context.extensionUri, registry, probe, diagnoses, reveal: (row) => revealInTree(tree, treeView, row) };
   const disposables = [
     vscode.commands.registerCommand(OPEN_COMMAND, (node?: LockTreeNode) => {
       const lock = node instanceof LockNode || node instanceof MemberNode ? tree.lock(node) : undefined;
@@ -124,6 +127,7 @@ export class TimelinePanel implements vscode.Disposable {
       registry.onDidChangeState(() => this.schedule()),
       registry.onDidChangeLocks(() => this.schedule()),
       registry.onDidChangeLeases(() => this.schedule()),
+      deps.diagnoses.onDidChange(() => this.schedule()),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (!e.affectsConfiguration('locklens.longHoldSeconds') && !e.affectsConfiguration('locklens.readOnly')) return;
         this.reducer.setOptions(reducerOptions());
@@ -219,7 +223,10 @@ export class TimelinePanel implements vscode.Disposable {
     const sources: TimelineSource[] = [];
     for (const c of this.deps.registry.all()) {
       const watch = c.watch;
-      if (watch) sources.push({ connection: c.name, hasLeases: c.backend?.leases !== undefined, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock });
+      if (!watch) continue;
+      const diagnosis = this.deps.diagnoses.of(c);
+      const deadlocked = diagnosis && ((lockId: string) => diagnosis.cyclesOf(lockId).length > 0);
+      sources.push({ connection: c.name, hasLeases: c.backend?.leases !== undefined, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock, deadlocked });
     }
     return sources;
   }
@@ -339,6 +346,8 @@ function strings(): TimelineStrings {
     selectHint: vscode.l10n.t('Select a bar to see its holder or waiter and act on it (arrow keys move the selection).'),
     now: vscode.l10n.t('now'),
     legend: vscode.l10n.t('Thick: holding · thin: waiting · ticks: renewals · faded: TTL left · ✕: revoked or expired · |: released'),
+    deadlock: vscode.l10n.t('deadlock'),
+    deadlockLegend: vscode.l10n.t('the lock is in a confirmed deadlock'),
     lockQueue: vscode.l10n.t('queue'),
     lockElection: vscode.l10n.t('election'),
     lockSingle: vscode.l10n.t('single key'),

@@ -60,6 +60,9 @@ export interface TimelineStrings {
   readonly selectHint: string;
   readonly now: string;
   readonly legend: string;
+  /** The tag on the header of a lock in a confirmed deadlock, and what the legend says of it. */
+  readonly deadlock: string;
+  readonly deadlockLegend: string;
   readonly lockQueue: string;
   readonly lockElection: string;
   readonly lockSingle: string;
@@ -200,6 +203,7 @@ export function isTimelineRow(v: unknown): v is TimelineRow {
     v.refreshes.every(isNum) &&
     isBool(v.stalled) &&
     isBool(v.longHold) &&
+    isBool(v.deadlock) &&
     optNum(v.endedAt) &&
     (v.end === undefined || ENDS.includes(v.end as string))
   );

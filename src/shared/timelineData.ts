@@ -53,6 +53,8 @@ export interface TimelineRow {
   readonly stalled: boolean;
   /** Held longer than the long-hold threshold at the last update (the webview also checks it as time passes). */
   readonly longHold: boolean;
+  /** Its lock is in a deadlock a synced read confirmed (issue 22), at the last update; unchanged once ended. */
+  readonly deadlock: boolean;
   readonly endedAt?: number;
   readonly end?: TimelineEnd;
 }

@@ -1,61 +1,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { observeLease, type LeaseInfo } from '../../src/core/leaseInfo';
-import { LockClock } from '../../src/core/lockHealth';
-import { LockModel, lockId } from '../../src/core/etcd/lockModel';
-import type { KeyRecord } from '../../src/core/etcd/records';
+import { lockId } from '../../src/core/etcd/lockModel';
 import type { LockHistory } from '../../src/core/history';
-import { MAX_PAST_HOLDS, TimelineReducer, pastMessage, rowId, timelineRows, type TimelineSource } from '../../src/core/timeline';
+import { MAX_PAST_HOLDS, TimelineReducer, pastMessage, rowId } from '../../src/core/timeline';
 import { applyDiff, isHostMessage, isTimelineRow, isWebviewMessage } from '../../src/protocol/timeline';
 import { compareRows, type TimelineDiff, type TimelineRow } from '../../src/shared/timelineData';
 import { mulberry32 } from '../harness/random';
-
-const T0 = 1_700_000_000_000;
-const HOUR = 3_600_000;
-const LONG_HOLD = 300_000;
-
-function mutexKey(name: string | Buffer, lease: string, create: number, value = ''): KeyRecord {
-  const key = Buffer.concat([Buffer.from(name), Buffer.from(`/${lease}`)]);
-  return { key, valuePreview: Buffer.from(value), valueSize: value.length, createRevision: create, modRevision: create, version: 1, lease };
-}
-
-function singleKey(key: string, lease: string, create: number): KeyRecord {
-  return { key: Buffer.from(key), valuePreview: Buffer.from('x'), valueSize: 1, createRevision: create, modRevision: create, version: 1, lease };
-}
-
-/** One fake connection: a lock model fed by hand, its clock, and lease infos folded from samples as a sweep would. */
-class Fixture {
-  readonly model = new LockModel();
-  readonly clock = new LockClock();
-  readonly leases = new Map<string, LeaseInfo>();
-  now = T0;
-  private revision = 1;
-
-  constructor(readonly connection = 'test') {}
-
-  put(...records: KeyRecord[]): void {
-    for (const r of records) this.model.put({ ...r, modRevision: Math.max(r.modRevision, ++this.revision) });
-    this.clock.observe(this.model.takeChanges(), this.now);
-  }
-
-  delete(...keys: (string | Buffer)[]): void {
-    for (const k of keys) this.model.delete(Buffer.from(k), ++this.revision);
-    this.clock.observe(this.model.takeChanges(), this.now);
-  }
-
-  /** A lease sample at `now`: TTL -1 means expired. */
-  sample(id: string, ttl: number, grantedTtl = 60): void {
-    this.leases.set(id, observeLease(this.leases.get(id), id, { ttl, grantedTtl, keys: [], at: this.now }));
-  }
-
-  source(): TimelineSource {
-    return { connection: this.connection, hasLeases: true, locks: this.model.locks(), lease: (id) => this.leases.get(id), clock: this.clock };
-  }
-
-  rows(longHoldMs = LONG_HOLD): TimelineRow[] {
-    return timelineRows(this.source(), longHoldMs, this.now);
-  }
-}
+import { Fixture, HOUR, LONG_HOLD, T0, mutexKey, singleKey } from './timelineFixture';
 
 const byKey = (rows: readonly TimelineRow[], key: string) => {
   const row = rows.find((r) => r.key === key);

@@ -54,7 +54,10 @@ export class Controls {
     page.forceReleaseButton.textContent = s.forceRelease;
     page.actions.setAttribute('aria-label', s.actions);
     page.scroller.setAttribute('aria-label', s.rowsLabel);
-    page.legend.textContent = s.legend;
+    const tag = document.createElement('span');
+    tag.className = 'deadlock';
+    tag.textContent = s.deadlock;
+    page.legend.replaceChildren(`${s.legend} · `, tag, `: ${s.deadlockLegend}`);
     this.past.render(s);
     this.detail.update();
   }

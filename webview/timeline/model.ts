@@ -16,6 +16,8 @@ export interface LockLine {
   readonly kind: TimelineRow['kind'];
   /** Live members (not ended) of the lock. */
   readonly live: number;
+  /** A live member says its lock is in a confirmed deadlock. */
+  readonly deadlock: boolean;
 }
 
 export interface RowLine {
@@ -91,7 +93,7 @@ export class TimelineStore {
       if (row.endedAt !== undefined && row.endedAt < windowStart) continue;
       const group = `${row.connection}\u0000${row.lock}`;
       if (header?.line.group !== group) {
-        const line: Mutable<LockLine> = { type: 'lock', group, lockName: row.lockName, connection: row.connection, kind: row.kind, live: 0 };
+        const line: Mutable<LockLine> = { type: 'lock', group, lockName: row.lockName, connection: row.connection, kind: row.kind, live: 0, deadlock: false };
         header = { index: lines.length, line };
         lines.push(line);
         locks++;
@@ -99,6 +101,7 @@ export class TimelineStore {
       }
       if (row.endedAt === undefined) {
         header.line.live++;
+        if (row.deadlock) header.line.deadlock = true;
         liveRows++;
       }
       indexOf.set(row.id, lines.length);

@@ -194,8 +194,13 @@ export class Renderer {
     ctx.fillStyle = t.muted;
     ctx.fillText(rightText, width - 8 - rightW, y + LINE_H / 2);
     ctx.font = t.boldFont;
+    const tagW = line.deadlock ? ctx.measureText(s.deadlock).width + 12 : 0;
+    const name = this.fit(line.lockName, width - rightW - 32 - tagW);
     ctx.fillStyle = t.foreground;
-    ctx.fillText(this.fit(line.lockName, width - rightW - 32), 8, y + LINE_H / 2);
+    ctx.fillText(name, 8, y + LINE_H / 2);
+    if (!line.deadlock) return;
+    ctx.fillStyle = t.error;
+    ctx.fillText(s.deadlock, 8 + ctx.measureText(name).width + 12, y + LINE_H / 2);
   }
 
   private row(
