@@ -112,10 +112,10 @@ describe('locklens over PostgreSQL (--url postgres://), against psycopg2 session
     const lock = (await lockNamed(name, ['--prefix', 'databasechangeloglock/']))!;
     assert.ok(lock, 'the row is listed');
     assert.equal(lock.kind, 'single');
-    assert.deepEqual(lock.holder, { key: '1', lease: null, createRevision: null, ttl: null, owner: 'migrator-7f3c (10.0.4.17)', holds: null, token: null, convention: 'liquibase' });
+    assert.deepEqual(lock.holder, { key: '1', lease: null, createRevision: null, ttl: null, owner: 'migrator-7f3c (10.0.4.17)', holds: null, token: null, convention: 'liquibase', liveness: { state: 'unknown', evidence: 'nothing renews or ends it: it stays until deleted, whatever became of its holder' } });
     assert.deepEqual(lock.waiters, []);
     const text = await cli(['list', '--url', url(), '--prefix', 'databasechangeloglock/']);
-    assert.equal(text.stdout, `${name}  (single, 0 waiting)\n  holder    1  locked by migrator-7f3c (10.0.4.17)  ttl none (never expires)\n`, show(text));
+    assert.equal(text.stdout, `${name}  (single, 0 waiting)\n  holder    1  locked by migrator-7f3c (10.0.4.17)  ttl none (never expires)  unknown (nothing renews or ends it: it stays until deleted, whatever became of its holder)\n`, show(text));
 
     const r = await cli(['unlock', name, '--force', '--yes', '--url', url()]);
     assert.equal(r.code, 0, show(r));
@@ -185,9 +185,9 @@ describe('locklens over MariaDB (--url mysql://), against PyMySQL connections an
     const lock = await lockNamed(name);
     assert.ok(lock, "the row is listed under the table's own name");
     assert.equal(lock.kind, 'single');
-    assert.deepEqual(lock.holder, { key: '1', lease: null, createRevision: null, ttl: null, owner: 'migrator-7f3c (10.0.4.17)', holds: null, token: null, convention: 'liquibase' });
+    assert.deepEqual(lock.holder, { key: '1', lease: null, createRevision: null, ttl: null, owner: 'migrator-7f3c (10.0.4.17)', holds: null, token: null, convention: 'liquibase', liveness: { state: 'unknown', evidence: 'nothing renews or ends it: it stays until deleted, whatever became of its holder' } });
     const text = await cli(['list', '--url', url(), '--prefix', 'DATABASECHANGELOGLOCK/']);
-    assert.equal(text.stdout, `${name}  (single, 0 waiting)\n  holder    1  locked by migrator-7f3c (10.0.4.17)  ttl none (never expires)\n`, show(text));
+    assert.equal(text.stdout, `${name}  (single, 0 waiting)\n  holder    1  locked by migrator-7f3c (10.0.4.17)  ttl none (never expires)  unknown (nothing renews or ends it: it stays until deleted, whatever became of its holder)\n`, show(text));
 
     // On MySQL any text is a GET_LOCK name: taking this one would exclude neither Liquibase nor anyone else.
     const taken = await cli(['acquire', name, '--try', '--url', url(), '--', 'true']);

@@ -75,7 +75,7 @@ export class ConnectionDiagnosis {
     return this.detector.confirmed.filter((c) => cycleTouches(c, lockId));
   }
 
-  /** Lock pairs seen taken in both orders within the window. */
+  /** Lock pairs seen taken in both orders within the window, but for a confirmed deadlock's own (see inversionList). */
   inversions(now: number): number {
     return this.inversionList(now).length;
   }
