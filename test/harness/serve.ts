@@ -1,9 +1,13 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { Proc } from './cli';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Proc, Procs } from './cli';
+import { eventually } from './etcd';
 
 /**
- * For tests of `locklens serve`: HTTP(S) requests to it, its JSON log lines, and Prometheus' text exposition parsed
+ * For tests of `locklens serve`: starting it recording on a config of one connection, HTTP(S) requests to it, its JSON
+ * log lines, and Prometheus' text exposition parsed
  * (samples with their labels; each family's HELP and TYPE), so tests assert on metrics rather than on text.
  */
 
@@ -35,6 +39,35 @@ export function logLines(p: Proc): Record<string, unknown>[] {
 export async function servingUrl(p: Proc): Promise<string> {
   const line = await p.until((q) => logLines(q).find((l) => l.msg === 'serving'), 'serve to say where it listens');
   return String(line.metrics).replace(/\/metrics$/, '');
+}
+
+/** A connection of serve's config as a test writes it: its password only named, by the variable that holds it. */
+export interface ConfigConnection {
+  readonly name: string;
+  readonly store: string;
+  readonly endpoints: readonly string[];
+  readonly prefixes: readonly string[];
+  readonly passwordEnv?: string;
+}
+
+/**
+ * Starts `locklens serve` on a config (written as `dir`/serve.json) watching `connection` and recording into `data`,
+ * and waits until /readyz says its first full read is done: from then on what it found is recorded, and a later change
+ * is seen as it happens.
+ */
+export async function startRecordingServe(
+  procs: Procs,
+  options: { dir: string; data: string; connection: ConfigConnection; env?: NodeJS.ProcessEnv },
+): Promise<{ serve: Proc; base: string }> {
+  const config = join(options.dir, 'serve.json');
+  writeFileSync(config, JSON.stringify({ listen: '127.0.0.1:0', data: options.data, connections: [options.connection] }));
+  const serve = procs.locklens(['serve', '--config', config], { env: options.env });
+  const base = await servingUrl(serve);
+  await eventually(async () => {
+    if (!serve.running) throw new Error(`serve exited: ${serve.stdout} ${serve.stderr}`);
+    return (await get(`${base}/readyz`)).status === 200;
+  }, 30_000, 'serve ready');
+  return { serve, base };
 }
 
 export interface Sample {
