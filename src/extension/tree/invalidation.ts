@@ -28,6 +28,8 @@ export class Invalidation {
     private readonly lockTroubles: (connection: StoreConnection, lock: LockState) => readonly LockTrouble[],
     /** Redraws the rows given, or every row. */
     private readonly redraw: (rows: LockTreeNode[] | undefined) => void,
+    /** A row gone for good: what was kept for it elsewhere (its badge) goes too. */
+    private readonly forgotten: (id: string) => void,
   ) {}
 
   drewLock(node: LockNode, face: string): void {
@@ -150,6 +152,7 @@ export class Invalidation {
       this.nodes.delete(id);
       this.shownFace.delete(id);
       this.shownOwn.delete(id);
+      this.forgotten(id);
     }
   }
 

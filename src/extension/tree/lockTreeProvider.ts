@@ -48,7 +48,7 @@ export class LockTreeProvider implements vscode.TreeDataProvider<LockTreeNode>, 
     readonly findings: (connection: StoreConnection, lock: LockState) => LockFindings = () => NO_FINDINGS,
   ) {
     const troubles = (c: StoreConnection, lock: LockState) => lockTroubles(this.findings(c, lock));
-    const invalidation = (this.invalidation = new Invalidation(this.nodes, this.healthCache, (c, m) => this.owns(c, m), troubles, (rows) => this.changeEmitter.fire(rows)));
+    const invalidation = (this.invalidation = new Invalidation(this.nodes, this.healthCache, (c, m) => this.owns(c, m), troubles, (rows) => this.changeEmitter.fire(rows), (id) => this.badges.forget(id)));
     this.subscriptions.push(
       this.changeEmitter,
       this.badges,

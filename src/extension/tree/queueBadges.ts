@@ -14,7 +14,7 @@ export class QueueBadges implements vscode.FileDecorationProvider, vscode.Dispos
 
   /** The row's resource, which carries its badge: `waiting` waiters, `words` saying so ("2 waiting"); none for 0. */
   badge(rowId: string, waiting: number, words: string): vscode.Uri {
-    const uri = vscode.Uri.from({ scheme: 'locklens-lock', path: `/${encodeURIComponent(rowId)}` });
+    const uri = this.uriOf(rowId);
     const key = uri.toString();
     const was = this.shown.get(key);
     // A badge holds two characters at most.
@@ -25,8 +25,17 @@ export class QueueBadges implements vscode.FileDecorationProvider, vscode.Dispos
     return uri;
   }
 
+  /** The row is gone (its lock went while others still waited): its badge is dropped rather than kept for ever. */
+  forget(rowId: string): void {
+    this.shown.delete(this.uriOf(rowId).toString());
+  }
+
   provideFileDecoration(uri: vscode.Uri): vscode.FileDecoration | undefined {
     return this.shown.get(uri.toString());
+  }
+
+  private uriOf(rowId: string): vscode.Uri {
+    return vscode.Uri.from({ scheme: 'locklens-lock', path: `/${encodeURIComponent(rowId)}` });
   }
 
   dispose(): void {
