@@ -40,15 +40,16 @@ export async function serveUnderLoad(
   const procs = new Procs(b.endpoint);
   const dir = mkdtempSync(join(tmpdir(), 'locklens-bench-serve-'));
   try {
-    stores.push(
-      ...(await Promise.all([
-        etcdStore(b.load, b.endpoint, locksPerStore),
-        redisStore(redis, locksPerStore),
-        zooKeeperStore(zk, locksPerStore),
-        postgresStore(pg, locksPerStore),
-        mariaDbStore(maria, locksPerStore),
-      ])),
-    );
+    const opened = await Promise.allSettled([
+      etcdStore(b.load, b.endpoint, locksPerStore),
+      redisStore(redis, locksPerStore),
+      zooKeeperStore(zk, locksPerStore),
+      postgresStore(pg, locksPerStore),
+      mariaDbStore(maria, locksPerStore),
+    ]);
+    // Those that opened are closed below even when another did not.
+    for (const o of opened) if (o.status === 'fulfilled') stores.push(o.value);
+    for (const o of opened) if (o.status === 'rejected') throw o.reason;
     const config = join(dir, 'serve.yml');
     writeFileSync(config, `listen: 127.0.0.1:0\nconnections:\n${stores.map((s) => `  - ${s.config}\n`).join('')}`);
     const started = performance.now();

@@ -54,6 +54,9 @@ const TTL_MS = LEASE_TTL_S * 1000;
 /** `lockName(i)`: `l0000`…: a lock's name within its store's prefix. */
 const lockName = (i: number) => `l${String(i).padStart(4, '0')}`;
 
+/** Writes in flight at most while setting up: the five stores are set up at once, on the two cores serve then runs on. */
+const WINDOW = 200;
+
 export async function etcdStore(conn: EtcdConnection, endpoint: string, locks: number): Promise<StoreUnderLoad> {
   const prefix = 'bench/serve/';
   const kv = conn.client.kv;
@@ -62,7 +65,7 @@ export async function etcdStore(conn: EtcdConnection, endpoint: string, locks: n
   const put = (key: string, lease: string) => kv.put({ key: Buffer.from(key), value: Buffer.alloc(0), lease });
   const keyOf = (name: string, lease: string) => `${prefix}${name}/${leaseHex(lease)}`;
   const holder = Array.from({ length: locks }, (_, i) => i % SESSIONS);
-  await pipelined(locks, (i) => put(keyOf(lockName(i), leases[holder[i]]), leases[holder[i]]));
+  await pipelined(locks, (i) => put(keyOf(lockName(i), leases[holder[i]]), leases[holder[i]]), WINDOW);
   const [probeHolder, probeWaiter] = leases.slice(SESSIONS);
   await put(keyOf('probe', probeHolder), probeHolder);
   return {
@@ -92,7 +95,7 @@ export async function redisStore(server: RedisServer, locks: number): Promise<St
   const raw = new Redis(server.url, { protocol: 2 });
   const redisson = FakeRedisson.connect(server.url);
   const set = (i: number) => raw.set(`${prefix}${lockName(i)}`, crypto.randomUUID(), 'PX', TTL_MS, 'NX');
-  await pipelined(locks, set);
+  await pipelined(locks, set, WINDOW);
   // The probe is a Redisson fair lock (a HASH, its queue LIST and timeout ZSET), written by Redisson's own Lua: a
   // token lock has no queue for a waiter to stand in.
   const probe = `${prefix}probe`;
@@ -120,10 +123,10 @@ export async function zooKeeperStore(server: ZooKeeperServer, locks: number): Pr
   const sessions: ZkClient[] = await Promise.all(Array.from({ length: 4 }, () => benchSession(server.url)));
   const parent = (name: string) => `${root}/${name}`;
   await sessions[0].mkdirp(root);
-  await pipelined(locks + 1, (i) => sessions[0].create(parent(i < locks ? lockName(i) : 'probe'), Buffer.alloc(0), zookeeper.CreateMode.PERSISTENT));
+  await pipelined(locks + 1, (i) => sessions[0].create(parent(i < locks ? lockName(i) : 'probe'), Buffer.alloc(0), zookeeper.CreateMode.PERSISTENT), WINDOW);
   const holder = Array.from({ length: locks }, (_, i) => i % sessions.length);
   const node: string[] = new Array(locks);
-  await pipelined(locks, async (i) => (node[i] = await createContender(sessions[holder[i]], parent(lockName(i)))));
+  await pipelined(locks, async (i) => (node[i] = await createContender(sessions[holder[i]], parent(lockName(i)))), WINDOW);
   const probeSession = await benchSession(server.url);
   await createContender(probeSession, parent('probe'));
   let waiter: string | undefined;
