@@ -10,6 +10,7 @@ import * as mysql from './mysql';
 import * as postgres from './postgres';
 import * as redis from './redis';
 import * as scenarios from './scenarios';
+import { serveUnderLoad } from './serve';
 import { timelineReduce, timelineWebview } from './timeline';
 import * as zookeeper from './zookeeper';
 
@@ -79,6 +80,8 @@ async function main(): Promise<void> {
         await run('mysql_handoff', () => mysql.mysqlHandoff(server));
       });
     }
+    // locklens serve, its own process, over all five stores at once: its own Redis, ZooKeeper, PostgreSQL and MariaDB.
+    await run('serve', () => serveUnderLoad(b));
     await run('timeline_reduce', async () => timelineReduce());
     await run('diagnosis_graph', async () => diagnosisGraph());
     await run('timeline_webview', () => timelineWebview());

@@ -23,8 +23,8 @@ export function createContender(session: ZkClient, lock: string, data = Buffer.f
   return session.create(joinPath(lock, contenderPrefix('kazoo', randomUUID(), false)), data, zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
 }
 
-/** Runs `op(0…count-1)` with `window` requests in flight on the session: ZooKeeper answers them in order, pipelined. */
-async function pipelined(count: number, op: (i: number) => Promise<unknown>, window = 2000): Promise<void> {
+/** Runs `op(0…count-1)` with `window` requests in flight (on a session: ZooKeeper answers them in order, pipelined). */
+export async function pipelined(count: number, op: (i: number) => Promise<unknown>, window = 2000): Promise<void> {
   let next = 0;
   await Promise.all(
     Array.from({ length: Math.min(window, count) }, async () => {

@@ -59,22 +59,22 @@ export function lockSeries(rows: readonly LockRow[], policy: NamePolicy): Listin
   const bySeries = new Map<string, Series>();
   const unlisted = new Map<string, number>();
   const keyOf = (row: LockRow, lock: string) => JSON.stringify([row.connection, lock, row.kind]);
-  const add = (row: LockRow, lock: string) => {
-    const key = keyOf(row, lock);
+  const add = (row: LockRow, lock: string, key: string) => {
     const s = bySeries.get(key);
-    bySeries.set(key, s ? merged(s, row) : { ...seriesOf(row), lock });
+    bySeries.set(key, s ? merged(s, row) : seriesOf(row, lock));
   };
   let listed = 0;
   for (const row of [...rows].sort(byUrgency)) {
     const shown = row.retired || policy.drop.some((re) => re.test(row.name)) ? undefined : shownName(row.name, policy.rewrite);
-    const isNew = shown !== undefined && !bySeries.has(keyOf(row, shown));
-    if (shown !== undefined && (!isNew || listed < policy.maxLocks)) {
+    const key = shown === undefined ? undefined : keyOf(row, shown);
+    const isNew = key !== undefined && !bySeries.has(key);
+    if (key !== undefined && (!isNew || listed < policy.maxLocks)) {
       if (isNew) listed++;
-      add(row, shown);
+      add(row, shown!, key);
       continue;
     }
     if (row.present) unlisted.set(row.connection, (unlisted.get(row.connection) ?? 0) + 1);
-    add(row, OTHER);
+    add(row, OTHER, keyOf(row, OTHER));
   }
   return { series: [...bySeries.values()], unlisted };
 }
@@ -94,21 +94,39 @@ function byUrgency(a: LockRow, b: LockRow): number {
   return b.lastActive - a.lastActive;
 }
 
-function seriesOf({ name: _name, retired: _retired, lastActive: _lastActive, ...series }: LockRow): Omit<Series, 'lock'> {
-  return series;
+// Series are written out field by field, as rows are (metrics.ts): a spread followed by fields it already has is slow
+// in V8, and every lock beyond --max-locks is merged into `__other__` once a scrape.
+function seriesOf(r: LockRow, lock: string): Series {
+  return {
+    connection: r.connection,
+    store: r.store,
+    kind: r.kind,
+    lock,
+    present: r.present,
+    holders: r.holders,
+    waiters: r.waiters,
+    holdSeconds: r.holdSeconds,
+    waitSeconds: r.waitSeconds,
+    ttlSeconds: r.ttlSeconds,
+    stalled: r.stalled,
+    neverExpires: r.neverExpires,
+    counts: r.counts,
+  };
 }
 
 /** Holders, waiters and counters summed; ages the oldest; TTL the least; a stall or a holder that never expires, any. */
 function merged(s: Series, r: LockRow): Series {
-  const ttls = [s.ttlSeconds, r.ttlSeconds].filter((t): t is number => t !== null);
   return {
-    ...s,
+    connection: s.connection,
+    store: s.store,
+    kind: s.kind,
+    lock: s.lock,
     present: s.present || r.present,
     holders: s.holders + r.holders,
     waiters: s.waiters + r.waiters,
     holdSeconds: Math.max(s.holdSeconds, r.holdSeconds),
     waitSeconds: Math.max(s.waitSeconds, r.waitSeconds),
-    ttlSeconds: ttls.length ? Math.min(...ttls) : null,
+    ttlSeconds: s.ttlSeconds === null ? r.ttlSeconds : r.ttlSeconds === null ? s.ttlSeconds : Math.min(s.ttlSeconds, r.ttlSeconds),
     stalled: s.stalled || r.stalled,
     neverExpires: s.neverExpires || r.neverExpires,
     counts: {

@@ -179,13 +179,21 @@ function idle(w: Watched, name: string, kind: LockKind, counts: Counts): Omit<Lo
   return { connection: w.name, store: w.store, name, kind, holders: 0, waiters: 0, holdSeconds: 0, waitSeconds: 0, ttlSeconds: null, stalled: false, neverExpires: false, counts: { ...counts } };
 }
 
+/**
+ * Written out field by field: spreading idle()'s row and then overriding its fields made V8 build every row on its
+ * slow path, a third of a scrape of 10,000 locks (docs/BENCHMARKS.md, serve).
+ */
 function rowOf(w: Watched, lock: LockState, tally: Tally | undefined, now: number): LockRow {
   const holders = lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : [];
   const leases = holders.flatMap((m) => (m.lease ? [w.lease(m.lease)] : [])).filter((i): i is LeaseInfo => i?.state === 'alive');
   const since = w.now(lock.id);
   const age = (t: number | null | undefined) => (t == null ? 0 : Math.max(0, (now - t) / 1000));
   return {
-    ...idle(w, displayKey(lock.name), lock.kind, tally?.counts ?? zero()),
+    connection: w.name,
+    store: w.store,
+    name: displayKey(lock.name),
+    kind: lock.kind,
+    counts: { ...(tally?.counts ?? zero()) },
     present: true,
     holders: holderCount(lock),
     waiters: lock.waiters.length,

@@ -1,0 +1,302 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sleep } from '../src/core/sleep';
+import { Procs, type Proc } from '../test/harness/cli';
+import { startMariaDb } from '../test/harness/mariadb';
+import { startPostgres } from '../test/harness/postgres';
+import { startRedis } from '../test/harness/redis';
+import { get, logLines, parseExposition, servingUrl, valueOf, type Exposition } from '../test/harness/serve';
+import { startZooKeeper } from '../test/harness/zookeeper';
+import { CLI } from './paths';
+import type { Bench } from './scenarios';
+import { etcdStore, mariaDbStore, PASSWORDS_ENV, postgresStore, redisStore, zooKeeperStore, type StoreUnderLoad } from './serveStores';
+import { percentile, round } from './stats';
+
+/**
+ * `locklens serve` (dist/locklens.js, a process of its own, as deployed) watching five connections of different stores
+ * (etcd, Redis with keyspace notifications, ZooKeeper, PostgreSQL, MariaDB), `locksPerStore` locks each (see
+ * serveStores.ts for who holds them), at the default --max-locks. In turn, each phase measured on its own so that one's
+ * requests do not count in another's figures:
+ *
+ * - quiet: no changes, a scrape every 15 s (Prometheus' interval in deploy/prometheus/scrape.yml): the serve process's
+ *   CPU (utime + stime from /proc/<pid>/stat over the phase, % of one core) and RSS (/proc/<pid>/status, sampled every
+ *   second): what the watches' polls and lease/TTL sampling cost with nothing happening;
+ * - steady: `changesPerSecond` lock changes spread over the five stores (a hold released, or a free lock taken again by
+ *   another holder) by a bounded load generator in this process, after `warmupS` of it, scraped every 15 s: CPU, RSS;
+ * - scrapes: `scrapes` GET /metrics one after another `scrapeGapMs` apart, each timed from the request to the last
+ *   byte of the answer, the load still on;
+ * - delay: per store, the probe lock's waiter joins and leaves, one change at a time, while /metrics is scraped every
+ *   `followMs`: from sending the write to the end of the first scrape showing it. This includes the wait for the next
+ *   scrape and the scrape itself, as a scraper sees it; the scrapes also make serve busier than Prometheus would.
+ */
+export async function serveUnderLoad(
+  b: Bench,
+  { locksPerStore = 2000, changesPerSecond = 200, quietS = 30, warmupS = 15, steadyS = 60, scrapes = 100, scrapeGapMs = 250, delayS = 60, followMs = 250 } = {},
+) {
+  const [redis, zk, pg, maria] = await Promise.all([startRedis({ notify: 'KEA' }), startZooKeeper(), startPostgres(), startMariaDb()]);
+  const stores: StoreUnderLoad[] = [];
+  const procs = new Procs(b.endpoint);
+  const dir = mkdtempSync(join(tmpdir(), 'locklens-bench-serve-'));
+  try {
+    const opened = await Promise.allSettled([
+      etcdStore(b.load, b.endpoint, locksPerStore),
+      redisStore(redis, locksPerStore),
+      zooKeeperStore(zk, locksPerStore),
+      postgresStore(pg, locksPerStore),
+      mariaDbStore(maria, locksPerStore),
+    ]);
+    // Those that opened are closed below even when another did not.
+    for (const o of opened) if (o.status === 'fulfilled') stores.push(o.value);
+    for (const o of opened) if (o.status === 'rejected') throw o.reason;
+    const config = join(dir, 'serve.yml');
+    writeFileSync(config, `listen: 127.0.0.1:0\nconnections:\n${stores.map((s) => `  - ${s.config}\n`).join('')}`);
+    const started = performance.now();
+    // e.g. LOCKLENS_BENCH_SERVE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof': the profile is written at its SIGTERM.
+    const nodeArgs = process.env.LOCKLENS_BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+    const serve = procs.spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--config', config], { env: PASSWORDS_ENV });
+    const base = await servingUrl(serve);
+    // Every lock seen: each connection's count is its locks and the probe lock.
+    await until(base, (e) => stores.every((s) => valueOf(e, 'locklens_locks', { connection: s.name }) === locksPerStore + 1));
+    const readyMs = performance.now() - started;
+    const loadBefore = loadavg()[0];
+
+    const quiet = await observe(serve, base, quietS);
+    const load = startLoad(stores, locksPerStore, changesPerSecond, warmupS + steadyS + (scrapes * scrapeGapMs) / 1000 + delayS + 60);
+    await sleep(warmupS * 1000);
+    const steady = await observe(serve, base, steadyS);
+    const scraped = await timeScrapes(base, scrapes, scrapeGapMs);
+    const delays = await probeDelays(stores, base, delayS, followMs);
+    const changes = await load.stop();
+    const loadAfter = loadavg()[0];
+
+    serve.signal('SIGTERM');
+    const exit = await serve.wait();
+    const log = logLines(serve);
+    // What it logs once told to stop (a read cut short by closing its connection) is not a complaint about the run.
+    const stopping = log.findIndex((l) => l.msg === 'stopping');
+    const complaints = log.slice(0, stopping < 0 ? log.length : stopping).filter((l) => l.level !== 'info');
+    complaints.forEach((l) => process.stderr.write(`bench: serve said ${JSON.stringify(l)}\n`));
+    if (exit.code !== 0) throw new Error(`serve: locklens serve exited ${exit.code}: ${exit.stderr}`);
+    const all = [...delays.values()].flatMap((d) => d.ms);
+    return {
+      connections: stores.length,
+      locks: stores.length * locksPerStore,
+      ready_ms: round(readyMs, 0),
+      changes_offered_per_s: changesPerSecond,
+      changes_per_s: round(changes.perSecond, 1),
+      quiet_cpu_pct: round(quiet.cpuPct),
+      quiet_rss_mb: round(quiet.rssMb, 1),
+      cpu_pct: round(steady.cpuPct),
+      rss_mb: round(steady.rssMb, 1),
+      rss_max_mb: round(steady.rssMaxMb, 1),
+      heap_mb: round(steady.heapMb, 1),
+      scrape_p50_ms: round(percentile(scraped.ms, 50)),
+      scrape_p99_ms: round(percentile(scraped.ms, 99)),
+      scrape_kb: round(scraped.bytes / 1024, 0),
+      scrape_lock_series: scraped.lockSeries,
+      delay_p50_ms: round(percentile(all, 50)),
+      delay_p99_ms: round(percentile(all, 99)),
+      delay_samples: all.length,
+      delay_unseen: [...delays.values()].reduce((n, d) => n + d.unseen, 0),
+      ...Object.fromEntries(
+        [...delays].flatMap(([store, d]) => [
+          [`delay_${store}_p50_ms`, round(percentile(d.ms, 50))],
+          [`delay_${store}_p99_ms`, round(percentile(d.ms, 99))],
+        ]),
+      ),
+      serve_complaints: complaints.length,
+      load_avg_before: round(loadBefore),
+      load_avg_after: round(loadAfter),
+    };
+  } finally {
+    await procs.dispose();
+    await Promise.all(stores.map((s) => s.close()));
+    await Promise.all([redis.dispose(), zk.dispose(), pg.dispose(), maria.dispose()]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function scrape(base: string): Promise<{ text: string; ms: number; endedAt: number }> {
+  const t0 = performance.now();
+  const r = await get(`${base}/metrics`);
+  const endedAt = performance.now();
+  if (r.status !== 200) throw new Error(`serve: /metrics answered ${r.status}: ${r.body}`);
+  return { text: r.body, ms: endedAt - t0, endedAt };
+}
+
+async function until(base: string, check: (e: Exposition) => boolean, guardMs = 120_000): Promise<void> {
+  const deadline = performance.now() + guardMs;
+  while (!check(parseExposition((await scrape(base)).text))) {
+    if (performance.now() > deadline) throw new Error('serve: locklens serve did not show every lock (hang guard)');
+    await sleep(200);
+  }
+}
+
+const CLOCK_TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
+
+/** The process's CPU time so far (user + system), s: fields 14 and 15 of /proc/<pid>/stat, after the command's `)`. */
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+}
+
+function rssMb(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kb) / 1024;
+}
+
+/**
+ * `seconds` of the serve process as Prometheus would see it (a scrape every 15 s, the first at the start): its CPU
+ * over the phase, its RSS every second (mean and greatest), and its V8 heap in use at the last scrape.
+ */
+async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS = 15) {
+  const rss: number[] = [];
+  let heapMb = 0;
+  const cpu0 = cpuSeconds(serve.pid);
+  const t0 = performance.now();
+  for (let s = 0; s < seconds; s++) {
+    if (s % scrapeEveryS === 0) heapMb = (valueOf(parseExposition((await scrape(base)).text), 'nodejs_heap_size_used_bytes', {}) ?? 0) / 2 ** 20;
+    rss.push(rssMb(serve.pid));
+    await sleep(t0 + (s + 1) * 1000 - performance.now());
+  }
+  const wallS = (performance.now() - t0) / 1000;
+  return { cpuPct: ((cpuSeconds(serve.pid) - cpu0) / wallS) * 100, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), heapMb };
+}
+
+async function timeScrapes(base: string, count: number, gapMs: number) {
+  const ms: number[] = [];
+  let last = '';
+  for (let i = 0; i < count; i++) {
+    const r = await scrape(base);
+    ms.push(r.ms);
+    last = r.text;
+    await sleep(gapMs - r.ms);
+  }
+  const series = new Set(parseExposition(last).samples.filter((s) => s.name === 'locklens_lock_holders').map((s) => `${s.labels.connection} ${s.labels.lock} ${s.labels.kind}`));
+  return { ms, bytes: Buffer.byteLength(last), lockSeries: series.size };
+}
+
+/**
+ * `perSecond` changes spread over the stores in turn, each store's in order: lock 0 released, then taken again, then
+ * lock 1…, so each store sees perSecond / stores changes a second and every lock is free for one store-period at a
+ * time. Changes to one lock wait for the one before; others are sent without waiting. Stops when asked, or after
+ * `maxSeconds` whatever happens.
+ */
+function startLoad(stores: readonly StoreUnderLoad[], locks: number, perSecond: number, maxSeconds: number) {
+  const t0 = performance.now();
+  const previous = stores.map(() => new Map<number, Promise<void>>());
+  const made = stores.map(() => 0);
+  let done = 0;
+  let inFlight = 0;
+  let failure: unknown;
+  let stopping = false;
+  const running = (async () => {
+    for (let i = 0; !stopping && failure === undefined && performance.now() - t0 < maxSeconds * 1000; i++) {
+      const wait = t0 + (i * 1000) / perSecond - performance.now();
+      if (wait > 1) await sleep(wait);
+      const s = i % stores.length;
+      const c = made[s]++;
+      const lock = Math.floor(c / 2) % locks;
+      if (inFlight > 10 * perSecond) {
+        failure = new Error(`serve: ${inFlight} lock changes unanswered: the stores fell behind the load`);
+        break;
+      }
+      inFlight++;
+      const change = (previous[s].get(lock) ?? Promise.resolve())
+        .then(() => stores[s].change(lock, c % 2 === 1))
+        .then(
+          () => void done++,
+          (e: unknown) => void (failure ??= e),
+        )
+        .finally(() => inFlight--);
+      previous[s].set(lock, change);
+    }
+  })();
+  return {
+    async stop(): Promise<{ perSecond: number }> {
+      stopping = true;
+      await running;
+      const seconds = (performance.now() - t0) / 1000;
+      await Promise.all(previous.flatMap((p) => [...p.values()]));
+      if (failure !== undefined) throw failure;
+      return { perSecond: done / seconds };
+    },
+  };
+}
+
+/**
+ * /metrics scraped every `periodMs` (the next one starting when the last has ended, if it took longer), telling those
+ * who wait for something to show when a scrape that started after they asked showed it.
+ */
+class Follower {
+  private waits: { after: number; check: (e: Exposition) => boolean; seen: (at: number) => void }[] = [];
+  private stopped = false;
+  private readonly loop: Promise<void>;
+
+  constructor(
+    private readonly base: string,
+    private readonly periodMs: number,
+  ) {
+    this.loop = this.run();
+    // A failed scrape ends the loop; the waits then run out and stop() says why.
+    this.loop.catch(() => undefined);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const started = performance.now();
+      const r = await scrape(this.base);
+      const e = parseExposition(r.text);
+      this.waits = this.waits.filter((w) => !(w.after <= started && w.check(e) && (w.seen(r.endedAt), true)));
+      await sleep(this.periodMs - (performance.now() - started));
+    }
+  }
+
+  /** When a scrape showed `check` true (ms, performance.now()), or undefined if none did within `guardMs`. */
+  seen(after: number, check: (e: Exposition) => boolean, guardMs = 15_000): Promise<number | undefined> {
+    return new Promise((resolve) => {
+      const w = { after, check, seen: (at: number | undefined) => (clearTimeout(timer), resolve(at)) };
+      const timer = setTimeout(() => {
+        this.waits = this.waits.filter((x) => x !== w);
+        resolve(undefined);
+      }, guardMs);
+      this.waits.push(w);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+}
+
+/** Each store's probe waiter joining and leaving, one change at a time, for `seconds`: the delays until /metrics showed each. */
+async function probeDelays(stores: readonly StoreUnderLoad[], base: string, seconds: number, followMs: number) {
+  const follower = new Follower(base, followMs);
+  const end = performance.now() + seconds * 1000;
+  const results = new Map<string, { ms: number[]; unseen: number }>();
+  try {
+    await Promise.all(
+      stores.map(async (store) => {
+        const result = { ms: [] as number[], unseen: 0 };
+        results.set(store.name, result);
+        const waiters = (e: Exposition) => valueOf(e, 'locklens_lock_waiters', { connection: store.name, lock: store.probeLock });
+        for (let join = true; performance.now() < end || !join; join = !join) {
+          const sent = performance.now();
+          await store.probe(join);
+          const at = await follower.seen(sent, (e) => (waiters(e) === 1) === join);
+          if (at === undefined) result.unseen++;
+          else result.ms.push(at - sent);
+          // Off the beat of the stores' polls and of the scrapes.
+          await sleep(100 + Math.random() * 200);
+        }
+      }),
+    );
+  } finally {
+    await follower.stop();
+  }
+  return results;
+}
