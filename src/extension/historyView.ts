@@ -270,7 +270,8 @@ export function registerHistory(
     );
     provider.setReplay(t, replayed);
     describe(t);
-    await vscode.commands.executeCommand(`${HISTORY_VIEW}.focus`);
+    // The replay is what was asked for: scrolled to and opened, however short the view is.
+    await view.reveal(SECTIONS.past, { select: false, focus: true, expand: true });
   };
 
   /**
