@@ -36,6 +36,8 @@ export interface StoreDescriptor<Convention extends string = string> {
   readonly namespaces: boolean;
   /** SQL lock tables of the user's own layout can be read (`--lock-table`, `locklens.lockTables`). */
   readonly lockTables: boolean;
+  /** What separates the directories of a lock's name (`/` in paths and lock tables' `<table>/<row>`), for folders in views. */
+  readonly nameSeparator: string;
   /** Where the CLI reads connection settings the store's own tools read (etcdctl's `ETCDCTL_*`, `PGPASSWORD`). */
   readonly environment: StoreEnvironment;
   readonly form: ConnectionForm;

@@ -134,7 +134,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     const locks: [connection: string, lock: string][] = [
       ['demo', 'billing-batch'],
       ['demo-redis', 'report-fair-lock'],
-      ['demo-zookeeper', 'locks/catalog'],
+      ['demo-zookeeper', 'catalog'],
       ['demo-postgres', POSTGRES_LOCKS.incident],
     ];
     const connections = locks.map(([c]) => c);
@@ -339,7 +339,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     const redis = row('demo-redis');
     if ((await redis.getAttribute('aria-expanded')) === 'true') await redis.locator('.monaco-tl-twistie').click();
     await eventually(async () => /connected/.test(await description(row('demo-zookeeper'))), 60_000, 'the demo-zookeeper connection says connected');
-    const stuck = row('locks/ledger-migration');
+    const stuck = row('ledger-migration');
     await stuck.waitFor({ state: 'visible', timeout: 30_000 });
     await expand(stuck);
     const node = demo.stuckZnode!;
@@ -371,7 +371,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
         .filter({ has: page.locator('.label-description', { hasText: new RegExp(`^${escapeRegExp(role)} · (held|waiting) [^·]+ · ${escapeRegExp(session)} · `) }) })
         .first();
     // A single-key lock is one row: Liquibase's, owned by what its LOCKEDBY says.
-    const liquibase = row(POSTGRES_LOCKS.liquibase);
+    // In the folder of its table (databasechangeloglock/), named by its row's id.
+    const liquibase = row(POSTGRES_LOCKS.liquibase.slice(POSTGRES_LOCKS.liquibase.indexOf('/') + 1));
     for (const r of [incident, row(POSTGRES_LOCKS.contended), liquibase]) await r.waitFor({ state: 'visible', timeout: 30_000 });
     // No expiry: flagged.
     await liquibase.locator('.codicon-warning').waitFor({ state: 'visible', timeout: 30_000 });

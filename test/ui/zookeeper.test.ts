@@ -87,7 +87,7 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
       await rowLabelled(CONNECTION).waitFor({ state: 'visible', timeout: 60_000 });
       await eventually(async () => /^connected/.test(await description(rowLabelled(CONNECTION))), 30_000, 'connection row says connected');
       await expand(rowLabelled(ROOT));
-      const report = rowLabelled('locks/report');
+      const report = rowLabelled('report');
       await report.waitFor({ state: 'visible', timeout: 30_000 }).catch(async (e: unknown) => {
         throw new Error(`no report row; the tree shows ${JSON.stringify(await rowLabels())}: ${String(e)}`);
       });
@@ -109,7 +109,7 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
       await hover.filter({ hasText: /__lock__\d{10}/ }).first().waitFor({ state: 'visible', timeout: 20_000 });
       await page.mouse.move(1300, 300);
 
-      const migrate = rowLabelled('locks/migrate');
+      const migrate = rowLabelled('migrate');
       await expand(migrate);
       // Curator writes the client's address as the node's data.
       const curator = await description(rowLabelled('10.0.0.7'));
@@ -133,7 +133,7 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
     assert.match(node ?? '', /^[0-9a-f]{32}__lock__\d{10}$/, 'kazoo\'s layout for a new name');
     await toast(/You hold/).waitFor({ state: 'visible', timeout: 20_000 });
     assert.match((await toast(/You hold/).textContent()) ?? '', /fencing token \d+, session [0-9a-f]+/);
-    await eventually(async () => (await rowLabels()).includes('locks/by-hand'), 20_000, 'the by-hand lock in the tree');
+    await eventually(async () => (await rowLabels()).includes('by-hand'), 20_000, 'the by-hand lock in the tree');
     await shot('zk-acquire');
     await item.click();
     await eventually(async () => ((await raw.client.children(BY_HAND)) ?? []).length === 0, 20_000, 'our node deleted');

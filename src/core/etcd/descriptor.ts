@@ -21,6 +21,7 @@ export const etcdStore: StoreDescriptor<Convention> = {
   open: (profile) => (require('./etcdBackend') as typeof import('./etcdBackend')).EtcdBackend.open(profile),
   namespaces: true,
   lockTables: false,
+  nameSeparator: '/',
   environment: {
     password: 'ETCDCTL_PASSWORD',
     endpoints: 'ETCDCTL_ENDPOINTS',

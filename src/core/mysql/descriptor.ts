@@ -16,6 +16,7 @@ export const mysqlStore: StoreDescriptor<'mysql-get-lock' | LockTableConvention>
   open: (profile) => (require('./mysqlBackend') as typeof import('./mysqlBackend')).MysqlBackend.open(profile),
   namespaces: false,
   lockTables: true,
+  nameSeparator: '/',
   environment: { password: 'MYSQL_PWD' },
   form: {
     libraries: () => l10n.t('GET_LOCK (Flyway, golang-migrate), ShedLock, Liquibase and lock tables'),

@@ -16,6 +16,7 @@ export const postgresStore: StoreDescriptor<'pg-advisory' | LockTableConvention>
   open: (profile) => (require('./postgresBackend') as typeof import('./postgresBackend')).PostgresBackend.open(profile),
   namespaces: false,
   lockTables: true,
+  nameSeparator: '/',
   environment: { password: 'PGPASSWORD' },
   form: {
     libraries: () => l10n.t('advisory locks (pg_advisory_lock, Flyway, golang-migrate), ShedLock, Liquibase and lock tables'),

@@ -25,6 +25,8 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
   open: (profile) => (require('./redisBackend') as typeof import('./redisBackend')).RedisBackend.open(profile),
   namespaces: false,
   lockTables: false,
+  // Redis keys are named in parts separated by colons (lock:orders:42), as RedisInsight's tree view groups them.
+  nameSeparator: ':',
   // redis-cli's; alone it is the default user's password.
   environment: { password: 'REDISCLI_AUTH' },
   form: {

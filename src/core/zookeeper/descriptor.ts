@@ -28,6 +28,7 @@ export const zookeeperStore: StoreDescriptor<Convention> = {
   open: (profile) => (require('./zookeeperBackend') as typeof import('./zookeeperBackend')).ZooKeeperBackend.open(profile),
   namespaces: false,
   lockTables: false,
+  nameSeparator: '/',
   environment: {},
   form: {
     libraries: () => l10n.t('Curator InterProcessMutex and LeaderLatch, kazoo Lock, the ephemeral-sequential recipe'),

@@ -1,5 +1,5 @@
 /**
- * Rows' contextValues, which decide their menu items: a base (`connection`, `prefix`, `lock`, `member`) then `+flag`s.
+ * Rows' contextValues, which decide their menu items: a base (`connection`, `prefix`, `folder`, `lock`, `member`) then `+flag`s.
  * package.json's `when` clauses test the base and each flag on its own (`viewItem =~ /^member\b/ && viewItem =~
  * /\+own\b/`), never a position, so a flag added later leaves every menu as it was. No vscode import: the unit tests
  * check these against package.json.
@@ -18,6 +18,9 @@ export function connectionContext(state: ConnectionState, storeMissing: boolean)
 }
 
 export const PREFIX_CONTEXT = 'prefix';
+
+/** A directory of lock names below a prefix: no actions of its own. */
+export const FOLDER_CONTEXT = 'folder';
 
 /** `+<kind>`, and `+acquirable` when Acquire Lock on the row joins it (the backend says which layouts it can take interoperably). */
 export function lockContext(kind: LockKind, acquirable: boolean): string {

@@ -4,7 +4,7 @@ import { members, type LockMember, type LockState } from '../../core/lockState';
 import type { StoreConnection } from '../connections';
 import type { HealthCache } from './liveModel';
 import { lockFace } from './lockRow';
-import { LockNode, MemberNode, nodeId, PrefixNode, type LockTreeNode } from './nodes';
+import { FolderNode, LockNode, MemberNode, nodeId, PrefixNode, type LockTreeNode } from './nodes';
 
 /**
  * Which rows a change touches: each burst of change sets, lease sweeps and ownership changes redraws only the rows it
@@ -47,8 +47,9 @@ export class Invalidation {
     const rows = this.rowsOf(connection, (lockId) => changedIds.has(lockId));
     const known = new Set(rows.map((n) => n.lockId));
     if (removedIds.size || changed.some((id) => !known.has(id))) {
-      // Locks appeared or went: their prefixes' lists changed.
-      for (const n of this.nodes.values()) if (n instanceof PrefixNode && n.connection === connection) this.pending.add(n);
+      // Locks appeared or went: their prefixes' and folders' lists changed; a folder left empty is gone.
+      this.forget((n) => n instanceof FolderNode && n.connection === connection && n.locks().length === 0);
+      for (const n of this.nodes.values()) if ((n instanceof PrefixNode || n instanceof FolderNode) && n.connection === connection) this.pending.add(n);
       this.forget((n) => isLockRow(n) && n.connection === connection && removedIds.has(n.lockId));
     }
     // Members that left a lock that is still there: their rows are gone for good.
@@ -112,7 +113,7 @@ export class Invalidation {
   /** Every row, forgetting those of connections and prefixes no longer there. */
   all(connections: readonly StoreConnection[]): void {
     const present = new Set(connections);
-    this.forget((n) => !present.has(n.connection) || ('prefix' in n && !n.connection.prefixes.includes(n.prefix)));
+    this.forget((n) => !present.has(n.connection) || ('watched' in n && !n.connection.prefixes.includes(n.watched)));
     this.pendingAll = true;
     this.schedule();
   }

@@ -10,10 +10,11 @@ import { lockTroubles } from './findings';
 import { freshHealth } from './liveModel';
 import { lockFace, lockItem, lockTooltip } from './lockRow';
 import { memberItem, memberTooltip } from './memberRow';
-import { prefixItem } from './prefixRow';
+import { groupByFolder } from './folders';
+import { folderItem, prefixItem } from './prefixRow';
 import type { MemberView } from './row';
 
-export type LockTreeNode = ConnectionNode | PrefixNode | LockNode | MemberNode | HintNode;
+export type LockTreeNode = ConnectionNode | PrefixNode | FolderNode | LockNode | MemberNode | HintNode;
 
 /** What rows are drawn from besides their node: the provider's caches, and what it keeps of each row it drew. */
 export interface Rows {
@@ -31,7 +32,7 @@ export interface Rows {
 }
 
 /** Node ids as VS Code sees them: unambiguous whatever the names hold (a connection named `host:2379`, say). */
-export function nodeId(kind: 'c' | 'h' | 'p' | 'l' | 'm', ...parts: string[]): string {
+export function nodeId(kind: 'c' | 'h' | 'p' | 'd' | 'l' | 'm', ...parts: string[]): string {
   return JSON.stringify([kind, ...parts]);
 }
 
@@ -79,14 +80,27 @@ export class HintNode {
   }
 }
 
+/**
+ * Where a row below a watched prefix sits: under which row, and the name its label is shown without (the prefix, or
+ * the folder it is in).
+ */
+export interface Placement {
+  readonly watched: string;
+  readonly parentId: string;
+  readonly prefix: string;
+}
+
 export class PrefixNode {
   readonly id: string;
+  /** The prefix the rows below are named under: this one. */
+  readonly watched: string;
 
   constructor(
     readonly connection: StoreConnection,
     readonly prefix: string,
   ) {
     this.id = nodeId('p', connection.name, prefix);
+    this.watched = prefix;
   }
 
   parentIds(): string[] {
@@ -100,33 +114,91 @@ export class PrefixNode {
     return (this.connection.watch?.locks() ?? []).filter((lock) => hasPrefix(lock.name, prefix) || members(lock).some((m) => hasPrefix(m.key, prefix)));
   }
 
+  /**
+   * The name its rows are shown below: the prefix, or the one folder every lock under it is in (`/app/locks/` when
+   * all of /app's locks are in locks/), which this row then stands for, as the Explorer compacts a chain of folders.
+   */
+  shownPath(locks = this.locks()): string {
+    const groups = groupByFolder(locks, (lock) => lock.name, this.prefix, this.connection.descriptor.nameSeparator);
+    const [only] = groups;
+    return groups.length === 1 && 'folder' in only ? only.folder.path : this.prefix;
+  }
+
   children(rows: Rows): LockTreeNode[] {
-    // A single-key lock is its one key: shown as that key's row, with no level in between.
-    return this.locks().map((lock) =>
-      isSingleKey(lock) && lock.holder
-        ? rows.known(new MemberNode(this.connection, this.prefix, lock.id, keyId(lock.holder.key)))
-        : rows.known(new LockNode(this.connection, this.prefix, lock.id)),
-    );
+    const locks = this.locks();
+    return rowsBelow(this.connection, { watched: this.prefix, parentId: this.id, prefix: this.shownPath(locks) }, locks, rows);
   }
 
   treeItem(): vscode.TreeItem {
-    return prefixItem(this, this.connection.watch ? this.locks().length : undefined);
+    const locks = this.connection.watch ? this.locks() : undefined;
+    return prefixItem(this, locks && this.shownPath(locks), locks?.length);
   }
 }
 
-export class LockNode {
+/** Locks of a watched prefix that share a directory below it (see folders.ts): `path` is the directory's whole name. */
+export class FolderNode implements Placement {
   readonly id: string;
+  readonly watched: string;
+  readonly parentId: string;
+  /** The name of the row it is under, which its label is shown without. */
+  readonly parent: string;
 
   constructor(
     readonly connection: StoreConnection,
+    at: Placement,
+    /** Its whole name, which its rows are shown without. */
     readonly prefix: string,
-    readonly lockId: string,
   ) {
-    this.id = nodeId('l', connection.name, prefix, lockId);
+    ({ watched: this.watched, parentId: this.parentId, prefix: this.parent } = at);
+    this.id = nodeId('d', connection.name, at.watched, prefix);
   }
 
   parentIds(): string[] {
-    return [nodeId('p', this.connection.name, this.prefix)];
+    return [this.parentId];
+  }
+
+  locks(): LockState[] {
+    const path = Buffer.from(this.prefix);
+    return (this.connection.watch?.locks() ?? []).filter((lock) => hasPrefix(lock.name, path));
+  }
+
+  children(rows: Rows): LockTreeNode[] {
+    return rowsBelow(this.connection, { watched: this.watched, parentId: this.id, prefix: this.prefix }, this.locks(), rows);
+  }
+
+  treeItem(): vscode.TreeItem {
+    return folderItem(this, this.locks().length);
+  }
+}
+
+/** The rows of `locks` placed `here`, below a prefix or folder row: folders of names that share a directory, and locks. */
+function rowsBelow(connection: StoreConnection, here: Placement, locks: LockState[], rows: Rows): LockTreeNode[] {
+  return groupByFolder(locks, (lock) => lock.name, here.prefix, connection.descriptor.nameSeparator).map((g) => {
+    if ('folder' in g) return rows.known(new FolderNode(connection, here, g.folder.path));
+    const lock = g.item;
+    // A single-key lock is its one key: shown as that key's row, with no level in between.
+    return isSingleKey(lock) && lock.holder ? rows.known(new MemberNode(connection, here, lock.id, keyId(lock.holder.key))) : rows.known(new LockNode(connection, here, lock.id));
+  });
+}
+
+export class LockNode implements Placement {
+  readonly id: string;
+  readonly watched: string;
+  readonly parentId: string;
+  /** The name of the row it is under (its watched prefix, or a folder), which its label is shown without. */
+  readonly prefix: string;
+
+  constructor(
+    readonly connection: StoreConnection,
+    at: Placement,
+    readonly lockId: string,
+  ) {
+    ({ watched: this.watched, parentId: this.parentId, prefix: this.prefix } = at);
+    this.id = nodeId('l', connection.name, at.prefix, lockId);
+  }
+
+  parentIds(): string[] {
+    return [this.parentId];
   }
 
   lock(): LockState | undefined {
@@ -135,7 +207,7 @@ export class LockNode {
 
   children(rows: Rows): LockTreeNode[] {
     const lock = this.lock();
-    return lock ? members(lock).map((m) => rows.known(new MemberNode(this.connection, this.prefix, lock.id, keyId(m.key)))) : [];
+    return lock ? members(lock).map((m) => rows.known(new MemberNode(this.connection, this, lock.id, keyId(m.key)))) : [];
   }
 
   treeItem(rows: Rows): vscode.TreeItem {
@@ -157,21 +229,26 @@ export class LockNode {
   }
 }
 
-export class MemberNode {
+export class MemberNode implements Placement {
   readonly id: string;
+  readonly watched: string;
+  readonly parentId: string;
+  /** As LockNode's. */
+  readonly prefix: string;
 
   constructor(
     readonly connection: StoreConnection,
-    readonly prefix: string,
+    at: Placement,
     readonly lockId: string,
     readonly keyId: string,
   ) {
-    this.id = nodeId('m', connection.name, prefix, lockId, keyId);
+    ({ watched: this.watched, parentId: this.parentId, prefix: this.prefix } = at);
+    this.id = nodeId('m', connection.name, at.prefix, lockId, keyId);
   }
 
-  /** Its lock's row, or (a single-key lock's one key) the prefix's. */
+  /** Its lock's row, or (a single-key lock's one key) the prefix's or folder's. */
   parentIds(): string[] {
-    return [nodeId('l', this.connection.name, this.prefix, this.lockId), nodeId('p', this.connection.name, this.prefix)];
+    return [nodeId('l', this.connection.name, this.prefix, this.lockId), this.parentId];
   }
 
   lock(): LockState | undefined {

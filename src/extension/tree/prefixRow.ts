@@ -1,17 +1,37 @@
 import * as vscode from 'vscode';
 import { formatDuration } from '../format';
-import { PREFIX_CONTEXT } from './contextValue';
+import { FOLDER_CONTEXT, PREFIX_CONTEXT } from './contextValue';
+import { shortName } from './labels';
 import type { PrefixedRow } from './row';
 
-/** `count`: how many locks are under the prefix, unknown while not watching. */
-export function prefixItem(node: PrefixedRow, count: number | undefined): vscode.TreeItem {
-  const item = new vscode.TreeItem(node.prefix || vscode.l10n.t('(every key)'), vscode.TreeItemCollapsibleState.Expanded);
+/**
+ * `shown`: the name its rows are shown below (the prefix, or the one folder all its locks are in); `count`: how many
+ * locks are under the prefix. Both unknown while not watching.
+ */
+export function prefixItem(node: PrefixedRow, shown: string | undefined, count: number | undefined): vscode.TreeItem {
+  const item = new vscode.TreeItem((shown ?? node.prefix) || vscode.l10n.t('(every key)'), vscode.TreeItemCollapsibleState.Expanded);
   item.id = node.id;
+  if (shown !== undefined && shown !== node.prefix) item.tooltip = vscode.l10n.t('Watching {0}: every lock under it is in {1}', node.prefix || vscode.l10n.t('(every key)'), shown);
   item.contextValue = PREFIX_CONTEXT;
   item.iconPath = new vscode.ThemeIcon('symbol-namespace');
-  const parts = count === undefined ? [] : [count === 1 ? vscode.l10n.t('1 lock') : vscode.l10n.t('{0} locks', count)];
+  const parts = count === undefined ? [] : [locksText(count)];
   const staleSince = node.connection.staleSince;
   if (staleSince) parts.push(vscode.l10n.t('stale for {0}', formatDuration(Date.now() - staleSince)));
   item.description = parts.join(' · ');
   return item;
+}
+
+/** A directory of lock names below a prefix (`locks/`), named without the row it is under. */
+export function folderItem(node: PrefixedRow & { readonly parent: string }, count: number): vscode.TreeItem {
+  const item = new vscode.TreeItem(shortName(Buffer.from(node.prefix), node.parent), vscode.TreeItemCollapsibleState.Expanded);
+  item.id = node.id;
+  item.contextValue = FOLDER_CONTEXT;
+  item.iconPath = new vscode.ThemeIcon('folder');
+  item.description = locksText(count);
+  item.tooltip = node.prefix;
+  return item;
+}
+
+function locksText(count: number): string {
+  return count === 1 ? vscode.l10n.t('1 lock') : vscode.l10n.t('{0} locks', count);
 }

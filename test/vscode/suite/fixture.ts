@@ -91,11 +91,18 @@ export class StoreSuite {
   /** The rows under `parent`, drawn. */
   readonly rowsUnder = (parent: LockTreeNode): DrawnRow[] => this.api.tree.getChildren(parent).map((node) => ({ node, item: this.api.tree.getTreeItem(node) }));
 
-  /** The row of the lock named `name`: a lock row, or for a single-key lock (a lock-table row) its member's row. */
-  readonly lockRow = (name: string): LockNode | MemberNode | undefined =>
-    this.api.tree
-      .getChildren(this.prefixRow())
-      .find((n): n is LockNode | MemberNode => (isLockNode(n) || isMemberNode(n)) && this.api.tree.lock(n)?.name.toString() === name);
+  /** The row of the lock named `name`: a lock row, or for a single-key lock (a lock-table row) its member's row; in a folder too. */
+  readonly lockRow = (name: string, under = this.prefixRow()): LockNode | MemberNode | undefined => {
+    for (const n of this.api.tree.getChildren(under)) {
+      if (isLockNode(n) || isMemberNode(n)) {
+        if (this.api.tree.lock(n)?.name.toString() === name) return n;
+      } else {
+        const inFolder = this.lockRow(name, n);
+        if (inFolder) return inFolder;
+      }
+    }
+    return undefined;
+  };
 
   /** The members of the lock named `name`, drawn (none while it is not shown). */
   readonly memberRows = (name: string): DrawnRow[] => {
