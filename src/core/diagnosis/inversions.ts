@@ -32,20 +32,9 @@ export interface LockOrderOptions {
 export const DEFAULT_MAX_PAIRS = 10_000;
 export const DEFAULT_FORGET_AFTER_MS = 60 * 60_000;
 
-/** An order's latest evidence, and when the order was first kept (eviction's tie-break: the first kept goes first). */
-interface Kept {
-  evidence: OrderEvidence;
-  readonly seq: number;
-}
-
 export class LockOrder {
-  /**
-   * Held lock's id → waited-for lock's id → the order's latest evidence. By id and then id, not by a key made of the
-   * two: the ids are the graph's LockRefs' own strings, so a sighting makes no text and hashes none anew.
-   */
-  private readonly pairs = new Map<string, Map<string, Kept>>();
-  private count = 0;
-  private seq = 0;
+  /** Ordered pair (held, waited for; orderKey) → its latest evidence. */
+  private readonly pairs = new Map<string, OrderEvidence>();
   private readonly maxPairs: number;
   private readonly forgetAfterMs: number;
   private sweptAt = -Infinity;
@@ -61,12 +50,12 @@ export class LockOrder {
     for (const { owner, lock, holding } of begun) {
       for (const held of holding) {
         const evidence = { owner, held, waitedFor: lock, at: now };
-        this.keep(evidence);
-        const reverse = this.get(lock.id, held.id);
+        this.pairs.set(orderKey(held.id, lock.id), evidence);
+        const reverse = this.pairs.get(orderKey(lock.id, held.id));
         if (reverse && this.fresh(reverse, now)) completed.push(inversionOf(evidence, reverse));
       }
     }
-    if (this.count > this.maxPairs || now - this.sweptAt > this.forgetAfterMs / 10) this.sweep(now);
+    if (this.pairs.size > this.maxPairs || now - this.sweptAt > this.forgetAfterMs / 10) this.sweep(now);
     return completed;
   }
 
@@ -74,47 +63,21 @@ export class LockOrder {
   inversions(now: number): Inversion[] {
     this.sweep(now);
     const out: Inversion[] = [];
-    for (const [heldId, byWaited] of this.pairs) {
-      for (const [waitedId, { evidence }] of byWaited) {
-        if (heldId > waitedId) continue;
-        const reverse = this.get(waitedId, heldId);
-        if (reverse) out.push(inversionOf(evidence, reverse));
-      }
+    for (const evidence of this.pairs.values()) {
+      if (evidence.held.id > evidence.waitedFor.id) continue;
+      const reverse = this.pairs.get(orderKey(evidence.waitedFor.id, evidence.held.id));
+      if (reverse) out.push(inversionOf(evidence, reverse));
     }
     return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** Ordered pairs kept. */
   get size(): number {
-    return this.count;
+    return this.pairs.size;
   }
 
   clear(): void {
     this.pairs.clear();
-    this.count = 0;
-  }
-
-  private keep(evidence: OrderEvidence): void {
-    let byWaited = this.pairs.get(evidence.held.id);
-    if (!byWaited) this.pairs.set(evidence.held.id, (byWaited = new Map()));
-    const kept = byWaited.get(evidence.waitedFor.id);
-    if (kept) {
-      kept.evidence = evidence;
-    } else {
-      byWaited.set(evidence.waitedFor.id, { evidence, seq: this.seq++ });
-      this.count++;
-    }
-  }
-
-  private get(heldId: string, waitedId: string): OrderEvidence | undefined {
-    return this.pairs.get(heldId)?.get(waitedId)?.evidence;
-  }
-
-  private forget(heldId: string, waitedId: string): void {
-    const byWaited = this.pairs.get(heldId);
-    if (!byWaited?.delete(waitedId)) return;
-    this.count--;
-    if (byWaited.size === 0) this.pairs.delete(heldId);
   }
 
   private fresh(evidence: OrderEvidence, now: number): boolean {
@@ -127,18 +90,20 @@ export class LockOrder {
    */
   private sweep(now: number): void {
     this.sweptAt = now;
-    const all: Kept[] = [];
-    for (const byWaited of this.pairs.values()) {
-      for (const kept of byWaited.values()) {
-        if (this.fresh(kept.evidence, now)) all.push(kept);
-        else this.forget(kept.evidence.held.id, kept.evidence.waitedFor.id);
-      }
-    }
-    if (this.count <= this.maxPairs) return;
-    const oldest = all.sort((a, b) => a.evidence.at - b.evidence.at || a.seq - b.seq);
+    for (const [key, evidence] of this.pairs) if (!this.fresh(evidence, now)) this.pairs.delete(key);
+    if (this.pairs.size <= this.maxPairs) return;
+    const oldest = [...this.pairs].sort(([, a], [, b]) => a.at - b.at);
     const keep = this.maxPairs - Math.max(1, Math.floor(this.maxPairs / 4));
-    for (const { evidence } of oldest.slice(0, oldest.length - keep)) this.forget(evidence.held.id, evidence.waitedFor.id);
+    for (const [key] of oldest.slice(0, oldest.length - keep)) this.pairs.delete(key);
   }
+}
+
+/**
+ * An ordered pair's key among the pairs kept: the first id's length makes it one pair's only, and it is cheaper to
+ * make, hash and keep than the JSON of the two (about 10,000 kept, a few made at each wait that begins).
+ */
+function orderKey(held: string, waitedFor: string): string {
+  return held.length + ':' + held + waitedFor;
 }
 
 /** An inversion's id: its two locks' ids, the lesser first. */
