@@ -36,7 +36,7 @@ export class WaitForGraph {
   private readonly out: Adjacency = new Map();
   private readonly into: Adjacency = new Map();
   /** Owner → the locks it holds (among locks that take part). */
-  private readonly held = new Map<string, Map<string, LockRef>>();
+  private readonly held = new Map<string, Set<LockRef>>();
   private readonly found = new Map<string, Cycle>();
   private incomplete = false;
 
@@ -49,14 +49,14 @@ export class WaitForGraph {
       const before = this.entries.get(id);
       if (!before) continue;
       this.entries.delete(id);
-      rewaited = this.reindex(id, before, undefined, added) || rewaited;
+      rewaited = this.reindex(before, undefined, added) || rewaited;
     }
     for (const lock of changes.changed) {
       const before = this.entries.get(lock.id);
       const entry = entryOf(lock, before?.ref);
       if (entry) this.entries.set(lock.id, entry);
       else if (before) this.entries.delete(lock.id);
-      rewaited = this.reindex(lock.id, before, entry, added) || rewaited;
+      rewaited = this.reindex(before, entry, added) || rewaited;
       for (const [identity, owner] of entry?.waits ?? []) if (!before?.waits.has(identity)) begun.push({ owner, lock: entry!.ref });
     }
     if (this.incomplete) {
@@ -65,7 +65,7 @@ export class WaitForGraph {
       if (rewaited) this.recheck();
       for (const e of added) this.search(e);
     }
-    return begun.map(({ owner, lock }) => ({ owner, lock, holding: [...(this.held.get(owner)?.values() ?? [])].filter((r) => r.id !== lock.id) }));
+    return begun.map(({ owner, lock }) => ({ owner, lock, holding: [...(this.held.get(owner) ?? [])].filter((r) => r.id !== lock.id) }));
   }
 
   /** A whole read: the locks not in it are gone. */
@@ -81,7 +81,7 @@ export class WaitForGraph {
 
   /** The locks `owner` holds, by name. */
   holding(owner: string): LockRef[] {
-    return [...(this.held.get(owner)?.values() ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return [...(this.held.get(owner) ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** A search gave up at its bounds (MAX_CYCLES, or a graph too tangled to walk): there may be more cycles. */
@@ -105,9 +105,9 @@ export class WaitForGraph {
    * Indexes a lock as it is now instead of as it was (what its owners hold, its waits), touching only what changed;
    * new waits go to `added`. True when it had waits: the cycles through them are to be checked again.
    */
-  private reindex(id: string, before: Entry | undefined, entry: Entry | undefined, added: WaitEdge[]): boolean {
-    for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) unlink(this.held, owner, id);
-    for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) mapOf(this.held, owner).set(id, entry!.ref);
+  private reindex(before: Entry | undefined, entry: Entry | undefined, added: WaitEdge[]): boolean {
+    for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) drop(this.held, owner, before!.ref);
+    for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) add(this.held, owner, entry!.ref);
     const had = idsOf(before?.edges);
     const has = idsOf(entry?.edges);
     for (const e of before?.edges ?? []) {
@@ -153,25 +153,42 @@ export class WaitForGraph {
 /** What a lock brings to the graph; undefined when it takes no part (see the comment at the top). `known`: its ref before. */
 function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined {
   if (isSingleKey(lock)) return undefined;
-  const holders = (lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : []).filter(takesPart);
-  const waiters = lock.waiters.filter(takesPart);
-  if (holders.length === 0 && waiters.length === 0) return undefined;
+  const holders = holdersOf(lock);
+  const queued = lock.waiters.length > 0 && lock.waiters.some(takesPart);
+  if (holders.length === 0 && !queued) return undefined;
   // A lock's id is its name's: the name is made once, and not at each of its changes.
   const ref = known ?? { id: lock.id, name: displayKey(lock.name) };
+  const owners = holders.length === 1 ? [holders[0].owner] : [...new Set(holders.map((h) => h.owner))];
+  if (!queued) return { ref, holders: owners, waits: NO_WAITS, edges: NO_EDGES };
+  // Each member's identity and display text is made once, however many edges it is in.
+  const held = holders.map((h) => ({ member: h, identity: identityOf(h), ref: memberRef(h) }));
+  const waits = new Map<string, string>();
   const edges: WaitEdge[] = [];
-  const next = lock.waiters[0]?.owner ?? '';
+  const next = lock.waiters[0].owner;
   lock.waiters.forEach((w, ahead) => {
     if (!takesPart(w)) return;
-    const waiter = memberRef(w);
-    for (const h of holders) {
-      if (h.owner === w.owner || !conflicts(w, h)) continue;
-      const id = JSON.stringify([lock.id, identityOf(w), identityOf(h)]);
-      edges.push({ id, from: w.owner, to: h.owner, lock: ref, waiter, holder: memberRef(h), ahead, next, holders: holders.length });
+    const identity = identityOf(w);
+    waits.set(identity, w.owner);
+    let waiter: MemberRef | undefined;
+    for (const h of held) {
+      if (h.member.owner === w.owner || !conflicts(w, h.member)) continue;
+      const id = JSON.stringify([lock.id, identity, h.identity]);
+      edges.push({ id, from: w.owner, to: h.member.owner, lock: ref, waiter: (waiter ??= memberRef(w)), holder: h.ref, ahead, next, holders: holders.length });
     }
   });
-  return { ref, holders: [...new Set(holders.map((h) => h.owner))], waits: waiters.length ? new Map(waiters.map((w) => [identityOf(w), w.owner])) : NO_WAITS, edges };
+  return { ref, holders: owners, waits, edges };
 }
 
+/** The holders that take part (most locks have one holder and none shared: no array is spread for them). */
+function holdersOf(lock: LockState): readonly LockMember[] {
+  const holder = lock.holder;
+  if (!holder) return NO_MEMBERS;
+  if (!lock.sharedWith?.length) return takesPart(holder) ? [holder] : NO_MEMBERS;
+  return [holder, ...lock.sharedWith].filter(takesPart);
+}
+
+const NO_MEMBERS: readonly LockMember[] = [];
+const NO_EDGES: readonly WaitEdge[] = [];
 const NO_WAITS: ReadonlyMap<string, string> = new Map();
 
 function takesPart(m: LockMember): boolean {
@@ -204,4 +221,17 @@ function unlink<V>(maps: Map<string, Map<string, V>>, key: string, id: string): 
   const m = maps.get(key);
   m?.delete(id);
   if (m?.size === 0) maps.delete(key);
+}
+
+/** A lock's ref is the same object while the lock takes part: an owner's holds are kept by it, not by its id's text. */
+function add(sets: Map<string, Set<LockRef>>, key: string, ref: LockRef): void {
+  const set = sets.get(key);
+  if (set) set.add(ref);
+  else sets.set(key, new Set([ref]));
+}
+
+function drop(sets: Map<string, Set<LockRef>>, key: string, ref: LockRef): void {
+  const set = sets.get(key);
+  set?.delete(ref);
+  if (set?.size === 0) sets.delete(key);
 }
