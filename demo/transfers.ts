@@ -7,8 +7,8 @@ import { sleep } from '../src/core/sleep';
 /**
  * The demo's deadlock. Two transfer services, each with its own etcd connection and one Go-compatible Session (one
  * lease for all its locks, as a Go `concurrency.Session` shared by its Mutexes), lock the two accounts of a transfer
- * in opposite orders: `transfer-alice-to-bob` holds /locks/transfer-alice and queues in /locks/transfer-bob,
- * `transfer-bob-to-alice` holds /locks/transfer-bob and queues in /locks/transfer-alice. Neither ever gets its second
+ * in opposite orders: `alice-to-bob` holds /locks/transfer-alice and queues in /locks/transfer-bob,
+ * `bob-to-alice` holds /locks/transfer-bob and queues in /locks/transfer-alice. Neither ever gets its second
  * lock: only the user breaks it, by force-releasing one hold (or revoking one lease) in LockLens. The other then
  * completes its transfer; the one whose hold was broken notices and gives up its own. They meet again after
  * AGAIN_MS, so the deadlock can be found and broken more than once.
@@ -38,8 +38,8 @@ export async function transferRound(conns: readonly [EtcdConnection, EtcdConnect
   const sessions = await Promise.all(conns.map((c) => Session.create(c, 15)));
   try {
     const sides: Side[] = [
-      { who: 'transfer-alice-to-bob', first: TRANSFER_LOCKS.alice, second: TRANSFER_LOCKS.bob, session: sessions[0] },
-      { who: 'transfer-bob-to-alice', first: TRANSFER_LOCKS.bob, second: TRANSFER_LOCKS.alice, session: sessions[1] },
+      { who: 'alice-to-bob', first: TRANSFER_LOCKS.alice, second: TRANSFER_LOCKS.bob, session: sessions[0] },
+      { who: 'bob-to-alice', first: TRANSFER_LOCKS.bob, second: TRANSFER_LOCKS.alice, session: sessions[1] },
     ];
     const firsts = await Promise.all(sides.map((s) => new Mutex(s.session, s.first).acquire({ signal })));
     await Promise.all(sides.map((s, i) => finishTransfer(s, firsts[i], log, signal)));
@@ -66,7 +66,7 @@ async function finishTransfer(side: Side, first: Hold, log: Log, signal: AbortSi
     return;
   }
   if (lost !== undefined) {
-    log(who, `got ${side.second}, but its hold on ${side.first} was broken (${lost}): gives up the transfer`);
+    log(who, `got ${side.second}, but lost ${side.first} while it waited: gives up the transfer (${lost})`);
   } else {
     await sleep(TRANSFER_MS, signal);
     log(who, `holds ${side.first} and ${side.second}: transfer done`);
