@@ -32,9 +32,11 @@ const HELP = `Usage: npm run demo [-- OPTIONS]      (or: node dist/demo.js [OPTI
 
 Starts a local etcd (Debian's etcd, on a free loopback port, data in a temp dir), simulated services contending for
 locks under /locks/ and /election/ (Go-compatible Mutex services, etcdctl lock loops, a single-key try-lock, an
-etcdctl election, and one stuck holder to revoke); a local Redis (Debian's redis-server, on a free loopback port,
+etcdctl election, one stuck holder to revoke, and two transfer services deadlocked until you force-release one of
+their holds); a local Redis (Debian's redis-server, on a free loopback port,
 nothing persisted, keyspace notifications on) with locks under ${REDIS_PREFIX} (a Redisson re-entrant lock, a Redisson
-fair lock with two waiters, contending redis-py locks, and one stuck redis-py token with no expiry to force-release);
+fair lock with two waiters, contending redis-py locks, redis-py locks whose 8 s timeout is shorter than their jobs, and
+one stuck redis-py token with no expiry to force-release);
 a local ZooKeeper (Debian's, run from its jar on a free loopback port, data in the temp dir) with kazoo clients under
 ${ZOOKEEPER_PREFIX} (three kazoo Lock processes contending, a kazoo read/write lock, and one stuck holder in Curator's layout
 that keeps its session alive, with a kazoo waiter behind it, to force-release); a local PostgreSQL (Debian's 15, a
@@ -243,10 +245,12 @@ async function runDemo(options: DemoOptions): Promise<number> {
         workload.start().then(() => {
           say(`${time()} workload    ${Object.values(LOCKS).join(', ')}`);
           say(`${time()} stuck       ${LOCKS.payments} held with lease ${workload!.stuck?.lease} by pid ${workload!.stuck?.pid}, never released`);
+          say(`${time()} deadlock    ${LOCKS.transferAlice} and ${LOCKS.transferBob}: two services each hold one and wait for the other; force-release one hold to break it`);
         }),
         redisWorkload?.start().then(() => {
           say(`${time()} redis locks ${Object.values(REDIS_LOCKS).join(', ')}`);
           say(`${time()} stuck       ${REDIS_LOCKS.stuck} held by token ${redisWorkload!.stuckToken} with no expiry (its process has exited)`);
+          say(`${time()} short TTL   ${REDIS_LOCKS.shortTtl}: redis-py locks with an 8 s timeout for jobs of 9-12 s, so each expires while its job still runs`);
         }),
         zooKeeperWorkload?.start().then(() => {
           const stuck = zooKeeperWorkload!.stuck;

@@ -16,6 +16,10 @@ import { PythonServices, type PythonServicesOptions } from './pythonServices';
  *   takes it and a new waiter joins the tail;
  * - `app:export-job`: three redis-py `redis.lock.Lock(r, 'app:export-job', timeout=8)` processes (`export-a/b/c`),
  *   blocking acquire, hold 1-3 s, release (a STRING = `uuid1().hex` set with `SET NX PX 8000`);
+ * - `app:sync-invoices`: a TTL too short for the work: two redis-py `Lock(r, 'app:sync-invoices', timeout=8)` processes
+ *   (`invoice-sync-1/2`, no renewal) whose job takes 9-12 s, so each hold expires while it still works and the other
+ *   gets in; their release then fails (redis-py's LockNotOwnedError). LockLens's TTL fit flags it once it has
+ *   measured a hold from start to end;
  * - `app:stuck-migration`: the incident: a redis-py token (`uuid1().hex`) set with `SET NX` and no expiry by a
  *   process that then exits, so it is held forever. Once someone force-releases it, it comes back 30 s later.
  */
@@ -26,6 +30,7 @@ export const REDIS_LOCKS = {
   report: 'app:report-fair-lock',
   export: 'app:export-job',
   stuck: 'app:stuck-migration',
+  shortTtl: 'app:sync-invoices',
 } as const;
 /** The Redisson fair lock's waiter queue and deadlines (they are outside the prefix's lock names but under `redisson_lock_`). */
 export const REDISSON_KEYS = {
@@ -156,6 +161,20 @@ def token(name, who):
             say('info', 'lost %s while holding it: %s' % (name, e))
         time.sleep(random.uniform(0.2, 1.0))
 
+def short_ttl(name, who):
+    # redis-py's Lock with a timeout picked once, for a job that has since grown past it, and nothing extending it.
+    lock = redis.Redis.from_url(url).lock(name, timeout=8, sleep=0.1)
+    while True:
+        lock.acquire(blocking=True)
+        say('debug', 'holds %s with token %s for a job of about 10 s (timeout 8 s)' % (name, lock.local.token.decode()))
+        time.sleep(random.uniform(9, 12))
+        try:
+            lock.release()
+            say('debug', 'released %s' % name)
+        except LockError as e:
+            say('debug', 'the job outlived %s: %s' % (name, e))
+        time.sleep(random.uniform(0.5, 2.0))
+
 def stuck(name):
     # What a crashed redis-py job leaves: Lock(r, name) with no timeout, acquired, never released.
     value = uuid.uuid1().hex
@@ -168,7 +187,7 @@ def wait_gone(name, value):
     while r.get(name) == value:
         time.sleep(1)
 
-MODES = {'redisson': redisson, 'fair': fair, 'token': token, 'stuck': stuck, 'wait-gone': wait_gone}
+MODES = {'redisson': redisson, 'fair': fair, 'token': token, 'short-ttl': short_ttl, 'stuck': stuck, 'wait-gone': wait_gone}
 `;
 
 export class RedisWorkload extends PythonServices {
@@ -198,6 +217,7 @@ export class RedisWorkload extends PythonServices {
     );
     for (const who of ['billing-worker-1', 'billing-worker-2']) this.run(who, () => this.peer(who, ['redisson', REDIS_LOCKS.billing, who]));
     for (const who of ['export-a', 'export-b', 'export-c']) this.run(who, () => this.peer(who, ['token', REDIS_LOCKS.export, who]));
+    for (const who of ['invoice-sync-1', 'invoice-sync-2']) this.run(who, () => this.peer(who, ['short-ttl', REDIS_LOCKS.shortTtl, who]));
     await Promise.race([ready, sleep(20_000, this.abort.signal)]);
     if (!this.stopping && !(this.stuckToken && this.fairReady)) {
       throw new Error(`the Redis workload did not set up ${!this.stuckToken ? REDIS_LOCKS.stuck : REDIS_LOCKS.report} within 20 s`);

@@ -6,6 +6,7 @@ import { Mutex } from '../src/core/etcd/mutex';
 import { Session } from '../src/core/etcd/session';
 import { sleep } from '../src/core/sleep';
 import { Services, type ServicesOptions } from './services';
+import { TRANSFER_LOCKS, transferRound } from './transfers';
 
 /**
  * The simulated services of the demo, contending for named locks the way real ones do:
@@ -20,7 +21,9 @@ import { Services, type ServicesOptions } from './services';
  *   LockLens) lets them through; the stuck service notices it lost the lock, and 30 s later queues again, so the
  *   incident comes back for the next try;
  * - `/locks/cron-leader-single`: a single-key try-lock (put if `CreateRevision == 0`, with a lease), two contenders;
- * - `/election/scheduler`: `etcdctl elect` with node-a and node-b, each resigning now and then.
+ * - `/election/scheduler`: `etcdctl elect` with node-a and node-b, each resigning now and then;
+ * - `/locks/transfer-alice` and `/locks/transfer-bob`: a real deadlock (transfers.ts), two services each holding one
+ *   and queued for the other with the same lease, until the user force-releases one hold.
  */
 
 export const PREFIXES = ['/locks/', '/election/'] as const;
@@ -31,6 +34,8 @@ export const LOCKS = {
   payments: '/locks/payments-reconcile',
   cron: '/locks/cron-leader-single',
   election: '/election/scheduler',
+  transferAlice: TRANSFER_LOCKS.alice,
+  transferBob: TRANSFER_LOCKS.bob,
 } as const;
 
 export interface WorkloadOptions extends ServicesOptions {
@@ -79,6 +84,7 @@ export class Workload extends Services {
     this.run('report-c', () => this.mutexService('report-c', LOCKS.report, [3, 6], [1, 3]));
     for (const name of ['migrate-eu', 'migrate-us']) this.run(name, () => this.mutexService(name, LOCKS.migration, [8, 15], [6, 20]));
     for (const name of ['cron-a', 'cron-b']) this.run(name, () => this.tryLock(name, LOCKS.cron, [8, 15], [0.5, 1.5]));
+    this.run('transfers', () => this.transfers());
     this.run('node-a', () => this.elect('node-a', [15, 25]));
     await sleep(500);
     this.run('node-b', () => this.elect('node-b', [15, 25]));
@@ -152,6 +158,19 @@ export class Workload extends Services {
       await session?.revoke().catch(() => undefined);
       conn.close();
       this.connections.delete(conn);
+    }
+  }
+
+  /** The deadlocked transfers, round after round, each service with a connection of its own. */
+  private async transfers(): Promise<void> {
+    const conns = [await this.connect(), await this.connect()] as const;
+    try {
+      while (!this.stopping) await transferRound(conns, (who, message, verbose) => this.log(who, message, verbose), this.abort.signal);
+    } finally {
+      for (const c of conns) {
+        c.close();
+        this.connections.delete(c);
+      }
     }
   }
 

@@ -11,8 +11,10 @@ import type { ClientConnection, LockMember } from './lockState';
 
 /**
  * `alive`: renewed lately, or its session is connected and heard from; `paused`: it stopped renewing or speaking
- * while what ends it still lives (a frozen process, a cut network, or a holder that never renews); `gone`: what it
- * expires with ran out, or its session has no connection left; `unknown`: the store says nothing that tells.
+ * while what ends it still lives (a frozen process, a cut network, or a holder that never renews); `gone`: its session
+ * has no connection left; `unknown`: the store says nothing that tells. A TTL that ran out is no proof of a dead
+ * holder: it ends the hold, but a frozen holder's runs out as a dead one's does, and a ShedLock row is left to run out
+ * on purpose once its job is done (lockAtLeastFor), the row staying behind with its last holder's name.
  */
 export type LivenessState = 'alive' | 'paused' | 'gone' | 'unknown';
 
@@ -47,7 +49,12 @@ const SQL_BLIND = 'the server cannot tell a paused client from a working one whi
 function ttlLiveness(member: LockMember, info: LeaseInfo | undefined, now: number): Liveness {
   const what = member.expiresWith === 'lease' ? 'its lease' : 'its TTL';
   if (!info) return { state: 'unknown', evidence: `${what} has not been sampled` };
-  if (info.state === 'expired') return { state: 'gone', evidence: `${what} ran out with nobody renewing it` };
+  if (info.state === 'expired') {
+    return {
+      state: 'unknown',
+      evidence: `${what} ran out with nobody renewing it: the hold is over, but whether its holder lives the store cannot tell (it may have finished, let it run out on purpose, been paused, or died)`,
+    };
+  }
   const left = remainingTtl(info, now);
   const of = `${seconds(left)} of ${seconds(info.grantedTtl)} left`;
   const last = info.refreshes[info.refreshes.length - 1];

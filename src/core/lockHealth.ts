@@ -1,3 +1,4 @@
+import { identityOf } from './holdObservation';
 import { keyId } from './keys';
 import { remainingTtl, type LeaseInfo } from './leaseInfo';
 import { hasMajority, holderCount, members, type ChangeSet, type LockMember, type LockState } from './lockState';
@@ -51,7 +52,7 @@ export interface HealthOptions {
  */
 export class LockClock {
   private readonly firstSeen = new Map<string, Since>();
-  private readonly holderSince = new Map<string, { key: string; since: Since }>();
+  private readonly holderSince = new Map<string, { holder: string; since: Since }>();
   private readonly keysOfLock = new Map<string, Set<string>>();
 
   /** Folds a change set in; call it for every change set, in order. */
@@ -64,13 +65,14 @@ export class LockClock {
         current.add(kid);
         if (!this.firstSeen.has(kid)) this.firstSeen.set(kid, { at: now, exact });
       }
-      const holder = lock.holder && keyId(lock.holder.key);
+      // Who holds, not only which key: a Redis token lock's next holder sets the same key with a token of its own.
+      const holder = lock.holder && identityOf(lock.holder);
       const known = this.holderSince.get(lock.id);
       if (!holder) this.holderSince.delete(lock.id);
-      else if (known?.key !== holder) {
+      else if (known?.holder !== holder) {
         // Seen live (a waiter moving up, or a new key taking a free lock), the hold starts now; found by a (re)load, it
         // started at some unknown earlier time.
-        this.holderSince.set(lock.id, { key: holder, since: { at: now, exact } });
+        this.holderSince.set(lock.id, { holder, since: { at: now, exact } });
       }
       this.forgetGone(lock, current);
     }

@@ -1,12 +1,16 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { LockBackend, LockWatch } from '../../src/core/backend';
 import { EtcdBackend } from '../../src/core/etcd/etcdBackend';
+import { keyId } from '../../src/core/keys';
+import { openBackend } from '../../src/core/stores';
 import { startEtcd, type EtcdServer } from '../harness/etcd';
 import { memberLiveness, type Liveness } from '../../src/core/liveness';
 import { ZooKeeperBackend } from '../../src/core/zookeeper/zookeeperBackend';
 import { KazooLock } from '../harness/kazoo';
-import { eventually } from '../harness/redis';
+import { PythonPeer } from '../harness/pythonPeer';
+import { eventually, startRedis, type RedisServer } from '../harness/redis';
 import { startZooKeeper, type ZooKeeperServer } from '../harness/zookeeper';
 
 /**
@@ -123,6 +127,70 @@ describe('etcd: a holder\'s lease, from its TTL', { timeout: 120_000 }, () => {
       assert.match((await holderLiveness(name))!.evidence, /is not being renewed .*paused, gone, or never renews it; the store cannot tell which/);
       await eventually(async () => (await holderLiveness(name)) === undefined, 8_000, 'the lease ran out and took the key');
       if (signal === 'SIGSTOP') proc.kill('SIGKILL');
+    });
+  }
+});
+
+/**
+ * redis-py: a `Lock(timeout=4)` kept by a thread that extends it back to 4 s every second (reacquire), as a worker
+ * renews a lock it holds for long; says `acquired <token>`.
+ */
+const REDIS_PY_RENEWING = String.raw`
+import os, sys, threading, time, redis
+gate, url, name = sys.argv[1:4]
+# thread_local=False: the renewing thread must see the token the main thread acquired with.
+lock = redis.Redis.from_url(url).lock(name, timeout=4, sleep=0.05, thread_local=False)
+lock.acquire()
+def renew():
+    while True:
+        time.sleep(1)
+        lock.reacquire()
+threading.Thread(target=renew, daemon=True).start()
+print('acquired', lock.local.token.decode(), flush=True)
+while not os.path.exists(gate):
+    time.sleep(0.05)
+`;
+
+describe('Redis: a holder\'s key, from PTTL samples', { timeout: 120_000 }, () => {
+  let redis: RedisServer;
+  let backend: LockBackend;
+  let watch: LockWatch;
+  const peers: PythonPeer[] = [];
+
+  before(async () => {
+    redis = await startRedis({ notify: 'KEA' });
+    backend = await openBackend({ store: 'redis', endpoints: [redis.url] });
+    // Sampled as the tree's watch samples, only more often: one read cannot tell a renewal (Redis never says a grant).
+    watch = backend.watch([b('live:')], { leaseSampleIntervalMs: 250, pollIntervalMs: 250 });
+    await watch.start();
+  });
+  after(async () => {
+    peers.forEach((p) => p.dispose());
+    watch?.dispose();
+    backend?.close();
+    await redis?.dispose();
+  });
+
+  const holderLiveness = (name: string): Liveness | undefined => {
+    const holder = watch.lock(keyId(b(name)))?.holder;
+    return holder ? memberLiveness(holder, watch.lease(holder.lease)) : undefined;
+  };
+
+  // Redis sees only the PEXPIREs: a frozen holder and a dead one both stop them, and both keys count down alike until
+  // the key expires and its lock goes with it. Nothing in Redis tells a paused holder from a dead one, before or after.
+  for (const signal of ['SIGSTOP', 'SIGKILL'] as const) {
+    test(`a renewing redis-py holder is alive; after ${signal}, paused-or-gone: Redis cannot tell which, and the key expires either way`, async () => {
+      const name = `live:${signal}`;
+      const peer = new PythonPeer('redis-py', REDIS_PY_RENEWING, [redis.url, name]);
+      peers.push(peer);
+      await peer.until(['acquired']);
+      await eventually(() => holderLiveness(name)?.state === 'alive', 8_000, 'a renewal seen');
+      assert.match(holderLiveness(name)!.evidence, /^renewed [\d.]+ s ago \([\d.]+ s of [\d.]+ s left\)$/);
+      peer.signal(signal);
+      await eventually(() => holderLiveness(name)?.state === 'paused', 6_000, 'told not renewed');
+      assert.match(holderLiveness(name)!.evidence, /^its TTL is not being renewed .*: its holder is paused, gone, or never renews it; the store cannot tell which until it runs out \(last renewal seen [\d.]+ s ago\)$/);
+      await eventually(() => holderLiveness(name) === undefined, 8_000, 'the key expired and took the lock');
+      if (signal === 'SIGSTOP') peer.signal('SIGKILL');
     });
   }
 });

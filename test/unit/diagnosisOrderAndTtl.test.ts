@@ -88,7 +88,15 @@ describe('TTL fit', () => {
     assert.deepEqual(renewals.of('/a'), { ttlSeconds: 8, renewal: 'none' });
     renewals.observe('/b', 100, sample(7, 1000));
     renewals.observe('/b', 100, sample(7.9, 3000, [3000]));
+    assert.equal(renewals.of('/b')?.renewal, 'unknown', 'a rise is a renewal once a later sample of the same hold follows it');
+    renewals.observe('/b', 100, sample(6, 5000, [3000]));
     assert.equal(renewals.of('/b')?.renewal, 'renewed');
+    // A Redis key set anew by the next holder rises too, read before the watch reports the new hold.
+    renewals.observe('/d', 100, sample(5, 1000));
+    renewals.observe('/d', 100, sample(7.9, 3000, [3000]));
+    renewals.observe('/d', 2900, sample(6, 5000, [3000]));
+    renewals.observe('/d', 2900, sample(3, 8000, [3000]));
+    assert.deepEqual(renewals.of('/d'), { ttlSeconds: 8, renewal: 'none' }, "the next holder's new key is no renewal of either hold");
     assert.equal(renewals.of('/c'), undefined);
   });
 

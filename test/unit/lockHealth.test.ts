@@ -98,6 +98,15 @@ describe('LockClock and lockHealth', () => {
     const [holder] = lockHealth(model.locks()[0], clock, () => undefined, options, 2500);
     assert.deepEqual(holder.since, { at: 2000, exact: true });
   });
+
+  test('the same key set anew by another owner (a Redis token lock\'s next holder, a single key re-created) is a new hold', () => {
+    const { model, clock, step } = harness();
+    step(0, (m) => m.reload(() => true, [], 1));
+    step(1000, (m) => m.put(singleKey('/locks/single', 10, 'a1')));
+    // Deleted and created again within one change set: the watch never showed the key gone.
+    step(9000, (m) => m.put(singleKey('/locks/single', 12, 'b2')));
+    assert.deepEqual(clock.heldSince(model.locks()[0]), { at: 9000, exact: true });
+  });
 });
 
 describe('revokeEffects', () => {

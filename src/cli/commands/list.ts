@@ -18,8 +18,9 @@ ${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.list)).join('\n')}
                 key, owner, lease, createRevision, token, holds, ttl and convention (null where the store has none);
                 ZooKeeper's also data; SQL sessions' also session {user, application, client, connectedAt,
                 state, query, waitingSince}; each a liveness {state, evidence}: "alive", "paused" (renewals or
-                pings stopped while what ends it lives on), "gone" (its TTL ran out, or its ZooKeeper session
-                has no client connected) or "unknown", with what was seen; and "hidden" when the store would not show everything (a role
+                pings stopped while what ends it lives on), "gone" (its ZooKeeper session has no client
+                connected) or "unknown" (a TTL that ran out ends the hold but tells nothing of its holder), with
+                what was seen; and "hidden" when the store would not show everything (a role
                 that may not see other sessions), said on stderr too
 
 ${CONNECTION_HELP}`,

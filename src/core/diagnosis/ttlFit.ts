@@ -6,7 +6,8 @@
  *
  * How "not renewed" is told. A renewal shows as a TTL that goes back up while the same hold lasts (LeaseInfo's
  * `refreshes`: a sample higher than the last one counted down). A hold is known renewed when such a rise comes after
- * the hold's first sample; known not renewed when its samples span a third of its TTL without one (Go, etcdctl and
+ * the hold's first sample and a later sample of the same hold follows it: a Redis key set anew by the next holder
+ * rises the same way, and the sampler can read it before the watch reports the new holder. Known not renewed when its samples span a third of its TTL without one (Go, etcdctl and
  * Redisson renew every third of it) or when it ended by expiring. A lock whose holds were never seen renewed, and some
  * seen not renewed, expires by itself.
  */
@@ -49,8 +50,9 @@ export class TtlRenewals {
     if (r.hold?.since !== heldSince) r.hold = { since: heldSince, firstAt: info.observedAt };
     const firstAt = r.hold.firstAt;
     r.ttl = Math.max(r.ttl, info.grantedTtl);
-    if (info.refreshes.some((t) => t > firstAt)) r.renewed = true;
-    else r.unrenewedMs = Math.max(r.unrenewedMs, info.observedAt - firstAt);
+    const rises = info.refreshes.filter((t) => t > firstAt);
+    if (rises.some((t) => t < info.observedAt)) r.renewed = true;
+    else if (rises.length === 0) r.unrenewedMs = Math.max(r.unrenewedMs, info.observedAt - firstAt);
     if (this.locks.size > this.maxLocks) this.locks.delete(this.locks.keys().next().value!);
   }
 
