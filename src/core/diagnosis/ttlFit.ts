@@ -7,8 +7,9 @@
  * How "not renewed" is told. A renewal shows as a TTL that goes back up while the same hold lasts (LeaseInfo's
  * `refreshes`: a sample higher than the last one counted down). A hold is known renewed when such a rise comes after
  * the hold's first sample and a later sample of the same hold follows it: a Redis key set anew by the next holder
- * rises the same way, and the sampler can read it before the watch reports the new holder. Known not renewed when its samples span a third of its TTL without one (Go, etcdctl and
- * Redisson renew every third of it) or when it ended by expiring. A lock whose holds were never seen renewed, and some
+ * rises the same way, and the sampler can read it before the watch reports the new holder. Known not renewed when its
+ * samples span a third of its TTL without one (Go, etcdctl and Redisson renew every third of it) or when it ended by
+ * expiring. A lock whose holds were never seen renewed, and some
  * seen not renewed, expires by itself.
  */
 import type { ObservedHold } from '../holdObservation';
