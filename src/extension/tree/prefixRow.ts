@@ -5,16 +5,17 @@ import { shortName } from './labels';
 import type { PrefixedRow } from './row';
 
 /**
- * `shown`: the name its rows are shown below (the prefix, or the one folder all its locks are in); `count`: how many
- * locks are under the prefix. Both unknown while not watching.
+ * `shown`: the name its rows are shown below (the prefix, or the one folder all its locks are in, said in the
+ * description: `3 locks in locks/`); `count`: how many locks are under the prefix. Both unknown while not watching.
  */
 export function prefixItem(node: PrefixedRow, shown: string | undefined, count: number | undefined): vscode.TreeItem {
-  const item = new vscode.TreeItem((shown ?? node.prefix) || vscode.l10n.t('(every key)'), vscode.TreeItemCollapsibleState.Expanded);
+  // Its label stays the prefix whatever it shows below (VS Code folds a row whose label changes as it redraws).
+  const item = new vscode.TreeItem(node.prefix || vscode.l10n.t('(every key)'), vscode.TreeItemCollapsibleState.Expanded);
   item.id = node.id;
-  if (shown !== undefined && shown !== node.prefix) item.tooltip = vscode.l10n.t('Watching {0}: every lock under it is in {1}', node.prefix || vscode.l10n.t('(every key)'), shown);
   item.contextValue = PREFIX_CONTEXT;
   item.iconPath = new vscode.ThemeIcon('symbol-namespace');
-  const parts = count === undefined ? [] : [locksText(count)];
+  const folder = shown !== undefined && shown !== node.prefix ? shortName(Buffer.from(shown), node.prefix) : undefined;
+  const parts = count === undefined ? [] : [folder ? vscode.l10n.t('{0} in {1}', locksText(count), folder) : locksText(count)];
   const staleSince = node.connection.staleSince;
   if (staleSince) parts.push(vscode.l10n.t('stale for {0}', formatDuration(Date.now() - staleSince)));
   item.description = parts.join(' · ');
