@@ -26,7 +26,7 @@ import { percentile, round } from './stats';
  * - steady: `changesPerSecond` lock changes spread over the five stores (a hold released, or a free lock taken again by
  *   another holder) by a bounded load generator in this process, after `warmupS` of it, scraped every 15 s: CPU, RSS;
  * - scrapes: `scrapes` GET /metrics one after another `scrapeGapMs` apart, each timed from the request to the last
- *   byte of the answer, the load still on; and serve's CPU time per scrape (the phase's, less the steady phase's rate);
+ *   byte of the answer, the load still on (and, after the quiet phase, serve's own CPU time per scrape: scrapeCpu);
  * - delay: per store, the probe lock's waiter joins and leaves, one change at a time, while /metrics is scraped every
  *   `followMs`: from sending the write to the end of the first scrape showing it. This includes the wait for the next
  *   scrape and the scrape itself, as a scraper sees it; the scrapes also make serve busier than Prometheus would.
@@ -63,10 +63,11 @@ export async function serveUnderLoad(
     const loadBefore = loadavg()[0];
 
     const quiet = await observe(serve, base, quietS);
+    const scrapeCpuMs = await scrapeCpu(serve, base, 20, quiet.cpuPct);
     const load = startLoad(stores, locksPerStore, changesPerSecond, warmupS + steadyS + (scrapes * scrapeGapMs) / 1000 + delayS + 60);
     await sleep(warmupS * 1000);
     const steady = await observe(serve, base, steadyS);
-    const scraped = await timeScrapes(serve, base, scrapes, scrapeGapMs, steady.cpuPct);
+    const scraped = await timeScrapes(base, scrapes, scrapeGapMs);
     const delays = await probeDelays(stores, base, delayS, followMs);
     const changes = await load.stop();
     const loadAfter = loadavg()[0];
@@ -94,7 +95,7 @@ export async function serveUnderLoad(
       heap_mb: round(steady.heapMb, 1),
       scrape_p50_ms: round(percentile(scraped.ms, 50)),
       scrape_p99_ms: round(percentile(scraped.ms, 99)),
-      scrape_cpu_ms: round(scraped.cpuMs),
+      scrape_cpu_ms: round(scrapeCpuMs),
       scrape_kb: round(scraped.bytes / 1024, 0),
       scrape_lock_series: scraped.lockSeries,
       delay_p50_ms: round(percentile(all, 50)),
@@ -168,24 +169,29 @@ async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS 
 }
 
 /**
- * `count` scrapes, each timed from request to last byte; and the serve process's own CPU time per scrape, over the
- * phase less what the load cost it in the steady phase (`steadyCpuPct`): on a busy machine a scrape waits for a core,
- * and its wall time says more about the machine than about serve.
+ * Serve's own CPU time per scrape: `count` scrapes one after another with no load on, less what serve costs quiet
+ * (`quietCpuPct`) meanwhile. On a busy machine a scrape also waits for a core: its wall time says more about the
+ * machine than about serve.
  */
-async function timeScrapes(serve: Proc, base: string, count: number, gapMs: number, steadyCpuPct: number) {
-  const ms: number[] = [];
-  let last = '';
+async function scrapeCpu(serve: Proc, base: string, count: number, quietCpuPct: number): Promise<number> {
   const cpu0 = cpuSeconds(serve.pid);
   const t0 = performance.now();
+  for (let i = 0; i < count; i++) await scrape(base);
+  const cpuS = cpuSeconds(serve.pid) - cpu0 - ((performance.now() - t0) / 1000) * (quietCpuPct / 100);
+  return (cpuS * 1000) / count;
+}
+
+async function timeScrapes(base: string, count: number, gapMs: number) {
+  const ms: number[] = [];
+  let last = '';
   for (let i = 0; i < count; i++) {
     const r = await scrape(base);
     ms.push(r.ms);
     last = r.text;
     await sleep(gapMs - r.ms);
   }
-  const cpuS = cpuSeconds(serve.pid) - cpu0 - ((performance.now() - t0) / 1000) * (steadyCpuPct / 100);
   const series = new Set(parseExposition(last).samples.filter((s) => s.name === 'locklens_lock_holders').map((s) => `${s.labels.connection} ${s.labels.lock} ${s.labels.kind}`));
-  return { ms, cpuMs: (cpuS * 1000) / count, bytes: Buffer.byteLength(last), lockSeries: series.size };
+  return { ms, bytes: Buffer.byteLength(last), lockSeries: series.size };
 }
 
 /**
