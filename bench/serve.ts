@@ -26,7 +26,7 @@ import { percentile, round } from './stats';
  * - steady: `changesPerSecond` lock changes spread over the five stores (a hold released, or a free lock taken again by
  *   another holder) by a bounded load generator in this process, after `warmupS` of it, scraped every 15 s: CPU, RSS;
  * - scrapes: `scrapes` GET /metrics one after another `scrapeGapMs` apart, each timed from the request to the last
- *   byte of the answer, the load still on;
+ *   byte of the answer, the load still on (and, after the quiet phase, serve's own CPU time per scrape: scrapeCpu);
  * - delay: per store, the probe lock's waiter joins and leaves, one change at a time, while /metrics is scraped every
  *   `followMs`: from sending the write to the end of the first scrape showing it. This includes the wait for the next
  *   scrape and the scrape itself, as a scraper sees it; the scrapes also make serve busier than Prometheus would.
@@ -63,6 +63,7 @@ export async function serveUnderLoad(
     const loadBefore = loadavg()[0];
 
     const quiet = await observe(serve, base, quietS);
+    const scrapeCpuMs = await scrapeCpu(serve, base, 20, quiet.cpuPct);
     const load = startLoad(stores, locksPerStore, changesPerSecond, warmupS + steadyS + (scrapes * scrapeGapMs) / 1000 + delayS + 60);
     await sleep(warmupS * 1000);
     const steady = await observe(serve, base, steadyS);
@@ -94,6 +95,7 @@ export async function serveUnderLoad(
       heap_mb: round(steady.heapMb, 1),
       scrape_p50_ms: round(percentile(scraped.ms, 50)),
       scrape_p99_ms: round(percentile(scraped.ms, 99)),
+      scrape_cpu_ms: round(scrapeCpuMs),
       scrape_kb: round(scraped.bytes / 1024, 0),
       scrape_lock_series: scraped.lockSeries,
       delay_p50_ms: round(percentile(all, 50)),
@@ -164,6 +166,19 @@ async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS 
   }
   const wallS = (performance.now() - t0) / 1000;
   return { cpuPct: ((cpuSeconds(serve.pid) - cpu0) / wallS) * 100, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), heapMb };
+}
+
+/**
+ * Serve's own CPU time per scrape: `count` scrapes one after another with no load on, less what serve costs quiet
+ * (`quietCpuPct`) meanwhile. On a busy machine a scrape also waits for a core: its wall time says more about the
+ * machine than about serve.
+ */
+async function scrapeCpu(serve: Proc, base: string, count: number, quietCpuPct: number): Promise<number> {
+  const cpu0 = cpuSeconds(serve.pid);
+  const t0 = performance.now();
+  for (let i = 0; i < count; i++) await scrape(base);
+  const cpuS = cpuSeconds(serve.pid) - cpu0 - ((performance.now() - t0) / 1000) * (quietCpuPct / 100);
+  return (cpuS * 1000) / count;
 }
 
 async function timeScrapes(base: string, count: number, gapMs: number) {

@@ -3,22 +3,27 @@
  * state of every lock and turns each new read into a ChangeSet of only the locks that really changed, so a view
  * repaints what moved, as it does for etcd's watch, and a quiet poll emits nothing. Pure: no store, no timers.
  */
-import type { ChangeSet, LockMember, LockState } from './lockState';
+import type { ChangeSet, LockState } from './lockState';
 
 export class SnapshotModel {
-  private readonly byId = new Map<string, { lock: LockState; fingerprint: string }>();
+  private readonly byId = new Map<string, LockState>();
   private revision = 0;
   /** `locks()` as last sorted; dropped when a lock changes. Views and every read ask for it, a quiet poll changes nothing. */
   private sorted: LockState[] | undefined;
 
   /** Every lock, in the order of their names' bytes. */
   locks(): LockState[] {
-    this.sorted ??= [...this.byId.values()].map((e) => e.lock).sort((a, b) => Buffer.compare(a.name, b.name));
+    this.sorted ??= [...this.byId.values()].sort((a, b) => Buffer.compare(a.name, b.name));
     return [...this.sorted];
   }
 
+  /** Every lock, in no order: for a pass that needs none (a sort of every name after each change costs). */
+  unordered(): IterableIterator<LockState> {
+    return this.byId.values();
+  }
+
   lock(id: string): LockState | undefined {
-    return this.byId.get(id)?.lock;
+    return this.byId.get(id);
   }
 
   get size(): number {
@@ -49,10 +54,9 @@ export class SnapshotModel {
     const seen = new Set<string>();
     for (const lock of locks) {
       seen.add(lock.id);
-      const fingerprint = lockFingerprint(lock);
       const before = this.byId.get(lock.id);
-      if (before?.fingerprint === fingerprint) continue;
-      this.byId.set(lock.id, { lock, fingerprint });
+      if (before && sameLock(before, lock)) continue;
+      this.byId.set(lock.id, lock);
       changed.push(lock);
     }
     const removed: string[] = [];
@@ -131,36 +135,26 @@ export class ChangeSetCoalescer {
   }
 }
 
-function memberFingerprint(m: LockMember): unknown[] {
-  return [
-    m.key.toString('hex'),
-    m.convention,
-    m.owner,
-    m.lease,
-    m.token,
-    m.holds,
-    m.mode ?? null,
-    m.deadline ?? null,
-    m.valuePreview.toString('hex'),
-    m.valueSize,
-    // Optional fields added by stores later are compared too, whatever they are.
-    ...Object.entries(m)
-      .filter(([k]) => !KNOWN_MEMBER_FIELDS.has(k))
-      .sort(([a], [b]) => (a < b ? -1 : 1))
-      .map(([k, v]) => [k, Buffer.isBuffer(v) ? v.toString('hex') : v]),
-  ];
+/**
+ * Equal for two states a view would show identically: every field of the lock and of its members, those stores add
+ * later too, compared in place. A SQL poll compares every lock it reads; building a JSON fingerprint of each was most
+ * of what serve cost with nothing happening (docs/BENCHMARKS.md, serve).
+ */
+export function sameLock(a: LockState, b: LockState): boolean {
+  return a.kind === b.kind && a.altName === b.altName && a.name.equals(b.name) && same(a.holder, b.holder) && same(a.sharedWith, b.sharedWith) && same(a.waiters, b.waiters);
 }
 
-const KNOWN_MEMBER_FIELDS = new Set(['key', 'convention', 'owner', 'lease', 'token', 'holds', 'mode', 'deadline', 'valuePreview', 'valueSize']);
-
-/** Equal for two states a view would show identically. */
-export function lockFingerprint(lock: LockState): string {
-  return JSON.stringify([
-    lock.name.toString('hex'),
-    lock.altName ?? null,
-    lock.kind,
-    lock.holder ? memberFingerprint(lock.holder) : null,
-    lock.sharedWith?.map(memberFingerprint) ?? null,
-    lock.waiters.map(memberFingerprint),
-  ]);
+function same(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true;
+  if (Buffer.isBuffer(a) || Buffer.isBuffer(b)) return Buffer.isBuffer(a) && Buffer.isBuffer(b) && a.equals(b);
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null || Array.isArray(a) !== Array.isArray(b)) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let fields = 0;
+  for (const k in x) {
+    if (!(k in y) || !same(x[k], y[k])) return false;
+    fields++;
+  }
+  for (const _ in y) fields--;
+  return fields === 0;
 }

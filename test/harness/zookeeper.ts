@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LockState } from '../../src/core/lockState';
 import { sleep } from '../../src/core/sleep';
-import { lockFingerprint } from '../../src/core/snapshotModel';
 import { answersHandshake, QUORUM_MAIN, STANDALONE_MAIN, zooKeeperCommand, zooKeeperConfig } from '../../demo/zookeeperJar';
 import { freePort } from './ports';
 import { killOnExit, startOrDispose, stopProcess } from './processes';
@@ -180,5 +179,11 @@ export function fourLetter(port: number, word: string): Promise<string> {
 
 /** Every lock of a listing or a watch as views would draw it, in name order: equal lists draw the same. */
 export function drawn(locks: readonly LockState[]): string[] {
-  return [...locks].sort((x, y) => Buffer.compare(x.name, y.name)).map(lockFingerprint);
+  return [...locks].sort((x, y) => Buffer.compare(x.name, y.name)).map((l) => JSON.stringify(l, sortedFields));
+}
+
+/** Objects' fields in the order of their names: two reads may build a lock's fields in different orders. */
+function sortedFields(_key: string, value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : 1)));
 }

@@ -8,7 +8,7 @@ import type { LiveState } from '../../core/backend';
 import type { LeaseInfo } from '../../core/leaseInfo';
 import type { LockEvent } from '../../core/lockEventTypes';
 import type { LockNow } from '../../core/lockEvents';
-import { holderCount, type LockKind, type LockState } from '../../core/lockState';
+import { holderCount, type LockKind, type LockMember, type LockState } from '../../core/lockState';
 import { displayKey } from '../../core/keys';
 import { remainingTtl } from '../../core/leaseInfo';
 import { lockSeries, type Counts, type Listing, type LockRow, type NamePolicy } from './lockSeries';
@@ -52,6 +52,11 @@ export class ServeMetrics {
   private readonly holdSeconds: Histogram<(typeof KIND)[number]>;
   private readonly waitSeconds: Histogram<(typeof KIND)[number]>;
   private listing?: Listing;
+  /**
+   * Per connection, the names shown of the locks in the watch at the last scrape, by id (a lock's id is its name's
+   * bytes): decoding every name again was a tenth of a scrape of 10,000 locks (docs/BENCHMARKS.md, serve).
+   */
+  private names = new Map<string, Map<string, string>>();
 
   constructor(
     private readonly watched: readonly Watched[],
@@ -148,7 +153,14 @@ export class ServeMetrics {
     for (const w of this.watched) {
       const tallies = this.tallies.get(w.name) ?? new Map<string, Tally>();
       this.retire(w, tallies);
-      for (const lock of w.locks()) rows.push(rowOf(w, lock, tallies.get(lock.id), now));
+      const known = this.names.get(w.name);
+      const names = new Map<string, string>();
+      for (const lock of w.locks()) {
+        const name = known?.get(lock.id) ?? displayKey(lock.name);
+        names.set(lock.id, name);
+        rows.push(rowOf(w, lock, name, tallies.get(lock.id), now));
+      }
+      this.names.set(w.name, names);
       for (const [id, t] of tallies) {
         if (!w.lock(id)) rows.push({ ...idle(w, t.name, t.kind, t.counts), present: false, lastActive: t.lastActive });
       }
@@ -181,27 +193,42 @@ function idle(w: Watched, name: string, kind: LockKind, counts: Counts): Omit<Lo
 
 /**
  * Written out field by field: spreading idle()'s row and then overriding its fields made V8 build every row on its
- * slow path, a third of a scrape of 10,000 locks (docs/BENCHMARKS.md, serve).
+ * slow path, a third of a scrape of 10,000 locks (docs/BENCHMARKS.md, serve). Its holders are walked without building
+ * arrays, as every lock is at every scrape.
  */
-function rowOf(w: Watched, lock: LockState, tally: Tally | undefined, now: number): LockRow {
-  const holders = lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : [];
-  const leases = holders.flatMap((m) => (m.lease ? [w.lease(m.lease)] : [])).filter((i): i is LeaseInfo => i?.state === 'alive');
+function rowOf(w: Watched, lock: LockState, name: string, tally: Tally | undefined, now: number): LockRow {
+  let ttlSeconds: number | null = null;
+  let stalled = false;
+  let neverExpires = false;
+  const holder = (m: LockMember) => {
+    if (m.expiresWith === 'nothing') neverExpires = true;
+    const info = m.lease ? w.lease(m.lease) : undefined;
+    if (info?.state !== 'alive') return;
+    const ttl = remainingTtl(info, now);
+    ttlSeconds = ttlSeconds === null ? ttl : Math.min(ttlSeconds, ttl);
+    stalled ||= info.stalled;
+  };
+  if (lock.holder) {
+    holder(lock.holder);
+    lock.sharedWith?.forEach(holder);
+  }
   const since = w.now(lock.id);
   const age = (t: number | null | undefined) => (t == null ? 0 : Math.max(0, (now - t) / 1000));
+  const counts = tally?.counts;
   return {
     connection: w.name,
     store: w.store,
-    name: displayKey(lock.name),
+    name,
     kind: lock.kind,
-    counts: { ...(tally?.counts ?? zero()) },
+    counts: counts ? { acquisitions: counts.acquisitions, handoffs: counts.handoffs, expiries: counts.expiries } : zero(),
     present: true,
     holders: holderCount(lock),
     waiters: lock.waiters.length,
     holdSeconds: age(since?.heldSince),
     waitSeconds: age(since?.waitingSince),
-    ttlSeconds: leases.length ? Math.min(...leases.map((i) => remainingTtl(i, now))) : null,
-    stalled: leases.some((i) => i.stalled),
-    neverExpires: holders.some((m) => m.expiresWith === 'nothing'),
+    ttlSeconds,
+    stalled,
+    neverExpires,
     lastActive: tally?.lastActive ?? 0,
   };
 }

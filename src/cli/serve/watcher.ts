@@ -34,6 +34,8 @@ export interface WatcherOptions {
   readonly onEvents: (events: readonly LockEvent[], read: { readonly connection: string; readonly store: string; readonly full: boolean }) => void;
   /** First and greatest pause between tries to open the store (ms). */
   readonly backoff?: { readonly initialMs: number; readonly maxMs: number };
+  /** How often the wait-for graph is read (DIAGNOSE_INTERVAL_MS). */
+  readonly diagnoseIntervalMs?: number;
 }
 
 const BACKOFF = { initialMs: 500, maxMs: 30_000 };
@@ -159,7 +161,7 @@ export class ConnectionWatcher implements Watched {
       watch.onDidChangeStatus((status) => this.noteStatus(status)),
     ];
     await watch.start();
-    this.diagnosing = setInterval(() => void this.diagnose(watch), DIAGNOSE_INTERVAL_MS);
+    this.diagnosing = setInterval(() => void this.diagnose(watch), this.options.diagnoseIntervalMs ?? DIAGNOSE_INTERVAL_MS);
     this.ready = true;
     this.noteStatus(watch.status.state === 'loading' ? { ...watch.status, state: 'live' } : watch.status);
   }
@@ -181,12 +183,19 @@ export class ConnectionWatcher implements Watched {
       .catch((e: unknown) => this.options.log('error', 'handling lock events failed', { connection: this.name, error: errorMessage(e) }));
   }
 
-  /** Reads the graph once the watch has caught up with the store, and logs deadlocks found and cleared. */
+  /**
+   * Reads the graph, once the watch has caught up with the store when there is a cycle to confirm or clear, and logs
+   * deadlocks found and cleared. Only then: the sync of a store that is read rather than streamed is a whole read (a
+   * SCAN of Redis, every znode under ZooKeeper's roots, a SQL poll), which at 10,000 locks was most of what serve cost
+   * with nothing happening (docs/BENCHMARKS.md, serve). The read without a sync still forgets a cycle seen once and gone.
+   */
   private async diagnose(watch: LockWatch): Promise<void> {
-    try {
-      await watch.sync();
-    } catch {
-      return; // not live: the next tick reads again
+    if (this.diagnosis.unsettled) {
+      try {
+        await watch.sync();
+      } catch {
+        return; // not live: the next tick reads again
+      }
     }
     if (this.watch !== watch) return;
     const { appeared, cleared } = this.diagnosis.check(Date.now());

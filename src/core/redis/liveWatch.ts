@@ -188,7 +188,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
       this.down = down;
       this.ttls.replace(ttls);
       this.emit(this.model.replaceAll(locks, resynced || wasReconnecting));
-      this.ttls.observe([...ttls.values()], now, this.model.locks());
+      this.ttls.observe([...ttls.values()], now, this.model.unordered());
       const restate = downChanged || (paceChanged && !this.subscriptions.notifications);
       if (wasReconnecting || (restate && this.status.state === 'live')) this.setStatus(this.liveStatus);
     } catch (e) {
@@ -212,7 +212,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
       const ids = names.map((n) => keyId(n));
       this.emit(this.model.replaceSome(ids, locks));
       this.ttls.add(ttls);
-      this.ttls.observe([...ttls.values()], now, this.model.locks());
+      this.ttls.observe([...ttls.values()], now, this.model.unordered());
     } catch (e) {
       this.options.log?.(`Redis read failed: ${errorMessage(e)}`);
       void this.fullReads.request();

@@ -38,7 +38,7 @@ export class TtlSampler {
   }
 
   /** Folds TTL samples in and forgets the ones no member of `locks` refers to any more. */
-  observe(samples: readonly TtlSource[], now: number, locks: readonly LockState[]): void {
+  observe(samples: readonly TtlSource[], now: number, locks: Iterable<LockState>): void {
     const live = new Set<string>();
     for (const lock of locks) for (const m of members(lock)) if (m.lease) live.add(m.lease);
     for (const id of [...this.sources.keys()]) if (!live.has(id)) this.sources.delete(id);
