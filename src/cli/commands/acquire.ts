@@ -38,7 +38,7 @@ Once held it prints the key and the fencing token (${FENCING_TOKENS}), then:
     waiting and held at a gate until the lock is held, so it starts within a pipe write of the handoff; it never
     runs without the lock.
   - without: holds until interrupted (Ctrl-C / SIGTERM), then releases.
-If the lock is lost while held (${LOSSES}), the command gets SIGTERM (SIGKILL 10 s later if it is still running) and
+If the lock (with several NAMEs, any of them) is lost while held (${LOSSES}), the command gets SIGTERM (SIGKILL 10 s later if it is still running) and
 locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
 
   --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock); ZooKeeper: the session timeout asked for
