@@ -129,11 +129,12 @@ export interface AcquireOptions {
 
 /**
  * One owner for several acquires, as Go's `concurrency.NewSession` under several Mutexes or Redisson's MultiLock: an
- * etcd lease, a ZooKeeper session. Holding one lock while waiting for another is then one owner doing both, which is
- * what others see in the store (and what a deadlock is made of).
+ * etcd lease, a ZooKeeper session, a Redisson field. Holding one lock while waiting for another is then one owner doing
+ * both, which is what others see in the store (and what a deadlock is made of). A lock whose layout has no owner to
+ * share (a Redis token lock) is still taken with one of its own.
  */
 export interface LockOwner {
-  /** The owner in the store's terms, as every hold taken with it shows it (`LockHold.owner`). */
+  /** The owner in the store's terms, as the holds taken with it show it (`LockHold.owner`) where their layout has one. */
   readonly id: string;
   /** Ends the owner and, with it, whatever it still holds (etcd: revokes the lease). */
   close(): Promise<void>;

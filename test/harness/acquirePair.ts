@@ -15,7 +15,7 @@ export class AcquirePair {
 
   /** Once it holds its first: the owner it holds it as (etcd: the lease hex; ZooKeeper: the session). */
   async holdsFirst(): Promise<string> {
-    const pattern = new RegExp(`holding ${this.first}/\\S+ \\(.*\\) as owner (\\S+)`);
+    const pattern = new RegExp(`holding ${this.first}: \\S+, .*, owner (\\S+)\n`);
     return this.proc.until((p) => pattern.exec(p.stderr)?.[1], `holds ${this.first}`);
   }
 

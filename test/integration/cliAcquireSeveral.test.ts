@@ -4,19 +4,20 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as zookeeper from 'node-zookeeper-client';
 import { show, type Proc } from '../harness/cli';
-import { fixture, HEX_KEY, serverFixture, WAIT_THEN_APPEND } from '../harness/cliFixture';
+import { fixture, HEX_KEY, MARK_WAIT_MARK, serverFixture, WAIT_THEN_APPEND } from '../harness/cliFixture';
 import { startRedis } from '../harness/redis';
+import { FakeRedisson } from '../harness/redisson';
 import { zookeeperCli } from '../harness/zookeeperCli';
 
 /**
  * `locklens acquire NAME NAME…` against real servers: the names taken in order as one owner (etcd: one lease; ZooKeeper:
- * one session), all held while the command runs, released in reverse order on its exit and on SIGINT/SIGTERM, and
+ * one session; Redis: one Redisson field), all held while the command runs, released in reverse order on its exit and on SIGINT/SIGTERM, and
  * the first released when the second cannot be taken. Orders are read from the store (etcd's revisions, ZooKeeper's
  * ordered watch events), never from timing.
  */
 
 /** The stderr line a several-name acquire writes once it holds a NAME before the last. */
-const holding = (p: Proc, name: string) => p.until((q) => new RegExp(`holding (${name}/\\S+) \\(.*\\) as owner (\\S+)`).exec(q.stderr) ?? undefined, `holds ${name}`);
+const holding = (p: Proc, name: string) => p.until((q) => new RegExp(`holding ${name}: (\\S+), .*, owner (\\S+)\n`).exec(q.stderr) ?? undefined, `holds ${name}`);
 
 describe('locklens acquire with several NAMEs over etcd', () => {
   const f = fixture();
@@ -49,7 +50,7 @@ describe('locklens acquire with several NAMEs over etcd', () => {
     const [ra, rb] = [await f.createRevision(a), await f.createRevision(b)];
     assert.ok(ra < rb, `/m1/a taken first (${ra}), then /m1/b (${rb})`);
     assert.equal(readFileSync(envFile, 'utf8').trim(), `${a}\n${b}|${ra} ${rb}|${b}`);
-    assert.match(p.stderr, new RegExp(`holding ${a} \\(fencing token ${ra}\\) as owner ${lease}`));
+    assert.ok(p.stderr.includes(`holding /m1/a: ${a}, fencing token ${ra}, owner ${lease}\n`), p.stderr);
 
     writeFileSync(gate, '');
     const r = await p.wait();
@@ -78,7 +79,7 @@ describe('locklens acquire with several NAMEs over etcd', () => {
     const other = await f.etcdctlLock('/m3/b');
     const r = await f.procs.run(['acquire', '/m3/a', '/m3/b', '--try', '--endpoints', f.ep]);
     assert.equal(r.code, 6, show(r));
-    assert.match(r.stderr, /holding \/m3\/a\//);
+    assert.match(r.stderr, /holding \/m3\/a: \/m3\/a\//);
     assert.deepEqual(await f.keys('/m3/a/'), []);
     assert.deepEqual(await f.keys('/m3/b/'), [other.key]);
   });
@@ -148,9 +149,33 @@ describe('locklens acquire with several NAMEs over ZooKeeper', () => {
 describe('locklens acquire with several NAMEs over Redis', () => {
   const f = serverFixture(startRedis, (redis) => redis.url);
 
-  test('refused before anything is taken, saying why', async () => {
-    const r = await f.procs.run(['acquire', 'ra', 'rb', '--url', f.server.url]);
-    assert.equal(r.code, 2, show(r));
-    assert.match(r.stderr, /several NAMEs: Redis: refused\. Each lock has an owner of its own/);
+  test('Redisson write locks on free NAMEs: both hold one Redisson field, released when the command exits', async () => {
+    const redis = FakeRedisson.connect(f.server.url).client;
+    f.defer(() => redis.disconnect());
+    const gate = join(f.dir, 'gate');
+    const out = join(f.dir, 'out');
+    const p = f.procs.locklens(['acquire', 'rw:a', 'rw:b', '--mode', 'write', '--url', f.server.url, '--', 'sh', '-c', MARK_WAIT_MARK, 'sh', out, 'running', gate, 'done']);
+    const [, , owner] = await holding(p, 'rw:a');
+    await p.until(() => existsSync(out), 'the command runs, holding both');
+    const [a, b] = [await redis.hgetall('rw:a'), await redis.hgetall('rw:b')];
+    assert.equal(a.mode, 'write');
+    assert.deepEqual(a, b, 'the same field, the same count: one owner');
+    assert.ok(Object.keys(a).some((field) => field.startsWith(owner)), `${JSON.stringify(a)} has the field of ${owner}`);
+    writeFileSync(gate, '');
+    const r = await p.wait();
+    assert.equal(r.code, 0, show(r));
+    assert.equal(await redis.exists('rw:a', 'rw:b'), 0);
+  });
+
+  test('free NAMEs without a mode are token locks, each with a token of its own', async () => {
+    const redis = FakeRedisson.connect(f.server.url).client;
+    f.defer(() => redis.disconnect());
+    const p = f.procs.locklens(['acquire', 'tk:a', 'tk:b', '--url', f.server.url]);
+    await p.until((q) => q.lines.length === 4, 'both held');
+    const [a, b] = [await redis.get('tk:a'), await redis.get('tk:b')];
+    assert.ok(a && b && a !== b, `${a} ${b}`);
+    p.signal('SIGTERM');
+    assert.equal((await p.wait()).code, 130);
+    assert.equal(await redis.exists('tk:a', 'tk:b'), 0);
   });
 });

@@ -38,8 +38,8 @@ Once held it prints the key and the fencing token (${FENCING_TOKENS}), then:
     waiting and held at a gate until the lock is held, so it starts within a pipe write of the handoff; it never
     runs without the lock.
   - without: holds until interrupted (Ctrl-C / SIGTERM), then releases.
-If the lock (with several NAMEs, any of them) is lost while held (${LOSSES}), the command gets SIGTERM (SIGKILL 10 s later if it is still running) and
-locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
+If the lock (with several NAMEs, any of them) is lost while held (${LOSSES}), the command gets SIGTERM (SIGKILL 10 s
+later if it is still running) and locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
 
   --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock); ZooKeeper: the session timeout asked for
   --try          do not wait: exit 6 at once if the lock is held
@@ -97,7 +97,7 @@ ${CONNECTION_HELP}`,
           },
         });
         holds.push(hold);
-        if (!last) out.stderr(`locklens: holding ${displayKey(hold.key)} (${tokenText(hold)}) as owner ${owner?.id}`);
+        if (!last) out.stderr(`locklens: holding ${displayKey(name)}: ${displayKey(hold.key)}, ${tokenText(hold)}, owner ${hold.owner}`);
       }
       if (command.length) gate ??= new GatedCommand(command, lockEnv(holds.slice(0, -1), holds[holds.length - 1]));
       return await holdWhile(holds, gate, stop.signal, out, release);
