@@ -5,15 +5,16 @@ import { join } from 'node:path';
 import * as zookeeper from 'node-zookeeper-client';
 import { show, type Proc } from '../harness/cli';
 import { fixture, HEX_KEY, MARK_WAIT_MARK, serverFixture, WAIT_THEN_APPEND } from '../harness/cliFixture';
+import { postgresCli } from '../harness/postgresCli';
 import { startRedis } from '../harness/redis';
 import { FakeRedisson } from '../harness/redisson';
 import { zookeeperCli } from '../harness/zookeeperCli';
 
 /**
  * `locklens acquire NAME NAME…` against real servers: the names taken in order as one owner (etcd: one lease; ZooKeeper:
- * one session; Redis: one Redisson field), all held while the command runs, released in reverse order on its exit and on SIGINT/SIGTERM, and
- * the first released when the second cannot be taken. Orders are read from the store (etcd's revisions, ZooKeeper's
- * ordered watch events), never from timing.
+ * one session; Redis: one Redisson field), all held while the command runs, released in reverse order on its exit and
+ * on SIGINT/SIGTERM, and the first released when the second cannot be taken or the first is lost meanwhile; PostgreSQL
+ * refuses them. Orders are read from the store (etcd's revisions, ZooKeeper's ordered watch events), never from timing.
  */
 
 /** The stderr line a several-name acquire writes once it holds a NAME before the last. */
@@ -94,6 +95,21 @@ describe('locklens acquire with several NAMEs over etcd', () => {
     assert.equal(r.code, 130, show(r));
     assert.deepEqual(await f.keys('/m4/a/'), []);
     assert.deepEqual(await f.keys('/m4/b/'), [other.key]);
+  });
+
+  test('the first force-released while the second is waited for: exit 7, the command never runs, nothing left queued', async () => {
+    const other = await f.etcdctlLock('/m6/b');
+    const ran = join(f.dir, 'ran');
+    const p = f.procs.locklens(['acquire', '/m6/a', '/m6/b', '--endpoints', f.ep, '--', 'sh', '-c', 'echo ran > "$1"', 'sh', ran]);
+    const [, a] = await holding(p, '/m6/a');
+    await f.keyCount('/m6/b/', 2, [p]);
+    const unlocked = await f.procs.run(['unlock', '/m6/a', '--force', '--yes', '--endpoints', f.ep]);
+    assert.equal(unlocked.code, 0, show(unlocked));
+    const r = await p.wait();
+    assert.equal(r.code, 7, show(r));
+    assert.match(r.stderr, new RegExp(`${a}`), 'the loss names the key');
+    assert.equal(existsSync(ran), false);
+    assert.deepEqual(await f.keys('/m6/'), [other.key]);
   });
 
   test('a NAME given twice is refused before anything is taken', async () => {
@@ -177,5 +193,15 @@ describe('locklens acquire with several NAMEs over Redis', () => {
     p.signal('SIGTERM');
     assert.equal((await p.wait()).code, 130);
     assert.equal(await redis.exists('tk:a', 'tk:b'), 0);
+  });
+});
+
+describe('locklens acquire with several NAMEs over PostgreSQL', () => {
+  const f = postgresCli();
+
+  test('refused before anything is taken, saying why', async () => {
+    const r = await f.cli(['acquire', '41', '42', '--url', f.url()]);
+    assert.equal(r.code, 2, show(r));
+    assert.match(r.stderr, /several NAMEs: PostgreSQL: refused\. Each lock is held on a connection of its own/);
   });
 });

@@ -43,7 +43,7 @@ later if it is still running) and locklens exits 7. As with etcdctl, processes t
 
   --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock); ZooKeeper: the session timeout asked for
   --try          do not wait: exit 6 at once if the lock is held
-  --timeout D    give up waiting after D (e.g. 30s); exit 3
+  --timeout D    give up waiting after D (e.g. 30s; for several NAMEs, for all of them); exit 3
   --mode M       read or write: take a read/write lock (Redis, one instance or a cluster; ZooKeeper); without it, a
                  read/write lock is refused (exit 2), as is --mode on another lock or store. Redis: a read hold's
                  lease is Redisson's 30 s watchdog whatever --ttl says: every reader's renewal sets every reader's
@@ -71,6 +71,9 @@ ${CONNECTION_HELP}`,
     const readTtlIgnored = storeOf(backend.kind).cli.readTtlIgnored;
     if (mode === 'read' && values.ttl !== undefined && readTtlIgnored) out.stderr(`locklens: ${readTtlIgnored}`);
     const stop = new AbortController();
+    // A NAME already held that is lost while a later one is waited for ends the wait: the command must never run
+    // believing it holds them all.
+    const lost = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => stop.abort(new LockLensError('CANCELLED', `interrupted by ${signal}`));
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
     signals.forEach((s) => process.on(s, onSignal));
@@ -80,7 +83,8 @@ ${CONNECTION_HELP}`,
     let released: Promise<unknown> | undefined;
     const release = () => (released ??= releaseInReverse(holds, owner));
     try {
-      const signal = timeoutMs === undefined ? stop.signal : AbortSignal.any([stop.signal, timeoutSignal(timeoutMs)]);
+      const ends = [stop.signal, ...(names.length > 1 ? [lost.signal] : []), ...(timeoutMs === undefined ? [] : [timeoutSignal(timeoutMs)])];
+      const signal = ends.length === 1 ? ends[0] : AbortSignal.any(ends);
       if (names.length > 1) owner = await openOwner(backend, ttl);
       const options = { ttlSeconds: ttl, signal, tryOnly: values.try === true, mode, owner };
       for (const [i, name] of names.entries()) {
@@ -97,6 +101,7 @@ ${CONNECTION_HELP}`,
           },
         });
         holds.push(hold);
+        hold.onDidLose((error) => lost.abort(error));
         if (!last) out.stderr(`locklens: holding ${displayKey(name)}: ${displayKey(hold.key)}, ${tokenText(hold)}, owner ${hold.owner}`);
       }
       if (command.length) gate ??= new GatedCommand(command, lockEnv(holds.slice(0, -1), holds[holds.length - 1]));
@@ -164,6 +169,8 @@ function timeoutSignal(ms: number): AbortSignal {
 async function holdWhile(holds: readonly LockHold[], gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output, release: () => unknown): Promise<number> {
   const last = holds[holds.length - 1];
   if (interrupted.aborted && !gate?.opened) return 130; // interrupted while the lock was being taken: the command never starts
+  const lostBefore = holds.find((hold) => hold.lost)?.lost;
+  if (lostBefore) throw lostBefore; // lost while a later one was taken (the caller stops a gate that opened)
   if (gate) {
     gate.onExit(release);
     gate.open(last.revision);
