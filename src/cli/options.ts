@@ -64,7 +64,7 @@ export interface Parsed {
 }
 
 /**
- * Parses the command's flags plus the connection flags, and its one positional argument if it takes one. A command
+ * Parses the command's flags plus the connection flags, and its one positional argument if it takes one (or more, if repeatable). A command
  * line of the wrong shape (an unknown flag, an argument missing or one too many) is said with the command's usage line.
  */
 export function parse(args: string[], command: Command): Parsed {
@@ -78,7 +78,7 @@ export function parse(args: string[], command: Command): Parsed {
   }
   const expected = command.argument === undefined ? 0 : 1;
   if (!parsed.values.help && parsed.positionals.length < expected) throw wrongShape(`${command.name} needs ${command.argument}`);
-  if (!parsed.values.help && parsed.positionals.length > expected) throw wrongShape(`unexpected argument '${parsed.positionals[expected]}'`);
+  if (!parsed.values.help && !command.repeatable && parsed.positionals.length > expected) throw wrongShape(`unexpected argument '${parsed.positionals[expected]}'`);
   return parsed;
 }
 

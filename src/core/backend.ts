@@ -120,6 +120,24 @@ export interface AcquireOptions {
    * elsewhere, or on a name that holds another kind of lock, the acquire is refused with INVALID_ARGUMENT.
    */
   readonly mode?: LockMode;
+  /**
+   * Take the lock as this owner (from this backend's `openOwner`) rather than one of its own: the hold's `release`
+   * then gives back this lock alone, and the owner, with anything else it holds, lives on until it is closed.
+   */
+  readonly owner?: LockOwner;
+}
+
+/**
+ * One owner for several acquires, as Go's `concurrency.NewSession` under several Mutexes or Redisson's MultiLock: an
+ * etcd lease, a ZooKeeper session, a Redisson field. Holding one lock while waiting for another is then one owner doing
+ * both, which is what others see in the store (and what a deadlock is made of). A lock whose layout has no owner to
+ * share (a Redis token lock) is still taken with one of its own.
+ */
+export interface LockOwner {
+  /** The owner in the store's terms, as the holds taken with it show it (`LockHold.owner`) where their layout has one. */
+  readonly id: string;
+  /** Ends the owner and, with it, whatever it still holds (etcd: revokes the lease). */
+  close(): Promise<void>;
 }
 
 /** A lock held from LockLens. It says the moment it is lost: a holder is never silently assumed. */
@@ -175,6 +193,11 @@ export interface LockBackend extends Disposable {
   acquirable(lock: LockState): boolean;
   /** Takes the lock `name` interoperably with the clients that use that name (the layout the lock already has). */
   acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold>;
+  /**
+   * Present where several acquires can share one owner (`AcquireOptions.owner`): the presence is the capability.
+   * `ttlSeconds` is the owner's, as an acquire's own would be (a lease TTL, a session timeout).
+   */
+  openOwner?(ttlSeconds: number): Promise<LockOwner>;
   /**
    * Releases someone else's hold, the store's safe way, and only if it is still what the user was shown (the same
    * owner and token): never a lock that changed hands meanwhile (then it throws LOCK_CHANGED).

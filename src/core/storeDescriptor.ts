@@ -92,6 +92,11 @@ export interface CliText {
   readonly revision?: string;
   /** How `locklens acquire` takes a lock in this store. */
   readonly acquire: string;
+  /**
+   * How `locklens acquire` takes several NAMEs as one owner in this store, or why it refuses them (the backend has no
+   * `openOwner`): said in its help, and as the error.
+   */
+  readonly severalNames: string;
   /** How `locklens unlock --force` frees a lock in this store. */
   readonly unlock: string;
   /** What its fencing token is, for `acquire`'s help ("the key's create revision"); absent: it has none. */

@@ -1,12 +1,13 @@
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LockBackend } from '../../src/core/backend';
 import { LockOrder } from '../../src/core/diagnosis/inversions';
 import { WaitForGraph } from '../../src/core/diagnosis/waitFor';
 import { openBackend } from '../../src/core/stores';
+import { AcquirePair } from '../harness/acquirePair';
 import { CLI, Procs, show } from '../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
 import { buildGoPeers, GoPeer } from '../harness/goPeers';
@@ -15,7 +16,8 @@ import { scrape, servingUrl, valueOf } from '../harness/serve';
 /**
  * `locklens diagnose` and serve's deadlock gauge against a real etcd, with real Go programs (test/peers/go/lockpair:
  * go.etcd.io/etcd/clientv3/concurrency's Mutex on one Session) deadlocked, queued, and taking locks in both orders
- * over time; and LockLens's own acquire, whose nested holds the store cannot tie together.
+ * over time; and LockLens's own acquire: nested across processes (a lease per hold, which the store cannot tie
+ * together), and several NAMEs on one lease in opposite orders (a deadlock like the Go programs').
  */
 
 interface DiagnoseJson {
@@ -155,6 +157,35 @@ describe('diagnose against etcd and Go programs', () => {
     const r = await diagnose('--prefix', '/own/', '--json');
     assert.equal(r.code, 0, show(r));
     assert.deepEqual((JSON.parse(r.stdout) as DiagnoseJson).deadlocks, []);
+  });
+
+  test("two locklens acquire processes, each taking /mine/a and /mine/b on one lease in opposite orders: exit 10, both named; SIGTERM to one lets the other run", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'locklens-diagnose-'));
+    procs.defer(() => rmSync(dir, { recursive: true, force: true }));
+    const ran = join(dir, 'ran');
+    // Each gate is a lock held by a key of the test's own, ahead in its queue.
+    await Promise.all(['/gate/one/closed', '/gate/two/closed'].map((key) => etcd.etcdctl(['put', key, ''])));
+    const connection = ['--endpoints', etcd.endpoint];
+    const [one, two] = [new AcquirePair(procs, connection, '/mine/a', '/gate/one', '/mine/b', ran, 'one'), new AcquirePair(procs, connection, '/mine/b', '/gate/two', '/mine/a', ran, 'two')];
+    const [oneLease, twoLease] = await Promise.all([one.holdsFirst(), two.holdsFirst()]);
+    await Promise.all(['/gate/one/closed', '/gate/two/closed'].map((key) => etcd.etcdctl(['del', key])));
+    await Promise.all([one.waitsForSecond(), two.waitsForSecond()]);
+
+    const found = await eventually(async () => {
+      const r = await diagnose('--prefix', '/mine/');
+      return r.code === 10 && r;
+    }, 20_000, 'the deadlock found');
+    assert.ok(found.stdout.includes(`  lease ${oneLease} holds /mine/a (/mine/a/${oneLease}) and waits in /mine/b\n`), show(found));
+    assert.ok(found.stdout.includes(`  lease ${twoLease} holds /mine/b (/mine/b/${twoLease}) and waits in /mine/a\n`), show(found));
+
+    two.proc.signal('SIGTERM');
+    const [stopped, done] = await Promise.all([two.proc.wait(), one.proc.wait()]);
+    assert.equal(stopped.code, 130, show(stopped));
+    assert.equal(done.code, 0, show(done));
+    assert.equal(readFileSync(ran, 'utf8'), 'one\n', 'the other took both and ran its command; the interrupted one never ran');
+    const after = await diagnose('--prefix', '/mine/');
+    assert.equal(after.code, 0, show(after));
+    assert.equal((await etcd.etcdctl(['get', '--prefix', '/', '--keys-only'])).match(/\/(mine|gate)\//g), null, 'every key released');
   });
 
   test('serve: locklens_deadlock_cycles is 1 during the Go deadlock (its own inversion not counted twice), and 0 once it is broken', async () => {

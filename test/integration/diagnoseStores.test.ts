@@ -1,18 +1,24 @@
 import { after, afterEach, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { LockBackend } from '../../src/core/backend';
 import { ttlFit, TtlRenewals } from '../../src/core/diagnosis/ttlFit';
 import { keyId } from '../../src/core/keys';
 import { LockStats } from '../../src/core/lockStats';
 import { openBackend } from '../../src/core/stores';
+import { AcquirePair } from '../harness/acquirePair';
 import { Procs, show } from '../harness/cli';
 import { eventually } from '../harness/etcd';
+import { KazooLock } from '../harness/kazoo';
 import { PythonPeer } from '../harness/pythonPeer';
 import { startRedis, type RedisServer } from '../harness/redis';
 import { startZooKeeper, type ZooKeeperServer } from '../harness/zookeeper';
 
 /**
- * `locklens diagnose` against ZooKeeper and Redis with their own clients: two kazoo sessions deadlocked (found), two
+ * `locklens diagnose` against ZooKeeper and Redis: two kazoo sessions deadlocked (found), two `locklens acquire`s each
+ * taking two paths on one session in opposite orders (found, and ended by a SIGTERM to one), two
  * redis-py processes deadlocked on token locks (never guessed: a token lock's owner is its token, and redis-py's
  * blocking acquire is no visible queue), and a redis-py lock whose work outlives its timeout, flagged by the TTL fit
  * from the holds LockStats measures while a Redis watch follows it.
@@ -76,7 +82,7 @@ print('done', flush=True)
 
 const pairs = (peers: PythonPeer[]) => peers.map((p) => p.until(['holding']).then((l) => l.split(' ')[2]));
 
-describe('diagnose against ZooKeeper: two kazoo sessions each holding a Lock and queued for the other', () => {
+describe('diagnose against ZooKeeper: sessions each holding a lock and queued for the other', () => {
   let zk: ZooKeeperServer;
   const peers: PythonPeer[] = [];
   const procs = new Procs('');
@@ -102,6 +108,36 @@ describe('diagnose against ZooKeeper: two kazoo sessions each holding a Lock and
     const text = await procs.run(['diagnose', '--url', zk.url, '--prefix', '/zk/']);
     assert.equal(text.code, 10, show(text));
     assert.ok(text.stdout.includes(`  session ${one} holds /zk/a (`), show(text));
+  });
+
+  test('two locklens acquire processes, each taking /own/a and /own/b on one session in opposite orders: found; SIGTERM to one lets the other run', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'locklens-diagnose-'));
+    procs.defer(() => rmSync(dir, { recursive: true, force: true }));
+    const ran = join(dir, 'ran');
+    // Each gate is a lock held by kazoo.
+    const gates = ['/gate/one', '/gate/two'].map((path) => new KazooLock(`127.0.0.1:${zk.port}`, path));
+    peers.push(...gates);
+    await Promise.all(gates.map((g) => g.until(['acquired'])));
+    const connection = ['--url', zk.url];
+    const [one, two] = [new AcquirePair(procs, connection, '/own/a', '/gate/one', '/own/b', ran, 'one'), new AcquirePair(procs, connection, '/own/b', '/gate/two', '/own/a', ran, 'two')];
+    const [oneSession, twoSession] = await Promise.all([one.holdsFirst(), two.holdsFirst()]);
+    gates.forEach((g) => g.release());
+    await Promise.all([one.waitsForSecond(), two.waitsForSecond()]);
+
+    const found = await eventually(async () => {
+      const r = await procs.run(['diagnose', '--url', zk.url, '--prefix', '/own/', '--json']);
+      return r.code === 10 && r;
+    }, 20_000, 'the deadlock found');
+    const [cycle] = (JSON.parse(found.stdout) as DiagnoseJson).deadlocks;
+    assert.deepEqual(cycle.members.map((m) => [m.owner, m.holds.lock, m.waitsIn.lock]).sort(), [[oneSession, '/own/a', '/own/b'], [twoSession, '/own/b', '/own/a']].sort(), show(found));
+
+    two.proc.signal('SIGTERM');
+    const [stopped, done] = await Promise.all([two.proc.wait(), one.proc.wait()]);
+    assert.equal(stopped.code, 130, show(stopped));
+    assert.equal(done.code, 0, show(done));
+    assert.equal(readFileSync(ran, 'utf8'), 'one\n', 'the other took both and ran its command; the interrupted one never ran');
+    const after = await procs.run(['diagnose', '--url', zk.url, '--prefix', '/own/']);
+    assert.equal(after.code, 0, show(after));
   });
 });
 

@@ -67,10 +67,11 @@ describe('the store registry', () => {
   test('every descriptor has its words: the connection flow, the CLI help, and a label for each layout', () => {
     for (const kind of STORE_KINDS) {
       const { form, cli, conventions, displayName } = STORES[kind];
-      for (const text of [form.libraries(), form.endpointsPrompt(), form.authLabel(), form.userPrompt(), form.watchPrompt(), form.firstPrefixPrompt(), cli.url, cli.acquire, cli.unlock]) {
+      for (const text of [form.libraries(), form.endpointsPrompt(), form.authLabel(), form.userPrompt(), form.watchPrompt(), form.firstPrefixPrompt(), cli.url, cli.acquire, cli.severalNames, cli.unlock]) {
         assert.ok(text.trim().length > 0, `${kind}: an empty text`);
       }
       assert.ok(cli.url.startsWith(`${displayName}:`), `${kind}: --url help names the store`);
+      assert.ok(cli.severalNames.startsWith(`${displayName}:`), `${kind}: acquire's help on several NAMEs names the store`);
       for (const [convention, label] of Object.entries(conventions)) assert.equal(conventionLabel(convention), label);
     }
     assert.equal(conventionLabel('not-a-layout'), 'not-a-layout');

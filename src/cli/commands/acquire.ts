@@ -1,4 +1,4 @@
-import type { LockHold, LockMode } from '../../core/backend';
+import type { LockBackend, LockHold, LockMode, LockOwner, QueuePosition } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { STORE_KINDS, STORES, storeOf } from '../../core/stores';
@@ -16,9 +16,17 @@ const DEFAULT_TTL = 10;
 export const acquire: Command = {
   name: 'acquire',
   summary: "take a lock the way its store's clients do (etcd: Go's Mutex and etcdctl lock); run a command while holding it",
-  help: `Usage: locklens acquire NAME [--ttl S] [--try] [--timeout D] [--mode read|write] [-- COMMAND ARGS...]
+  help: `Usage: locklens acquire NAME [NAME...] [--ttl S] [--try] [--timeout D] [--mode read|write] [-- COMMAND ARGS...]
 
 ${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.acquire)).join('\n')}
+
+Several NAMEs are taken one after the other in the order given, as one owner, and all are held while COMMAND runs;
+while it waits for a NAME it holds the ones before it, as any program taking locks in order does (two such programs
+taking the same NAMEs in opposite orders deadlock: 'locklens diagnose' names the cycle). They are released in
+reverse order when COMMAND exits or locklens is interrupted, and a failure to take one releases those already held.
+With a COMMAND, ETCD_LOCK_KEY, ETCD_LOCK_REV and LOCKLENS_FENCING_TOKEN are the last NAME's, LOCKLENS_LOCK_KEYS holds
+every key (one a line, in order) and LOCKLENS_FENCING_TOKENS every fencing token (space-separated) where there are.
+${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.severalNames)).join('\n')}
 
 A read/write lock is taken with --mode where the store has them (above): read shares it with other readers, write waits
 until every reader and writer has left; a free NAME becomes one. The library's own readers and writers on the same
@@ -30,12 +38,12 @@ Once held it prints the key and the fencing token (${FENCING_TOKENS}), then:
     waiting and held at a gate until the lock is held, so it starts within a pipe write of the handoff; it never
     runs without the lock.
   - without: holds until interrupted (Ctrl-C / SIGTERM), then releases.
-If the lock is lost while held (${LOSSES}), the command gets SIGTERM (SIGKILL 10 s later if it is still running) and
-locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
+If the lock (with several NAMEs, any of them) is lost while held (${LOSSES}), the command gets SIGTERM (SIGKILL 10 s
+later if it is still running) and locklens exits 7. As with etcdctl, processes the command started itself are its to stop.
 
   --ttl S        lease TTL in seconds (default ${DEFAULT_TTL}, as etcdctl lock); ZooKeeper: the session timeout asked for
   --try          do not wait: exit 6 at once if the lock is held
-  --timeout D    give up waiting after D (e.g. 30s); exit 3
+  --timeout D    give up waiting after D (e.g. 30s; for several NAMEs, for all of them); exit 3
   --mode M       read or write: take a read/write lock (Redis, one instance or a cluster; ZooKeeper); without it, a
                  read/write lock is refused (exit 2), as is --mode on another lock or store. Redis: a read hold's
                  lease is Redisson's 30 s watchdog whatever --ttl says: every reader's renewal sets every reader's
@@ -43,6 +51,7 @@ locklens exits 7. As with etcdctl, processes the command started itself are its 
 
 ${CONNECTION_HELP}`,
   argument: "the lock's NAME",
+  repeatable: true,
   options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' } },
   async run(argv, connect, out) {
     const dash = argv.indexOf('--');
@@ -53,36 +62,50 @@ ${CONNECTION_HELP}`,
     const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout as string, '--timeout');
     const mode = parseMode(values.mode as string | undefined);
 
+    const names = positionals.map((name) => Buffer.from(name));
+    const repeated = positionals.find((name, i) => positionals.indexOf(name) !== i);
+    if (repeated !== undefined) throw new LockLensError('INVALID_ARGUMENT', `${repeated} is named twice: a lock is taken once`);
+
     const backend = await connect(values);
     // Redisson's readers share one lease; elsewhere (ZooKeeper: a session of the hold's own) --ttl is the reader's own.
     const readTtlIgnored = storeOf(backend.kind).cli.readTtlIgnored;
     if (mode === 'read' && values.ttl !== undefined && readTtlIgnored) out.stderr(`locklens: ${readTtlIgnored}`);
     const stop = new AbortController();
+    // A NAME already held that is lost while a later one is waited for ends the wait: the command must never run
+    // believing it holds them all.
+    const lost = new AbortController();
     const onSignal = (signal: NodeJS.Signals) => stop.abort(new LockLensError('CANCELLED', `interrupted by ${signal}`));
     const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
     signals.forEach((s) => process.on(s, onSignal));
     let gate: GatedCommand | undefined;
-    let hold: LockHold | undefined;
+    let owner: LockOwner | undefined;
+    const holds: LockHold[] = [];
     let released: Promise<unknown> | undefined;
-    const release = () => (released ??= hold ? hold.release().catch(() => undefined) : Promise.resolve());
+    const release = () => (released ??= releaseInReverse(holds, owner));
     try {
-      const signal = timeoutMs === undefined ? stop.signal : AbortSignal.any([stop.signal, timeoutSignal(timeoutMs)]);
-      hold = await backend.acquire(Buffer.from(positionals[0]), {
-        ttlSeconds: ttl,
-        signal,
-        tryOnly: values.try === true,
-        mode,
-        onQueue: (position) => {
-          const { key, ahead, fencingToken } = position;
-          if (command.length && !gate) gate = new GatedCommand(command, lockEnv(displayKey(key), fencingToken));
-          // The lock is ours as of `revision`, told before the store sets up the hold (its guard): the command runs
-          // now, and everything else happens after it has started (see docs/BENCHMARKS.md, the handoff).
-          if (ahead === 0 && position.revision !== undefined && !signal.aborted) gate?.open(position.revision);
-          if (ahead > 0 && process.stderr.isTTY) out.stderr(`waiting: ${ahead} ahead in the queue`);
-        },
-      });
-      if (command.length) gate ??= new GatedCommand(command, lockEnv(displayKey(hold.key), hold.fencingToken));
-      return await holdWhile(hold, gate, stop.signal, out, release);
+      const ends = [stop.signal, ...(names.length > 1 ? [lost.signal] : []), ...(timeoutMs === undefined ? [] : [timeoutSignal(timeoutMs)])];
+      const signal = ends.length === 1 ? ends[0] : AbortSignal.any(ends);
+      if (names.length > 1) owner = await openOwner(backend, ttl);
+      const options = { ttlSeconds: ttl, signal, tryOnly: values.try === true, mode, owner };
+      for (const [i, name] of names.entries()) {
+        const last = i === names.length - 1;
+        const hold = await backend.acquire(name, {
+          ...options,
+          onQueue: (position) => {
+            const { key, ahead } = position;
+            if (last && command.length && !gate) gate = new GatedCommand(command, lockEnv(holds, position));
+            // The lock is ours as of `revision`, told before the store sets up the hold (its guard): the command runs
+            // now, and everything else happens after it has started (see docs/BENCHMARKS.md, the handoff).
+            if (last && ahead === 0 && position.revision !== undefined && !signal.aborted) gate?.open(position.revision);
+            if (ahead > 0 && (process.stderr.isTTY || holds.length > 0)) out.stderr(`waiting${holds.length ? ` for ${displayKey(key)}` : ''}: ${ahead} ahead in the queue`);
+          },
+        });
+        holds.push(hold);
+        hold.onDidLose((error) => lost.abort(error));
+        if (!last) out.stderr(`locklens: holding ${displayKey(name)}: ${displayKey(hold.key)}, ${tokenText(hold)}, owner ${hold.owner}`);
+      }
+      if (command.length) gate ??= new GatedCommand(command, lockEnv(holds.slice(0, -1), holds[holds.length - 1]));
+      return await holdWhile(holds, gate, stop.signal, out, release);
     } catch (e) {
       // The gate opened when the store said the lock was ours; if taking the hold failed after all, the command
       // must not go on running.
@@ -97,14 +120,35 @@ ${CONNECTION_HELP}`,
   },
 };
 
+/** The one owner several NAMEs are taken as; a store that has none says why in its help text. */
+function openOwner(backend: LockBackend, ttl: number): Promise<LockOwner> {
+  if (!backend.openOwner) throw new LockLensError('INVALID_ARGUMENT', `several NAMEs: ${storeOf(backend.kind).cli.severalNames}`);
+  return backend.openOwner(ttl);
+}
+
+/** Last taken, first released; then the owner, which ends whatever is left (a release that failed). */
+async function releaseInReverse(holds: readonly LockHold[], owner: LockOwner | undefined): Promise<void> {
+  for (const hold of [...holds].reverse()) await hold.release().catch(() => undefined);
+  await owner?.close().catch(() => undefined);
+}
+
 function parseMode(value: string | undefined): LockMode | undefined {
   if (value === undefined || value === 'read' || value === 'write') return value;
   throw new LockLensError('INVALID_ARGUMENT', `--mode ${value}: read or write`);
 }
 
-/** The environment known when the command is started; ETCD_LOCK_REV comes through the gate once the lock is held. */
-function lockEnv(key: string, fencingToken: number | null): NodeJS.ProcessEnv {
-  return { ...process.env, ETCD_LOCK_KEY: key, ...(fencingToken === null ? {} : { LOCKLENS_FENCING_TOKEN: String(fencingToken) }) };
+/**
+ * The environment known when the command is started: the last lock's key and token (`last`, held or queued), and with
+ * several locks every key and token. ETCD_LOCK_REV comes through the gate once the last lock is held.
+ */
+function lockEnv(before: readonly LockHold[], last: Pick<QueuePosition, 'key' | 'fencingToken'>): NodeJS.ProcessEnv {
+  const token = (t: number | null) => (t === null ? {} : { LOCKLENS_FENCING_TOKEN: String(t) });
+  const env: NodeJS.ProcessEnv = { ...process.env, ETCD_LOCK_KEY: displayKey(last.key), ...token(last.fencingToken) };
+  if (before.length === 0) return env;
+  const all = [...before, last];
+  env.LOCKLENS_LOCK_KEYS = all.map((h) => displayKey(h.key)).join('\n');
+  if (all.every((h) => h.fencingToken !== null)) env.LOCKLENS_FENCING_TOKENS = all.map((h) => h.fencingToken).join(' ');
+  return env;
 }
 
 function tokenText(hold: LockHold): string {
@@ -118,22 +162,27 @@ function timeoutSignal(ms: number): AbortSignal {
 }
 
 /**
- * Holds the lock while the command runs, or until interrupted or lost. Resolves to the exit code. `release` starts
- * the release the moment the command exits, in the child's exit event itself: the next holder waits on nothing else.
+ * Holds the locks while the command runs, or until interrupted or one is lost. Resolves to the exit code. `release`
+ * starts the release the moment the command exits, in the child's exit event itself: the next holder waits on
+ * nothing else.
  */
-async function holdWhile(hold: LockHold, gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output, release: () => unknown): Promise<number> {
-  const key = displayKey(hold.key);
+async function holdWhile(holds: readonly LockHold[], gate: GatedCommand | undefined, interrupted: AbortSignal, out: Output, release: () => unknown): Promise<number> {
+  const last = holds[holds.length - 1];
   if (interrupted.aborted && !gate?.opened) return 130; // interrupted while the lock was being taken: the command never starts
+  const lostBefore = holds.find((hold) => hold.lost)?.lost;
+  if (lostBefore) throw lostBefore; // lost while a later one was taken (the caller stops a gate that opened)
   if (gate) {
     gate.onExit(release);
-    gate.open(hold.revision);
-    out.stderr(`locklens: holding ${key} (${tokenText(hold)})`);
+    gate.open(last.revision);
+    out.stderr(`locklens: holding ${displayKey(last.key)} (${tokenText(last)})`);
   } else {
-    out.stdout(key);
-    out.stdout(tokenText(hold));
+    for (const hold of holds) {
+      out.stdout(displayKey(hold.key));
+      out.stdout(tokenText(hold));
+    }
   }
   const outcome = await new Promise<{ kind: 'exit'; code: number } | { kind: 'lost'; error: LockLensError } | { kind: 'interrupted' }>((resolve) => {
-    hold.onDidLose((error) => resolve({ kind: 'lost', error }));
+    for (const hold of holds) hold.onDidLose((error) => resolve({ kind: 'lost', error }));
     if (interrupted.aborted) resolve({ kind: 'interrupted' });
     interrupted.addEventListener('abort', () => resolve({ kind: 'interrupted' }), { once: true });
     void gate?.exited.then((code) => resolve({ kind: 'exit', code }));

@@ -16,6 +16,8 @@ export interface Command {
   readonly help: string;
   /** Its one positional argument in words, for the error when it is missing (acquire's: "the lock's NAME"); none if it takes none. */
   readonly argument?: string;
+  /** The argument may be given more than once (acquire's several NAMEs). */
+  readonly repeatable?: true;
   readonly options: ParseArgsConfig['options'];
   /** false: it takes no connection flags (serve: its connections are in its config file). */
   readonly connectionFlags?: false;

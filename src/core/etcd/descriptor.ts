@@ -49,6 +49,7 @@ export const etcdStore: StoreDescriptor<Convention> = {
     watch: 'etcd is watched from the revision it was read at, and read again after a broken watch or a compaction.',
     revision: "etcd's",
     acquire: 'etcd: queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock and jetcd on the same name).',
+    severalNames: "etcd: on one lease, kept alive for all of them (Go's concurrency.NewSession under several Mutexes): every key is NAME/<that lease hex>, so others see one owner.",
     unlock: "etcd: deletes the holder's key (its lease lives on; 'locklens revoke' ends the lease and all its keys).",
     fencingToken: "the key's create revision",
     lost: 'lease revoked or expired',

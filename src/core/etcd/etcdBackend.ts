@@ -1,4 +1,4 @@
-import type { AcquireOptions, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, WatchOptions } from '../backend';
+import type { AcquireOptions, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, LockOwner, WatchOptions } from '../backend';
 import { Emitter } from '../emitter';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -18,7 +18,7 @@ import { ETCD_CAPABILITIES } from './capabilities';
 
 /**
  * etcd behind the backend contract: the live model is a watch per prefix (EtcdLockWatch), acquire is the Go-compatible
- * Mutex on a session of its own (so releasing is revoking that lease), a stuck holder is freed either by revoking
+ * Mutex on a session of its own (so releasing is revoking that lease) or on one lease shared by several locks, a stuck holder is freed either by revoking
  * its lease (every key it holds) or by deleting its one key, and a lock's past is replayed from etcd's revisions.
  */
 export class EtcdBackend implements LockBackend {
@@ -66,9 +66,10 @@ export class EtcdBackend implements LockBackend {
     if (options.mode !== undefined) {
       throw new LockLensError('INVALID_ARGUMENT', `etcd has no read/write locks: ${displayKey(name)} is taken without a mode (read/write is for Redisson's RReadWriteLock in Redis)`);
     }
-    const session = await Session.create(this.connection, options.ttlSeconds);
+    const shared = options.owner && sessionOf(options.owner);
+    const session = shared ?? (await Session.create(this.connection, options.ttlSeconds));
     // Releasing revokes this session's lease; with the call open beforehand, that is one write when the time comes.
-    session.prepareRevoke();
+    if (!shared) session.prepareRevoke();
     try {
       const mutex = new Mutex(session, name);
       // The backend's onQueue hears `ahead: 0` once, when the lock is ours, with the revision it became ours at
@@ -77,11 +78,17 @@ export class EtcdBackend implements LockBackend {
       const hold = options.tryOnly
         ? await mutex.tryAcquire()
         : await mutex.acquire({ signal: options.signal, onQueue: onQueue && ((p) => p.ahead > 0 && onQueue(p)), onHeld: onQueue });
-      return new EtcdHold(Buffer.from(name), hold, session);
+      return new EtcdHold(Buffer.from(name), hold, shared ? undefined : session);
     } catch (e) {
-      await session.revoke().catch(() => session.dispose());
+      // A shared lease lives on: the Mutex has already deleted the key it queued with.
+      if (!shared) await session.revoke().catch(() => session.dispose());
       throw e;
     }
+  }
+
+  /** One lease for several Mutexes, as Go's `concurrency.NewSession`: each lock's key is `<name>/<that lease>`. */
+  async openOwner(ttlSeconds: number): Promise<LockOwner> {
+    return new EtcdOwner(await Session.create(this.connection, ttlSeconds));
   }
 
   /** Deletes the member's key if it is still the one the user saw: created at the same revision. */
@@ -120,7 +127,28 @@ export class EtcdBackend implements LockBackend {
   }
 }
 
-/** A Mutex hold on a session of its own: releasing revokes the lease, which deletes the key in the same write. */
+/** A lease kept alive for several holds; closing it revokes the lease, deleting whatever key is still on it. */
+class EtcdOwner implements LockOwner {
+  constructor(readonly session: Session) {}
+
+  get id(): string {
+    return this.session.leaseId;
+  }
+
+  close(): Promise<void> {
+    return this.session.revoke();
+  }
+}
+
+function sessionOf(owner: LockOwner): Session {
+  if (!(owner instanceof EtcdOwner)) throw new LockLensError('INVALID_ARGUMENT', `owner ${owner.id} is not an etcd lease opened by this connection`);
+  return owner.session;
+}
+
+/**
+ * A Mutex hold, on a session of its own (releasing revokes the lease, which deletes the key in the same write) or on
+ * a shared one (`own` undefined: releasing deletes the key, and the lease lives on with the owner's other keys).
+ */
 class EtcdHold implements LockHold {
   private readonly lostEmitter = new Emitter<LockLensError>();
   readonly onDidLose = this.lostEmitter.event;
@@ -128,7 +156,7 @@ class EtcdHold implements LockHold {
   constructor(
     readonly name: Buffer,
     private readonly hold: Hold,
-    private readonly session: Session,
+    private readonly own: Session | undefined,
   ) {
     hold.onDidLose((e) => this.lostEmitter.fire(e));
   }
@@ -137,7 +165,7 @@ class EtcdHold implements LockHold {
     return this.hold.key;
   }
   get owner(): string {
-    return this.session.leaseId;
+    return this.hold.mutex.session.leaseId;
   }
   get fencingToken(): number {
     return this.hold.fencingToken;
@@ -154,6 +182,11 @@ class EtcdHold implements LockHold {
    * would make the next holder's wake-up compete with a second write.
    */
   async release(): Promise<boolean> {
+    if (!this.own) {
+      this.lostEmitter.dispose();
+      return this.hold.release();
+    }
+    const session = this.own;
     const wasHeld = !this.hold.lost;
     // Our own key's delete is not a loss to report.
     this.lostEmitter.dispose();
@@ -163,7 +196,7 @@ class EtcdHold implements LockHold {
     // cores, any CPU the old holder spends while etcd commits and the next holder wakes delays both. A process that
     // exits right after (the CLI) never pays it.
     try {
-      await this.session.revoke();
+      await session.revoke();
     } finally {
       // Also when the revoke failed: the guard's watch must not outlive the hold in a long-running host.
       setImmediate(() => this.hold.dispose());
@@ -171,10 +204,13 @@ class EtcdHold implements LockHold {
     return wasHeld;
   }
 
-  /** Stops renewing without releasing: the key stays until the lease runs out (what a crashed process leaves). */
+  /**
+   * Stops renewing without releasing: the key stays until the lease runs out (what a crashed process leaves). A shared
+   * lease is its owner's to end.
+   */
   dispose(): void {
     this.hold.dispose();
     this.lostEmitter.dispose();
-    this.session.dispose();
+    this.own?.dispose();
   }
 }

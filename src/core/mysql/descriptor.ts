@@ -36,6 +36,8 @@ export const mysqlStore: StoreDescriptor<'mysql-get-lock' | LockTableConvention>
     watch: SQL_WATCH('MySQL/MariaDB'),
     acquire:
       "MySQL/MariaDB (--url mysql://…): takes NAME with GET_LOCK on a connection of its own, whose wait_timeout is --ttl (a locklens that vanished frees the lock then); the hold is checked every third of it.",
+    severalNames:
+      'MySQL/MariaDB: refused. Each lock is held on a connection of its own, and one connection cannot hold one lock while it waits for another: a waiting GET_LOCK takes the connection, and the pings that check the held lock would wait behind it.',
     unlock: `MySQL/MariaDB (GET_LOCK): kills the holding connection (KILL) if it still holds the name. Every other lock of that connection goes too, and its open transaction is rolled back. ${LOCK_TABLE_UNLOCK}`,
   },
 };

@@ -36,6 +36,8 @@ export const postgresStore: StoreDescriptor<'pg-advisory' | LockTableConvention>
     watch: SQL_WATCH('PostgreSQL'),
     acquire:
       'PostgreSQL (--url postgres://…): NAME is an advisory key, a bigint (42) or an int pair (7:1), taken with pg_advisory_lock on a session of its own (pg_advisory_lock_shared with --mode read, pg_try_advisory_lock with --try) in the server\'s queue; --ttl sets the session\'s TCP keepalives, and the hold counts as lost after 0.9 × --ttl without an answer.',
+    severalNames:
+      'PostgreSQL: refused. Each lock is held on a connection of its own, and one connection cannot hold one lock while it waits for another: a waiting pg_advisory_lock takes the connection, and the pings that check the held lock would wait behind it.',
     unlock: `PostgreSQL (advisory locks): terminates the holding session (pg_terminate_backend) if it is still the one shown (same pid, same start). Every other lock of that session goes too, and its open transaction is rolled back. ${LOCK_TABLE_UNLOCK}`,
   },
 };

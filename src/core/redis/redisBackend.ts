@@ -4,10 +4,10 @@
  * Cluster, detected on open from `INFO cluster` (every master scanned; see topology.ts), read and watched under key
  * prefixes, with locks recognised by their layout. Redis has no
  * fencing tokens and no lease that owns several keys, and only Redisson's fair locks keep waiters in the store; the
- * capabilities say so.
+ * capabilities say so. An owner of several holds is one Redisson field, as one thread of Redisson's MultiLock.
  */
 import { randomUUID } from 'node:crypto';
-import type { ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, AcquireOptions, WatchOptions } from '../backend';
+import type { ForceReleaseResult, Listing, LockBackend, LockHold, LockOwner, LockWatch, AcquireOptions, WatchOptions } from '../backend';
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -116,17 +116,32 @@ export class RedisBackend implements LockBackend {
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.checkOpen();
     const signal = this.scope.signal(options.signal);
+    const owner = options.owner && ownerOf(options.owner);
     const hold = await acquire(
       {
         clients: this.topology.writeClients,
         subscriber: () => this.subscriber(),
-        newField: () => `${this.uuid}:${++this.threads}`,
+        newField: () => owner?.id ?? this.newField(),
         readWriteHolds: this.readWriteHolds,
       },
       name,
       { ...options, signal },
     );
+    owner?.keep(hold);
     return this.scope.hold(hold);
+  }
+
+  /**
+   * One Redisson field `<uuid>:<n>` for several holds, as one thread of Redisson's MultiLock takes several RLocks: every
+   * Redisson lock (plain, fair, read/write) is taken with it. A token lock keeps a random token of its own.
+   */
+  async openOwner(): Promise<LockOwner> {
+    this.checkOpen();
+    return new RedisOwner(this.newField());
+  }
+
+  private newField(): string {
+    return `${this.uuid}:${++this.threads}`;
   }
 
   forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
@@ -152,4 +167,27 @@ export class RedisBackend implements LockBackend {
 
 function closedWhileHeld(name: Buffer): LockLensError {
   return new LockLensError('LOCK_LOST', `lost ${displayKey(name)}: the Redis connection was closed while it was held (the key expires by its TTL)`);
+}
+
+/** A Redisson field several holds share. Nothing in Redis is the owner's own: closing it releases what it still holds. */
+class RedisOwner implements LockOwner {
+  private readonly holds = new Set<RenewingHold>();
+
+  constructor(readonly id: string) {}
+
+  keep(hold: RenewingHold): void {
+    for (const h of this.holds) if (h.ended) this.holds.delete(h);
+    this.holds.add(hold);
+  }
+
+  async close(): Promise<void> {
+    const left = [...this.holds].filter((h) => !h.ended);
+    this.holds.clear();
+    await Promise.all(left.map((h) => h.release().catch(() => false)));
+  }
+}
+
+function ownerOf(owner: LockOwner): RedisOwner {
+  if (!(owner instanceof RedisOwner)) throw new LockLensError('INVALID_ARGUMENT', `owner ${owner.id} is not a Redisson field opened by this connection`);
+  return owner;
 }

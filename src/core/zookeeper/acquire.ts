@@ -9,6 +9,9 @@
  * does, as an etcd key goes with its lease. A hold checks every third of that timeout that its session is heard and its
  * node is there, and says it is lost the moment either fails for good: the session expired, the node was deleted
  * (a force release), or nothing was heard for a whole session timeout (the ensemble has expired it by then).
+ *
+ * Several locks can instead be taken on one session (`AcquireContext.ownerSession`), as one kazoo client takes several
+ * Locks: each hold then deletes only its own node, and the session is its owner's to close.
  */
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -26,6 +29,8 @@ import { rootOf } from './znodeTree';
 export interface AcquireContext {
   /** Opens a session of its own for one hold, with this timeout asked of the server. */
   readonly openSession: (sessionTimeoutMs: number) => Promise<ZkClient>;
+  /** The session of the owner the lock is taken for (`AcquireOptions.owner`), instead of one of its own. */
+  readonly ownerSession?: ZkClient;
 }
 
 /** What a LockLens contender node holds, as kazoo's identifier or Curator's client IP would: who it is. */
@@ -107,7 +112,8 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   if (name === '/') throw new LockLensError('INVALID_ARGUMENT', "the root znode is no lock: name the lock's path");
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the session timeout) must be positive');
   throwIfAborted(options.signal);
-  const session = await ctx.openSession(Math.max(1, Math.round(options.ttlSeconds * 1000)));
+  const shared = ctx.ownerSession;
+  const session = shared ?? (await ctx.openSession(Math.max(1, Math.round(options.ttlSeconds * 1000))));
   let ours: string | undefined;
   try {
     const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode);
@@ -131,7 +137,7 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
       if (ahead < 0) {
         announce(0);
         if (options.signal?.aborted) throw abortError(options.signal);
-        return new ZooKeeperHold(session, Buffer.from(name), ours, fencingToken);
+        return new ZooKeeperHold(session, Buffer.from(name), ours, fencingToken, shared !== undefined);
       }
       if (options.tryOnly) throw await lockedError(session, name, contenders[0]);
       announce(index);
@@ -141,7 +147,7 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   } catch (e) {
     // Nothing of ours is left behind: the node goes with the session anyway, the delete only makes it prompt.
     if (ours) await session.remove(ours).catch(() => undefined);
-    void session.close();
+    if (!shared) void session.close();
     throw e;
   }
 }
@@ -172,7 +178,7 @@ async function waitForChange(session: ZkClient, watched: readonly string[], sign
 /** Nothing heard for this share of a session timeout (round trips, clock rates) already counts as the whole. */
 const SESSION_MARGIN = 0.9;
 
-/** A lock held through a session of its own; see the file's comment. */
+/** A lock held through a session of its own, or its owner's; see the file's comment. */
 export class ZooKeeperHold implements LockHold {
   readonly revision = null;
   readonly key: Buffer;
@@ -196,6 +202,8 @@ export class ZooKeeperHold implements LockHold {
     readonly name: Buffer,
     private readonly path: string,
     readonly fencingToken: number | null,
+    /** The session is its owner's, holding other locks too: the hold ends its node, never the session. */
+    private readonly sharedSession = false,
   ) {
     this.key = Buffer.from(path);
     this.owner = session.sessionId;
@@ -253,7 +261,7 @@ export class ZooKeeperHold implements LockHold {
     this.lostError = new LockLensError('LOCK_LOST', `lost ${displayKey(this.name)}: ${why}`);
     this.lostEmitter.fire(this.lostError);
     // If the session still lives somewhere (a check that only timed out), it must not keep a node nobody holds.
-    void this.session.close();
+    this.letGo();
   }
 
   private stop(): void {
@@ -269,7 +277,13 @@ export class ZooKeeperHold implements LockHold {
     this.stop();
     this.lostError = error;
     this.lostEmitter.fire(error);
-    void this.session.close();
+    this.letGo();
+  }
+
+  /** Ends what keeps our node: our own session, or on a shared one the node itself. */
+  private letGo(): void {
+    if (this.sharedSession) void this.session.remove(this.path).catch(() => undefined);
+    else void this.session.close();
   }
 
   async release(): Promise<boolean> {
@@ -284,7 +298,7 @@ export class ZooKeeperHold implements LockHold {
       if (zkCode(e) === zookeeper.Exception.NO_NODE) return false;
       throw e;
     } finally {
-      await this.session.close();
+      if (!this.sharedSession) await this.session.close();
     }
   }
 

@@ -1,10 +1,11 @@
 /**
  * LockLens's ZooKeeper store: one session for reading and watching the locks under the user's paths (renewed when
- * the ensemble expires it), a session of its own for every lock taken (see acquire.ts), and force-release by deleting
+ * the ensemble expires it), a session of its own for every lock taken (see acquire.ts) or one shared by several
+ * (an owner), and force-release by deleting
  * the holder's node if it is still the one shown. ZooKeeper has no per-node TTL, so nothing counts down; sessions own
  * the nodes, and a session's remaining time cannot be read.
  */
-import type { AcquireOptions, ForceReleaseResult, Listing, LockBackend, LockHold, LockWatch, WatchOptions } from '../backend';
+import type { AcquireOptions, ForceReleaseResult, Listing, LockBackend, LockHold, LockOwner, LockWatch, WatchOptions } from '../backend';
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -13,7 +14,7 @@ import type { ConnectionProfile } from '../profile';
 import { acquire, type ZooKeeperHold } from './acquire';
 import { ZkConnection, ensembleOf, openSession } from './connect';
 import type { ZooKeeperServer } from './url';
-import type { SessionSpec } from './client';
+import type { SessionSpec, ZkClient } from './client';
 import { describeForceRelease, forceRelease } from './forceRelease';
 import { ZooKeeperLockWatch } from './liveWatch';
 import { ZnodeTree, distinctRoots, rootOf } from './znodeTree';
@@ -25,6 +26,8 @@ export class ZooKeeperBackend implements LockBackend {
   readonly capabilities = ZOOKEEPER_CAPABILITIES;
   /** Watches, holds and waiting acquires taken through this connection: ended when it closes. */
   private readonly scope = new ConnectionScope<ZooKeeperHold>('ZooKeeper', closedWhileHeld);
+  /** Sessions opened for several holds: closed with the connection if their owner has not closed them. */
+  private readonly owners = new Set<ZooKeeperOwner>();
 
   private constructor(
     readonly connection: ZkConnection,
@@ -66,8 +69,27 @@ export class ZooKeeperBackend implements LockBackend {
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.checkOpen();
-    const openHoldSession = (sessionTimeoutMs: number) => openSession({ ...this.spec, sessionTimeoutMs }, this.servers);
-    return this.scope.hold(await acquire({ openSession: openHoldSession }, name, { ...options, signal: this.scope.signal(options.signal) }));
+    const ownerSession = options.owner && this.sessionOf(options.owner);
+    const context = { openSession: (timeoutMs: number) => this.openSession(timeoutMs), ownerSession };
+    return this.scope.hold(await acquire(context, name, { ...options, signal: this.scope.signal(options.signal) }));
+  }
+
+  /** One session for several locks, as one kazoo client holds several: its timeout is the TTL asked for. */
+  async openOwner(ttlSeconds: number): Promise<LockOwner> {
+    this.checkOpen();
+    if (!(ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the session timeout) must be positive');
+    const owner = new ZooKeeperOwner(await this.openSession(Math.max(1, Math.round(ttlSeconds * 1000))), (o) => this.owners.delete(o));
+    this.owners.add(owner);
+    return owner;
+  }
+
+  private openSession(sessionTimeoutMs: number): Promise<ZkClient> {
+    return openSession({ ...this.spec, sessionTimeoutMs }, this.servers);
+  }
+
+  private sessionOf(owner: LockOwner): ZkClient {
+    if (!(owner instanceof ZooKeeperOwner) || !this.owners.has(owner)) throw new LockLensError('INVALID_ARGUMENT', `owner ${owner.id} is not a session opened by this connection`);
+    return owner.session;
   }
 
   forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
@@ -80,7 +102,9 @@ export class ZooKeeperBackend implements LockBackend {
   }
 
   close(): void {
-    if (this.scope.close()) void this.connection.close();
+    if (!this.scope.close()) return;
+    for (const owner of [...this.owners]) void owner.close();
+    void this.connection.close();
   }
 
   dispose(): void {
@@ -90,4 +114,21 @@ export class ZooKeeperBackend implements LockBackend {
 
 function closedWhileHeld(name: Buffer): LockLensError {
   return new LockLensError('LOCK_LOST', `lost ${displayKey(name)}: the ZooKeeper connection was closed while it was held (its session was closed, deleting its node)`);
+}
+
+/** A session several holds share; closing it deletes whatever node is still on it. */
+class ZooKeeperOwner implements LockOwner {
+  constructor(
+    readonly session: ZkClient,
+    private readonly onClose: (owner: ZooKeeperOwner) => void,
+  ) {}
+
+  get id(): string {
+    return this.session.sessionId;
+  }
+
+  close(): Promise<void> {
+    this.onClose(this);
+    return this.session.close();
+  }
 }
