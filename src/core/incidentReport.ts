@@ -9,6 +9,7 @@ import type { TtlFit } from './diagnosis/ttlFit';
 import type { MemberHealth, MemberTrouble } from './lockHealth';
 import { holdBound, type LockFigures, type Spread } from './lockFigures';
 import type { LockState } from './lockState';
+import { HOLD_END_TEXT } from '../shared/holdEnds';
 
 /**
  * A Markdown summary of one lock for an incident channel or ticket: who holds it and who waits (ages, TTLs, tokens,
@@ -153,12 +154,7 @@ function recentLines(holds: readonly ObservedHold[], now: number): string[] {
   return lines;
 }
 
-const END_TEXT: Record<HoldEnd | 'unknown', string> = {
-  released: 'released',
-  revokedOrExpired: 'went with its lease (revoked, expired, or session closed)',
-  expired: 'expired',
-  unknown: 'ended',
-};
+const END_TEXT: Record<HoldEnd | 'unknown', string> = { ...HOLD_END_TEXT, unknown: 'ended' };
 
 function historyLines(history: LockHistory | undefined): string[] {
   if (!history) return [];

@@ -1,6 +1,5 @@
 import * as vscode from 'vscode';
-import type { LockHistory, ReplayedHold } from '../core/history';
-import type { RecordedEnd } from '../core/recording/recordedHold';
+import type { HoldEnd, LockHistory, ReplayedHold } from '../core/history';
 import type { ObservedHold } from '../core/holdObservation';
 import { displayKey } from '../core/keys';
 import { holdBound, type LockFigures, type Spread } from '../core/lockFigures';
@@ -41,7 +40,7 @@ export function figureItems(f: LockFigures | undefined): vscode.TreeItem[] {
 }
 
 /** How a hold ended, in words, whether seen live, replayed, or recorded by locklens serve. */
-export function endText(end: RecordedEnd | null): string {
+export function endText(end: HoldEnd | null): string {
   switch (end) {
     case 'released':
       return vscode.l10n.t('released');
@@ -51,12 +50,14 @@ export function endText(end: RecordedEnd | null): string {
       return vscode.l10n.t('expired');
     case 'forceReleased':
       return vscode.l10n.t('force-released');
+    case 'ownerLost':
+      return vscode.l10n.t('owner lost (session or connection ended)');
     default:
       return vscode.l10n.t('ended');
   }
 }
 
-export const END_ICONS: Record<RecordedEnd, string> = { released: 'unlock', revokedOrExpired: 'close', expired: 'flame', forceReleased: 'debug-disconnect' };
+export const END_ICONS: Record<HoldEnd, string> = { released: 'unlock', revokedOrExpired: 'close', expired: 'flame', forceReleased: 'debug-disconnect', ownerLost: 'plug' };
 
 export function liveItems(holds: readonly ObservedHold[]): vscode.TreeItem[] {
   if (holds.length === 0) return [textItem(vscode.l10n.t('No hold seen yet.'), undefined, 'info')];

@@ -3,7 +3,8 @@
  * matched with the hold it ended, and readers get holds back. Each runs inside a transaction its caller opened.
  */
 import type { LockEvent } from '../lockEventTypes';
-import type { ForceReleaseNote, HoldQuery, RecordedEnd, RecordedHold } from './recordedHold';
+import type { HoldEnd } from '../../shared/holdEnds';
+import type { ForceReleaseNote, HoldQuery, RecordedHold } from './recordedHold';
 import type { SqliteFile } from './sqliteFile';
 
 /** What the recorder writes, in the order it learned them. */
@@ -159,7 +160,7 @@ export function selectHolds(f: SqliteFile, q: HoldQuery): RecordedHold[] {
     acquiredExact: r.started_exact === 1,
     endedAt: r.ended_at === null ? null : Number(r.ended_at),
     endedExact: r.ended_exact === null ? null : r.ended_exact === 1,
-    end: r.how as RecordedEnd | null,
+    end: r.how as HoldEnd | null,
     forceReleasedBy: r.how === 'forceReleased' ? r.by : null,
     waitedMs: r.waited_ms === null ? null : Number(r.waited_ms),
     handoff: r.handoff === 1,
