@@ -7,7 +7,7 @@ import type { Cycle } from './diagnosis/cycle';
 import type { Inversion, OrderEvidence } from './diagnosis/inversions';
 import type { TtlFit } from './diagnosis/ttlFit';
 import type { MemberHealth, MemberTrouble } from './lockHealth';
-import { holdBound, type LockFigures, type Spread } from './lockFigures';
+import { ENDS_COUNTED_OVER, holdBound, type LockFigures, type Spread } from './lockFigures';
 import type { LockState } from './lockState';
 import { HOLD_END_TEXT } from '../shared/holdEnds';
 
@@ -135,7 +135,9 @@ function figureLines(f: LockFigures | undefined): string[] {
   ];
   if (f.longestHold) lines.push(`- Longest hold: ${duration(f.longestHold.ms)} by ${code(f.longestHold.who)}`);
   if (f.longestWait) lines.push(`- Longest wait: ${duration(f.longestWait.ms)} by ${code(f.longestWait.who)}`);
-  lines.push(`- Stalls (TTL not renewed while holding): ${f.stalls}`, '');
+  lines.push(`- Stalls (TTL not renewed while holding): ${f.stalls}`);
+  if (f.ends.length) lines.push(`- How the last ${ENDS_COUNTED_OVER} holds at most ended: ${f.ends.map((e) => `${END_TEXT[e.end]} ${e.count}`).join(', ')}`);
+  lines.push('');
   return lines;
 }
 

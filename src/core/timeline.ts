@@ -1,7 +1,8 @@
 import { compareRows, type PastMessage, type TimelineDiff, type TimelineEnd, type TimelineRow, type TimelineRowEnd } from '../shared/timelineData';
 import type { LockHistory } from './history';
 import { displayKey, keyId } from './keys';
-import { remainingTtl, type LeaseInfo } from './leaseInfo';
+import { endOfGone, evidenceOf } from './holdEndEvidence';
+import type { LeaseInfo } from './leaseInfo';
 import { lockHealth, type LockClock } from './lockHealth';
 import { members, type LockState } from './lockState';
 
@@ -228,18 +229,17 @@ export class TimelineReducer {
   }
 }
 
-/** How a row whose key just went ended, as far as the last TTL sample tells. */
+/**
+ * How a row whose key just went ended, as far as the last TTL sample tells (holdEndEvidence.ts decides): a lease's
+ * fresh sample, or the countdown the row last showed (a key's own TTL, the row keeping no id of it). `unknown` until
+ * the host has asked etcd about a lease never sampled.
+ */
 function endOf(row: TimelineRow, source: TimelineSource, now: number): TimelineEnd {
-  if (source.hasLeases) {
-    if (!row.lease) return 'released';
-    const info = source.lease(row.lease);
-    if (info && (info.state === 'expired' || remainingTtl(info, now) <= 0)) return 'revokedOrExpired';
-    // The key was deleted while the lease had time left: Go's Unlock, or a revoke. Only etcd can say which.
-    return 'unknown';
-  }
-  // A key's own TTL ends with the key: gone with time left is released (or force-released), never expired.
-  const expired = row.leaseState === 'expired' || (row.ttl !== undefined && row.observedAt !== undefined && row.ttl - (now - row.observedAt) / 1000 <= 0);
-  return expired ? 'revokedOrExpired' : 'released';
+  const store = { hasLeases: source.hasLeases, sampledTtls: row.ttl !== undefined };
+  if (source.hasLeases) return endOfGone(evidenceOf(row.lease, row.lease ? source.lease(row.lease) : undefined, now), store) ?? 'unknown';
+  const alive = row.leaseState === 'alive' && row.ttl !== undefined && row.observedAt !== undefined;
+  const evidence = { lease: row.ttl === undefined ? '' : row.key, secondsLeft: alive ? row.ttl! - (now - row.observedAt!) / 1000 : undefined, leaseGone: row.leaseState === 'expired', expiryEvents: false, expiryTold: false };
+  return endOfGone(evidence, store) ?? 'unknown';
 }
 
 /**

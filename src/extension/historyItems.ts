@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { HoldEnd, LockHistory, ReplayedHold } from '../core/history';
 import type { ObservedHold } from '../core/holdObservation';
 import { displayKey } from '../core/keys';
-import { holdBound, type LockFigures, type Spread } from '../core/lockFigures';
+import { ENDS_COUNTED_OVER, holdBound, type LockFigures, type Spread } from '../core/lockFigures';
 import type { Capabilities } from '../core/backend';
 import type { Inversion, OrderEvidence } from '../core/diagnosis/inversions';
 import type { LockFindings } from './diagnosis';
@@ -36,6 +36,10 @@ export function figureItems(f: LockFigures | undefined): vscode.TreeItem[] {
   if (f.longestHold) items.push(textItem(vscode.l10n.t('Longest hold'), vscode.l10n.t('{0} by {1}', formatSpan(f.longestHold.ms), f.longestHold.who)));
   if (f.longestWait) items.push(textItem(vscode.l10n.t('Longest wait'), vscode.l10n.t('{0} by {1}', formatSpan(f.longestWait.ms), f.longestWait.who)));
   items.push(textItem(vscode.l10n.t('Stalls'), vscode.l10n.t('{0} (TTL not renewed)', f.stalls), f.stalls ? 'warning' : undefined));
+  if (f.ends.length) {
+    const ends = f.ends.map((e) => `${endText(e.end === 'unknown' ? null : e.end)} ${e.count}`).join(' · ');
+    items.push(textItem(vscode.l10n.t('Ends'), vscode.l10n.t('{0} (of the last {1} holds)', ends, ENDS_COUNTED_OVER)));
+  }
   return items;
 }
 

@@ -87,7 +87,7 @@ describe('timeline rows for a store without leases (Redis)', () => {
     const ended = reducer.update([r.source()], r.now).ended;
     const endOf = (key: string) => ended.find((e) => reducer.row(e.id)?.key === key)?.end;
     assert.equal(endOf('app:a'), 'released');
-    assert.equal(endOf('app:b'), 'revokedOrExpired');
+    assert.equal(endOf('app:b'), 'expired');
     assert.deepEqual(reducer.unsettled(), [], 'nothing is left for the host to ask the store about');
   });
 });
