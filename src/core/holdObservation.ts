@@ -222,7 +222,7 @@ export function observeHolderLease(r: LockRecord, info: LeaseInfo): boolean {
 function sampleOf(info: LeaseInfo, previous: TtlSample | null): TtlSample | null {
   const told = { expiryEvents: info.expiryEvents ?? false, expiryTold: info.expiryTold ?? false };
   if (info.state === 'alive') return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled, ...told };
-  if (previous) return { ...previous, gone: true, expiryTold: told.expiryTold };
+  if (previous) return { ...previous, gone: true, expiryTold: previous.expiryTold || told.expiryTold };
   return told.expiryTold ? { ttl: 0, observedAt: info.observedAt, gone: true, stalled: false, ...told } : null;
 }
 
