@@ -2,6 +2,7 @@
  * What the recorded history holds, as its readers (`locklens history --data`, the Lock History view) get it.
  */
 import type { HoldEnd } from '../../shared/holdEnds';
+import type { LockKind } from '../lockState';
 
 export interface RecordedHold {
   readonly connection: string;
@@ -58,4 +59,14 @@ export interface ForceReleaseNote {
   readonly by: string;
   /** Epoch ms, taken just before the release was sent. */
   readonly at: number;
+}
+
+/** A force release matched with the hold it ended: what serve's metrics count it under. */
+export interface MatchedForceRelease {
+  /** Its note's id in the file. */
+  readonly id: number;
+  readonly connection: string;
+  readonly lockId: string;
+  readonly lock: string;
+  readonly kind: LockKind;
 }

@@ -4,7 +4,8 @@
  */
 import type { LockEvent } from '../lockEventTypes';
 import type { HoldEnd } from '../../shared/holdEnds';
-import type { ForceReleaseNote, HoldQuery, RecordedHold } from './recordedHold';
+import type { LockKind } from '../lockState';
+import type { ForceReleaseNote, HoldQuery, MatchedForceRelease, RecordedHold } from './recordedHold';
 import type { SqliteFile } from './sqliteFile';
 
 /** What the recorder writes, in the order it learned them. */
@@ -115,6 +116,15 @@ export function matchForceReleases(f: SqliteFile): void {
     )
     .all({ ':before': MATCH_BEFORE_MS, ':after': MATCH_AFTER_MS }) as { hold_id: number | null }[];
   for (const { hold_id } of matched) if (hold_id !== null) f.statement("UPDATE holds SET how = 'forceReleased' WHERE id = :id").run({ ':id': hold_id });
+}
+
+/** The force releases noted from `since` on (epoch ms) that were matched with the hold they ended. */
+export function selectMatchedForceReleases(f: SqliteFile, since: number): MatchedForceRelease[] {
+  const rows = f.db.all(
+    `SELECT fr.id, h.connection, h.lock_id, h.lock, h.kind FROM force_releases fr JOIN holds h ON h.id = fr.hold_id WHERE fr.at >= :since`,
+    { ':since': since },
+  ) as unknown as { id: number; connection: string; lock_id: string; lock: string; kind: string }[];
+  return rows.map((r) => ({ id: Number(r.id), connection: r.connection, lockId: r.lock_id, lock: r.lock, kind: r.kind as LockKind }));
 }
 
 interface HoldRow {
