@@ -58,6 +58,8 @@ export interface ObserveOptions {
   readonly sampledTtls: boolean;
   /** The last TTL sample of what a member expires with. */
   readonly lease: (id: string) => LeaseInfo | undefined;
+  /** LockLens itself ended the member with this lease or owner (ownEnds.ts): its end is `forceReleased`. */
+  readonly ownEnd?: (lease: string, owner: string) => boolean;
 }
 
 export const MAX_HOLDS = 50;
@@ -149,8 +151,10 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
   const holder = lock.holder;
   const holderId = holder && identityOf(holder);
   if (r.current && r.current.member !== holderId) {
-    // An end found by a (re)load happened at some unseen time: no TTL sample can say how.
-    const end = present.has(r.current.member) ? 'released' : at.exact ? endOfGone(evidenceOf(r.current, at.now), at.options) : null;
+    // An end found by a (re)load happened at some unseen time: no TTL sample can say how (but LockLens knows its own).
+    const open = r.holds[r.holds.length - 1];
+    const own = open && at.options.ownEnd?.(open.lease, open.owner);
+    const end = present.has(r.current.member) ? 'released' : own ? 'forceReleased' : at.exact ? endOfGone(evidenceOf(r.current, at.now), at.options) : null;
     endHold(r, at, end);
   }
   if (holder && holderId && !r.current) startHold(r, holder, holderId, at);

@@ -24,6 +24,8 @@ export interface TimelineSource {
   readonly locks: readonly LockState[];
   readonly lease: (id: string) => LeaseInfo | undefined;
   readonly clock: LockClock;
+  /** LockLens itself ended the member with this lease or owner (ownEnds.ts): its bar ends `forceReleased`. */
+  readonly ownEnd?: (lease: string, owner: string) => boolean;
   /** Whether the lock is in a confirmed deadlock (the connection's diagnosis); absent: nothing is diagnosed. */
   readonly deadlocked?: (lockId: string) => boolean;
 }
@@ -235,6 +237,7 @@ export class TimelineReducer {
  * the host has asked etcd about a lease never sampled.
  */
 function endOf(row: TimelineRow, source: TimelineSource, now: number): TimelineEnd {
+  if (source.ownEnd?.(row.lease, row.owner)) return 'forceReleased';
   const store = { hasLeases: source.hasLeases, sampledTtls: row.ttl !== undefined };
   if (source.hasLeases) return endOfGone(evidenceOf(row.lease, row.lease ? source.lease(row.lease) : undefined, now), store) ?? 'unknown';
   const alive = row.leaseState === 'alive' && row.ttl !== undefined && row.observedAt !== undefined;

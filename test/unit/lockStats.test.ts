@@ -100,6 +100,19 @@ describe('LockStats', () => {
     assert.deepEqual(stats.unsettled('local'), []);
   });
 
+  test('a hold LockLens itself ended (its audit\'s mark) ended force-released, even found gone by a reload', () => {
+    const { stats, leases, put, del } = harness({ ownEnd: (lease) => lease === 'a' });
+    put(0, 'seed');
+    leases.set('a', lease('a', 30, 1000));
+    put(1000, 'a');
+    del(1100, 'seed');
+    del(2000, 'a');
+    assert.deepEqual(stats.holds('local', JOBS).map((h) => [h.owner, h.end]), [
+      ['seed', null],
+      ['a', 'forceReleased'],
+    ]);
+  });
+
   test('a store whose keys carry their own TTL (Redis): gone with time left is released, run out is expired', () => {
     const { stats, leases, put, del } = harness({ hasLeases: false, hasRevisions: false });
     put(0, 'seed');

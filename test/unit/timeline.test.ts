@@ -162,6 +162,19 @@ describe('TimelineReducer', () => {
     assert.deepEqual(r.unsettled(), []);
   });
 
+  test('a bar whose member LockLens itself ended (Force Release, Revoke Lease) ends force-released', () => {
+    const f = new Fixture();
+    f.put(mutexKey('jobs', 'a1', 10), mutexKey('jobs', 'a2', 11));
+    f.sample('a1', 60);
+    f.sample('a2', 60);
+    const r = reducer();
+    const source = () => ({ ...f.source(), ownEnd: (lease: string) => lease === 'a1' });
+    r.update([source()], f.now);
+    f.delete('jobs/a1', 'jobs/a2');
+    const d = r.update([source()], f.now + 100);
+    assert.deepEqual(Object.fromEntries(d.ended.map((e) => [r.row(e.id)!.key, e.end])), { 'jobs/a1': 'forceReleased', 'jobs/a2': 'released' });
+  });
+
   test('ended bars are kept for the longest window, then removed; at most maxEnded are kept', () => {
     const f = new Fixture();
     f.put(mutexKey('jobs', 'a1', 10), mutexKey('jobs', 'a2', 11), mutexKey('jobs', 'a3', 12));
