@@ -136,6 +136,11 @@ export function timelineRows(source: TimelineSource, longHoldMs: number, now: nu
  */
 export class TimelineReducer {
   private readonly rows = new Map<string, TimelineRow>();
+  /**
+   * Each row's last countdown that found what it expires with alive: a sweep that finds a Redis key gone before the
+   * read that ends its row replaces the row's countdown, and only the last alive one tells an expiry from a delete.
+   */
+  private readonly countdowns = new Map<string, Countdown>();
   private pendingEnds: TimelineRowEnd[] = [];
 
   constructor(private options: TimelineOptions) {}
@@ -171,6 +176,7 @@ export class TimelineReducer {
         const sent = this.rows.get(fresh.id);
         const next = sent && sent.endedAt === undefined ? merge(sent, fresh) : fresh;
         if (!sent || !sameRow(sent, next)) {
+          if (next.leaseState === 'alive' && next.ttl !== undefined && next.observedAt !== undefined) this.countdowns.set(next.id, { ttl: next.ttl, observedAt: next.observedAt });
           this.rows.set(next.id, next);
           upserts.push(next);
         }
@@ -181,10 +187,10 @@ export class TimelineReducer {
       if (live.has(id)) continue;
       const source = bySource.get(row.connection);
       if (!source) {
-        this.rows.delete(id);
+        this.forget(id);
         removed.push(id);
       } else if (row.endedAt === undefined) {
-        const end = endOf(row, source, now);
+        const end = endOf(row, this.countdowns.get(id), source, now);
         this.rows.set(id, { ...row, endedAt: now, end });
         ended.push({ id, endedAt: now, end });
       }
@@ -208,6 +214,11 @@ export class TimelineReducer {
     this.pendingEnds.push({ id, endedAt: row.endedAt, end });
   }
 
+  private forget(id: string): void {
+    this.rows.delete(id);
+    this.countdowns.delete(id);
+  }
+
   /** Forgets ended rows older than the kept window, and the oldest beyond the cap. */
   private prune(now: number): string[] {
     const removed: string[] = [];
@@ -215,7 +226,7 @@ export class TimelineReducer {
     for (const [id, row] of this.rows) {
       if (row.endedAt === undefined) continue;
       if (now - row.endedAt > this.options.keepEndedMs) {
-        this.rows.delete(id);
+        this.forget(id);
         removed.push(id);
       } else endedRows.push(row);
     }
@@ -223,7 +234,7 @@ export class TimelineReducer {
     if (endedRows.length > max) {
       endedRows.sort((a, b) => a.endedAt! - b.endedAt! || (a.id < b.id ? -1 : 1));
       for (const row of endedRows.slice(0, endedRows.length - max)) {
-        this.rows.delete(row.id);
+        this.forget(row.id);
         removed.push(row.id);
       }
     }
@@ -231,17 +242,23 @@ export class TimelineReducer {
   }
 }
 
+interface Countdown {
+  readonly ttl: number;
+  readonly observedAt: number;
+}
+
 /**
  * How a row whose key just went ended, as far as the last TTL sample tells (holdEndEvidence.ts decides): a lease's
- * fresh sample, or the countdown the row last showed (a key's own TTL, the row keeping no id of it). `unknown` until
- * the host has asked etcd about a lease never sampled.
+ * fresh sample, or the last alive countdown of its row (a key's own TTL, the row keeping no id of it: a Redis
+ * `expired` event is not seen here, the countdown that ran out tells the expiry). `unknown` until the host has asked
+ * etcd about a lease never sampled.
  */
-function endOf(row: TimelineRow, source: TimelineSource, now: number): TimelineEnd {
+function endOf(row: TimelineRow, countdown: Countdown | undefined, source: TimelineSource, now: number): TimelineEnd {
   if (source.ownEnd?.(row.lease, row.owner)) return 'forceReleased';
   const store = { hasLeases: source.hasLeases, sampledTtls: row.ttl !== undefined };
   if (source.hasLeases) return endOfGone(evidenceOf(row.lease, row.lease ? source.lease(row.lease) : undefined, now), store) ?? 'unknown';
-  const alive = row.leaseState === 'alive' && row.ttl !== undefined && row.observedAt !== undefined;
-  const evidence = { lease: row.ttl === undefined ? '' : row.key, secondsLeft: alive ? row.ttl! - (now - row.observedAt!) / 1000 : undefined, leaseGone: row.leaseState === 'expired', expiryEvents: false, expiryTold: false };
+  const secondsLeft = countdown && countdown.ttl - (now - countdown.observedAt) / 1000;
+  const evidence = { lease: row.ttl === undefined ? '' : row.key, secondsLeft, leaseGone: row.leaseState === 'expired', expiryEvents: false, expiryTold: false };
   return endOfGone(evidence, store) ?? 'unknown';
 }
 
