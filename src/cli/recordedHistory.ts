@@ -7,8 +7,9 @@ import { LockLensError } from '../core/errors';
 import { duration } from '../core/incidentReport';
 import { displayKey } from '../core/keys';
 import { HistoryStore } from '../core/recording/historyStore';
-import type { RecordedEnd, RecordedHold } from '../core/recording/recordedHold';
+import type { RecordedHold } from '../core/recording/recordedHold';
 import { parseSince } from '../core/recording/spans';
+import { HOLD_END_TEXT } from '../shared/holdEnds';
 import type { Output } from './commands/command';
 
 export const RECORDED_HELP = `With --data, it reads instead the history locklens serve recorded in the data directory DIR (its config's data),
@@ -23,8 +24,9 @@ when to when, how it ended, and how long it had waited. An etcd lock's recorded 
                        "forceReleasedBy", "waitedMs"}]}; times are ISO 8601; endedAt, endedExact and end are null
                        while a hold holds; acquiredExact is false for a hold already held when serve first saw it,
                        endedExact false for one found gone (a poll, a restart of serve); end is "released",
-                       "revokedOrExpired", "expired", "forceReleased" (locklens unlock --force --data DIR ended it;
-                       forceReleasedBy says who) or null (the store could not tell)`;
+                       "expired", "forceReleased" (locklens unlock --force --data DIR ended it; forceReleasedBy says
+                       who), "ownerLost" (its session or connection ended), "revokedOrExpired" (its etcd lease went,
+                       revoked or expired, which nothing told apart) or null (the store could not tell)`;
 
 /** Flags only the recorded history reads; etcd's replay's flags, which it does not. */
 export const RECORDED_OPTIONS = { data: { type: 'string' }, connection: { type: 'string' }, since: { type: 'string' } } as const;
@@ -91,8 +93,6 @@ function recordedJson(d: RecordedDoc) {
   };
 }
 
-const END_TEXT: Record<RecordedEnd, string> = { released: 'released', revokedOrExpired: 'revoked or expired', expired: 'expired', forceReleased: 'force-released' };
-
 /** What was read, then one line per hold, oldest first (as etcd's replay prints its holds). */
 function recordedText(d: RecordedDoc): string {
   const scope = [d.connection === null ? '' : `, connection ${d.connection}`, d.since === null ? '' : `, since ${d.since}`].join('');
@@ -101,7 +101,7 @@ function recordedText(d: RecordedDoc): string {
   const lines = d.holds.map((h) => {
     const from = `${iso(h.acquiredAt)}${h.acquiredExact ? '' : ' (held when first seen)'}`;
     const span = h.endedAt === null ? `holding since ${from}` : `${from} → ${iso(h.endedAt)}${h.endedExact ? '' : ' (found gone)'} (${duration(h.endedAt - h.acquiredAt)})`;
-    const end = h.end === 'forceReleased' && h.forceReleasedBy ? `force-released by ${h.forceReleasedBy}` : h.end ? END_TEXT[h.end] : 'end unknown';
+    const end = h.end === 'forceReleased' && h.forceReleasedBy ? `force-released by ${h.forceReleasedBy}` : h.end ? HOLD_END_TEXT[h.end] : 'end unknown';
     return [
       `  ${h.key}`,
       `owner ${h.owner || '(none)'}`,

@@ -4,19 +4,12 @@
  * is recorded while LockLens looks (`lockStats.ts`). The types are store-neutral, as `lockState.ts` is.
  */
 
-/**
- * How a hold ended, as far as can be told. A store rarely records why a key went:
- * - `released`: its key was deleted while what it expires with still lived (an etcd lease alive afterwards, a Redis
- *   key with TTL left) or it had nothing to expire with: its owner's unlock, or someone's plain delete;
- * - `revokedOrExpired`: its key went with its lease (etcd: a revoke, an expiry, or a session closed as it unlocked;
- *   etcd's history cannot tell these apart);
- * - `expired`: LockLens watched its TTL run out (live only: its lease stalled, or its time was up).
- */
+/** How a hold ended, as far as can be told (the vocabulary and its meanings: src/shared/holdEnds.ts). */
 export { HOLD_ENDS, type HoldEnd } from '../shared/holdEnds';
 import type { HoldEnd } from '../shared/holdEnds';
 
 /** The ends a lease's state after its key went can tell (see holdEnd). */
-export type LeaseEnd = Exclude<HoldEnd, 'expired'>;
+export type LeaseEnd = Extract<HoldEnd, 'released' | 'revokedOrExpired'>;
 
 /** How many waiters' keys a replayed hold keeps: a thundering herd of thousands would hold millions of keys. */
 export const REPLAY_WAITERS_KEPT = 100;

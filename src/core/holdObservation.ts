@@ -8,6 +8,7 @@
  * neither is measured, so no figure is made up.
  */
 import type { HoldEnd } from './history';
+import { endOfGone, type EndEvidence } from './holdEndEvidence';
 import { displayKey, keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
 import { members, type LockMember, type LockState } from './lockState';
@@ -57,6 +58,8 @@ export interface ObserveOptions {
   readonly sampledTtls: boolean;
   /** The last TTL sample of what a member expires with. */
   readonly lease: (id: string) => LeaseInfo | undefined;
+  /** LockLens itself ended the member with this lease or owner (ownEnds.ts): its end is `forceReleased`. */
+  readonly ownEnd?: (lease: string, owner: string) => boolean;
 }
 
 export const MAX_HOLDS = 50;
@@ -65,12 +68,6 @@ const MAX_SAMPLES = 256;
 const MAX_HANDOFFS = 10_000;
 /** What the handoff rate is over. */
 export const HANDOFF_WINDOW_MS = 10 * 60_000;
-/**
- * A key that goes this close to its countdown's end ran out: a Redis key's expiry is reported when the server evicts
- * it, a few milliseconds either side of the PTTL sample's countdown.
- */
-const EXPIRY_SLACK_S = 0.25;
-
 /** What the last TTL samples of the current holder's lease say, enough to tell an expiry. */
 interface TtlSample {
   /** The last sample that found it alive: seconds left, and when. */
@@ -79,6 +76,9 @@ interface TtlSample {
   /** A later sample found it gone (an etcd lease revoked or expired; a Redis key no longer there). */
   readonly gone: boolean;
   readonly stalled: boolean;
+  /** The store sends expiry events for it (see LeaseInfo), and whether it sent one. */
+  readonly expiryEvents: boolean;
+  readonly expiryTold: boolean;
 }
 
 export interface Wait {
@@ -151,8 +151,10 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
   const holder = lock.holder;
   const holderId = holder && identityOf(holder);
   if (r.current && r.current.member !== holderId) {
-    // An end found by a (re)load happened at some unseen time: no TTL sample can say how.
-    const end = present.has(r.current.member) ? 'released' : at.exact ? endOfGone(r.current, at.options, at.now) : null;
+    // An end found by a (re)load happened at some unseen time: no TTL sample can say how (but LockLens knows its own).
+    const open = r.holds[r.holds.length - 1];
+    const own = open && at.options.ownEnd?.(open.lease, open.owner);
+    const end = present.has(r.current.member) ? 'released' : own ? 'forceReleased' : at.exact ? endOfGone(evidenceOf(r.current, at.now), at.options) : null;
     endHold(r, at, end);
   }
   if (holder && holderId && !r.current) startHold(r, holder, holderId, at);
@@ -222,8 +224,10 @@ export function observeHolderLease(r: LockRecord, info: LeaseInfo): boolean {
 
 /** A gone sample keeps the countdown of the last one that found the lease alive: that tells an expiry from a delete. */
 function sampleOf(info: LeaseInfo, previous: TtlSample | null): TtlSample | null {
-  if (info.state === 'alive') return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled };
-  return previous && { ...previous, gone: true };
+  const told = { expiryEvents: info.expiryEvents ?? false, expiryTold: info.expiryTold ?? false };
+  if (info.state === 'alive') return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled, ...told };
+  if (previous) return { ...previous, gone: true, expiryTold: previous.expiryTold || told.expiryTold };
+  return told.expiryTold ? { ttl: 0, observedAt: info.observedAt, gone: true, stalled: false, ...told } : null;
 }
 
 function endHold(r: LockRecord, at: Moment, end: HoldEnd | null): void {
@@ -249,20 +253,15 @@ function sampleWait(r: LockRecord, ms: number, who: string): void {
   if (!r.longestWait || ms > r.longestWait.ms) r.longestWait = { ms, who };
 }
 
-/**
- * How a holder whose key just went ended, from the TTL samples of what it expired with: a key without one was deleted;
- * its countdown seen running out is an expiry. Otherwise, where leases outlive keys (etcd), a key deleted while its
- * lease had time left went with its lease if a sample found the lease gone, and else only the store can tell whether
- * the lease lives on (null: ask it, see `unsettled`); a key that carried its own TTL (Redis) and went with time left
- * was deleted: released, or force-released. Without samples (a ZooKeeper session) nothing tells (null).
- */
-function endOfGone(current: NonNullable<LockRecord['current']>, { hasLeases, sampledTtls }: ObserveOptions, now: number): HoldEnd | null {
-  if (!current.lease) return 'released';
-  const s = current.sample;
-  if (!s) return hasLeases || !sampledTtls ? null : 'released';
-  if (s.ttl - (now - s.observedAt) / 1000 <= EXPIRY_SLACK_S) return 'expired';
-  if (hasLeases) return s.gone ? 'revokedOrExpired' : null;
-  return 'released';
+/** What the TTL samples of a holder whose key just went say of its end (holdEndEvidence.ts decides). */
+function evidenceOf({ lease, sample: s }: NonNullable<LockRecord['current']>, now: number): EndEvidence {
+  return {
+    lease,
+    secondsLeft: s ? s.ttl - (now - s.observedAt) / 1000 : undefined,
+    leaseGone: s?.gone ?? false,
+    expiryEvents: s?.expiryEvents ?? false,
+    expiryTold: s?.expiryTold ?? false,
+  };
 }
 
 function whoOf(m: LockMember): string {

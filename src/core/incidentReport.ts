@@ -7,8 +7,9 @@ import type { Cycle } from './diagnosis/cycle';
 import type { Inversion, OrderEvidence } from './diagnosis/inversions';
 import type { TtlFit } from './diagnosis/ttlFit';
 import type { MemberHealth, MemberTrouble } from './lockHealth';
-import { holdBound, type LockFigures, type Spread } from './lockFigures';
+import { ENDS_COUNTED_OVER, holdBound, type LockFigures, type Spread } from './lockFigures';
 import type { LockState } from './lockState';
+import { HOLD_END_TEXT } from '../shared/holdEnds';
 
 /**
  * A Markdown summary of one lock for an incident channel or ticket: who holds it and who waits (ages, TTLs, tokens,
@@ -134,7 +135,9 @@ function figureLines(f: LockFigures | undefined): string[] {
   ];
   if (f.longestHold) lines.push(`- Longest hold: ${duration(f.longestHold.ms)} by ${code(f.longestHold.who)}`);
   if (f.longestWait) lines.push(`- Longest wait: ${duration(f.longestWait.ms)} by ${code(f.longestWait.who)}`);
-  lines.push(`- Stalls (TTL not renewed while holding): ${f.stalls}`, '');
+  lines.push(`- Stalls (TTL not renewed while holding): ${f.stalls}`);
+  if (f.ends.length) lines.push(`- How the last ${ENDS_COUNTED_OVER} holds at most ended: ${f.ends.map((e) => `${END_TEXT[e.end]} ${e.count}`).join(', ')}`);
+  lines.push('');
   return lines;
 }
 
@@ -153,12 +156,7 @@ function recentLines(holds: readonly ObservedHold[], now: number): string[] {
   return lines;
 }
 
-const END_TEXT: Record<HoldEnd | 'unknown', string> = {
-  released: 'released',
-  revokedOrExpired: 'went with its lease (revoked, expired, or session closed)',
-  expired: 'expired',
-  unknown: 'ended',
-};
+const END_TEXT: Record<HoldEnd | 'unknown', string> = { ...HOLD_END_TEXT, unknown: 'ended' };
 
 function historyLines(history: LockHistory | undefined): string[] {
   if (!history) return [];

@@ -19,6 +19,10 @@ export interface LeaseInfo {
   /** The holder is not renewing: the remaining TTL fell below `stallFraction` of the granted TTL. */
   readonly stalled: boolean;
   readonly keys: readonly Buffer[];
+  /** The store sends an event when it expires (a Redis server with `expired` keyspace events): its silence is news. */
+  readonly expiryEvents?: boolean;
+  /** The store said it expired (not only that it is gone). */
+  readonly expiryTold?: boolean;
 }
 
 export interface LeaseSample {

@@ -1,5 +1,6 @@
 /** The figures shown for a lock (hold and wait times, handoffs, stalls), made from what holdObservation.ts recorded of it. */
-import { HANDOFF_WINDOW_MS, type LockRecord, type Longest, type ObservedHold } from './holdObservation';
+import { HOLD_ENDS, type HoldEnd } from '../shared/holdEnds';
+import { HANDOFF_WINDOW_MS, MAX_HOLDS, type LockRecord, type Longest, type ObservedHold } from './holdObservation';
 import { percentile } from './percentile';
 
 /** Samples of a duration: percentiles over the most recent MAX_SAMPLES, the maximum and count over all seen. */
@@ -37,7 +38,20 @@ export interface LockFigures {
   readonly longestWait: Longest | null;
   /** Holds whose TTL was seen not being renewed. */
   readonly stalls: number;
+  /**
+   * How the ended holds among the last MAX_HOLDS ended, by end (`unknown`: nothing told it), in HOLD_ENDS order;
+   * ends never seen are left out.
+   */
+  readonly ends: readonly EndCount[];
 }
+
+export interface EndCount {
+  readonly end: HoldEnd | 'unknown';
+  readonly count: number;
+}
+
+/** The holds the counts of ends are over. */
+export const ENDS_COUNTED_OVER = MAX_HOLDS;
 
 /** The figures over one lock's record, its handoff rate over what of the window was watched since `watchedSince`. */
 export function figuresOf(r: LockRecord, watchedSince: number | undefined, now: number): LockFigures {
@@ -55,7 +69,14 @@ export function figuresOf(r: LockRecord, watchedSince: number | undefined, now: 
     longestHold: r.longestHold,
     longestWait: r.longestWait,
     stalls: r.stalls,
+    ends: endCounts(r.holds),
   };
+}
+
+export function endCounts(holds: readonly ObservedHold[]): EndCount[] {
+  const counts = new Map<HoldEnd | 'unknown', number>();
+  for (const h of holds) if (h.endedAt !== null) counts.set(h.end ?? 'unknown', (counts.get(h.end ?? 'unknown') ?? 0) + 1);
+  return [...HOLD_ENDS, 'unknown' as const].filter((e) => counts.has(e)).map((end) => ({ end, count: counts.get(end)! }));
 }
 
 function spread(recent: readonly number[], count: number, longest: Longest | null): Spread | null {

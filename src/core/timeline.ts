@@ -1,7 +1,8 @@
 import { compareRows, type PastMessage, type TimelineDiff, type TimelineEnd, type TimelineRow, type TimelineRowEnd } from '../shared/timelineData';
 import type { LockHistory } from './history';
 import { displayKey, keyId } from './keys';
-import { remainingTtl, type LeaseInfo } from './leaseInfo';
+import { endOfGone, evidenceOf } from './holdEndEvidence';
+import type { LeaseInfo } from './leaseInfo';
 import { lockHealth, type LockClock } from './lockHealth';
 import { members, type LockState } from './lockState';
 
@@ -23,6 +24,8 @@ export interface TimelineSource {
   readonly locks: readonly LockState[];
   readonly lease: (id: string) => LeaseInfo | undefined;
   readonly clock: LockClock;
+  /** LockLens itself ended the member with this lease or owner (ownEnds.ts): its bar ends `forceReleased`. */
+  readonly ownEnd?: (lease: string, owner: string) => boolean;
   /** Whether the lock is in a confirmed deadlock (the connection's diagnosis); absent: nothing is diagnosed. */
   readonly deadlocked?: (lockId: string) => boolean;
 }
@@ -133,6 +136,11 @@ export function timelineRows(source: TimelineSource, longHoldMs: number, now: nu
  */
 export class TimelineReducer {
   private readonly rows = new Map<string, TimelineRow>();
+  /**
+   * Each row's last countdown that found what it expires with alive: a sweep that finds a Redis key gone before the
+   * read that ends its row replaces the row's countdown, and only the last alive one tells an expiry from a delete.
+   */
+  private readonly countdowns = new Map<string, Countdown>();
   private pendingEnds: TimelineRowEnd[] = [];
 
   constructor(private options: TimelineOptions) {}
@@ -168,6 +176,7 @@ export class TimelineReducer {
         const sent = this.rows.get(fresh.id);
         const next = sent && sent.endedAt === undefined ? merge(sent, fresh) : fresh;
         if (!sent || !sameRow(sent, next)) {
+          if (next.leaseState === 'alive' && next.ttl !== undefined && next.observedAt !== undefined) this.countdowns.set(next.id, { ttl: next.ttl, observedAt: next.observedAt });
           this.rows.set(next.id, next);
           upserts.push(next);
         }
@@ -178,10 +187,10 @@ export class TimelineReducer {
       if (live.has(id)) continue;
       const source = bySource.get(row.connection);
       if (!source) {
-        this.rows.delete(id);
+        this.forget(id);
         removed.push(id);
       } else if (row.endedAt === undefined) {
-        const end = endOf(row, source, now);
+        const end = endOf(row, this.countdowns.get(id), source, now);
         this.rows.set(id, { ...row, endedAt: now, end });
         ended.push({ id, endedAt: now, end });
       }
@@ -205,6 +214,11 @@ export class TimelineReducer {
     this.pendingEnds.push({ id, endedAt: row.endedAt, end });
   }
 
+  private forget(id: string): void {
+    this.rows.delete(id);
+    this.countdowns.delete(id);
+  }
+
   /** Forgets ended rows older than the kept window, and the oldest beyond the cap. */
   private prune(now: number): string[] {
     const removed: string[] = [];
@@ -212,7 +226,7 @@ export class TimelineReducer {
     for (const [id, row] of this.rows) {
       if (row.endedAt === undefined) continue;
       if (now - row.endedAt > this.options.keepEndedMs) {
-        this.rows.delete(id);
+        this.forget(id);
         removed.push(id);
       } else endedRows.push(row);
     }
@@ -220,7 +234,7 @@ export class TimelineReducer {
     if (endedRows.length > max) {
       endedRows.sort((a, b) => a.endedAt! - b.endedAt! || (a.id < b.id ? -1 : 1));
       for (const row of endedRows.slice(0, endedRows.length - max)) {
-        this.rows.delete(row.id);
+        this.forget(row.id);
         removed.push(row.id);
       }
     }
@@ -228,18 +242,24 @@ export class TimelineReducer {
   }
 }
 
-/** How a row whose key just went ended, as far as the last TTL sample tells. */
-function endOf(row: TimelineRow, source: TimelineSource, now: number): TimelineEnd {
-  if (source.hasLeases) {
-    if (!row.lease) return 'released';
-    const info = source.lease(row.lease);
-    if (info && (info.state === 'expired' || remainingTtl(info, now) <= 0)) return 'revokedOrExpired';
-    // The key was deleted while the lease had time left: Go's Unlock, or a revoke. Only etcd can say which.
-    return 'unknown';
-  }
-  // A key's own TTL ends with the key: gone with time left is released (or force-released), never expired.
-  const expired = row.leaseState === 'expired' || (row.ttl !== undefined && row.observedAt !== undefined && row.ttl - (now - row.observedAt) / 1000 <= 0);
-  return expired ? 'revokedOrExpired' : 'released';
+interface Countdown {
+  readonly ttl: number;
+  readonly observedAt: number;
+}
+
+/**
+ * How a row whose key just went ended, as far as the last TTL sample tells (holdEndEvidence.ts decides): a lease's
+ * fresh sample, or the last alive countdown of its row (a key's own TTL, the row keeping no id of it: a Redis
+ * `expired` event is not seen here, the countdown that ran out tells the expiry). `unknown` until the host has asked
+ * etcd about a lease never sampled.
+ */
+function endOf(row: TimelineRow, countdown: Countdown | undefined, source: TimelineSource, now: number): TimelineEnd {
+  if (source.ownEnd?.(row.lease, row.owner)) return 'forceReleased';
+  const store = { hasLeases: source.hasLeases, sampledTtls: row.ttl !== undefined };
+  if (source.hasLeases) return endOfGone(evidenceOf(row.lease, row.lease ? source.lease(row.lease) : undefined, now), store) ?? 'unknown';
+  const secondsLeft = countdown && countdown.ttl - (now - countdown.observedAt) / 1000;
+  const evidence = { lease: row.ttl === undefined ? '' : row.key, secondsLeft, leaseGone: row.leaseState === 'expired', expiryEvents: false, expiryTold: false };
+  return endOfGone(evidence, store) ?? 'unknown';
 }
 
 /**

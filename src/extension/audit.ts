@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { Capabilities } from '../core/backend';
 import { displayKey } from '../core/keys';
+import { OwnEnds } from '../core/ownEnds';
 
 export type AuditAction = 'acquire' | 'release' | 'revoke' | 'forceRelease' | 'lost';
 export type AuditOutcome = 'ok' | 'cancelled' | 'refused' | 'failed';
@@ -34,6 +35,8 @@ export function ownerField(ownerKind: Capabilities['owner'] | undefined, owner: 
  */
 export class AuditLog implements vscode.Disposable {
   readonly channel = vscode.window.createOutputChannel(vscode.l10n.t('LockLens Audit'), { log: true });
+  /** The force releases and revokes under way or just done, whose ends the views mark as LockLens's own. */
+  readonly ownEnds = new OwnEnds();
 
   record(entry: AuditEntry): void {
     const fields = [

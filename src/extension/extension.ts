@@ -54,7 +54,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   const heldLocks = new HeldLocks(registry, audit);
   const register = commandRegistrar(log);
   const probe = new LeaseEndProbe(registry);
-  const records = new LockRecords(registry, probe, context.globalStorageUri, log);
+  const records = new LockRecords(registry, probe, audit.ownEnds, context.globalStorageUri, log);
   const diagnoses = new Diagnoses(registry);
   const tree = new LockTreeProvider(
     registry,
@@ -65,7 +65,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
   const view = vscode.window.createTreeView('locklens.locks', { treeDataProvider: tree, showCollapseAll: true });
   tree.setVisible(view.visible);
   context.subscriptions.push(view.onDidChangeVisibility((e) => tree.setVisible(e.visible)));
-  const timeline = registerTimeline(context, registry, tree, probe, diagnoses, view);
+  const timeline = registerTimeline(context, registry, tree, probe, audit.ownEnds, diagnoses, view);
   const history = registerHistory(register, registry, tree, view, records, diagnoses, timeline.showPast);
   const stores = new StorePackages(context.extension);
 

@@ -1,9 +1,8 @@
 import * as vscode from 'vscode';
-import type { LockHistory, ReplayedHold } from '../core/history';
-import type { RecordedEnd } from '../core/recording/recordedHold';
+import type { HoldEnd, LockHistory, ReplayedHold } from '../core/history';
 import type { ObservedHold } from '../core/holdObservation';
 import { displayKey } from '../core/keys';
-import { holdBound, type LockFigures, type Spread } from '../core/lockFigures';
+import { ENDS_COUNTED_OVER, holdBound, type LockFigures, type Spread } from '../core/lockFigures';
 import type { Capabilities } from '../core/backend';
 import type { Inversion, OrderEvidence } from '../core/diagnosis/inversions';
 import type { LockFindings } from './diagnosis';
@@ -37,11 +36,15 @@ export function figureItems(f: LockFigures | undefined): vscode.TreeItem[] {
   if (f.longestHold) items.push(textItem(vscode.l10n.t('Longest hold'), vscode.l10n.t('{0} by {1}', formatSpan(f.longestHold.ms), f.longestHold.who)));
   if (f.longestWait) items.push(textItem(vscode.l10n.t('Longest wait'), vscode.l10n.t('{0} by {1}', formatSpan(f.longestWait.ms), f.longestWait.who)));
   items.push(textItem(vscode.l10n.t('Stalls'), vscode.l10n.t('{0} (TTL not renewed)', f.stalls), f.stalls ? 'warning' : undefined));
+  if (f.ends.length) {
+    const ends = f.ends.map((e) => `${endText(e.end === 'unknown' ? null : e.end)} ${e.count}`).join(' · ');
+    items.push(textItem(vscode.l10n.t('Ends'), vscode.l10n.t('{0} (of the last {1} holds)', ends, ENDS_COUNTED_OVER)));
+  }
   return items;
 }
 
 /** How a hold ended, in words, whether seen live, replayed, or recorded by locklens serve. */
-export function endText(end: RecordedEnd | null): string {
+export function endText(end: HoldEnd | null): string {
   switch (end) {
     case 'released':
       return vscode.l10n.t('released');
@@ -51,12 +54,14 @@ export function endText(end: RecordedEnd | null): string {
       return vscode.l10n.t('expired');
     case 'forceReleased':
       return vscode.l10n.t('force-released');
+    case 'ownerLost':
+      return vscode.l10n.t('owner lost (session or connection ended)');
     default:
       return vscode.l10n.t('ended');
   }
 }
 
-export const END_ICONS: Record<RecordedEnd, string> = { released: 'unlock', revokedOrExpired: 'close', expired: 'flame', forceReleased: 'debug-disconnect' };
+export const END_ICONS: Record<HoldEnd, string> = { released: 'unlock', revokedOrExpired: 'close', expired: 'flame', forceReleased: 'debug-disconnect', ownerLost: 'plug' };
 
 export function liveItems(holds: readonly ObservedHold[]): vscode.TreeItem[] {
   if (holds.length === 0) return [textItem(vscode.l10n.t('No hold seen yet.'), undefined, 'info')];

@@ -4,6 +4,7 @@ import { errorMessage } from '../core/errors';
 import { LockStats } from '../core/lockStats';
 import type { ConnectionRegistry } from './connections';
 import type { LeaseEndListener, LeaseEndProbe } from './leaseEndProbe';
+import type { OwnEnds } from '../core/ownEnds';
 
 /** How long a change waits before the records are written: a busy store changes them many times a second. */
 const SAVE_DELAY_MS = 15_000;
@@ -35,6 +36,7 @@ export class LockRecords implements vscode.Disposable {
   constructor(
     private readonly registry: ConnectionRegistry,
     private readonly probe: LeaseEndProbe,
+    private readonly ownEnds: OwnEnds,
     private readonly storage: vscode.Uri,
     private readonly log: vscode.LogOutputChannel,
   ) {
@@ -58,7 +60,7 @@ export class LockRecords implements vscode.Disposable {
           this.watches.set(connection.name, watch);
           this.stats.restart(connection.name);
         }
-        this.stats.observe(connection.name, changes, { hasLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id) });
+        this.stats.observe(connection.name, changes, { hasLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id), ownEnd: (lease, owner) => this.ownEnds.ended(connection.name, lease, owner) });
         for (const lease of this.stats.unsettled(connection.name)) this.probe.ask(connection.name, lease, this.settle);
       }),
       registry.onDidChangeLeases(({ connection, infos }) => this.stats.observeLeases(connection.name, infos)),

@@ -9,6 +9,7 @@ import type { PastMessage, TimelineRow } from '../shared/timelineData';
 import type { ConnectionRegistry, StoreConnection } from './connections';
 import type { Diagnoses } from './diagnosis';
 import type { LeaseEndListener, LeaseEndProbe } from './leaseEndProbe';
+import type { OwnEnds } from '../core/ownEnds';
 import type { LockTreeProvider } from './tree/lockTreeProvider';
 import { LockNode, MemberNode, type LockTreeNode } from './tree/nodes';
 import { isReadOnly, longHoldMs } from './settings';
@@ -35,6 +36,7 @@ interface PanelDeps {
   readonly registry: ConnectionRegistry;
   readonly reveal: RevealRow;
   readonly probe: LeaseEndProbe;
+  readonly ownEnds: OwnEnds;
   readonly diagnoses: Diagnoses<StoreConnection>;
 }
 
@@ -47,10 +49,11 @@ export function registerTimeline(
   registry: ConnectionRegistry,
   tree: LockTreeProvider,
   probe: LeaseEndProbe,
+  ownEnds: OwnEnds,
   diagnoses: Diagnoses<StoreConnection>,
   treeView?: vscode.TreeView<LockTreeNode>,
 ): { readonly disposables: vscode.Disposable[]; readonly showPast: (history: LockHistory, connection: string) => void } {
-  const deps: PanelDeps = { extensionUri: context.extensionUri, registry, probe, diagnoses, reveal: (row) => revealInTree(tree, treeView, row) };
+  const deps: PanelDeps = { extensionUri: context.extensionUri, registry, probe, ownEnds, diagnoses, reveal: (row) => revealInTree(tree, treeView, row) };
   const disposables = [
     vscode.commands.registerCommand(OPEN_COMMAND, (node?: LockTreeNode) => {
       const lock = node instanceof LockNode || node instanceof MemberNode ? tree.lock(node) : undefined;
@@ -226,7 +229,8 @@ export class TimelinePanel implements vscode.Disposable {
       if (!watch) continue;
       const diagnosis = this.deps.diagnoses.of(c);
       const deadlocked = diagnosis && ((lockId: string) => diagnosis.cyclesOf(lockId).length > 0);
-      sources.push({ connection: c.name, hasLeases: c.backend?.leases !== undefined, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock, deadlocked });
+      const ownEnd = (lease: string, owner: string) => this.deps.ownEnds.ended(c.name, lease, owner);
+      sources.push({ connection: c.name, hasLeases: c.backend?.leases !== undefined, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock, deadlocked, ownEnd });
     }
     return sources;
   }
@@ -334,6 +338,9 @@ function strings(): TimelineStrings {
     expired: vscode.l10n.t('lease expired'),
     endedReleased: vscode.l10n.t('released'),
     endedRevoked: vscode.l10n.t('revoked or expired'),
+    endedExpired: vscode.l10n.t('expired'),
+    endedForceReleased: vscode.l10n.t('force-released'),
+    endedOwnerLost: vscode.l10n.t('owner lost (session or connection ended)'),
     endedUnknown: vscode.l10n.t('ended'),
     refreshes: vscode.l10n.t('{0} renewals seen'),
     firstSeen: vscode.l10n.t('first seen {0} ago'),

@@ -48,6 +48,9 @@ export interface TimelineStrings {
   readonly expired: string;
   readonly endedReleased: string;
   readonly endedRevoked: string;
+  readonly endedExpired: string;
+  readonly endedForceReleased: string;
+  readonly endedOwnerLost: string;
   readonly endedUnknown: string;
   readonly refreshes: string; // {0} renewals seen
   readonly firstSeen: string; // first seen {0} ago
@@ -176,7 +179,7 @@ const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
 const optNum = (v: unknown) => v === undefined || isNum(v);
 const ROLES: readonly string[] = ['holder', 'waiter', 'leader', 'candidate', 'single'];
 const KINDS: readonly string[] = ['queue', 'single', 'election', 'readwrite'];
-const ENDS: readonly string[] = ['released', 'revokedOrExpired', 'unknown'];
+const ENDS: readonly string[] = [...HOLD_ENDS, 'unknown'];
 
 export function isTimelineRow(v: unknown): v is TimelineRow {
   return (

@@ -10,11 +10,8 @@ import type { HoldEnd } from './holdEnds';
 export type TimelineRole = 'holder' | 'waiter' | 'leader' | 'candidate' | 'single';
 export type TimelineLockKind = 'queue' | 'single' | 'election' | 'readwrite';
 
-/**
- * How a bar ended. The key was deleted while its lease was still alive: `released` (Go's Unlock); the lease was gone:
- * `revokedOrExpired` (etcd cannot tell a revoke from an expiry afterwards); `unknown` until the host has asked etcd.
- */
-export type TimelineEnd = 'released' | 'revokedOrExpired' | 'unknown';
+/** How a bar ended (see HoldEnd); `unknown` where nothing tells, or until the host has asked etcd about its lease. */
+export type TimelineEnd = HoldEnd | 'unknown';
 
 /** One bar: one lock member (key) with its lease, as long as the key exists, and for a while after it is gone. */
 export interface TimelineRow {

@@ -110,10 +110,10 @@ describe('lock timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000,
     await timeline.locator('#revoke').click();
     const message = await clickDialogButton(page, 'Revoke Lease');
     assert.match(message, new RegExp(`Revoke lease ${leases[0]}`));
-    await eventually(async () => (await bar(leases[0]).getAttribute('data-state')) === 'ended-revokedOrExpired', 20_000, 'the holder\'s bar ended as revoked');
+    await eventually(async () => (await bar(leases[0]).getAttribute('data-state')) === 'ended-forceReleased', 20_000, 'the holder\'s bar ended as LockLens ended it');
     await eventually(async () => (await bar(leases[1]).getAttribute('data-role')) === 'holder', 20_000, 'waiter #1 holds');
     assert.equal(await bar(leases[2]).getAttribute('data-position'), '1');
-    assert.match((await bar(leases[0]).textContent()) ?? '', /revoked or expired/);
+    assert.match((await bar(leases[0]).textContent()) ?? '', /force-released/);
   });
 
   test('a lock name that is markup renders as text and runs nothing', async () => {
@@ -149,7 +149,7 @@ describe('lock timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000,
     await bar(leases[2]).waitFor({ state: 'attached', timeout: 20_000 });
     assert.equal(await timeline.locator('#filter input').inputValue(), 'timeline-jobs');
     assert.ok(((await timeline.locator('#detail-info').textContent()) ?? '').includes(`lease ${leases[2]}`), 'the selection is back');
-    assert.equal(await bar(leases[0]).getAttribute('data-state'), 'ended-revokedOrExpired', 'the ended bar is still shown');
+    assert.equal(await bar(leases[0]).getAttribute('data-state'), 'ended-forceReleased', 'the ended bar is still shown');
   });
 
   test('Reveal in Locks View selects the member in the tree', async () => {

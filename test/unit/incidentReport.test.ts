@@ -57,6 +57,7 @@ describe('incident report', () => {
       longestHold: { ms: 4000, who: '1a' },
       longestWait: null,
       stalls: 1,
+      ends: [{ end: 'released', count: 1 }, { end: 'forceReleased', count: 1 }],
     };
     const hold = (owner: string, acquiredAt: number, endedAt: number | null): ObservedHold => ({
       key: `${NAME}/${owner}`, owner, lease: owner, token: 7, acquiredAt, acquiredExact: true, acquiredRevision: 7, waitedMs: 250, endedAt, endedExact: true, endedRevision: null, end: endedAt ? 'released' : null, stalled: false,
@@ -69,6 +70,7 @@ describe('incident report', () => {
     assert.match(text, /\| hold \| 1\.5s \| 4\.0s \| 4\.0s \| 2 \|/);
     assert.match(text, /\| wait \| – \| – \| – \| 0 \|/);
     assert.match(text, /- Longest hold: 4\.0s by `1a`/);
+    assert.match(text, /- How the last 50 holds at most ended: released 1, force-released 1/);
     const recent = text.split('## Recent holds')[1].split('## Replayed')[0].split('\n').filter((l) => l.startsWith('| `'));
     assert.deepEqual(recent.map((l) => l.split(' | ')[0]), ['| `1a`', '| `0f`'], 'newest first');
     assert.match(recent[1], /\| 50s \| released \| 7 \| 250 ms \|$/);

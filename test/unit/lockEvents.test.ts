@@ -91,10 +91,19 @@ describe('LockEvents', () => {
     assert.deepEqual(del(5000, 'b').map(brief), [['holdEnded', 'b', 5000, true, 'expired', 3000]], 'its TTL ran out');
   });
 
-  test('a key deleted while its lease had time left: the store is to say how it ended (unsettled)', () => {
+  test('a key gone while its sampled lease had time left was released (deleted, or its session closed)', () => {
     const { step, put, leases } = harness();
     put(0, 'seed', '/locks/other');
     leases.set('b', lease('b', 9, 1000));
+    put(1000, 'b');
+    const { events, unsettled } = step(2000, (m, rev) => m.delete(Buffer.from('/locks/jobs/b'), rev));
+    assert.deepEqual(events.map(brief), [['holdEnded', 'b', 2000, true, 'released', 1000]]);
+    assert.deepEqual(unsettled, []);
+  });
+
+  test('a key whose lease was never sampled: the store is to say how it ended (unsettled)', () => {
+    const { step, put } = harness();
+    put(0, 'seed', '/locks/other');
     put(1000, 'b');
     const { events, unsettled } = step(2000, (m, rev) => m.delete(Buffer.from('/locks/jobs/b'), rev));
     assert.deepEqual(events.map(brief), [['holdEnded', 'b', 2000, true, null, 1000]]);

@@ -66,7 +66,7 @@ describe('LockStats', () => {
     assert.deepEqual(f.longestWait, { ms: 3000, who: 'b' });
   });
 
-  test('how a hold ended: TTL seen running out is expired, a key without lease released, else the store says', () => {
+  test('how a hold ended: TTL seen running out is expired, time left released, a lease never sampled the store says', () => {
     const { stats, leases, put, del, step } = harness();
     put(0, 'x');
     step(100, (m, rev) => m.put({ ...mutexKey('/locks/other', '', rev), key: Buffer.from('/locks/other/k') }));
@@ -78,22 +78,39 @@ describe('LockStats', () => {
     put(5000, 'b');
     leases.set('b', lease('b', 9, 5000));
     stats.observeLeases('local', [lease('b', 9, 5000)]);
-    del(6000, 'b'); // deleted with time left: released or revoked
+    del(6000, 'b'); // deleted, or its lease revoked, with time left: released
     const ends = () => stats.holds('local', JOBS).map((h) => [h.owner, h.end]);
     assert.deepEqual(ends(), [
       ['x', null],
       ['a', 'expired'],
-      ['b', null],
+      ['b', 'released'],
     ]);
-    assert.deepEqual(stats.unsettled('local').sort(), ['b', 'x']);
-    stats.settle('local', 'b', 'revokedOrExpired');
-    stats.settle('local', 'x', 'released');
+    assert.deepEqual(stats.unsettled('local'), ['x']);
+    stats.settle('local', 'x', 'revokedOrExpired');
     assert.deepEqual(ends(), [
-      ['x', 'released'],
+      ['x', 'revokedOrExpired'],
       ['a', 'expired'],
-      ['b', 'revokedOrExpired'],
+      ['b', 'released'],
+    ]);
+    assert.deepEqual(stats.figures('local', JOBS, 7000)!.ends, [
+      { end: 'released', count: 1 },
+      { end: 'expired', count: 1 },
+      { end: 'revokedOrExpired', count: 1 },
     ]);
     assert.deepEqual(stats.unsettled('local'), []);
+  });
+
+  test('a hold LockLens itself ended (its audit\'s mark) ended force-released, even found gone by a reload', () => {
+    const { stats, leases, put, del } = harness({ ownEnd: (lease) => lease === 'a' });
+    put(0, 'seed');
+    leases.set('a', lease('a', 30, 1000));
+    put(1000, 'a');
+    del(1100, 'seed');
+    del(2000, 'a');
+    assert.deepEqual(stats.holds('local', JOBS).map((h) => [h.owner, h.end]), [
+      ['seed', null],
+      ['a', 'forceReleased'],
+    ]);
   });
 
   test('a store whose keys carry their own TTL (Redis): gone with time left is released, run out is expired', () => {
@@ -114,14 +131,14 @@ describe('LockStats', () => {
     assert.deepEqual(stats.unsettled('local'), [], 'nothing to ask a store without revocable leases');
   });
 
-  test('a sample that finds the lease gone before its key\'s delete arrives: went with its lease (etcd), deleted (Redis)', () => {
-    for (const [hasLeases, end] of [[true, 'revokedOrExpired'], [false, 'released']] as const) {
+  test('a sample that finds the lease gone before its key\'s delete arrives, with time left on the one before: released', () => {
+    for (const hasLeases of [true, false]) {
       const { stats, leases, put, del } = harness({ hasLeases });
       leases.set('a', lease('a', 30, 0));
       put(0, 'a');
       stats.observeLeases('local', [lease('a', 0, 900, { state: 'expired' })]);
       del(1000, 'a');
-      assert.equal(stats.holds('local', JOBS)[0].end, end);
+      assert.equal(stats.holds('local', JOBS)[0].end, 'released', hasLeases ? 'etcd: revoked before its time' : 'Redis: deleted');
     }
   });
 

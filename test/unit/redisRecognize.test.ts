@@ -17,7 +17,7 @@ import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey, redissonNam
 import { globPrefix } from '../../src/core/redis/keyspaceReader';
 import { parseRedisEndpoint } from '../../src/core/redis/endpoints';
 import { redact } from '../../src/core/redact';
-import { keyspaceNotificationsOn } from '../../src/core/redis/nodeSubscriptions';
+import { expiredEventsOn, keyspaceNotificationsOn } from '../../src/core/redis/nodeSubscriptions';
 
 const UUID = '1b4e28ba-2fa1-11d2-883f-0016d3cca427';
 const UUID2 = '6fa459ea-ee8a-3ca4-894e-db77e160355e';
@@ -239,5 +239,14 @@ describe('Redis endpoints and patterns', () => {
     assert.equal(keyspaceNotificationsOn('EA'), false, 'keyevent only: LockLens listens to keyspace channels');
     assert.equal(keyspaceNotificationsOn('Kg$hx'), true);
     assert.equal(keyspaceNotificationsOn('Kg$h'), false, 'without expired events an expired lock would linger');
+  });
+
+  test('expired key events: E with x, or with A (which includes x)', () => {
+    assert.equal(expiredEventsOn('Ex'), true);
+    assert.equal(expiredEventsOn('EA'), true);
+    assert.equal(expiredEventsOn('KEA'), true);
+    assert.equal(expiredEventsOn('Kx'), false, 'keyspace only: told by keyspace notifications, when those are on');
+    assert.equal(expiredEventsOn('E$'), false);
+    assert.equal(expiredEventsOn(''), false);
   });
 });

@@ -119,4 +119,16 @@ describe('TtlTable (Redis PTTL as leases)', () => {
     assert.equal(t.get('b'), undefined);
     assert.ok(t.get('a'));
   });
+
+  test('an expiry the server told of: marked once, whether the key was alive or a PTTL had found it gone first', () => {
+    const t = new TtlTable();
+    t.observe([{ id: 'a', ms: 5000, keys }, { id: 'b', ms: 5000, keys }], 0);
+    t.observe([{ id: 'b', ms: -2, keys }], 5000);
+    for (const id of ['a', 'b']) {
+      const told = t.expire(id, 5000)!;
+      assert.deepEqual([told.state, told.expiryTold], ['expired', true], id);
+      assert.equal(t.expire(id, 5001), undefined, `${id}: told once`);
+    }
+    assert.equal(t.expire('unknown'), undefined);
+  });
 });

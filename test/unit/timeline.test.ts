@@ -140,26 +140,39 @@ describe('TimelineReducer', () => {
     assert.deepEqual(d.ended, [{ id: rowId('test', lockId(Buffer.from('jobs'), 'go-mutex'), Buffer.from('jobs/a1'), 'a1'), endedAt: f.now, end: 'revokedOrExpired' }]);
   });
 
-  test('how a bar ended: no lease → released; lease alive → unknown until settled; TTL run out → revoked or expired', () => {
+  test('how a bar ended: no lease or time left → released; TTL run out → expired; lease never sampled → unknown until settled', () => {
     const f = new Fixture();
-    f.put(singleKey('/locks/nolease', '', 5), mutexKey('jobs', 'a1', 10), mutexKey('jobs', 'a2', 11), mutexKey('other', 'b1', 12));
+    f.put(singleKey('/locks/nolease', '', 5), mutexKey('jobs', 'a1', 10), mutexKey('jobs', 'a2', 11), mutexKey('other', 'b1', 12), mutexKey('other', 'c1', 13));
     f.sample('a1', 60);
     f.sample('a2', 60);
     f.sample('b1', 3, 10);
     const r = reducer();
     r.update([f.source()], f.now);
     f.now += 4000; // b1's 3 s have run out
-    f.delete('/locks/nolease', 'jobs/a1', 'other/b1');
+    f.delete('/locks/nolease', 'jobs/a1', 'other/b1', 'other/c1');
     const d = r.update([f.source()], f.now);
     const ends = Object.fromEntries(d.ended.map((e) => [r.row(e.id)!.key, e.end]));
-    assert.deepEqual(ends, { '/locks/nolease': 'released', 'jobs/a1': 'unknown', 'other/b1': 'revokedOrExpired' });
-    assert.deepEqual(r.unsettled().map((x) => x.key), ['jobs/a1']);
+    assert.deepEqual(ends, { '/locks/nolease': 'released', 'jobs/a1': 'released', 'other/b1': 'expired', 'other/c1': 'unknown' });
+    assert.deepEqual(r.unsettled().map((x) => x.key), ['other/c1']);
 
     const id = r.unsettled()[0].id;
     r.settle(id, 'released');
     const settled = r.update([f.source()], f.now + 100);
     assert.deepEqual(settled, { upserts: [], ended: [{ id, endedAt: f.now, end: 'released' }], removed: [] });
     assert.deepEqual(r.unsettled(), []);
+  });
+
+  test('a bar whose member LockLens itself ended (Force Release, Revoke Lease) ends force-released', () => {
+    const f = new Fixture();
+    f.put(mutexKey('jobs', 'a1', 10), mutexKey('jobs', 'a2', 11));
+    f.sample('a1', 60);
+    f.sample('a2', 60);
+    const r = reducer();
+    const source = () => ({ ...f.source(), ownEnd: (lease: string) => lease === 'a1' });
+    r.update([source()], f.now);
+    f.delete('jobs/a1', 'jobs/a2');
+    const d = r.update([source()], f.now + 100);
+    assert.deepEqual(Object.fromEntries(d.ended.map((e) => [r.row(e.id)!.key, e.end])), { 'jobs/a1': 'forceReleased', 'jobs/a2': 'released' });
   });
 
   test('ended bars are kept for the longest window, then removed; at most maxEnded are kept', () => {

@@ -87,7 +87,27 @@ describe('timeline rows for a store without leases (Redis)', () => {
     const ended = reducer.update([r.source()], r.now).ended;
     const endOf = (key: string) => ended.find((e) => reducer.row(e.id)?.key === key)?.end;
     assert.equal(endOf('app:a'), 'released');
-    assert.equal(endOf('app:b'), 'revokedOrExpired');
+    assert.equal(endOf('app:b'), 'expired');
     assert.deepEqual(reducer.unsettled(), [], 'nothing is left for the host to ask the store about');
+  });
+
+  test('a key a PTTL sweep found gone before the read that ends its row: its last alive countdown decides', () => {
+    const r = new RedisLike();
+    const reducer = new TimelineReducer({ longHoldMs: 300_000, keepEndedMs: 3_600_000 });
+    const a = member('app:a', 'tok-a');
+    const b = member('app:b', 'tok-b');
+    r.show(lock('app:a', a), lock('app:b', b));
+    r.sample(a.lease, 30);
+    r.sample(b.lease, 2);
+    reducer.update([r.source()], r.now);
+    r.now += 5_000;
+    r.sample(a.lease, -2);
+    r.sample(b.lease, -2);
+    reducer.update([r.source()], r.now);
+    r.show();
+    const ended = reducer.update([r.source()], r.now + 50).ended;
+    const endOf = (key: string) => ended.find((e) => reducer.row(e.id)?.key === key)?.end;
+    assert.equal(endOf('app:a'), 'released', 'deleted with 25 s left');
+    assert.equal(endOf('app:b'), 'expired');
   });
 });

@@ -2,7 +2,8 @@ import { formatString, type TimelineStrings } from '../../src/protocol/timeline'
 import { offered } from './actions';
 import { isLongHold, ttlLeft } from './model';
 import type { Page } from './page';
-import { endLabel, ownerParts, roleLabel } from './render';
+import { endLabel } from './endMarks';
+import { ownerParts, roleLabel } from './render';
 import type { TimelineState } from './state';
 
 /** The selected bar in words, with its actions; its TTL is refreshed a few times a second. */

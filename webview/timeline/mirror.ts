@@ -1,7 +1,8 @@
 import type { TimelineStrings } from '../../src/protocol/timeline';
 import type { TimelineRow } from '../../src/shared/timelineData';
 import type { Layout } from './model';
-import { endLabel, ownerParts, roleLabel } from './render';
+import { endLabel } from './endMarks';
+import { ownerParts, roleLabel } from './render';
 
 /**
  * The bars in words, for screen readers (the canvas is aria-hidden): a visually hidden list of options owned by the

@@ -1,5 +1,6 @@
 import { formatString, type TimelineStrings } from '../../src/protocol/timeline';
 import type { PastHold, PastMessage } from '../../src/shared/timelineData';
+import { endText } from './endMarks';
 
 /**
  * A lock's past, replayed from its store's history, drawn under the live bars on a revision axis: the store keeps no
@@ -58,7 +59,7 @@ function holdItem(hold: PastHold, past: PastMessage, span: number, s: TimelineSt
   const from = hold.beforeHistory ? formatString(s.pastBefore, hold.acquiredRevision) : String(hold.acquiredRevision);
   const when = hold.endedRevision === null ? formatString(s.pastHolding, from) : formatString(s.pastSpan, from, hold.endedRevision);
   const parts = [when];
-  if (hold.end) parts.push(hold.end === 'released' ? s.endedReleased : hold.end === 'expired' ? s.expired : s.endedRevoked);
+  if (hold.end) parts.push(endText(hold.end, s));
   if (hold.token !== null) parts.push(formatString(s.token, hold.token));
   if (hold.lease) parts.push(formatString(s.lease, hold.lease));
   if (hold.waiters) parts.push(formatString(s.pastWaiting, hold.waiters));

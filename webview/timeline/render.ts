@@ -1,5 +1,6 @@
 import { formatString, type TimelineStrings } from '../../src/protocol/timeline';
 import type { TimelineRow } from '../../src/shared/timelineData';
+import { cross, endLabel, endMark } from './endMarks';
 import { isLongHold, ttlLeft, type Layout, type LockLine } from './model';
 import type { Theme } from './theme';
 
@@ -308,8 +309,8 @@ export class Renderer {
       ctx.setLineDash([]);
     }
     ctx.globalAlpha = 1;
-    if (ended) this.endMark(row, x(row.endedAt!), mid, t);
-    else if (row.leaseState === 'expired') this.cross(nowX, mid, t.error);
+    if (ended) endMark(ctx, row, x(row.endedAt!), mid, t);
+    else if (row.leaseState === 'expired') cross(ctx, nowX, mid, t.error);
     ctx.restore();
 
     // Trouble, said in words at the bar's end (colour alone is not enough).
@@ -341,32 +342,6 @@ export class Renderer {
       ctx.lineWidth = 1;
     }
   }
-
-  private endMark(row: TimelineRow, px: number, mid: number, t: Theme): void {
-    const { ctx } = this;
-    ctx.globalAlpha = 1;
-    if (row.end === 'revokedOrExpired') return this.cross(px, mid, t.error);
-    ctx.strokeStyle = row.end === 'released' ? t.foreground : t.muted;
-    ctx.lineWidth = 3;
-    ctx.beginPath();
-    ctx.moveTo(Math.round(px), mid - 8);
-    ctx.lineTo(Math.round(px), mid + 8);
-    ctx.stroke();
-    ctx.lineWidth = 1;
-  }
-
-  private cross(px: number, mid: number, colour: string): void {
-    const { ctx } = this;
-    ctx.strokeStyle = colour;
-    ctx.lineWidth = 2.5;
-    ctx.beginPath();
-    ctx.moveTo(px - 5, mid - 5);
-    ctx.lineTo(px + 5, mid + 5);
-    ctx.moveTo(px + 5, mid - 5);
-    ctx.lineTo(px - 5, mid + 5);
-    ctx.stroke();
-    ctx.lineWidth = 1;
-  }
 }
 
 export function roleColour(role: TimelineRow['role'], t: Theme): string {
@@ -386,10 +361,6 @@ export function roleColour(role: TimelineRow['role'], t: Theme): string {
 
 export function roleLabel(role: TimelineRow['role'], s: TimelineStrings): string {
   return s[role];
-}
-
-export function endLabel(row: TimelineRow, s: TimelineStrings): string {
-  return row.end === 'released' ? s.endedReleased : row.end === 'revokedOrExpired' ? s.endedRevoked : s.endedUnknown;
 }
 
 /** Who the bar is, and its fencing token: `lease 1a2b · token 9` (etcd), `owner 5f3e…` (a Redis token lock). */

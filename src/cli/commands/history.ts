@@ -1,6 +1,7 @@
 import { LockLensError } from '../../core/errors';
-import { MAX_REPLAY_REVISIONS, REPLAY_WAITERS_KEPT, type HoldEnd, type LockHistory } from '../../core/history';
+import { MAX_REPLAY_REVISIONS, REPLAY_WAITERS_KEPT, type LockHistory } from '../../core/history';
 import { displayKey, isUtf8 } from '../../core/keys';
+import { HOLD_END_TEXT } from '../../shared/holdEnds';
 import { keyJson } from '../lockJson';
 import { CONNECTION_HELP, parse, parsePositiveInt } from '../options';
 import { checkReaderFlags, printRecordedHistory, RECORDED_HELP, RECORDED_OPTIONS } from '../recordedHistory';
@@ -109,8 +110,6 @@ export function historyJson(h: LockHistory) {
   };
 }
 
-const END_TEXT: Record<HoldEnd, string> = { released: 'released', revokedOrExpired: 'revoked or expired', expired: 'expired' };
-
 /** What was read, then one line per hold, oldest first. */
 export function historyText(h: LockHistory, single: boolean): string {
   const what = single ? `the key ${displayKey(h.name)}` : `the queue ${displayKey(h.name)}/…`;
@@ -131,7 +130,7 @@ export function historyText(h: LockHistory, single: boolean): string {
       `lease ${hold.lease || '(none)'}`,
       `token ${hold.token}`,
       hold.beforeHistory ? `${span} (held before history)` : span,
-      ...(hold.endedRevision === null ? [] : [hold.end ? END_TEXT[hold.end] : 'end unknown (lease not answered)']),
+      ...(hold.endedRevision === null ? [] : [hold.end ? HOLD_END_TEXT[hold.end] : 'end unknown (lease not answered)']),
       `${hold.waiterCount} waiting`,
     ].join('  ');
   });

@@ -59,7 +59,10 @@ Config (the connection fields are those of VS Code's locklens.connections; store
     const maxLocks = parsePositiveInt(values['max-locks'], '--max-locks', config.maxLocks);
     const log = jsonLog();
     // Every batch of lock events, in order, goes here: the metrics count them (and the recorder, when there is one).
-    const recorder = config.data === undefined ? undefined : await HistoryRecorder.open(config.data, { bounds: { ...DEFAULT_BOUNDS, ...definedOf(config.history) }, log });
+    const recorder =
+      config.data === undefined
+        ? undefined
+        : await HistoryRecorder.open(config.data, { bounds: { ...DEFAULT_BOUNDS, ...definedOf(config.history) }, log, onForceReleases: (found) => metrics.countForceReleases(found) });
     const onEvents: WatcherOptions['onEvents'] = (events, read) => {
       metrics.count(events);
       if (!recorder) return;

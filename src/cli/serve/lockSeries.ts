@@ -14,6 +14,7 @@ export interface Counts {
   readonly acquisitions: number;
   readonly handoffs: number;
   readonly expiries: number;
+  readonly forceReleases: number;
 }
 
 /** One lock as its series say it. */
@@ -133,6 +134,7 @@ function merged(s: Series, r: LockRow): Series {
       acquisitions: s.counts.acquisitions + r.counts.acquisitions,
       handoffs: s.counts.handoffs + r.counts.handoffs,
       expiries: s.counts.expiries + r.counts.expiries,
+      forceReleases: s.counts.forceReleases + r.counts.forceReleases,
     },
   };
 }

@@ -8,6 +8,7 @@ import type { LiveState } from '../../core/backend';
 import type { LeaseInfo } from '../../core/leaseInfo';
 import type { LockEvent } from '../../core/lockEventTypes';
 import type { LockNow } from '../../core/lockEvents';
+import type { MatchedForceRelease } from '../../core/recording/recordedHold';
 import { holderCount, type LockKind, type LockMember, type LockState } from '../../core/lockState';
 import { displayKey } from '../../core/keys';
 import { remainingTtl } from '../../core/leaseInfo';
@@ -41,7 +42,7 @@ interface Tally {
   lastActive: number;
 }
 
-const zero = (): Mutable<Counts> => ({ acquisitions: 0, handoffs: 0, expiries: 0 });
+const zero = (): Mutable<Counts> => ({ acquisitions: 0, handoffs: 0, expiries: 0, forceReleases: 0 });
 
 export class ServeMetrics {
   readonly registry = new Registry();
@@ -105,9 +106,9 @@ export class ServeMetrics {
       new Counter({ name, help, labelNames: LOCK, registers, collect: collectOf((c) => this.eachSeries(false, (s, l) => c.inc(l, s.counts[key]))) });
     counter('locklens_lock_acquisitions_total', 'Holds seen beginning (not those found in place at a first read or a reload).', 'acquisitions');
     counter('locklens_lock_handoffs_total', 'Holds that began as another ended, taken by a member that was queued for it.', 'handoffs');
-    counter('locklens_lock_expiries_total', 'Holds seen ending by their TTL running out.', 'expiries');
-    // A read-only watcher sees no force release: the series come from whoever reports them (LockLens' own releases).
-    new Counter({ name: 'locklens_lock_force_releases_total', help: 'Holds force-released through LockLens.', labelNames: LOCK, registers });
+    counter('locklens_lock_expiries_total', 'Holds seen ending by their TTL running out (the store said so, or its countdown was seen to end).', 'expiries');
+    // A read-only watcher sees no force release: the recorded history tells them (`locklens unlock --force --data DIR`).
+    counter('locklens_lock_force_releases_total', 'Holds force-released through LockLens, as its recorded history tells (serve with data:).', 'forceReleases');
     this.holdSeconds = new Histogram({ name: 'locklens_lock_hold_duration_seconds', help: 'How long holds seen from start to end lasted.', labelNames: KIND, registers, buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400] });
     this.waitSeconds = new Histogram({ name: 'locklens_lock_wait_duration_seconds', help: 'How long waits seen from start to end lasted, granted or given up.', labelNames: KIND, registers, buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900] });
   }
@@ -116,9 +117,7 @@ export class ServeMetrics {
   count(events: readonly LockEvent[]): void {
     for (const e of events) {
       const store = this.watched.find((w) => w.name === e.connection)?.store ?? '';
-      const tallies = this.tallies.get(e.connection) ?? this.tallies.set(e.connection, new Map()).get(e.connection)!;
-      const t = tallies.get(e.lockId) ?? tallies.set(e.lockId, { name: e.lock, kind: e.kind, counts: zero(), lastActive: e.at }).get(e.lockId)!;
-      t.lastActive = Math.max(t.lastActive, e.at);
+      const t = this.tally(e.connection, e.lockId, e.lock, e.kind, e.at);
       const kind = { connection: e.connection, store, kind: e.kind };
       if (e.type === 'holdStarted') {
         if (e.exact) t.counts.acquisitions++;
@@ -130,6 +129,18 @@ export class ServeMetrics {
         this.waitSeconds.observe(kind, e.waitedMs / 1000);
       }
     }
+  }
+
+  /** Counts LockLens's force releases, as the recorded history matched them with the holds they ended. */
+  countForceReleases(found: readonly MatchedForceRelease[], now = Date.now()): void {
+    for (const m of found) this.tally(m.connection, m.lockId, m.lock, m.kind, now).counts.forceReleases++;
+  }
+
+  private tally(connection: string, lockId: string, name: string, kind: LockKind, at: number): Tally {
+    const tallies = this.tallies.get(connection) ?? this.tallies.set(connection, new Map()).get(connection)!;
+    const t = tallies.get(lockId) ?? tallies.set(lockId, { name, kind, counts: zero(), lastActive: at }).get(lockId)!;
+    t.lastActive = Math.max(t.lastActive, at);
+    return t;
   }
 
   /** The series of this scrape: worked out once for every gauge and counter that asks during it. */
@@ -178,6 +189,7 @@ export class ServeMetrics {
       sum.acquisitions += t.counts.acquisitions;
       sum.handoffs += t.counts.handoffs;
       sum.expiries += t.counts.expiries;
+      sum.forceReleases += t.counts.forceReleases;
       tallies.delete(id);
     }
   }
@@ -220,7 +232,7 @@ function rowOf(w: Watched, lock: LockState, name: string, tally: Tally | undefin
     store: w.store,
     name,
     kind: lock.kind,
-    counts: counts ? { acquisitions: counts.acquisitions, handoffs: counts.handoffs, expiries: counts.expiries } : zero(),
+    counts: counts ? { acquisitions: counts.acquisitions, handoffs: counts.handoffs, expiries: counts.expiries, forceReleases: counts.forceReleases } : zero(),
     present: true,
     holders: holderCount(lock),
     waiters: lock.waiters.length,

@@ -7,9 +7,9 @@ import { accessSync, constants, existsSync } from 'node:fs';
 import { LockLensError } from '../errors';
 import { sleep } from '../sleep';
 import { historyFile, writerOf } from './dataDir';
-import type { ForceReleaseNote, HoldQuery, RecordedHold } from './recordedHold';
+import type { ForceReleaseNote, HoldQuery, MatchedForceRelease, RecordedHold } from './recordedHold';
 import { prune, usedBytes, fileBytes, type HistoryBounds, type PruneResult } from './retention';
-import { applyPending, insertForceRelease, matchForceReleases, selectHolds, type Pending } from './rows';
+import { applyPending, insertForceRelease, matchForceReleases, selectHolds, selectMatchedForceReleases, type Pending } from './rows';
 import { checkReadable, ensureSchema } from './schema';
 import { clearStaleLock, lockAgeMs, STALE_LOCK_MS } from './lockDir';
 import { isBusy, SqliteFile } from './sqliteFile';
@@ -91,6 +91,11 @@ export class HistoryStore {
       matchForceReleases(this.file);
       return fileBytes(this.file);
     });
+  }
+
+  /** The force releases noted from `since` on that were matched with the hold they ended (by whichever process). */
+  matchedForceReleases(since: number): MatchedForceRelease[] {
+    return this.file.write(() => selectMatchedForceReleases(this.file, since));
   }
 
   /** A new recorder run's number, kept in the file (rows record the last run that saw them open). */

@@ -2,12 +2,7 @@
  * What the recorded history holds, as its readers (`locklens history --data`, the Lock History view) get it.
  */
 import type { HoldEnd } from '../../shared/holdEnds';
-
-/**
- * How a recorded hold ended: as the watcher saw it (HoldEnd), or `forceReleased`: a LockLens force release
- * (`locklens unlock --force --data DIR`) ended it, which the store itself never tells apart from a release.
- */
-export type RecordedEnd = HoldEnd | 'forceReleased';
+import type { LockKind } from '../lockState';
 
 export interface RecordedHold {
   readonly connection: string;
@@ -27,8 +22,11 @@ export interface RecordedHold {
   readonly endedAt: number | null;
   /** Not exact: found gone when LockLens looked again (a poll, a reconnect, a restart of the recorder). */
   readonly endedExact: boolean | null;
-  /** Null while it holds, or where the store cannot tell. */
-  readonly end: RecordedEnd | null;
+  /**
+   * Null while it holds, or where the store cannot tell. `forceReleased` comes from a LockLens force release
+   * (`locklens unlock --force --data DIR`) matched with the hold it ended: the store never tells it from a release.
+   */
+  readonly end: HoldEnd | null;
   /** Who force-released it (the OS user that ran `locklens unlock --force`), when `end` is forceReleased. */
   readonly forceReleasedBy: string | null;
   /** How long it had waited in the queue before it held, when the watcher saw it queue. */
@@ -61,4 +59,14 @@ export interface ForceReleaseNote {
   readonly by: string;
   /** Epoch ms, taken just before the release was sent. */
   readonly at: number;
+}
+
+/** A force release matched with the hold it ended: what serve's metrics count it under. */
+export interface MatchedForceRelease {
+  /** Its note's id in the file. */
+  readonly id: number;
+  readonly connection: string;
+  readonly lockId: string;
+  readonly lock: string;
+  readonly kind: LockKind;
 }

@@ -10,6 +10,7 @@ import { errorMessage } from '../errors';
 import { claimDataDir } from './dataDir';
 import { HistoryStore } from './historyStore';
 import { DEFAULT_BOUNDS, type HistoryBounds } from './retention';
+import type { MatchedForceRelease } from './recordedHold';
 import type { Pending } from './rows';
 import { isBusy } from './sqliteFile';
 
@@ -23,7 +24,15 @@ export interface RecorderOptions {
   /** How often the bounds are applied (they are also whenever a write finds the file over maxBytes). */
   readonly pruneIntervalMs?: number;
   readonly now?: () => number;
+  /**
+   * Hears each LockLens force release noted while it runs, once matched with the hold it ended: `locklens unlock
+   * --force --data DIR` notes it from another process, so the file is looked at after each write and every
+   * FORCE_RELEASE_CHECK_MS.
+   */
+  readonly onForceReleases?: (found: readonly MatchedForceRelease[]) => void;
 }
+
+const FORCE_RELEASE_CHECK_MS = 2_000;
 
 /** One transaction per burst, at most this often. */
 export const FLUSH_MS = 100;
@@ -63,6 +72,11 @@ export class HistoryRecorder {
   private readonly log: RecorderLog;
   private readonly maxPending: number;
   private readonly now: () => number;
+  private readonly openedAt: number;
+  /** The force releases already told to onForceReleases. */
+  private readonly toldForceReleases = new Set<number>();
+  private readonly forceReleaseTimer: NodeJS.Timeout | undefined;
+  private readonly onForceReleases: RecorderOptions['onForceReleases'];
 
   private constructor(
     private readonly store: HistoryStore,
@@ -76,6 +90,25 @@ export class HistoryRecorder {
     this.now = options.now ?? Date.now;
     this.pruneTimer = setInterval(() => this.prune(), options.pruneIntervalMs ?? 60_000);
     this.pruneTimer.unref();
+    this.openedAt = this.now();
+    this.onForceReleases = options.onForceReleases;
+    if (this.onForceReleases) {
+      this.forceReleaseTimer = setInterval(() => this.checkForceReleases(), FORCE_RELEASE_CHECK_MS);
+      this.forceReleaseTimer.unref();
+    }
+  }
+
+  private checkForceReleases(): void {
+    const told = this.onForceReleases;
+    if (!told || this.closed || this.broken || this.backingOff) return;
+    let found: MatchedForceRelease[];
+    try {
+      found = this.store.matchedForceReleases(this.openedAt).filter((m) => !this.toldForceReleases.has(m.id));
+    } catch {
+      return; // busy, or failing: looked at again later
+    }
+    for (const m of found) this.toldForceReleases.add(m.id);
+    if (found.length) told(found);
   }
 
   /**
@@ -134,6 +167,7 @@ export class HistoryRecorder {
     this.closed = true;
     clearTimeout(this.timer);
     clearInterval(this.pruneTimer);
+    clearInterval(this.forceReleaseTimer);
     if (this.pending.length) this.log('error', 'recorded history: events not written at exit', { events: this.pending.length, reason: this.failing });
     this.store.close();
     this.release();
@@ -177,6 +211,7 @@ export class HistoryRecorder {
       this.failures = 0;
       this.backingOff = false;
       if (bytes > this.bounds.maxBytes) this.prune();
+      this.checkForceReleases();
       return true;
     } catch (e) {
       this.failures++;

@@ -3,7 +3,9 @@
  * matched with the hold it ended, and readers get holds back. Each runs inside a transaction its caller opened.
  */
 import type { LockEvent } from '../lockEventTypes';
-import type { ForceReleaseNote, HoldQuery, RecordedEnd, RecordedHold } from './recordedHold';
+import type { HoldEnd } from '../../shared/holdEnds';
+import type { LockKind } from '../lockState';
+import type { ForceReleaseNote, HoldQuery, MatchedForceRelease, RecordedHold } from './recordedHold';
 import type { SqliteFile } from './sqliteFile';
 
 /** What the recorder writes, in the order it learned them. */
@@ -116,6 +118,15 @@ export function matchForceReleases(f: SqliteFile): void {
   for (const { hold_id } of matched) if (hold_id !== null) f.statement("UPDATE holds SET how = 'forceReleased' WHERE id = :id").run({ ':id': hold_id });
 }
 
+/** The force releases noted from `since` on (epoch ms) that were matched with the hold they ended. */
+export function selectMatchedForceReleases(f: SqliteFile, since: number): MatchedForceRelease[] {
+  const rows = f.db.all(
+    `SELECT fr.id, h.connection, h.lock_id, h.lock, h.kind FROM force_releases fr JOIN holds h ON h.id = fr.hold_id WHERE fr.at >= :since`,
+    { ':since': since },
+  ) as unknown as { id: number; connection: string; lock_id: string; lock: string; kind: string }[];
+  return rows.map((r) => ({ id: Number(r.id), connection: r.connection, lockId: r.lock_id, lock: r.lock, kind: r.kind as LockKind }));
+}
+
 interface HoldRow {
   connection: string;
   store: string;
@@ -159,7 +170,7 @@ export function selectHolds(f: SqliteFile, q: HoldQuery): RecordedHold[] {
     acquiredExact: r.started_exact === 1,
     endedAt: r.ended_at === null ? null : Number(r.ended_at),
     endedExact: r.ended_exact === null ? null : r.ended_exact === 1,
-    end: r.how as RecordedEnd | null,
+    end: r.how as HoldEnd | null,
     forceReleasedBy: r.how === 'forceReleased' ? r.by : null,
     waitedMs: r.waited_ms === null ? null : Number(r.waited_ms),
     handoff: r.handoff === 1,

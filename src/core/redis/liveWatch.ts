@@ -69,19 +69,22 @@ export class RedisLockWatch extends SnapshotLockWatch {
     this.subscriptions = new NodeSubscriptions(deps.topology, deps.openSubscriber, prefixes, {
       unlocked: (channel) => this.unlockedLock(channel),
       touched: (key) => this.touch(key),
+      expired: (key) => this.expiredKey(key),
       detected: () => {
         if (this.status.state === 'live') this.setStatus(this.liveStatus);
       },
       log: options.log,
     });
     this.fullReads = new FullReads(Math.max(50, options.pollIntervalMs ?? 1000), (task) => this.enqueue(task), () => this.fullRead(false));
-    this.ttls = new TtlSampler(deps.topology, Math.max(50, options.leaseSampleIntervalMs ?? 2000), (infos) => this.leasesEmitter.fire(infos), (key) => this.touch(key));
+    this.ttls = new TtlSampler(deps.topology, Math.max(50, options.leaseSampleIntervalMs ?? 2000), (infos) => this.leasesEmitter.fire(infos), (key) => this.touch(key), () => this.subscriptions.expiryEvents);
     this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
   }
 
   private get detail(): string {
-    const { notifications, configRefused } = this.subscriptions;
-    const how = notifications ? 'keyspace notifications' : this.fullReads.pacer.describe(configRefused ? 'unreadable' : 'off');
+    const { notifications, configRefused, expiryEvents } = this.subscriptions;
+    const followed = notifications ? 'keyspace notifications' : this.fullReads.pacer.describe(configRefused ? 'unreadable' : 'off');
+    // Keyspace notifications that are on include expiries; without them, `expired` key events may still come.
+    const how = expiryEvents && !notifications ? `${followed}; expired events tell expiries from deletes` : followed;
     const topology = this.deps.topology;
     if (this.down.length === 0) return how;
     // A cluster master that is down is not among the connected ones; a redlock instance that is down still is.
@@ -138,6 +141,15 @@ export class RedisLockWatch extends SnapshotLockWatch {
       if (this.deps.topology.kind === 'cluster') this.unlocked.set(keyId(name), name);
       this.touch(name);
     }
+  }
+
+  /**
+   * The server said `key` expired: its TTL's last word is said before the read that finds its lock gone, so that how
+   * the hold ended is known when it ends.
+   */
+  private expiredKey(key: Buffer): void {
+    if (this.disposed || !this.ttls.toldExpired(key)) return;
+    this.touch(key);
   }
 
   /** A key changed: re-read the lock it belongs to. */

@@ -21,6 +21,14 @@ export function keyspaceNotificationsOn(flags: string): boolean {
 }
 
 /**
+ * Whether `notify-keyspace-events` sends `expired` key-event notifications (`E` with `x`, or `A` which includes it):
+ * they tell an expiry from a delete. Keyspace notifications that are on (above) tell it too, by their message.
+ */
+export function expiredEventsOn(flags: string): boolean {
+  return flags.includes('E') && (flags.includes('x') || flags.includes('A'));
+}
+
+/**
  * The lock names a Redisson unlock message's channel may stand for: `redisson_lock__channel:{name}`, a fair lock's
  * `redisson_lock__channel:{name}:<uuid>:<thread>` (the waiter it wakes), `redisson_rwlock:{name}`. Both readings of a
  * channel that ends like a fair wake-up are given: reading a name too many costs one key.
@@ -42,6 +50,8 @@ export interface SubscriptionHandlers {
   readonly unlocked: (channel: Buffer) => void;
   /** A keyspace notification said `key` changed. */
   readonly touched: (key: Buffer) => void;
+  /** The server said `key` expired (it was not deleted). */
+  readonly expired: (key: Buffer) => void;
   /** A detection ended: whether notifications are on, or CONFIG is refused, may have changed. */
   readonly detected: () => void;
   readonly log?: (line: string) => void;
@@ -51,6 +61,8 @@ interface NodeSubscription {
   readonly subscriber: Subscriber;
   readonly subscriptions: Disposable[];
   notifications: boolean;
+  /** Subscribed to its `expired` key events. */
+  expiredEvents: boolean;
 }
 
 export class NodeSubscriptions {
@@ -59,6 +71,7 @@ export class NodeSubscriptions {
   /** The detections in flight, one after the other (see detect). */
   private detection: Promise<void> = Promise.resolve();
   private notificationsOn = false;
+  private expiriesTold = false;
   private refused = false;
   private stopped = false;
 
@@ -72,6 +85,11 @@ export class NodeSubscriptions {
   /** Every node sends keyspace notifications and is subscribed to them: changes need not be polled for. */
   get notifications(): boolean {
     return this.notificationsOn;
+  }
+
+  /** Every node says when a key expires (key-event or keyspace notifications with `x`), and is heard: a key gone without it was deleted. */
+  get expiryEvents(): boolean {
+    return this.expiriesTold;
   }
 
   /**
@@ -99,6 +117,7 @@ export class NodeSubscriptions {
     const nodes = this.topology.nodes();
     const results = await Promise.all(nodes.map((n) => this.detectNode(n)));
     if (this.stopped) return;
+    this.expiriesTold = nodes.length > 0 && nodes.every((n) => this.subscribers.get(n.label)?.expiredEvents ?? false);
     this.refused = results.some((r) => r === 'unreadable');
     for (const label of [...this.subscribers.keys()]) {
       if (nodes.some((n) => n.label === label)) continue;
@@ -115,9 +134,11 @@ export class NodeSubscriptions {
   /** Whether `node` sends keyspace notifications (`unreadable`: CONFIG refused), subscribing to what it sends. */
   private async detectNode(node: RedisNode): Promise<'on' | 'off' | 'unreadable'> {
     let mode: 'on' | 'off' | 'unreadable' = 'off';
+    let expiredEvents = false;
     try {
       const reply = (await node.client.config('GET', 'notify-keyspace-events')) as string[];
       if (keyspaceNotificationsOn(reply?.[1] ?? '')) mode = 'on';
+      expiredEvents = expiredEventsOn(reply?.[1] ?? '');
     } catch (e) {
       mode = 'unreadable';
       this.handlers.log?.(`Redis CONFIG GET refused at ${node.label} (${errorMessage(e)}): polling, and following keyspace notifications if it sends them`);
@@ -132,7 +153,7 @@ export class NodeSubscriptions {
             await subscriber.psubscribe(Buffer.from('redisson_lock__channel:*'), redisson),
             await subscriber.psubscribe(Buffer.from('redisson_rwlock:*'), redisson),
           ];
-          entry = { subscriber, subscriptions, notifications: false };
+          entry = { subscriber, subscriptions, notifications: false, expiredEvents: false };
         } catch (e) {
           // Not filed half-subscribed: the next detection opens a fresh one.
           subscriber.dispose();
@@ -146,12 +167,22 @@ export class NodeSubscriptions {
       }
       if (mode !== 'off' && !entry.notifications) {
         const base = Buffer.from(`__keyspace@${node.spec.endpoint.db}__:`);
-        const onKey = (channel: Buffer) => this.handlers.touched(channel.subarray(base.length));
+        const onKey = (channel: Buffer, message: Buffer) => {
+          const key = channel.subarray(base.length);
+          if (message.toString('latin1') === 'expired') this.handlers.expired(key);
+          this.handlers.touched(key);
+        };
         for (const p of [...this.prefixes.map(globPrefix), Buffer.from('redisson_lock_queue:*')]) {
           entry.subscriptions.push(await entry.subscriber.psubscribe(Buffer.concat([base, p]), onKey));
         }
         entry.notifications = true;
       }
+      if (expiredEvents && !entry.expiredEvents) {
+        // The channel carries every expiry of the database, not only the prefixes': the watch drops the others.
+        entry.subscriptions.push(await entry.subscriber.subscribe(Buffer.from(`__keyevent@${node.spec.endpoint.db}__:expired`), (_, key) => this.handlers.expired(key)));
+      }
+      // Keyspace notifications that are on include `x`: their messages say which changes were expiries.
+      entry.expiredEvents = expiredEvents || mode === 'on';
       return mode;
     } catch (e) {
       this.handlers.log?.(`Redis subscribe failed at ${node.label} (${errorMessage(e)}): polling`);

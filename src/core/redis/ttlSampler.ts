@@ -21,10 +21,24 @@ export class TtlSampler {
     private readonly changed: (infos: readonly LeaseInfo[]) => void,
     /** A key the sweep found gone: the lock it belongs to is to be read now rather than at the next poll. */
     private readonly expired: (key: Buffer) => void,
+    /** The server says when a key expires (see LeaseInfo.expiryEvents). */
+    private readonly expiryEvents: () => boolean = () => false,
   ) {}
 
   lease(id: string): LeaseInfo | undefined {
-    return this.ttls.get(id);
+    const info = this.ttls.get(id);
+    return info && this.stamped(info);
+  }
+
+  /** The server said `key` expired: true when it is one of the keys sampled (its info is then told, once). */
+  toldExpired(key: Buffer): boolean {
+    const told = [...this.sources.values()].filter((s) => s.deadline === undefined && s.keys[0]?.equals(key)).flatMap((s) => this.ttls.expire(s.id) ?? []);
+    if (told.length) this.changed(told.map((i) => this.stamped(i)));
+    return told.length > 0;
+  }
+
+  private stamped(info: LeaseInfo): LeaseInfo {
+    return this.expiryEvents() && !info.expiryEvents ? { ...info, expiryEvents: true } : info;
   }
 
   /** A full read's TTL sources: they replace all there were. */
@@ -44,7 +58,7 @@ export class TtlSampler {
     for (const id of [...this.sources.keys()]) if (!live.has(id)) this.sources.delete(id);
     const changed = this.ttls.observe(samples.filter((s) => live.has(s.id)), now);
     const gone = this.ttls.retain(live, now);
-    if (changed.length || gone.length) this.changed([...changed, ...gone]);
+    if (changed.length || gone.length) this.changed([...changed, ...gone].map((i) => this.stamped(i)));
   }
 
   /** Sweeps every sample interval until stopped. */
@@ -69,7 +83,7 @@ export class TtlSampler {
       ...waiting.map((s) => ({ ...s, ms: Math.max(0, s.deadline! - now) })),
     ];
     const changed = this.ttls.observe(samples, now);
-    if (changed.length) this.changed(changed);
+    if (changed.length) this.changed(changed.map((i) => this.stamped(i)));
     // A key that expired is a lock gone (or a fair lock left with waiters): read it now rather than at the next poll.
     keyed.forEach((s, i) => pttls[i] === -2 && this.expired(s.keys[0]));
   }

@@ -41,6 +41,19 @@ export class TtlTable {
     return out;
   }
 
+  /**
+   * The server said `id`'s key expired: its info, marked so (undefined when not known, or told already). A sweep's
+   * PTTL may have found it gone first: its expiry is what evicted it then.
+   */
+  expire(id: string, at = Date.now()): LeaseInfo | undefined {
+    const info = this.infos.get(id);
+    if (!info || info.expiryTold) return undefined;
+    const gone = info.state === 'alive' ? observeLease(info, id, { ttl: -1, grantedTtl: info.grantedTtl, keys: info.keys, at }) : info;
+    const told = { ...gone, expiryTold: true };
+    this.infos.set(id, told);
+    return told;
+  }
+
   /** Forgets ids no longer referred to; returns them marked expired, once, for views still showing them. */
   retain(live: ReadonlySet<string>, at = Date.now()): LeaseInfo[] {
     const gone: LeaseInfo[] = [];

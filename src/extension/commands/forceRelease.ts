@@ -49,12 +49,14 @@ export function registerForceRelease(register: RegisterCommand, { registry, held
       audit.record({ action: 'forceRelease', outcome: 'cancelled', ...audited });
       return;
     }
+    const mark = audit.ownEnds.begin(connection.name, member.owner);
     try {
       const result = await backend.forceRelease(lock, member);
       audit.record({ action: 'forceRelease', outcome: 'ok', ...audited, keys: result.keys, detail: result.action });
       void vscode.window.showInformationMessage(vscode.l10n.t('Released "{0}": {1}.', displayKey(lock.name), result.action));
       await connection.watch?.sync().catch(() => undefined);
     } catch (e) {
+      mark();
       audit.record({ action: 'forceRelease', outcome: 'failed', ...audited, detail: errorMessage(e) });
       throw e;
     }

@@ -39,6 +39,7 @@ export function registerLeaseCommands(register: RegisterCommand, context: LockCo
       audit.record({ action: 'revoke', outcome: 'cancelled', connection: connection.name, lease, keys: sample.keys });
       return;
     }
+    const mark = audit.ownEnds.begin(connection.name, lease);
     try {
       const result = await leases.revoke(lease);
       audit.record({ action: 'revoke', outcome: 'ok', connection: connection.name, lease, keys: result.keys, detail: `revision ${result.revision}` });
@@ -48,6 +49,7 @@ export function registerLeaseCommands(register: RegisterCommand, context: LockCo
           : vscode.l10n.t('Revoked lease {0}: {1} keys deleted.', lease, result.keys.length),
       );
     } catch (e) {
+      mark();
       audit.record({ action: 'revoke', outcome: 'failed', connection: connection.name, lease, detail: errorMessage(e) });
       throw e;
     }

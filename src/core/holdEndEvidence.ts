@@ -1,0 +1,67 @@
+/**
+ * How a hold whose key just went ended, from the evidence LockLens has at that moment (see src/shared/holdEnds.ts for
+ * what each end means). Stores rarely say why a key went, so the evidence is what LockLens sampled and was told:
+ *
+ * - etcd: a key deleted while its lease lived, or whose lease was revoked before its time (a TTL sample shows time
+ *   left: etcd only ever extends a lease, never shortens it), was released; one whose lease's countdown had run out
+ *   expired. Without a sample, a lease found gone may have been revoked or have expired (`revokedOrExpired`), and a
+ *   lease not yet asked about leaves the end to the store (null: see `unsettled`). A revoke by some other client reads
+ *   as released: etcd records no author; LockLens's own are told by its audit (`forceReleased`, not decided here).
+ * - Redis: where the server sends `expired` events (notify-keyspace-events with E or K, and x), they decide: told, it
+ *   expired; not told, the key was deleted. Otherwise a key whose PTTL countdown had run out expired, and one that went
+ *   with time left was deleted (released); one found gone whose countdown is not known may have done either (null).
+ * - A member with nothing to expire with can only have been deleted. A ZooKeeper session or a SQL connection, whose
+ *   time left cannot be read, says nothing here (null) until the store is asked whether the owner lives.
+ * Pure: no store, no timers.
+ */
+import type { HoldEnd } from '../shared/holdEnds';
+import type { LeaseInfo } from './leaseInfo';
+
+/**
+ * A key that goes this close to its countdown's end ran out: a Redis key's expiry is reported when the server evicts
+ * it, a few milliseconds either side of the PTTL sample's countdown.
+ */
+export const EXPIRY_SLACK_S = 0.25;
+
+export interface EndEvidence {
+  /** What the member expired with ('' for nothing). */
+  readonly lease: string;
+  /** Seconds its countdown had left when the key went, by the last sample that found it alive; undefined: none. */
+  readonly secondsLeft: number | undefined;
+  /** A sample found what it expired with gone. */
+  readonly leaseGone: boolean;
+  /** The store sends an event when what it expires with expires (Redis `expired` events)... */
+  readonly expiryEvents: boolean;
+  /** ...and sent one for it. */
+  readonly expiryTold: boolean;
+}
+
+export interface StoreEvidence {
+  /** Leases outlive their keys and can be revoked (etcd). */
+  readonly hasLeases: boolean;
+  /** What members expire with has a TTL that is sampled (etcd leases, Redis keys). */
+  readonly sampledTtls: boolean;
+}
+
+export function endOfGone(e: EndEvidence, store: StoreEvidence): HoldEnd | null {
+  if (e.expiryTold) return 'expired';
+  if (!e.lease || e.expiryEvents) return 'released';
+  if (e.secondsLeft === undefined) {
+    if (store.hasLeases) return e.leaseGone ? 'revokedOrExpired' : null;
+    // A key never sampled went: deleted. One found gone whose countdown was not kept may have expired.
+    return store.sampledTtls && !e.leaseGone ? 'released' : null;
+  }
+  return e.secondsLeft <= EXPIRY_SLACK_S ? 'expired' : 'released';
+}
+
+/** The evidence of the last sample of what a member expired with (undefined: none was taken). */
+export function evidenceOf(lease: string, info: LeaseInfo | undefined, now: number): EndEvidence {
+  const alive = info?.state === 'alive';
+  return {
+    lease,
+    secondsLeft: alive ? info.ttl - (now - info.observedAt) / 1000 : undefined,
+    leaseGone: info !== undefined && !alive,
+    expiryEvents: info?.expiryEvents ?? false,
+    expiryTold: info?.expiryTold ?? false,
+  };
+}
