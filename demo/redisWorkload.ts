@@ -148,32 +148,23 @@ def fair(name):
             renew += WATCHDOG_S
             refresh()
 
-def token(name, who):
-    lock = redis.Redis.from_url(url).lock(name, timeout=8, sleep=0.1)
+def token(name, who, job=(1, 3), pause=(0.2, 1.0), timeout=8):
+    lock = redis.Redis.from_url(url).lock(name, timeout=timeout, sleep=0.1)
     while True:
         lock.acquire(blocking=True)
-        say('debug', 'holds %s with token %s' % (name, lock.local.token.decode()))
-        time.sleep(random.uniform(1, 3))
+        say('debug', 'holds %s with token %s for a job of %d-%d s (timeout %d s)' % (name, lock.local.token.decode(), job[0], job[1], timeout))
+        time.sleep(random.uniform(*job))
         try:
             lock.release()
             say('debug', 'released %s' % name)
         except LockError as e:
-            say('info', 'lost %s while holding it: %s' % (name, e))
-        time.sleep(random.uniform(0.2, 1.0))
+            # A job longer than the timeout finds its lock expired, and maybe taken by another.
+            say('info' if job[1] < timeout else 'debug', 'lost %s while holding it: %s' % (name, e))
+        time.sleep(random.uniform(*pause))
 
 def short_ttl(name, who):
     # redis-py's Lock with a timeout picked once, for a job that has since grown past it, and nothing extending it.
-    lock = redis.Redis.from_url(url).lock(name, timeout=8, sleep=0.1)
-    while True:
-        lock.acquire(blocking=True)
-        say('debug', 'holds %s with token %s for a job of about 10 s (timeout 8 s)' % (name, lock.local.token.decode()))
-        time.sleep(random.uniform(9, 12))
-        try:
-            lock.release()
-            say('debug', 'released %s' % name)
-        except LockError as e:
-            say('debug', 'the job outlived %s: %s' % (name, e))
-        time.sleep(random.uniform(0.5, 2.0))
+    token(name, who, job=(9, 12), pause=(0.5, 2.0))
 
 def stuck(name):
     # What a crashed redis-py job leaves: Lock(r, name) with no timeout, acquired, never released.
