@@ -21,20 +21,30 @@ import { identityOf } from '../holdObservation';
 import { displayKey } from '../keys';
 import { isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import { cycleOf, type Cycle, type LockRef, type MemberRef, type WaitBegun, type WaitEdge } from './cycle';
-import { cyclesThrough, MAX_CYCLES, type Adjacency } from './cycleSearch';
+import { cyclesThrough, MAX_CYCLES, type Adjacency, type Edge } from './cycleSearch';
 
 interface Entry {
   readonly ref: LockRef;
   readonly holders: readonly string[];
   /** The waiters' identities (holdObservation's identityOf) and owners. */
   readonly waits: ReadonlyMap<string, string>;
-  readonly edges: readonly WaitEdge[];
+  readonly edges: readonly Wait[];
+}
+
+/**
+ * A WaitEdge as the graph keeps it: with its members as read. Their display text (a UTF-8 check and a decode each) is
+ * made only for the few waits found in a cycle, once per wait (`shown`), not for every wait at every change.
+ */
+interface Wait extends Edge, Omit<WaitEdge, 'waiter' | 'holder'> {
+  readonly waiter: LockMember;
+  readonly holder: LockMember;
+  shown?: WaitEdge;
 }
 
 export class WaitForGraph {
   private readonly entries = new Map<string, Entry>();
-  private readonly out: Adjacency = new Map();
-  private readonly into: Adjacency = new Map();
+  private readonly out: Adjacency<Wait> = new Map();
+  private readonly into: Adjacency<Wait> = new Map();
   /** Owner → the locks it holds (among locks that take part). */
   private readonly held = new Map<string, Set<LockRef>>();
   private readonly found = new Map<string, Cycle>();
@@ -42,7 +52,7 @@ export class WaitForGraph {
 
   /** Folds in one change set (or a listing's locks, as `changed`); returns the waits it shows beginning. */
   apply(changes: Pick<ChangeSet, 'changed' | 'removed'>): WaitBegun[] {
-    const added: WaitEdge[] = [];
+    const added: Wait[] = [];
     const begun: { owner: string; lock: LockRef }[] = [];
     let rewaited = false;
     for (const id of changes.removed) {
@@ -105,7 +115,7 @@ export class WaitForGraph {
    * Indexes a lock as it is now instead of as it was (what its owners hold, its waits), touching only what changed;
    * new waits go to `added`. True when it had waits: the cycles through them are to be checked again.
    */
-  private reindex(before: Entry | undefined, entry: Entry | undefined, added: WaitEdge[]): boolean {
+  private reindex(before: Entry | undefined, entry: Entry | undefined, added: Wait[]): boolean {
     for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) drop(this.held, owner, before!.ref);
     for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) add(this.held, owner, entry!.ref);
     const had = idsOf(before?.edges);
@@ -127,7 +137,7 @@ export class WaitForGraph {
   private recheck(): void {
     for (const [id, cycle] of this.found) {
       const now = cycle.edges.map((e) => this.out.get(e.from)?.get(e.id));
-      if (now.every((e): e is WaitEdge => e !== undefined)) this.found.set(id, cycleOf(now));
+      if (now.every((e): e is Wait => e !== undefined)) this.found.set(id, cycleOf(now.map(shown)));
       else this.found.delete(id);
     }
   }
@@ -139,12 +149,12 @@ export class WaitForGraph {
     for (const edges of this.out.values()) for (const e of edges.values()) this.search(e);
   }
 
-  private search(edge: WaitEdge): void {
+  private search(edge: Wait): void {
     if (!this.out.get(edge.from)?.has(edge.id)) return;
     const { cycles, complete } = cyclesThrough(edge, this.out, this.into, MAX_CYCLES - this.found.size);
     this.incomplete ||= !complete;
     for (const edges of cycles) {
-      const cycle = cycleOf(edges);
+      const cycle = cycleOf(edges.map(shown));
       this.found.set(cycle.id, cycle);
     }
   }
@@ -160,20 +170,19 @@ function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined
   const ref = known ?? { id: lock.id, name: displayKey(lock.name) };
   const owners = holders.length === 1 ? [holders[0].owner] : [...new Set(holders.map((h) => h.owner))];
   if (!queued) return { ref, holders: owners, waits: NO_WAITS, edges: NO_EDGES };
-  // Each member's identity and display text is made once, however many edges it is in.
-  const held = holders.map((h) => ({ member: h, identity: identityOf(h), ref: memberRef(h) }));
+  // Each member's identity is made once, however many edges it is in.
+  const held = holders.map((h) => ({ member: h, identity: identityOf(h) }));
   const waits = new Map<string, string>();
-  const edges: WaitEdge[] = [];
+  const edges: Wait[] = [];
   const next = lock.waiters[0].owner;
   lock.waiters.forEach((w, ahead) => {
     if (!takesPart(w)) return;
     const identity = identityOf(w);
     waits.set(identity, w.owner);
-    let waiter: MemberRef | undefined;
     for (const h of held) {
       if (h.member.owner === w.owner || !conflicts(w, h.member)) continue;
       const id = JSON.stringify([lock.id, identity, h.identity]);
-      edges.push({ id, from: w.owner, to: h.member.owner, lock: ref, waiter: (waiter ??= memberRef(w)), holder: h.ref, ahead, next, holders: holders.length });
+      edges.push({ id, from: w.owner, to: h.member.owner, lock: ref, waiter: w, holder: h.member, ahead, next, holders: holders.length });
     }
   });
   return { ref, holders: owners, waits, edges };
@@ -188,7 +197,7 @@ function holdersOf(lock: LockState): readonly LockMember[] {
 }
 
 const NO_MEMBERS: readonly LockMember[] = [];
-const NO_EDGES: readonly WaitEdge[] = [];
+const NO_EDGES: readonly Wait[] = [];
 const NO_WAITS: ReadonlyMap<string, string> = new Map();
 
 function takesPart(m: LockMember): boolean {
@@ -204,10 +213,15 @@ function memberRef(m: LockMember): MemberRef {
   return { key: displayKey(m.key), owner: m.owner, token: m.token };
 }
 
+function shown(w: Wait): WaitEdge {
+  const { id, from, to, lock, waiter, holder, ahead, next, holders } = w;
+  return (w.shown ??= { id, from, to, lock, waiter: memberRef(waiter), holder: memberRef(holder), ahead, next, holders });
+}
+
 const NO_IDS: ReadonlySet<string> = new Set();
 
 /** The edges' ids (most locks have no waiters: no set is made for them). */
-function idsOf(edges: readonly WaitEdge[] | undefined): ReadonlySet<string> {
+function idsOf(edges: readonly Wait[] | undefined): ReadonlySet<string> {
   return edges?.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
 }
 
