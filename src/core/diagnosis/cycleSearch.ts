@@ -29,7 +29,7 @@ export interface Found<E extends Edge> {
  */
 export function cyclesThrough<E extends Edge>(edge: E, out: Adjacency<E>, into: Adjacency<E>, room: number): Found<E> {
   const u = edge.from;
-  const reaching = new Set<string>([u]);
+  const reaching = new Set<string>().add(u);
   const queue = [u];
   let steps = 0;
   while (queue.length) {
@@ -45,7 +45,7 @@ export function cyclesThrough<E extends Edge>(edge: E, out: Adjacency<E>, into: 
   if (room <= 0) return { cycles: [], complete: false };
   const cycles: E[][] = [];
   const path: E[] = [edge];
-  const onPath = new Set<string>([u, edge.to]);
+  const onPath = new Set<string>().add(u).add(edge.to);
   let complete = true;
   const walk = (owner: string): void => {
     for (const e of out.get(owner)?.values() ?? []) {

@@ -25,7 +25,8 @@ import { cyclesThrough, MAX_CYCLES, type Adjacency, type Edge } from './cycleSea
 
 interface Entry {
   readonly ref: LockRef;
-  readonly holders: readonly string[];
+  /** Its owners; one that alone holds it without waits is changed in place when another owner takes it (see `moved`). */
+  readonly holders: string[];
   /** The waiters' identities (holdObservation's identityOf) and owners. */
   readonly waits: ReadonlyMap<string, string>;
   readonly edges: readonly Wait[];
@@ -63,11 +64,14 @@ export class WaitForGraph {
     }
     for (const lock of changes.changed) {
       const before = this.entries.get(lock.id);
+      if (before && this.moved(before, lock)) continue;
       const entry = entryOf(lock, before?.ref);
       if (entry) this.entries.set(lock.id, entry);
       else if (before) this.entries.delete(lock.id);
       rewaited = this.reindex(before, entry, added) || rewaited;
-      for (const [identity, owner] of entry?.waits ?? []) if (!before?.waits.has(identity)) begun.push({ owner, lock: entry!.ref });
+      entry?.waits.forEach((owner, identity) => {
+        if (!before?.waits.has(identity)) begun.push({ owner, lock: entry.ref });
+      });
     }
     if (this.incomplete) {
       this.rebuild();
@@ -75,7 +79,14 @@ export class WaitForGraph {
       if (rewaited) this.recheck();
       for (const e of added) this.search(e);
     }
-    return begun.map(({ owner, lock }) => ({ owner, lock, holding: [...(this.held.get(owner) ?? [])].filter((r) => r.id !== lock.id) }));
+    return begun.map(({ owner, lock }) => ({ owner, lock, holding: this.heldBesides(owner, lock) }));
+  }
+
+  /** The other locks `owner` holds. A lock's ref is one object while it takes part: that is the lock, its id not read. */
+  private heldBesides(owner: string, lock: LockRef): LockRef[] {
+    const holding: LockRef[] = [];
+    for (const ref of this.held.get(owner) ?? NO_REFS) if (ref !== lock) holding.push(ref);
+    return holding;
   }
 
   /** A whole read: the locks not in it are gone. */
@@ -118,19 +129,38 @@ export class WaitForGraph {
   private reindex(before: Entry | undefined, entry: Entry | undefined, added: Wait[]): boolean {
     for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) drop(this.held, owner, before!.ref);
     for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) add(this.held, owner, entry!.ref);
-    const had = idsOf(before?.edges);
-    const has = idsOf(entry?.edges);
-    for (const e of before?.edges ?? []) {
+    const was = before?.edges ?? NO_EDGES;
+    const is = entry?.edges ?? NO_EDGES;
+    // One side's ids are gathered only for the other side's edges to be looked up in (most changes have none on one side).
+    const had = is.length ? idsOf(was) : NO_IDS;
+    const has = was.length ? idsOf(is) : NO_IDS;
+    for (const e of was) {
       if (has.has(e.id)) continue;
       unlink(this.out, e.from, e.id);
       unlink(this.into, e.to, e.id);
     }
-    for (const e of entry?.edges ?? []) {
+    for (const e of is) {
       mapOf(this.out, e.from).set(e.id, e);
       mapOf(this.into, e.to).set(e.id, e);
       if (!had.has(e.id)) added.push(e);
     }
-    return had.size > 0;
+    return was.length > 0;
+  }
+
+  /**
+   * Most changes are a lock held alone and without waits, before as now: the same hold (a renewal, a new revision:
+   * nothing to do) or another owner's. Then only the owners' holds change, and its entry is kept, not made anew. False
+   * for any other change.
+   */
+  private moved(before: Entry, lock: LockState): boolean {
+    if (!heldAloneNoWaits(before, lock)) return false;
+    const [was] = before.holders;
+    const owner = lock.holder.owner;
+    if (owner === was) return true;
+    drop(this.held, was, before.ref);
+    add(this.held, owner, before.ref);
+    before.holders[0] = owner;
+    return true;
   }
 
   /** Keeps the cycles whose every wait is still there (with their figures as they are now). */
@@ -188,6 +218,11 @@ function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined
   return { ref, holders: owners, waits, edges };
 }
 
+/** The lock is held by one owner alone and nobody takes part in waiting, before as now. */
+function heldAloneNoWaits(before: Entry, lock: LockState): lock is LockState & { holder: LockMember } {
+  return before.waits.size === 0 && before.holders.length === 1 && lock.holder !== null && takesPart(lock.holder) && !lock.sharedWith?.length && !lock.waiters.some(takesPart) && !isSingleKey(lock);
+}
+
 /** The holders that take part (most locks have one holder and none shared: no array is spread for them). */
 function holdersOf(lock: LockState): readonly LockMember[] {
   const holder = lock.holder;
@@ -197,6 +232,7 @@ function holdersOf(lock: LockState): readonly LockMember[] {
 }
 
 const NO_MEMBERS: readonly LockMember[] = [];
+const NO_REFS: ReadonlySet<LockRef> = new Set();
 const NO_EDGES: readonly Wait[] = [];
 const NO_WAITS: ReadonlyMap<string, string> = new Map();
 
@@ -221,8 +257,8 @@ function shown(w: Wait): WaitEdge {
 const NO_IDS: ReadonlySet<string> = new Set();
 
 /** The edges' ids (most locks have no waiters: no set is made for them). */
-function idsOf(edges: readonly Wait[] | undefined): ReadonlySet<string> {
-  return edges?.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
+function idsOf(edges: readonly Wait[]): ReadonlySet<string> {
+  return edges.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
 }
 
 function mapOf<V>(maps: Map<string, Map<string, V>>, key: string): Map<string, V> {
@@ -236,7 +272,6 @@ function unlink<V>(maps: Map<string, Map<string, V>>, key: string, id: string): 
   m?.delete(id);
   if (m?.size === 0) maps.delete(key);
 }
-
 /** A lock's ref is the same object while the lock takes part: an owner's holds are kept by it, not by its id's text. */
 function add(sets: Map<string, Set<LockRef>>, key: string, ref: LockRef): void {
   const set = sets.get(key);
