@@ -4,22 +4,24 @@
  * escaped for display.
  */
 
+import { isUtf8 as validUtf8 } from 'node:buffer';
 import { LockLensError } from './errors';
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
-
-/** A lossless string identity for a key, for use as a Map key: one char per byte. */
+/**
+ * A lossless string identity for a key, for use as a Map key: one char per byte. A Buffer (every member's key) is read
+ * as it is: a view made of it at each call cost as much as the reading (the diagnosis makes thousands a second).
+ */
 export function keyId(bytes: Uint8Array): string {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
+  return bufferOf(bytes).toString('latin1');
 }
 
+/** Checked without decoding (Node's validator, which rejects what a fatal TextDecoder does: overlongs, surrogates). */
 export function isUtf8(bytes: Uint8Array): boolean {
-  try {
-    utf8.decode(bytes);
-    return true;
-  } catch {
-    return false;
-  }
+  return validUtf8(bytes);
+}
+
+function bufferOf(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /**
@@ -27,7 +29,7 @@ export function isUtf8(bytes: Uint8Array): boolean {
  * written `\xNN`. Backslashes are escaped too in that case, so the escaped form cannot collide with a real key.
  */
 export function displayKey(bytes: Uint8Array): string {
-  if (isUtf8(bytes)) return Buffer.from(bytes).toString('utf8');
+  if (validUtf8(bytes)) return bufferOf(bytes).toString('utf8');
   let out = '';
   let i = 0;
   while (i < bytes.length) {

@@ -2,19 +2,24 @@
  * The cycles of a wait-for graph through one new edge: every simple path back from its end to its start. Bounded, so
  * that a tangled graph (thousands of owners waiting on each other) costs a bounded walk, said as incomplete.
  */
-import type { WaitEdge } from './cycle';
+/** What a search needs of an edge: the graph keeps its own kind (see waitFor.ts), shown as a WaitEdge once in a cycle. */
+export interface Edge {
+  readonly id: string;
+  readonly from: string;
+  readonly to: string;
+}
 
 /** Owner → its edges by id (out of it, or into it). */
-export type Adjacency = Map<string, Map<string, WaitEdge>>;
+export type Adjacency<E extends Edge> = Map<string, Map<string, E>>;
 
 /** Cycles kept per connection at most: more is an incident to be read from the first ones. */
 export const MAX_CYCLES = 100;
 /** Owners visited per search at most. */
 const MAX_STEPS = 20_000;
 
-export interface Found {
+export interface Found<E extends Edge> {
   /** Each cycle's edges, `edge` first, each one's `to` the next one's `from`. */
-  readonly cycles: WaitEdge[][];
+  readonly cycles: E[][];
   readonly complete: boolean;
 }
 
@@ -22,9 +27,9 @@ export interface Found {
  * The cycles through `edge` (from u to v): the simple paths from v to u. Only owners that can reach u are walked
  * (found backwards first), so a search in a graph with few cycles stays among the owners that wait on u.
  */
-export function cyclesThrough(edge: WaitEdge, out: Adjacency, into: Adjacency, room: number): Found {
+export function cyclesThrough<E extends Edge>(edge: E, out: Adjacency<E>, into: Adjacency<E>, room: number): Found<E> {
   const u = edge.from;
-  const reaching = new Set<string>([u]);
+  const reaching = new Set<string>().add(u);
   const queue = [u];
   let steps = 0;
   while (queue.length) {
@@ -38,9 +43,9 @@ export function cyclesThrough(edge: WaitEdge, out: Adjacency, into: Adjacency, r
   }
   if (!reaching.has(edge.to)) return { cycles: [], complete: true };
   if (room <= 0) return { cycles: [], complete: false };
-  const cycles: WaitEdge[][] = [];
-  const path: WaitEdge[] = [edge];
-  const onPath = new Set<string>([u, edge.to]);
+  const cycles: E[][] = [];
+  const path: E[] = [edge];
+  const onPath = new Set<string>().add(u).add(edge.to);
   let complete = true;
   const walk = (owner: string): void => {
     for (const e of out.get(owner)?.values() ?? []) {

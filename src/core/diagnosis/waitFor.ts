@@ -21,20 +21,31 @@ import { identityOf } from '../holdObservation';
 import { displayKey } from '../keys';
 import { isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import { cycleOf, type Cycle, type LockRef, type MemberRef, type WaitBegun, type WaitEdge } from './cycle';
-import { cyclesThrough, MAX_CYCLES, type Adjacency } from './cycleSearch';
+import { cyclesThrough, MAX_CYCLES, type Adjacency, type Edge } from './cycleSearch';
 
 interface Entry {
   readonly ref: LockRef;
-  readonly holders: readonly string[];
+  /** Its owners; one that alone holds it without waits is changed in place when another owner takes it (see `moved`). */
+  readonly holders: string[];
   /** The waiters' identities (holdObservation's identityOf) and owners. */
   readonly waits: ReadonlyMap<string, string>;
-  readonly edges: readonly WaitEdge[];
+  readonly edges: readonly Wait[];
+}
+
+/**
+ * A WaitEdge as the graph keeps it: with its members as read. Their display text (a UTF-8 check and a decode each) is
+ * made only for the few waits found in a cycle, once per wait (`shown`), not for every wait at every change.
+ */
+interface Wait extends Edge, Omit<WaitEdge, 'waiter' | 'holder'> {
+  readonly waiter: LockMember;
+  readonly holder: LockMember;
+  shown?: WaitEdge;
 }
 
 export class WaitForGraph {
   private readonly entries = new Map<string, Entry>();
-  private readonly out: Adjacency = new Map();
-  private readonly into: Adjacency = new Map();
+  private readonly out: Adjacency<Wait> = new Map();
+  private readonly into: Adjacency<Wait> = new Map();
   /** Owner → the locks it holds (among locks that take part). */
   private readonly held = new Map<string, Set<LockRef>>();
   private readonly found = new Map<string, Cycle>();
@@ -42,7 +53,7 @@ export class WaitForGraph {
 
   /** Folds in one change set (or a listing's locks, as `changed`); returns the waits it shows beginning. */
   apply(changes: Pick<ChangeSet, 'changed' | 'removed'>): WaitBegun[] {
-    const added: WaitEdge[] = [];
+    const added: Wait[] = [];
     const begun: { owner: string; lock: LockRef }[] = [];
     let rewaited = false;
     for (const id of changes.removed) {
@@ -53,11 +64,14 @@ export class WaitForGraph {
     }
     for (const lock of changes.changed) {
       const before = this.entries.get(lock.id);
+      if (before && this.moved(before, lock)) continue;
       const entry = entryOf(lock, before?.ref);
       if (entry) this.entries.set(lock.id, entry);
       else if (before) this.entries.delete(lock.id);
       rewaited = this.reindex(before, entry, added) || rewaited;
-      for (const [identity, owner] of entry?.waits ?? []) if (!before?.waits.has(identity)) begun.push({ owner, lock: entry!.ref });
+      entry?.waits.forEach((owner, identity) => {
+        if (!before?.waits.has(identity)) begun.push({ owner, lock: entry.ref });
+      });
     }
     if (this.incomplete) {
       this.rebuild();
@@ -65,7 +79,14 @@ export class WaitForGraph {
       if (rewaited) this.recheck();
       for (const e of added) this.search(e);
     }
-    return begun.map(({ owner, lock }) => ({ owner, lock, holding: [...(this.held.get(owner) ?? [])].filter((r) => r.id !== lock.id) }));
+    return begun.map(({ owner, lock }) => ({ owner, lock, holding: this.heldBesides(owner, lock) }));
+  }
+
+  /** The other locks `owner` holds. A lock's ref is one object while it takes part: that is the lock, its id not read. */
+  private heldBesides(owner: string, lock: LockRef): LockRef[] {
+    const holding: LockRef[] = [];
+    for (const ref of this.held.get(owner) ?? NO_REFS) if (ref !== lock) holding.push(ref);
+    return holding;
   }
 
   /** A whole read: the locks not in it are gone. */
@@ -105,29 +126,48 @@ export class WaitForGraph {
    * Indexes a lock as it is now instead of as it was (what its owners hold, its waits), touching only what changed;
    * new waits go to `added`. True when it had waits: the cycles through them are to be checked again.
    */
-  private reindex(before: Entry | undefined, entry: Entry | undefined, added: WaitEdge[]): boolean {
+  private reindex(before: Entry | undefined, entry: Entry | undefined, added: Wait[]): boolean {
     for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) drop(this.held, owner, before!.ref);
     for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) add(this.held, owner, entry!.ref);
-    const had = idsOf(before?.edges);
-    const has = idsOf(entry?.edges);
-    for (const e of before?.edges ?? []) {
+    const was = before?.edges ?? NO_EDGES;
+    const is = entry?.edges ?? NO_EDGES;
+    // One side's ids are gathered only for the other side's edges to be looked up in (most changes have none on one side).
+    const had = is.length ? idsOf(was) : NO_IDS;
+    const has = was.length ? idsOf(is) : NO_IDS;
+    for (const e of was) {
       if (has.has(e.id)) continue;
       unlink(this.out, e.from, e.id);
       unlink(this.into, e.to, e.id);
     }
-    for (const e of entry?.edges ?? []) {
+    for (const e of is) {
       mapOf(this.out, e.from).set(e.id, e);
       mapOf(this.into, e.to).set(e.id, e);
       if (!had.has(e.id)) added.push(e);
     }
-    return had.size > 0;
+    return was.length > 0;
+  }
+
+  /**
+   * Most changes are a lock held alone and without waits, before as now: the same hold (a renewal, a new revision:
+   * nothing to do) or another owner's. Then only the owners' holds change, and its entry is kept, not made anew. False
+   * for any other change.
+   */
+  private moved(before: Entry, lock: LockState): boolean {
+    if (!heldAloneNoWaits(before, lock)) return false;
+    const [was] = before.holders;
+    const owner = lock.holder.owner;
+    if (owner === was) return true;
+    drop(this.held, was, before.ref);
+    add(this.held, owner, before.ref);
+    before.holders[0] = owner;
+    return true;
   }
 
   /** Keeps the cycles whose every wait is still there (with their figures as they are now). */
   private recheck(): void {
     for (const [id, cycle] of this.found) {
       const now = cycle.edges.map((e) => this.out.get(e.from)?.get(e.id));
-      if (now.every((e): e is WaitEdge => e !== undefined)) this.found.set(id, cycleOf(now));
+      if (now.every((e): e is Wait => e !== undefined)) this.found.set(id, cycleOf(now.map(shown)));
       else this.found.delete(id);
     }
   }
@@ -139,12 +179,12 @@ export class WaitForGraph {
     for (const edges of this.out.values()) for (const e of edges.values()) this.search(e);
   }
 
-  private search(edge: WaitEdge): void {
+  private search(edge: Wait): void {
     if (!this.out.get(edge.from)?.has(edge.id)) return;
     const { cycles, complete } = cyclesThrough(edge, this.out, this.into, MAX_CYCLES - this.found.size);
     this.incomplete ||= !complete;
     for (const edges of cycles) {
-      const cycle = cycleOf(edges);
+      const cycle = cycleOf(edges.map(shown));
       this.found.set(cycle.id, cycle);
     }
   }
@@ -160,23 +200,27 @@ function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined
   const ref = known ?? { id: lock.id, name: displayKey(lock.name) };
   const owners = holders.length === 1 ? [holders[0].owner] : [...new Set(holders.map((h) => h.owner))];
   if (!queued) return { ref, holders: owners, waits: NO_WAITS, edges: NO_EDGES };
-  // Each member's identity and display text is made once, however many edges it is in.
-  const held = holders.map((h) => ({ member: h, identity: identityOf(h), ref: memberRef(h) }));
+  // Each member's identity is made once, however many edges it is in.
+  const held = holders.map((h) => ({ member: h, identity: identityOf(h) }));
   const waits = new Map<string, string>();
-  const edges: WaitEdge[] = [];
+  const edges: Wait[] = [];
   const next = lock.waiters[0].owner;
   lock.waiters.forEach((w, ahead) => {
     if (!takesPart(w)) return;
     const identity = identityOf(w);
     waits.set(identity, w.owner);
-    let waiter: MemberRef | undefined;
     for (const h of held) {
       if (h.member.owner === w.owner || !conflicts(w, h.member)) continue;
       const id = JSON.stringify([lock.id, identity, h.identity]);
-      edges.push({ id, from: w.owner, to: h.member.owner, lock: ref, waiter: (waiter ??= memberRef(w)), holder: h.ref, ahead, next, holders: holders.length });
+      edges.push({ id, from: w.owner, to: h.member.owner, lock: ref, waiter: w, holder: h.member, ahead, next, holders: holders.length });
     }
   });
   return { ref, holders: owners, waits, edges };
+}
+
+/** The lock is held by one owner alone and nobody takes part in waiting, before as now. */
+function heldAloneNoWaits(before: Entry, lock: LockState): lock is LockState & { holder: LockMember } {
+  return before.waits.size === 0 && before.holders.length === 1 && lock.holder !== null && takesPart(lock.holder) && !lock.sharedWith?.length && !lock.waiters.some(takesPart) && !isSingleKey(lock);
 }
 
 /** The holders that take part (most locks have one holder and none shared: no array is spread for them). */
@@ -188,7 +232,8 @@ function holdersOf(lock: LockState): readonly LockMember[] {
 }
 
 const NO_MEMBERS: readonly LockMember[] = [];
-const NO_EDGES: readonly WaitEdge[] = [];
+const NO_REFS: ReadonlySet<LockRef> = new Set();
+const NO_EDGES: readonly Wait[] = [];
 const NO_WAITS: ReadonlyMap<string, string> = new Map();
 
 function takesPart(m: LockMember): boolean {
@@ -204,11 +249,16 @@ function memberRef(m: LockMember): MemberRef {
   return { key: displayKey(m.key), owner: m.owner, token: m.token };
 }
 
+function shown(w: Wait): WaitEdge {
+  const { id, from, to, lock, waiter, holder, ahead, next, holders } = w;
+  return (w.shown ??= { id, from, to, lock, waiter: memberRef(waiter), holder: memberRef(holder), ahead, next, holders });
+}
+
 const NO_IDS: ReadonlySet<string> = new Set();
 
 /** The edges' ids (most locks have no waiters: no set is made for them). */
-function idsOf(edges: readonly WaitEdge[] | undefined): ReadonlySet<string> {
-  return edges?.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
+function idsOf(edges: readonly Wait[]): ReadonlySet<string> {
+  return edges.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
 }
 
 function mapOf<V>(maps: Map<string, Map<string, V>>, key: string): Map<string, V> {
@@ -222,7 +272,6 @@ function unlink<V>(maps: Map<string, Map<string, V>>, key: string, id: string): 
   m?.delete(id);
   if (m?.size === 0) maps.delete(key);
 }
-
 /** A lock's ref is the same object while the lock takes part: an owner's holds are kept by it, not by its id's text. */
 function add(sets: Map<string, Set<LockRef>>, key: string, ref: LockRef): void {
   const set = sets.get(key);
