@@ -112,7 +112,7 @@ the activity bar (the padlock): the \`demo\` connection watches \`/locks/\` and 
 
 Things to try:
 
-1. **Fix the incident.** Expand \`payments-reconcile\`: the holder has held for minutes (flagged after 60 s) while
+1. **Fix the incident.** Expand \`reconcile\`: the holder has held for minutes (flagged after 60 s) while
    two waiters queue. Right-click the holder → **Revoke Lease…**: the confirmation lists the key it deletes and who
    holds next. The stuck service queues again 30 s later, so you can do it again.
 2. **Take a lock yourself.** **LockLens: Acquire Lock…** on \`${LOCKS.billing}\`: you join the same queue as the Go

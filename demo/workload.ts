@@ -15,8 +15,8 @@ import { TRANSFER_LOCKS, transferRound } from './transfers';
  *   with its own connection and session, as separate services would be), holding 4-9 s;
  * - `/locks/report-export`: two looping `etcdctl lock /locks/report-export sleep N` processes and one Mutex service
  *   queue together (the same key layout, so they exclude each other);
- * - `/locks/schema-migration`: two long, rarer holds: sometimes free, sometimes contended;
- * - `/locks/payments-reconcile`: the incident. A process (`--service stuck-holder`) holds it and keeps its lease alive
+ * - `/locks/migrations`: two long, rarer holds: sometimes free, sometimes contended;
+ * - `/locks/reconcile`: the incident. A process (`--service stuck-holder`) holds it and keeps its lease alive
  *   but never releases; an `etcdctl lock` loop and a Mutex service queue behind it. Revoking its lease (from
  *   LockLens) lets them through; the stuck service notices it lost the lock, and 30 s later queues again, so the
  *   incident comes back for the next try;
@@ -30,8 +30,8 @@ export const PREFIXES = ['/locks/', '/election/'] as const;
 export const LOCKS = {
   billing: '/locks/billing-batch',
   report: '/locks/report-export',
-  migration: '/locks/schema-migration',
-  payments: '/locks/payments-reconcile',
+  migration: '/locks/migrations',
+  payments: '/locks/reconcile',
   cron: '/locks/cron-leader-single',
   election: '/election/scheduler',
   transferAlice: TRANSFER_LOCKS.alice,
@@ -71,7 +71,7 @@ export class Workload extends Services {
     const held = new Promise<void>((resolve) => (this.stuckHeld = resolve));
     this.run('payments-reconciler', () => this.stuckHolder());
     await Promise.race([held, sleep(30_000, this.abort.signal)]);
-    if (!this.stuck) throw new Error('the stuck holder did not take /locks/payments-reconcile within 30 s');
+    if (!this.stuck) throw new Error('the stuck holder did not take /locks/reconcile within 30 s');
 
     // Behind the stuck holder, in this order: an etcdctl job and a Go-compatible service.
     this.run('payments-cron', () => this.etcdctlLock('payments-cron', LOCKS.payments, [2, 4], [1, 3]));

@@ -119,9 +119,9 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     const checks: Record<string, (locks: Map<string, LockJson>) => boolean> = {
       'billing-batch: a Go-compatible holder and waiters': (m) => isQueue(m.get('/locks/billing-batch'), 1),
       'report-export: etcdctl and Mutex services queue together': (m) => isQueue(m.get('/locks/report-export'), 1),
-      'schema-migration: held': (m) => isQueue(m.get('/locks/schema-migration'), 0),
-      'payments-reconcile: the stuck holder, two waiters behind it': (m) => {
-        const l = m.get('/locks/payments-reconcile');
+      'migrations: held': (m) => isQueue(m.get('/locks/migrations'), 0),
+      'reconcile: the stuck holder, two waiters behind it': (m) => {
+        const l = m.get('/locks/reconcile');
         return isQueue(l, 2) && l!.holder!.lease === stuckLease;
       },
       'cron-leader-single: a single-key lock with a lease': (m) => {
@@ -255,7 +255,7 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
 
   test('the stuck holders never let go, 6 s later: etcd\'s key with its lease kept alive, Redis\'s token with no expiry, ZooKeeper\'s node with its session kept alive, PostgreSQL\'s 42 with billing-worker\'s idle session', async () => {
     const read = async () => ({
-      etcd: (await list()).get('/locks/payments-reconcile')?.holder,
+      etcd: (await list()).get('/locks/reconcile')?.holder,
       redis: (await listRedis()).get('app:stuck-migration')?.holder,
       zookeeper: (await listZooKeeper()).get('/app/locks/ledger-migration')?.holder,
       postgres: (await listPostgres()).get(POSTGRES_LOCKS.incident)?.holder,
@@ -282,13 +282,13 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
 
   test('locklens serve answers /metrics on loopback with the demo locks, every store watched', async () => {
     assert.match(serveUrl, /^http:\/\/127\.0\.0\.1:\d+$/, demo.proc.stdout);
-    const stuck = { demo: '/locks/payments-reconcile', 'demo-redis': 'app:stuck-migration', 'demo-zookeeper': '/app/locks/ledger-migration', 'demo-postgres': POSTGRES_LOCKS.incident };
+    const stuck = { demo: '/locks/reconcile', 'demo-redis': 'app:stuck-migration', 'demo-zookeeper': '/app/locks/ledger-migration', 'demo-postgres': POSTGRES_LOCKS.incident };
     await eventually(async () => {
       const m = await scrape(serveUrl);
       return Object.entries(stuck).every(([connection, lock]) => valueOf(m, 'locklens_store_up', { connection }) === 1 && valueOf(m, 'locklens_lock_holders', { connection, lock }) === 1);
     }, 30_000, 'every store up, each stuck lock held, in /metrics');
     const m = await scrape(serveUrl);
-    assert.ok(valueOf(m, 'locklens_lock_waiters', { connection: 'demo', lock: '/locks/payments-reconcile' })! >= 1, 'waiters behind the stuck etcd holder');
+    assert.ok(valueOf(m, 'locklens_lock_waiters', { connection: 'demo', lock: '/locks/reconcile' })! >= 1, 'waiters behind the stuck etcd holder');
     assert.equal(valueOf(m, 'locklens_lock_holder_never_expires', { connection: 'demo-redis', lock: 'app:stuck-migration' }), 1, 'the stuck token has no expiry');
   });
 
@@ -296,7 +296,7 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
     assert.match(prometheusUrl, /^http:\/\/127\.0\.0\.1:\d+$/, `Debian's prometheus is installed by scripts/setup.sh: ${demo.proc.stdout}`);
     assert.match(alertmanagerUrl, /^http:\/\/127\.0\.0\.1:\d+$/, demo.proc.stdout);
     type Alert = { labels: Record<string, string>; state: string };
-    const lock = '/locks/payments-reconcile';
+    const lock = '/locks/reconcile';
     const firing = await eventually(async () => {
       const { data } = (await (await fetch(`${prometheusUrl}/api/v1/alerts`)).json()) as { data: { alerts: Alert[] } };
       return data.alerts.find((a) => a.labels.alertname === 'LockLensLockHeldTooLong' && a.labels.lock === lock && a.state === 'firing');

@@ -39,6 +39,13 @@ interface DomElement extends DomRect {
   closest(selector: string): DomElement | null;
 }
 const BILLING = '/locks/billing-batch';
+/** The rows of every lock the demo's services take, by connection, as the tree names them (folders take their directory). */
+const EVERY_LOCK_ROW: Record<string, readonly string[]> = {
+  demo: ['billing-batch', 'cron-leader-single', 'migrations', 'reconcile', 'report-export', 'transfer-alice', 'transfer-bob', 'scheduler'],
+  'demo-redis': ['billing-lock', 'export-job', 'report-fair-lock', 'stuck-migration', 'sync-invoices'],
+  'demo-zookeeper': ['catalog', 'ledger-migration', 'nightly-report'],
+  'demo-postgres': ['42', '7:1', '1', 'nightly-report'],
+};
 
 describe('README screenshots from the demo (code-server + Chromium)', { timeout: 8 * 60_000 }, () => {
   let demo: RunningDemo;
@@ -125,7 +132,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
       return `${shown(el.querySelector('.label-name'))} ${shown(el.querySelector('.label-description'))}${badge === 'none' || !badge ? '' : ` [${badge}]`}`.trim();
     });
 
-  test('default sidebar width: one lock of each store shows its state, age and waiters without widening the sidebar', async () => {
+  test('default sidebar width: every demo lock shows its state and age, one of each store its waiters too, without widening the sidebar', async () => {
     await openViewContainer(page, 'LockLens');
     const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
     assert.ok(sidebar.width < 400, `the sidebar at VS Code's default width, not widened: ${sidebar.width}px`);
@@ -161,6 +168,16 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
         await shot(`default-width-${connection}`, { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 });
         throw new Error(`${(e as Error).message}: the row shows "${seen}"`);
       });
+      // Every lock of the demo, each row as the sidebar shows it: its state and age are not cut off (a lock that is
+      // free for a while, a try-lock between runs, comes back held).
+      for (const other of EVERY_LOCK_ROW[connection]) {
+        await eventually(async () => /^\S+ (held|elected) ≥? ?(<1m|\d+[smhd])\b/.test((seen = await visibleText(row(other)).catch(() => ''))), 60_000, `${other} on ${connection} shows its state and age`).catch(
+          async (e) => {
+            await shot(`default-width-${connection}`, { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 });
+            throw new Error(`${(e as Error).message}: the row shows "${seen}"`);
+          },
+        );
+      }
       await shot(`default-width-${connection}`, { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 });
     }
     // Every connection open again, as the window opened: the next tests fold what their pictures leave out.
@@ -171,11 +188,11 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     await openViewContainer(page, 'LockLens');
     await widenSidebar(page, 640);
     await eventually(async () => /connected/.test(await description(row('demo'))), 60_000, 'the demo connection says connected');
-    for (const name of ['billing-batch', 'payments-reconcile', 'report-export', 'cron-leader-single', 'scheduler']) {
+    for (const name of ['billing-batch', 'reconcile', 'report-export', 'cron-leader-single', 'scheduler']) {
       await row(name).waitFor({ state: 'visible', timeout: 30_000 });
     }
     await expand(row('billing-batch'));
-    await expand(row('payments-reconcile'));
+    await expand(row('reconcile'));
     await expand(row('scheduler'));
     const stuck = row(demo.stuckLease);
     await stuck.waitFor({ state: 'visible', timeout: 20_000 });
@@ -184,7 +201,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     // The workload moves (the election's members resign now and then): wait for a moment that shows it all at once.
     const wanted: [string, RegExp][] = [
       [demo.stuckLease, /^holder\b/],
-      ['payments-reconcile', /\b2 waiting/],
+      ['reconcile', /\b2 waiting/],
       ['billing-batch', /\bwaiting/],
       ['cron-leader-single', /^held [^·]+ \(single key\)/],
       ['scheduler', /\b1 candidate/],
@@ -193,7 +210,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     const sidebar = (await page.locator('.part.sidebar').boundingBox())!;
     const showsAll = async () => {
       // A lock that went free for a moment comes back as a new, collapsed row.
-      for (const name of ['billing-batch', 'payments-reconcile', 'scheduler']) {
+      for (const name of ['billing-batch', 'reconcile', 'scheduler']) {
         if ((await row(name).getAttribute('aria-expanded', { timeout: 1000 }).catch(() => null)) !== 'true') return false;
       }
       seen = await Promise.all(wanted.map(([label]) => description(row(label), 1000).catch(() => '')));
@@ -201,7 +218,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     };
     // Shot, and shown before and after it: a lock that went free in between means another try.
     await eventually(async () => {
-      for (const name of ['billing-batch', 'payments-reconcile', 'scheduler']) await expand(row(name)).catch(() => undefined);
+      for (const name of ['billing-batch', 'reconcile', 'scheduler']) await expand(row(name)).catch(() => undefined);
       return (await showsAll()) && (await shot('tree', { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 }), await showsAll());
     }, 90_000, 'every lock as the picture should show it').catch((e) => {
       throw new Error(`${(e as Error).message}: ${JSON.stringify(wanted.map(([label], i) => `${label}: ${seen[i]}`))}`);
@@ -277,8 +294,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     const text = (await dialog.textContent()) ?? '';
     try {
       assert.match(text, asks);
-      assert.match(text, new RegExp(`/locks/payments-reconcile/${demo.stuckLease}`));
-      assert.match(text, /\/locks\/payments-reconcile → next holder \/locks\/payments-reconcile\/[0-9a-f]+/);
+      assert.match(text, new RegExp(`/locks/reconcile/${demo.stuckLease}`));
+      assert.match(text, /\/locks\/reconcile → next holder \/locks\/reconcile\/[0-9a-f]+/);
     } catch (e) {
       // A dialog left open would block every later test's clicks.
       await dialog.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
@@ -289,7 +306,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
     await stuck.waitFor({ state: 'detached', timeout: 20_000 });
     // The stuck service is told, as a real one would be by its lock's guard.
-    await demo.proc.until((p) => /lost \/locks\/payments-reconcile/.test(p.stdout), 'the stuck holder reports the lost lock', 20_000);
+    await demo.proc.until((p) => /lost \/locks\/reconcile/.test(p.stdout), 'the stuck holder reports the lost lock', 20_000);
   });
 
   test('redis: a re-entrant Redisson holder, a fair lock\'s queue, redis-py contending, the stuck token flagged; Force Release frees it', async () => {

@@ -2,9 +2,9 @@ import * as vscode from 'vscode';
 
 /**
  * How many wait for a lock, as a badge at the end of its row: a file decoration, as the Source Control view counts
- * changes. At VS Code's default sidebar width a long lock name (`payments-reconcile`, `locks/ledger-migration`)
- * leaves its description a dozen characters, enough for the state and its age; the badge is never cut off. The
- * description says it in words too, for wider sidebars and screen readers.
+ * changes. At VS Code's default sidebar width a lock row has room for about 25 characters: a name of 16 leaves its
+ * description the state and its age, and a longer one cuts even those; the badge is never cut off. The description
+ * says it in words too, for wider sidebars and screen readers.
  */
 export class QueueBadges implements vscode.FileDecorationProvider, vscode.Disposable {
   private readonly shown = new Map<string, vscode.FileDecoration>();
