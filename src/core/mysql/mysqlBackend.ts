@@ -61,10 +61,13 @@ export class MysqlBackend implements LockBackend {
 
   private async read(): Promise<SqlReading> {
     const [getLocks, tables] = await Promise.all([this.getLocks.read(), this.tables?.read()]);
+    // After the locks: a connection listed now was there when a lock the read missed went.
+    const sessions = await this.getLocks.connections();
     const hidden = [...getLocks.hidden, tables?.hidden].filter(Boolean).join('; ');
     return {
       locks: [...getLocks.locks, ...(tables?.locks ?? [])],
       expiries: tables?.expiries ?? [],
+      ...(sessions ? { sessions } : {}),
       ...(hidden ? { hidden } : {}),
     };
   }

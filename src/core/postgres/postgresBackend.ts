@@ -65,10 +65,12 @@ export class PostgresBackend implements LockBackend {
     this.scope.checkOpen();
     const rows = await this.connection.query<AdvisoryRow>(advisoryQuery(this.connection.server.version, false));
     const tables = await this.tables.read();
+    // After the locks: a session listed now was there when a lock the read missed went (every role sees every pid).
+    const sessions = await this.connection.query<{ pid: number }>('SELECT pid FROM pg_stat_activity');
     const hidden = [hiddenSessions(rows, this.connection.server.currentUser), tables.hidden].filter(Boolean).join('; ');
     // Table locks are named `<table>/<row>`, advisory keys are numbers: the two never share a name.
     const locks = [...locksOfRows(rows), ...tables.locks];
-    return { locks, expiries: tables.expiries, ...(hidden ? { hidden } : {}) };
+    return { locks, expiries: tables.expiries, sessions: new Set(sessions.map((s) => String(s.pid))), ...(hidden ? { hidden } : {}) };
   }
 
   private readonly readLock = async (key: AdvisoryKey): Promise<LockState | undefined> => {
