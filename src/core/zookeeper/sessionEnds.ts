@@ -13,6 +13,8 @@ import type { ZooKeeperServer } from './url';
 
 /** Answers kept for the views that hear of the change a little later (coalesced); the oldest go first. */
 const MAX_KEPT = 1000;
+/** The change waits for the answer: a server that does not answer holds it up no longer than this (then: not told). */
+const ASK_TIMEOUT_MS = 500;
 
 /** The sessions of the session-owned members of `before` that are not in `after` (the same locks, read again). */
 export function goneSessions(before: readonly LockState[], after: readonly LockState[]): string[] {
@@ -29,7 +31,7 @@ export class SessionEnds {
   /** Asks whether `sessions` live (nothing, with none to ask about). */
   async ask(sessions: readonly string[]): Promise<void> {
     if (sessions.length === 0) return;
-    const { bySession } = await readConnections(this.servers);
+    const { bySession } = await readConnections(this.servers, ASK_TIMEOUT_MS);
     for (const s of sessions) {
       this.lives.delete(s);
       if (bySession) this.lives.set(s, bySession.has(s));
