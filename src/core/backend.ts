@@ -76,6 +76,12 @@ export interface LockWatch extends Disposable {
   lock(id: string): LockState | undefined;
   /** The sampled TTL a member expires with (`LockMember.lease`). */
   lease(id: string): LeaseInfo | undefined;
+  /**
+   * Whether the session or connection with this id (the `lease` of a member that ends with it) was there at the
+   * watch's last read: what tells a lock its owner let go of from one lost with its owner (holdEndEvidence.ts).
+   * undefined for an id that is no such member's, or where the store would not say.
+   */
+  ownerLives?(id: string): boolean | undefined;
   /** Samples every TTL now: after a command that changed something, say. */
   sweep(): Promise<void>;
   /** Resolves once the model has caught up with the store as of this call: for commands acting on what was shown. */

@@ -10,8 +10,15 @@
  * - Redis: where the server sends `expired` events (notify-keyspace-events with E or K, and x), they decide: told, it
  *   expired; not told, the key was deleted. Otherwise a key whose PTTL countdown had run out expired, and one that went
  *   with time left was deleted (released); one found gone whose countdown is not known may have done either (null).
- * - A member with nothing to expire with can only have been deleted. A ZooKeeper session or a SQL connection, whose
- *   time left cannot be read, says nothing here (null) until the store is asked whether the owner lives.
+ * - A member with nothing to expire with can only have been deleted.
+ * - A member that ends with its owner's ZooKeeper session or SQL connection (a kazoo node, a PostgreSQL advisory
+ *   lock, a GET_LOCK), whose time left cannot be read: the watch's read right after it went decides. Its session or
+ *   connection still there (PostgreSQL's pg_stat_activity, MySQL's processlist; in ZooKeeper another node of the
+ *   session still in the tree, or a server's `cons` listing the session) means its owner let go: released. Gone
+ *   (every ZooKeeper server answered `cons` without it; the SQL server no longer lists the connection) means the
+ *   owner was lost with it: ownerLost. A release followed by its owner's close before that read looks the same and
+ *   reads ownerLost: what LockLens saw is a lock whose owner was gone. Where nothing can be read (`cons` refused, a
+ *   MySQL user without PROCESS who sees only its own connections) it is not told (null).
  * Pure: no store, no timers.
  */
 import type { HoldEnd } from '../shared/holdEnds';
@@ -34,6 +41,10 @@ export interface EndEvidence {
   readonly expiryEvents: boolean;
   /** ...and sent one for it. */
   readonly expiryTold: boolean;
+  /** It ends with its owner's session or connection (`expiresWith` 'session' or 'connection')... */
+  readonly endsWithOwner?: boolean;
+  /** ...which was still there at the read that found it gone (see `LockWatch.ownerLives`); undefined: nothing told. */
+  readonly ownerLives?: boolean;
 }
 
 export interface StoreEvidence {
@@ -45,6 +56,7 @@ export interface StoreEvidence {
 
 export function endOfGone(e: EndEvidence, store: StoreEvidence): HoldEnd | null {
   if (e.expiryTold) return 'expired';
+  if (e.endsWithOwner) return e.ownerLives === undefined ? null : e.ownerLives ? 'released' : 'ownerLost';
   if (!e.lease || e.expiryEvents) return 'released';
   if (e.secondsLeft === undefined) {
     if (store.hasLeases) return e.leaseGone ? 'revokedOrExpired' : null;

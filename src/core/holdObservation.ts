@@ -11,7 +11,7 @@ import type { HoldEnd } from './history';
 import { endOfGone, type EndEvidence } from './holdEndEvidence';
 import { displayKey, keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
-import { members, type LockMember, type LockState } from './lockState';
+import { endsWithOwner, members, type LockMember, type LockState } from './lockState';
 
 /** One hold as LockLens saw it. Plain data (JSON as it is): the records are saved as they are. */
 export interface ObservedHold {
@@ -60,6 +60,8 @@ export interface ObserveOptions {
   readonly lease: (id: string) => LeaseInfo | undefined;
   /** LockLens itself ended the member with this lease or owner (ownEnds.ts): its end is `forceReleased`. */
   readonly ownEnd?: (lease: string, owner: string) => boolean;
+  /** Whether a session or connection lived at the watch's last read (`LockWatch.ownerLives`). */
+  readonly ownerLives?: (id: string) => boolean | undefined;
 }
 
 export const MAX_HOLDS = 50;
@@ -97,7 +99,7 @@ export interface LockRecord {
   /** Oldest first; the last is open while `current` is set. */
   holds: Mutable<ObservedHold>[];
   /** The holder now: who it is (see identityOf), its lease, and its last TTL sample (not saved: stale by a restart). */
-  current: { member: string; lease: string; sample: TtlSample | null } | null;
+  current: { member: string; lease: string; endsWithOwner?: boolean; sample: TtlSample | null } | null;
   /** Members queued now, by identity. */
   waits: Map<string, Wait>;
   holdMs: number[];
@@ -154,7 +156,7 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
     // An end found by a (re)load happened at some unseen time: no TTL sample can say how (but LockLens knows its own).
     const open = r.holds[r.holds.length - 1];
     const own = open && at.options.ownEnd?.(open.lease, open.owner);
-    const end = present.has(r.current.member) ? 'released' : own ? 'forceReleased' : at.exact ? endOfGone(evidenceOf(r.current, at.now), at.options) : null;
+    const end = present.has(r.current.member) ? 'released' : own ? 'forceReleased' : at.exact ? endOfGone(evidenceOf(r.current, at), at.options) : null;
     endHold(r, at, end);
   }
   if (holder && holderId && !r.current) startHold(r, holder, holderId, at);
@@ -209,7 +211,7 @@ function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Mome
   });
   if (r.holds.length > MAX_HOLDS) r.holds.splice(0, r.holds.length - MAX_HOLDS);
   const info = holder.lease ? at.options.lease(holder.lease) : undefined;
-  r.current = { member: holderId, lease: holder.lease, sample: info ? sampleOf(info, null) : null };
+  r.current = { member: holderId, lease: holder.lease, endsWithOwner: endsWithOwner(holder), sample: info ? sampleOf(info, null) : null };
 }
 
 /** Folds in a TTL sample of the current holder's lease: true when it shows the holder newly stalled. */
@@ -253,9 +255,11 @@ function sampleWait(r: LockRecord, ms: number, who: string): void {
   if (!r.longestWait || ms > r.longestWait.ms) r.longestWait = { ms, who };
 }
 
-/** What the TTL samples of a holder whose key just went say of its end (holdEndEvidence.ts decides). */
-function evidenceOf({ lease, sample: s }: NonNullable<LockRecord['current']>, now: number): EndEvidence {
+/** What the TTL samples of a holder whose key just went, or its owner's session, say of its end (holdEndEvidence.ts decides). */
+function evidenceOf({ lease, endsWithOwner: withOwner, sample: s }: NonNullable<LockRecord['current']>, { now, options }: Moment): EndEvidence {
   return {
+    endsWithOwner: withOwner ?? false,
+    ownerLives: withOwner ? options.ownerLives?.(lease) : undefined,
     lease,
     secondsLeft: s ? s.ttl - (now - s.observedAt) / 1000 : undefined,
     leaseGone: s?.gone ?? false,

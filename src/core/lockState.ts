@@ -16,6 +16,11 @@ export type LockKind = 'queue' | 'single' | 'election' | 'readwrite';
  */
 export type Expiry = 'lease' | 'ttl' | 'session' | 'connection' | 'nothing';
 
+/** It ends with its owner's session or connection, whose id is its `lease` (and its `owner`). */
+export function endsWithOwner(m: Pick<LockMember, 'expiresWith'>): boolean {
+  return m.expiresWith === 'session' || m.expiresWith === 'connection';
+}
+
 export interface LockMember {
   /** The member's identity, unique within its lock: an etcd key, a Redis key, a Redisson `<uuid>:<thread>` field. */
   readonly key: Buffer;

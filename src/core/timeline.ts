@@ -4,7 +4,7 @@ import { displayKey, keyId } from './keys';
 import { endOfGone, evidenceOf } from './holdEndEvidence';
 import type { LeaseInfo } from './leaseInfo';
 import { lockHealth, type LockClock } from './lockHealth';
-import { members, type LockState } from './lockState';
+import { endsWithOwner, members, type LockState } from './lockState';
 
 /**
  * The lease timeline's data: lock states, lease samples and observed ages turned into one row per lock member and
@@ -26,6 +26,8 @@ export interface TimelineSource {
   readonly clock: LockClock;
   /** LockLens itself ended the member with this lease or owner (ownEnds.ts): its bar ends `forceReleased`. */
   readonly ownEnd?: (lease: string, owner: string) => boolean;
+  /** Whether a session or connection lived at the watch's last read (`LockWatch.ownerLives`). */
+  readonly ownerLives?: (id: string) => boolean | undefined;
   /** Whether the lock is in a confirmed deadlock (the connection's diagnosis); absent: nothing is diagnosed. */
   readonly deadlocked?: (lockId: string) => boolean;
 }
@@ -117,6 +119,7 @@ export function timelineRows(source: TimelineSource, longHoldMs: number, now: nu
         longHold: h.troubles.includes('longHold'),
         deadlock,
       };
+      if (endsWithOwner(m)) row.endsWithOwner = true;
       if (h.position === 0) row.heldSince = h.since.at;
       if (info) {
         row.leaseState = info.state;
@@ -247,15 +250,19 @@ interface Countdown {
   readonly observedAt: number;
 }
 
+/** The evidence of a row that ends with its owner's session or connection: only whether that lived tells. */
+const GONE_WITH_OWNER = { lease: '', secondsLeft: undefined, leaseGone: false, expiryEvents: false, expiryTold: false, endsWithOwner: true };
+
 /**
  * How a row whose key just went ended, as far as the last TTL sample tells (holdEndEvidence.ts decides): a lease's
  * fresh sample, or the last alive countdown of its row (a key's own TTL, the row keeping no id of it: a Redis
- * `expired` event is not seen here, the countdown that ran out tells the expiry). `unknown` until the host has asked
- * etcd about a lease never sampled.
+ * `expired` event is not seen here, the countdown that ran out tells the expiry), or whether its owner's session or
+ * connection lived on. `unknown` until the host has asked etcd about a lease never sampled, or where nothing tells.
  */
 function endOf(row: TimelineRow, countdown: Countdown | undefined, source: TimelineSource, now: number): TimelineEnd {
   if (source.ownEnd?.(row.lease, row.owner)) return 'forceReleased';
   const store = { hasLeases: source.hasLeases, sampledTtls: row.ttl !== undefined };
+  if (row.endsWithOwner) return endOfGone({ ...GONE_WITH_OWNER, ownerLives: source.ownerLives?.(row.owner) }, store) ?? 'unknown';
   if (source.hasLeases) return endOfGone(evidenceOf(row.lease, row.lease ? source.lease(row.lease) : undefined, now), store) ?? 'unknown';
   const secondsLeft = countdown && countdown.ttl - (now - countdown.observedAt) / 1000;
   const evidence = { lease: row.ttl === undefined ? '' : row.key, secondsLeft, leaseGone: row.leaseState === 'expired', expiryEvents: false, expiryTold: false };

@@ -60,7 +60,7 @@ export class LockRecords implements vscode.Disposable {
           this.watches.set(connection.name, watch);
           this.stats.restart(connection.name);
         }
-        this.stats.observe(connection.name, changes, { hasLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id), ownEnd: (lease, owner) => this.ownEnds.ended(connection.name, lease, owner) });
+        this.stats.observe(connection.name, changes, { hasLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id), ownerLives: (id) => watch.ownerLives?.(id), ownEnd: (lease, owner) => this.ownEnds.ended(connection.name, lease, owner) });
         for (const lease of this.stats.unsettled(connection.name)) this.probe.ask(connection.name, lease, this.settle);
       }),
       registry.onDidChangeLeases(({ connection, infos }) => this.stats.observeLeases(connection.name, infos)),

@@ -230,7 +230,7 @@ export class TimelinePanel implements vscode.Disposable {
       const diagnosis = this.deps.diagnoses.of(c);
       const deadlocked = diagnosis && ((lockId: string) => diagnosis.cyclesOf(lockId).length > 0);
       const ownEnd = (lease: string, owner: string) => this.deps.ownEnds.ended(c.name, lease, owner);
-      sources.push({ connection: c.name, hasLeases: c.backend?.leases !== undefined, locks: watch.locks(), lease: (id) => watch.lease(id), clock: c.clock, deadlocked, ownEnd });
+      sources.push({ connection: c.name, hasLeases: c.backend?.leases !== undefined, locks: watch.locks(), lease: (id) => watch.lease(id), ownerLives: (id) => watch.ownerLives?.(id), clock: c.clock, deadlocked, ownEnd });
     }
     return sources;
   }

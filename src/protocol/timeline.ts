@@ -195,6 +195,7 @@ export function isTimelineRow(v: unknown): v is TimelineRow {
     isStr(v.lease) &&
     isStr(v.owner) &&
     (v.token === null || isNum(v.token)) &&
+    (v.endsWithOwner === undefined || v.endsWithOwner === true) &&
     isNum(v.firstSeenAt) &&
     isBool(v.firstSeenExact) &&
     optNum(v.heldSince) &&

@@ -9,7 +9,7 @@
  *   count down to nothing (a lease or key nobody renewed).
  * - `forceReleased`: LockLens ended it (Force Release, Revoke, `locklens unlock --force`), as its audit says, with by
  *   whom where the recorded history has it.
- * - `ownerLost`: its owner's session or connection ended (a ZooKeeper session gone, a SQL connection closed).
+ * - `ownerLost`: its owner's session or connection ended with it (a ZooKeeper session gone, a SQL connection closed).
  * - `revokedOrExpired`: its key went with its etcd lease, and nothing tells a revoke from an expiry (etcd's history,
  *   or no TTL sample was taken of the lease).
  * A hold whose end cannot be told has none (null, "unknown"). Values are stored as they are in the recorded history:

@@ -32,6 +32,8 @@ export interface TimelineRow {
   readonly lease: string;
   /** Who holds or waits, in the store's terms, when that is not the lease (a Redis token or Redisson field); ''. */
   readonly owner: string;
+  /** It ends with its owner's session or connection (a ZooKeeper node, a SQL session's lock): `owner` names it. */
+  readonly endsWithOwner?: true;
   /** The fencing token it holds or will hold the lock with (etcd: the create revision); null where the store has none. */
   readonly token: number | null;
   /** When LockLens first saw the key (ms since the epoch); `firstSeenExact` false: it was already there. */

@@ -1,4 +1,4 @@
-import { PythonPeer } from './pythonPeer';
+import { PythonPeer, STAY_PY } from './pythonPeer';
 
 /**
  * kazoo's own `Lock`, `ReadLock` and `WriteLock` (Debian's python3-kazoo) as an interop peer: see PythonPeer. It prints
@@ -7,7 +7,7 @@ import { PythonPeer } from './pythonPeer';
  * Given a log file, it also appends `<identifier> acquired` once it holds and `<identifier> releasing` just before it
  * releases, so that a test proves the order of holds across processes by the lines other processes append there.
  */
-const PEER = String.raw`
+const PEER = STAY_PY + String.raw`
 import json, os, sys, time
 from kazoo.client import KazooClient
 gate, hosts, path, kind, mode, ident, timeout, log = sys.argv[1:9]
@@ -38,6 +38,7 @@ say('contenders-at-release', json.dumps(lock.contenders()))
 mark('releasing')
 lock.release()
 say('released')
+stay()
 zk.stop()
 `;
 
@@ -45,9 +46,10 @@ export type KazooKind = 'lock' | 'read' | 'write';
 
 export class KazooLock extends PythonPeer {
   /** `hosts`: kazoo's `host:port[,…][/chroot]`; `sessionSeconds`: kazoo's session timeout; `log`: see above. */
-  constructor(hosts: string, path: string, options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; sessionSeconds?: number; log?: string } = {}) {
-    const { kind = 'lock', mode = 'hold', identifier = 'kazoo-peer', sessionSeconds = 4, log = '' } = options;
-    super('kazoo', PEER, [hosts, path, kind, mode, identifier, String(sessionSeconds), log]);
+  /** `stay`: its session lives on after the release, until `leave()`. */
+  constructor(hosts: string, path: string, options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; sessionSeconds?: number; log?: string; stay?: boolean } = {}) {
+    const { kind = 'lock', mode = 'hold', identifier = 'kazoo-peer', sessionSeconds = 4, log = '', stay = false } = options;
+    super('kazoo', PEER, [hosts, path, kind, mode, identifier, String(sessionSeconds), log], stay);
   }
 
   /** The identifiers kazoo's `contenders()` listed when it acquired (or, `atRelease`, when told to release), in its order. */

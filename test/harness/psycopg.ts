@@ -1,4 +1,4 @@
-import { PythonPeer } from './pythonPeer';
+import { PythonPeer, STAY_PY } from './pythonPeer';
 
 /**
  * psycopg2 (Debian's python3-psycopg2) taking a PostgreSQL advisory lock as an interop peer: see PythonPeer. The key
@@ -6,7 +6,7 @@ import { PythonPeer } from './pythonPeer';
  * once connected, then `waiting` before a blocking lock (or, `try`, `busy` when the lock is taken), `acquired` once
  * it holds, and after its gate `released` (or `release-failed <error>` when its session was terminated meanwhile).
  */
-const PEER = String.raw`
+const PEER = STAY_PY + String.raw`
 import os, sys, time, psycopg2
 gate, dsn, key, mode, shared, app = sys.argv[1:7]
 conn = psycopg2.connect(dsn, application_name=app)
@@ -35,12 +35,14 @@ try:
     say('released')
 except Exception as e:
     say('release-failed', type(e).__name__)
+stay()
 `;
 
 export class PsycopgLock extends PythonPeer {
-  constructor(dsn: string, key: string, options: { mode?: 'hold' | 'try'; shared?: boolean; application?: string } = {}) {
-    const { mode = 'hold', shared = false, application = 'psycopg-peer' } = options;
-    super('psycopg2', PEER, [dsn, key, mode, shared ? 'shared' : 'exclusive', application]);
+  /** `stay`: its connection lives on after the release, until `leave()`. */
+  constructor(dsn: string, key: string, options: { mode?: 'hold' | 'try'; shared?: boolean; application?: string; stay?: boolean } = {}) {
+    const { mode = 'hold', shared = false, application = 'psycopg-peer', stay = false } = options;
+    super('psycopg2', PEER, [dsn, key, mode, shared ? 'shared' : 'exclusive', application], stay);
   }
 
   /** The peer's backend pid, as pg_locks shows it. */

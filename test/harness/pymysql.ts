@@ -1,4 +1,4 @@
-import { PythonPeer } from './pythonPeer';
+import { PythonPeer, STAY_PY } from './pythonPeer';
 
 /**
  * A PyMySQL client (Debian's python3-pymysql) taking a GET_LOCK lock, as an interop peer: see PythonPeer. It prints
@@ -7,7 +7,7 @@ import { PythonPeer } from './pythonPeer';
  * connection is gone (killed). Given a log file, it appends `<identifier> acquired` and `<identifier> releasing`, so a
  * test proves the order of holds across processes.
  */
-const PEER = String.raw`
+const PEER = STAY_PY + String.raw`
 import os, sys, time, pymysql
 gate, host, port, user, password, name, mode, ident, log = sys.argv[1:10]
 conn = pymysql.connect(host=host, port=int(port), user=user, password=password, charset='utf8mb4', autocommit=True)
@@ -33,6 +33,7 @@ try:
     say('released', cur.fetchone()[0])
 except Exception as e:
     say('release-failed', type(e).__name__)
+stay()
 `;
 
 export interface PyMysqlTarget {
@@ -42,9 +43,10 @@ export interface PyMysqlTarget {
 }
 
 export class PyMysqlLock extends PythonPeer {
-  constructor(target: PyMysqlTarget, name: string, options: { mode?: 'hold' | 'try'; identifier?: string; log?: string } = {}) {
-    const { mode = 'hold', identifier = 'pymysql-peer', log = '' } = options;
-    super('PyMySQL', PEER, ['127.0.0.1', String(target.port), target.user, target.password, name, mode, identifier, log]);
+  /** `stay`: its connection lives on after the release, until `leave()`. */
+  constructor(target: PyMysqlTarget, name: string, options: { mode?: 'hold' | 'try'; identifier?: string; log?: string; stay?: boolean } = {}) {
+    const { mode = 'hold', identifier = 'pymysql-peer', log = '', stay = false } = options;
+    super('PyMySQL', PEER, ['127.0.0.1', String(target.port), target.user, target.password, name, mode, identifier, log], stay);
   }
 
   /** The connection id it holds or waits with. */

@@ -5,6 +5,18 @@ import { join } from 'node:path';
 import { killOnExit } from './processes';
 
 /**
+ * Python for a peer's script to call where it would end (after its release): a peer started with `stay` keeps its
+ * session or connection until `leave()`, so that a test sees a lock released by an owner that lives on.
+ */
+export const STAY_PY = String.raw`
+def stay():
+    import os, time
+    leave = os.environ.get('LOCKLENS_PEER_LEAVE')
+    while leave and not os.path.exists(leave):
+        time.sleep(0.02)
+`;
+
+/**
  * A real client library run by Debian's /usr/bin/python3 (its python3-* packages are for that interpreter, not the
  * pyenv python3 on PATH) as an interop peer. The script reports what it did on stdout, one line each, and releases
  * only when its gate file appears, so tests order events by files and printed lines, not by sleeping. The gate's path
@@ -21,8 +33,10 @@ export class PythonPeer {
     private readonly what: string,
     script: string,
     args: readonly string[],
+    stay = false,
   ) {
-    this.proc = killOnExit(spawn('/usr/bin/python3', ['-c', script, this.gate, ...args], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    const env = stay ? { ...process.env, LOCKLENS_PEER_LEAVE: this.leaveFile } : process.env;
+    this.proc = killOnExit(spawn('/usr/bin/python3', ['-c', script, this.gate, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env }));
     this.proc.stdout!.on('data', (d: Buffer) => (this.out += d.toString()));
     this.proc.stderr!.on('data', (d: Buffer) => (this.err += d.toString()));
     this.exited = new Promise((resolve) => this.proc.once('exit', (code) => resolve(code)));
@@ -52,6 +66,15 @@ export class PythonPeer {
   /** Sends the peer's process a signal: SIGSTOP freezes a holder (its session and lock stay), SIGCONT wakes it. */
   signal(signal: NodeJS.Signals): void {
     this.proc.kill(signal);
+  }
+
+  private get leaveFile(): string {
+    return join(this.gateDir, 'leave');
+  }
+
+  /** Lets a peer started with `stay` end (see STAY_PY). */
+  leave(): void {
+    if (!existsSync(this.leaveFile)) writeFileSync(this.leaveFile, '');
   }
 
   /** Tells the peer to release. */

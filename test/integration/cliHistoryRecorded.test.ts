@@ -46,8 +46,9 @@ interface Scenario {
   readonly env: NodeJS.ProcessEnv;
   readonly passwordEnv?: string;
   /**
-   * How serve records a hold its peer released: a ZooKeeper node that goes is `null` (not known), since serve cannot
-   * tell a client's delete from its session's end (no TTL to sample, no lease to ask).
+   * How serve records a hold its peer released: a ZooKeeper node that goes is `null` (not known) where the server does
+   * not allow `cons`, since serve then cannot tell a client's delete from its session's end (holdEnds.test.ts has both).
+   * The SQL peers stay connected after their release: a connection gone by the next poll would read as the owner lost.
    */
   readonly releasedAs: 'released' | null;
   readonly procs: Procs;
@@ -317,7 +318,7 @@ describe('locklens history --data: PostgreSQL advisory locks recorded (psycopg2)
       prefixes: [name],
       env: { PGPASSWORD: SUPERUSER_PASSWORD },
       passwordEnv: 'PGPASSWORD',
-      take: () => f.psycopg(name),
+      take: () => f.psycopg(name, { stay: true }),
       holder: async () => (await f.lockNamed(name))?.holder ?? undefined,
       cli: f.cli,
     });
@@ -340,7 +341,7 @@ describe('locklens history --data: MariaDB GET_LOCKs recorded (PyMySQL)', { time
       prefixes: [name],
       env: { MYSQL_PWD: ADMIN.password },
       passwordEnv: 'MYSQL_PWD',
-      take: () => f.pymysql(name),
+      take: () => f.pymysql(name, { stay: true }),
       holder: async () => (await f.lockNamed(name))?.holder ?? undefined,
       cli: f.cli,
     });

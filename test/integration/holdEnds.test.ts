@@ -6,6 +6,13 @@ import { writeFileSync } from 'node:fs';
 import { HistoryStore } from '../../src/core/recording/historyStore';
 import type { RecordedHold } from '../../src/core/recording/recordedHold';
 import { show, type Procs } from '../harness/cli';
+import { KazooLock } from '../harness/kazoo';
+import { ADMIN, startMariaDb } from '../harness/mariadb';
+import { SUPERUSER_PASSWORD, startPostgres } from '../harness/postgres';
+import { PsycopgLock } from '../harness/psycopg';
+import { PyMysqlLock } from '../harness/pymysql';
+import type { PythonPeer } from '../harness/pythonPeer';
+import { startZooKeeper } from '../harness/zookeeper';
 import { fixture } from '../harness/cliFixture';
 import { eventually } from '../harness/etcd';
 import { serverFixture } from '../harness/cliFixture';
@@ -15,8 +22,9 @@ import { scrape, startRecordingServe, valueOf, type ConfigConnection } from '../
 
 /**
  * How each hold ended, as a real `locklens serve` records it from real stores and their own clients' locks: released by
- * its owner, expired (its TTL ran out: a Redis key's PX, a SIGKILLed etcdctl's lease), and force-released by
- * `locklens unlock --force --data DIR`; the history, `locklens history` and serve's counters say the same.
+ * its owner, expired (its TTL ran out: a Redis key's PX, a SIGKILLed etcdctl's lease), force-released by
+ * `locklens unlock --force --data DIR`, and its owner lost (a SIGKILLed kazoo's session expired, a SIGKILLed psycopg2's
+ * or PyMySQL's connection closed); the history, `locklens history` and serve's counters say the same.
  */
 
 /** The lock's recorded holds once `n` have ended. */
@@ -149,5 +157,95 @@ describe('how etcd holds ended (etcdctl lock)', () => {
     assert.equal(r.expiries, 1);
     serve.signal('SIGTERM');
     assert.equal((await serve.wait()).code, 0);
+  });
+});
+
+/**
+ * A hold released by an owner whose session or connection lives on (the peer stays until told to leave), then one whose
+ * owner's process is SIGKILLed while it holds: `released`, then `ownerLost`, in the history, `locklens history` (JSON
+ * and words) and serve's counter of owners lost.
+ */
+async function releasedThenLost(
+  f: { procs: Procs; dir: string },
+  s: { connection: ConfigConnection; env?: NodeJS.ProcessEnv; name: string; take: (stay: boolean) => PythonPeer },
+): Promise<void> {
+  const data = join(f.dir, 'data');
+  const { serve, base } = await startRecordingServe(f.procs, { dir: f.dir, data, connection: s.connection, env: s.env });
+  const released = s.take(true);
+  await released.until(['acquired']);
+  await held(data, s.name, 1);
+  released.release();
+  await released.until(['released']);
+  await ended(data, s.name, 1);
+  released.leave();
+
+  const lost = s.take(false);
+  await lost.until(['acquired']);
+  await held(data, s.name, 2);
+  lost.signal('SIGKILL');
+  await ended(data, s.name, 2);
+
+  const json = await f.procs.run(['history', s.name, '--data', data, '--json']);
+  assert.equal(json.code, 0, show(json));
+  const holds = (JSON.parse(json.stdout) as { holds: { end: string | null; forceReleasedBy: string | null }[] }).holds;
+  const text = await f.procs.run(['history', s.name, '--data', data]);
+  assert.equal(text.code, 0, show(text));
+  assert.deepEqual(holds.map((h) => [h.end, h.forceReleasedBy]), [['released', null], ['ownerLost', null]], text.stdout);
+  assert.match(text.stdout, /owner lost \(session or connection ended\)/);
+  const labels = { connection: s.connection.name, lock: s.name };
+  const metrics = await eventually(async () => {
+    const m = await scrape(base);
+    return valueOf(m, 'locklens_lock_acquisitions_total', labels) === 2 && m;
+  }, 20_000, 'both holds counted');
+  assert.equal(valueOf(metrics, 'locklens_lock_owner_losses_total', labels), 1);
+  serve.signal('SIGTERM');
+  assert.equal((await serve.wait()).code, 0);
+}
+
+describe('how ZooKeeper holds ended (kazoo), cons allowed', () => {
+  const f = serverFixture(() => startZooKeeper({ fourLetterWords: ['srvr', 'cons'] }), (z) => z.url);
+  test('released (its session lives on), owner lost (kazoo SIGKILLed: its session expired)', async () => {
+    const name = '/ends/jobs';
+    await releasedThenLost(f, {
+      connection: { name: 'coordination', store: 'zookeeper', endpoints: [f.server.url], prefixes: ['/ends/'] },
+      name,
+      take: (stay) => {
+        const p = new KazooLock(`127.0.0.1:${f.server.port}`, name, { sessionSeconds: 2, stay });
+        f.defer(() => p.dispose());
+        return p;
+      },
+    });
+  });
+});
+
+describe('how PostgreSQL advisory holds ended (psycopg2)', () => {
+  const f = serverFixture(startPostgres, (pg) => pg.url());
+  test('released (pg_advisory_unlock, its session lives on), owner lost (psycopg2 SIGKILLed: its connection closed)', async () => {
+    await releasedThenLost(f, {
+      connection: { name: 'billing-db', store: 'postgres', endpoints: [f.server.url()], prefixes: ['42'], passwordEnv: 'PGPASSWORD' },
+      env: { PGPASSWORD: SUPERUSER_PASSWORD },
+      name: '42',
+      take: (stay) => {
+        const p = new PsycopgLock(f.server.dsn(), '42', { stay });
+        f.defer(() => p.dispose());
+        return p;
+      },
+    });
+  });
+});
+
+describe('how MariaDB GET_LOCK holds ended (PyMySQL)', () => {
+  const f = serverFixture(startMariaDb, (m) => m.url());
+  test('released (RELEASE_LOCK, its connection lives on), owner lost (PyMySQL SIGKILLed: its connection closed)', async () => {
+    await releasedThenLost(f, {
+      connection: { name: 'orders-db', store: 'mysql', endpoints: [f.server.url()], prefixes: ['ends-job'], passwordEnv: 'MYSQL_PWD' },
+      env: { MYSQL_PWD: ADMIN.password },
+      name: 'ends-job',
+      take: (stay) => {
+        const p = new PyMysqlLock({ port: f.server.port, ...ADMIN }, 'ends-job', { stay });
+        f.defer(() => p.dispose());
+        return p;
+      },
+    });
   });
 });

@@ -2,10 +2,14 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { endOfGone, evidenceOf, type EndEvidence } from '../../src/core/holdEndEvidence';
 import { observeLease } from '../../src/core/leaseInfo';
+import { LockEvents } from '../../src/core/lockEvents';
+import type { LockMember, LockState } from '../../src/core/lockState';
+import { goneSessions } from '../../src/core/zookeeper/sessionEnds';
 
 const ETCD = { hasLeases: true, sampledTtls: true };
 const REDIS = { hasLeases: false, sampledTtls: true };
 const ZOOKEEPER = { hasLeases: false, sampledTtls: false };
+const SQL = { hasLeases: false, sampledTtls: true };
 const none: EndEvidence = { lease: 'l', secondsLeft: undefined, leaseGone: false, expiryEvents: false, expiryTold: false };
 
 describe('how a hold whose key went ended', () => {
@@ -46,5 +50,51 @@ describe('how a hold whose key went ended', () => {
     const gone = { ...observeLease(info, 'l', { ttl: -1, grantedTtl: 10, keys: [], at: 2_000 }), expiryEvents: true, expiryTold: true };
     assert.equal(endOfGone(evidenceOf('l', gone, 2_000), REDIS), 'expired');
     assert.deepEqual(evidenceOf('l', undefined, 0), none);
+  });
+
+  test("a member that ends with its owner's session or connection: whether that lived on decides, and nothing else", () => {
+    const owned = { ...none, endsWithOwner: true };
+    assert.equal(endOfGone({ ...owned, ownerLives: true }, ZOOKEEPER), 'released');
+    assert.equal(endOfGone({ ...owned, ownerLives: false }, ZOOKEEPER), 'ownerLost');
+    assert.equal(endOfGone(owned, ZOOKEEPER), null, 'cons refused');
+    assert.equal(endOfGone({ ...owned, ownerLives: false }, SQL), 'ownerLost');
+    assert.equal(endOfGone(owned, SQL), null, 'a connection the reader may not see is not taken for a release');
+  });
+});
+
+function member(owner: string, expiresWith: LockMember['expiresWith'] = 'connection'): LockMember {
+  return { key: Buffer.from(`pid ${owner}`), convention: 'pg-advisory', owner, expiresWith, lease: owner, token: null, holds: null, valuePreview: Buffer.alloc(0), valueSize: 0 };
+}
+
+function lock(holder: LockMember | null, waiters: LockMember[] = []): LockState {
+  return { id: 'jobs', name: Buffer.from('jobs'), kind: 'queue', holder, waiters };
+}
+
+describe('how the hold of a session or connection ended, as the watch tells whether it lived', () => {
+  test('released while its connection lived on, owner lost once it was gone, unknown where the watch cannot say', () => {
+    const lives = new Map([['11', true], ['12', false]]);
+    const events = new LockEvents('db');
+    const options = { ...SQL, hasRevisions: false, lease: () => undefined, ownerLives: (id: string) => lives.get(id) };
+    const ends: unknown[] = [];
+    let now = 0;
+    const step = (l: LockState, resynced = false) =>
+      ends.push(...events.observe({ revision: now, changed: [l], removed: [], resynced }, options, (now += 1000)).events.flatMap((e) => (e.type === 'holdEnded' ? [[e.member.owner, e.how]] : [])));
+    step(lock(null), true);
+    for (const owner of ['11', '12', '13']) {
+      step(lock(member(owner)));
+      step(lock(null));
+    }
+    // A lock-table row expires with its TTL, whatever a session of the same id did.
+    step(lock(member('12', 'ttl')));
+    step(lock(null));
+    assert.deepEqual(ends, [['11', 'released'], ['12', 'ownerLost'], ['13', null], ['12', 'released']]);
+  });
+
+  test('ZooKeeper: the sessions whose nodes went from the locks read again, each once', () => {
+    const node = (path: string, session: string): LockMember => ({ ...member(session, 'session'), key: Buffer.from(path) });
+    const before = [lock(node('/l/a', 's1'), [node('/l/b', 's2'), node('/l/c', 's2'), node('/l/d', 's3')])];
+    assert.deepEqual(goneSessions(before, [lock(node('/l/d', 's3'))]), ['s1', 's2']);
+    assert.deepEqual(goneSessions(before, []), ['s1', 's2', 's3']);
+    assert.deepEqual(goneSessions([lock(member('', 'nothing'))], []), [], 'a persistent node has no session');
   });
 });

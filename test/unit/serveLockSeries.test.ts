@@ -16,7 +16,7 @@ function row(name: string, o: Partial<LockRow> = {}): LockRow {
     ttlSeconds: null,
     stalled: false,
     neverExpires: false,
-    counts: { acquisitions: 1, handoffs: 0, expiries: 0, forceReleases: 0 },
+    counts: { acquisitions: 1, handoffs: 0, expiries: 0, ownerLosses: 0, forceReleases: 0 },
     lastActive: 0,
     ...o,
   };
@@ -62,7 +62,7 @@ describe('lock series', () => {
   });
 
   test('counters of locks gone stay in their series; retired ones count under __other__ whatever their name', () => {
-    const counts = { acquisitions: 3, handoffs: 1, expiries: 1, forceReleases: 2 };
+    const counts = { acquisitions: 3, handoffs: 1, expiries: 1, ownerLosses: 1, forceReleases: 2 };
     const { series, unlisted } = lockSeries([row('gone', { present: false, counts, lastActive: 5 }), row('', { present: false, retired: true, counts })], policy);
     assert.deepEqual(series.map((s) => [s.lock, s.present, s.counts.acquisitions]).sort(), [
       [OTHER, false, 3],

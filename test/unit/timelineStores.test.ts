@@ -91,6 +91,21 @@ describe('timeline rows for a store without leases (Redis)', () => {
     assert.deepEqual(reducer.unsettled(), [], 'nothing is left for the host to ask the store about');
   });
 
+  test("a node or a SQL lock that ends with its owner's session: whether that lived on decides; nothing told, unknown", () => {
+    const r = new RedisLike();
+    const reducer = new TimelineReducer({ longHoldMs: 300_000, keepEndedMs: 3_600_000 });
+    const owned = (key: string, session: string) => member(key, session, { expiresWith: 'session', lease: session, convention: 'kazoo-lock' });
+    r.show(lock('/a', owned('/a/n1', 's1')), lock('/b', owned('/b/n1', 's2')), lock('/c', owned('/c/n1', 's3')));
+    reducer.update([r.source()], r.now);
+    assert.ok(reducer.snapshot().every((row) => row.endsWithOwner === true && isTimelineRow(row)));
+    r.now += 5_000;
+    r.show();
+    const lives = new Map([['s1', true], ['s2', false]]);
+    const ended = reducer.update([{ ...r.source(), ownerLives: (id) => lives.get(id) }], r.now).ended;
+    const endOf = (key: string) => ended.find((e) => reducer.row(e.id)?.key === key)?.end;
+    assert.deepEqual([endOf('/a/n1'), endOf('/b/n1'), endOf('/c/n1')], ['released', 'ownerLost', 'unknown']);
+  });
+
   test('a key a PTTL sweep found gone before the read that ends its row: its last alive countdown decides', () => {
     const r = new RedisLike();
     const reducer = new TimelineReducer({ longHoldMs: 300_000, keepEndedMs: 3_600_000 });

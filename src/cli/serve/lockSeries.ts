@@ -14,6 +14,7 @@ export interface Counts {
   readonly acquisitions: number;
   readonly handoffs: number;
   readonly expiries: number;
+  readonly ownerLosses: number;
   readonly forceReleases: number;
 }
 
@@ -134,6 +135,7 @@ function merged(s: Series, r: LockRow): Series {
       acquisitions: s.counts.acquisitions + r.counts.acquisitions,
       handoffs: s.counts.handoffs + r.counts.handoffs,
       expiries: s.counts.expiries + r.counts.expiries,
+      ownerLosses: s.counts.ownerLosses + r.counts.ownerLosses,
       forceReleases: s.counts.forceReleases + r.counts.forceReleases,
     },
   };

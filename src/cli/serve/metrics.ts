@@ -42,7 +42,7 @@ interface Tally {
   lastActive: number;
 }
 
-const zero = (): Mutable<Counts> => ({ acquisitions: 0, handoffs: 0, expiries: 0, forceReleases: 0 });
+const zero = (): Mutable<Counts> => ({ acquisitions: 0, handoffs: 0, expiries: 0, ownerLosses: 0, forceReleases: 0 });
 
 export class ServeMetrics {
   readonly registry = new Registry();
@@ -107,6 +107,7 @@ export class ServeMetrics {
     counter('locklens_lock_acquisitions_total', 'Holds seen beginning (not those found in place at a first read or a reload).', 'acquisitions');
     counter('locklens_lock_handoffs_total', 'Holds that began as another ended, taken by a member that was queued for it.', 'handoffs');
     counter('locklens_lock_expiries_total', 'Holds seen ending by their TTL running out (the store said so, or its countdown was seen to end).', 'expiries');
+    counter('locklens_lock_owner_losses_total', "Holds seen ending with their owner's session or connection (a ZooKeeper session gone, a SQL connection closed).", 'ownerLosses');
     // A read-only watcher sees no force release: the recorded history tells them (`locklens unlock --force --data DIR`).
     counter('locklens_lock_force_releases_total', 'Holds force-released through LockLens, as its recorded history tells (serve with data:).', 'forceReleases');
     this.holdSeconds = new Histogram({ name: 'locklens_lock_hold_duration_seconds', help: 'How long holds seen from start to end lasted.', labelNames: KIND, registers, buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600, 14400] });
@@ -124,6 +125,7 @@ export class ServeMetrics {
         if (e.handoff) t.counts.handoffs++;
       } else if (e.type === 'holdEnded') {
         if (e.how === 'expired') t.counts.expiries++;
+        if (e.how === 'ownerLost') t.counts.ownerLosses++;
         if (e.heldMs !== null) this.holdSeconds.observe(kind, e.heldMs / 1000);
       } else if (e.type === 'waitEnded' && e.waitedMs !== null) {
         this.waitSeconds.observe(kind, e.waitedMs / 1000);
@@ -189,6 +191,7 @@ export class ServeMetrics {
       sum.acquisitions += t.counts.acquisitions;
       sum.handoffs += t.counts.handoffs;
       sum.expiries += t.counts.expiries;
+      sum.ownerLosses += t.counts.ownerLosses;
       sum.forceReleases += t.counts.forceReleases;
       tallies.delete(id);
     }
@@ -232,7 +235,7 @@ function rowOf(w: Watched, lock: LockState, name: string, tally: Tally | undefin
     store: w.store,
     name,
     kind: lock.kind,
-    counts: counts ? { acquisitions: counts.acquisitions, handoffs: counts.handoffs, expiries: counts.expiries, forceReleases: counts.forceReleases } : zero(),
+    counts: counts ? { acquisitions: counts.acquisitions, handoffs: counts.handoffs, expiries: counts.expiries, ownerLosses: counts.ownerLosses, forceReleases: counts.forceReleases } : zero(),
     present: true,
     holders: holderCount(lock),
     waiters: lock.waiters.length,

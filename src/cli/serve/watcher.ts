@@ -151,7 +151,7 @@ export class ConnectionWatcher implements Watched {
     this.watch = watch;
     this.events.restart();
     this.diagnosis.restart();
-    const observe: ObserveOptions = { hasLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id) };
+    const observe: ObserveOptions = { hasLeases: backend.leases !== undefined, hasRevisions: backend.history !== undefined, sampledTtls: backend.capabilities.ttl, lease: (id) => watch.lease(id), ownerLives: (id) => watch.ownerLives?.(id) };
     this.subscriptions = [
       watch.onDidChangeLocks((changes) => {
         this.diagnosis.observe(changes, Date.now());

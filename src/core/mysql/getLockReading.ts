@@ -218,6 +218,13 @@ export class GetLockReader {
     };
   }
 
+  /** The id of every connection, where this user may see them all (PROCESS); undefined otherwise. */
+  async connections(): Promise<Set<string> | undefined> {
+    if (!this.visibility.seesAllConnections) return undefined;
+    const rows = await this.db.query('SELECT ID AS id FROM information_schema.PROCESSLIST');
+    return new Set(rows.map((r) => String(r.id)));
+  }
+
   /** The connection holding `name` now, with what the processlist shows of it; undefined when the name is free. */
   async holderOf(name: string): Promise<LockMember | undefined> {
     const [row] = await this.db.query('SELECT IS_USED_LOCK(?) AS holder', [name]);

@@ -60,15 +60,20 @@ export class PostgresBackend implements LockBackend {
     return this.connection.spec.url.label;
   }
 
-  /** One whole read: every advisory lock of the database (one statement), then its lock tables. */
-  private async read(): Promise<SqlReading> {
+  /**
+   * One whole read: every advisory lock of the database (one statement), then its lock tables, then (for a watch,
+   * `sessions`) every session's pid.
+   */
+  private async read(sessions: boolean): Promise<SqlReading> {
     this.scope.checkOpen();
     const rows = await this.connection.query<AdvisoryRow>(advisoryQuery(this.connection.server.version, false));
     const tables = await this.tables.read();
+    // After the locks: a session listed now was there when a lock the read missed went (every role sees every pid).
+    const pids = sessions ? await this.connection.query<{ pid: number }>('SELECT pid FROM pg_stat_activity') : undefined;
     const hidden = [hiddenSessions(rows, this.connection.server.currentUser), tables.hidden].filter(Boolean).join('; ');
     // Table locks are named `<table>/<row>`, advisory keys are numbers: the two never share a name.
     const locks = [...locksOfRows(rows), ...tables.locks];
-    return { locks, expiries: tables.expiries, ...(hidden ? { hidden } : {}) };
+    return { locks, expiries: tables.expiries, ...(pids ? { sessions: new Set(pids.map((s) => String(s.pid))) } : {}), ...(hidden ? { hidden } : {}) };
   }
 
   private readonly readLock = async (key: AdvisoryKey): Promise<LockState | undefined> => {
@@ -78,11 +83,11 @@ export class PostgresBackend implements LockBackend {
 
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
     this.scope.checkOpen();
-    return this.scope.watch(new SqlLockWatch(() => this.read(), prefixes, this.label, options));
+    return this.scope.watch(new SqlLockWatch(() => this.read(true), prefixes, this.label, options));
   }
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
-    return listingOf(await this.read(), prefixes);
+    return listingOf(await this.read(false), prefixes);
   }
 
   /** Advisory locks; a lock table's row is written by its library only. */

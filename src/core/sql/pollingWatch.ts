@@ -8,7 +8,7 @@ import type { Listing, WatchOptions } from '../backend';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix } from '../keys';
 import { observeLease, type LeaseInfo } from '../leaseInfo';
-import type { LockState } from '../lockState';
+import { endsWithOwner, members, type LockState } from '../lockState';
 import { SnapshotLockWatch } from '../snapshotWatch';
 
 const DEFAULT_POLL_MS = 1000;
@@ -29,6 +29,11 @@ export interface SqlReading {
   /** In any order: `listingOf` and the watch's SnapshotModel sort by name. */
   readonly locks: readonly LockState[];
   readonly expiries: readonly ExpirySample[];
+  /**
+   * The id of every session or connection the server had when the locks had been read (what members that end with
+   * their connection have as `lease`); absent where the reader may not see them all.
+   */
+  readonly sessions?: ReadonlySet<string>;
   /** What the read could not see and why (another user's sessions hidden by the server's permissions). */
   readonly hidden?: string;
 }
@@ -45,6 +50,14 @@ function sampleExpiries(previous: ReadonlyMap<string, LeaseInfo>, expiries: read
   return next;
 }
 
+/** Whether the connection of each member of `locks` that ends with it is among `sessions` (none: nothing is told). */
+function ownersOf(locks: readonly LockState[], sessions: ReadonlySet<string> | undefined): Map<string, boolean> {
+  const owners = new Map<string, boolean>();
+  if (!sessions) return owners;
+  for (const lock of locks) for (const m of members(lock)) if (endsWithOwner(m)) owners.set(m.lease, sessions.has(m.lease));
+  return owners;
+}
+
 /** A SQL store's listing: one reading's locks under the prefixes, in name order, with its expiries sampled once. */
 export function listingOf(reading: SqlReading, prefixes: readonly Uint8Array[]): Listing {
   const leases = sampleExpiries(new Map(), reading.expiries);
@@ -55,6 +68,8 @@ export function listingOf(reading: SqlReading, prefixes: readonly Uint8Array[]):
 export class SqlLockWatch extends SnapshotLockWatch {
   private readonly pollMs: number;
   private leases = new Map<string, LeaseInfo>();
+  /** Of the members of the last two reads that end with their connection: whether it was there at the last. */
+  private owners = new Map<string, boolean>();
   private timer: NodeJS.Timeout | undefined;
   /** The next read follows an error (or is the first): what it finds was already in place, not seen happening. */
   private resync = true;
@@ -84,7 +99,10 @@ export class SqlLockWatch extends SnapshotLockWatch {
     try {
       const reading = await this.read();
       if (this.disposed) return;
-      this.emit(this.model.replaceAll(underPrefixes(reading.locks, this.prefixes), this.resync));
+      const locks = underPrefixes(reading.locks, this.prefixes);
+      // Before the change is told: those who hear of a lock gone ask then whether its connection was.
+      this.owners = ownersOf([...this.model.locks(), ...locks], reading.sessions);
+      this.emit(this.model.replaceAll(locks, this.resync));
       this.resync = false;
       this.leases = sampleExpiries(this.leases, reading.expiries);
       if (this.leases.size) this.leasesEmitter.fire([...this.leases.values()]);
@@ -104,6 +122,10 @@ export class SqlLockWatch extends SnapshotLockWatch {
 
   lease(id: string): LeaseInfo | undefined {
     return this.leases.get(id);
+  }
+
+  ownerLives(id: string): boolean | undefined {
+    return this.owners.get(id);
   }
 
   /** A read now: TTLs come with the locks. */

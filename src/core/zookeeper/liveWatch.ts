@@ -14,6 +14,8 @@ import { keyId } from '../keys';
 import type { LeaseInfo } from '../leaseInfo';
 import { SnapshotLockWatch } from '../snapshotWatch';
 import type { ConnectionState, ZkConnection } from './connect';
+import { SessionEnds, goneSessions } from './sessionEnds';
+import type { ZooKeeperServer } from './url';
 import { ZnodeTree } from './znodeTree';
 
 /** Events of one burst (a lock handed over: a delete, then the next holder's watch) are read together. */
@@ -23,6 +25,8 @@ const RETRY_MS = 1000;
 
 export class ZooKeeperLockWatch extends SnapshotLockWatch {
   private readonly tree: ZnodeTree;
+  /** Whether the sessions of nodes that went lived on: how their holds ended. */
+  private readonly sessionEnds: SessionEnds;
   private fullPending: Promise<void> | undefined;
   private readonly dirtyDirs = new Set<string>();
   private readonly dirtyNodes = new Set<string>();
@@ -33,9 +37,11 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
   constructor(
     private readonly conn: ZkConnection,
     roots: readonly string[],
+    servers: readonly ZooKeeperServer[],
     options: WatchOptions = {},
   ) {
     super(options);
+    this.sessionEnds = new SessionEnds(servers);
     this.tree = new ZnodeTree(() => conn.client, roots, (event) => this.onEvent(event));
   }
 
@@ -99,14 +105,22 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
       this.options.log?.(`ZooKeeper read failed: ${errorMessage(e)}`);
       void this.requestFull(false);
     }
-    this.emitTouched(touched);
+    await this.emitTouched(touched);
   }
 
-  private emitTouched(touched: Set<string>): void {
+  private async emitTouched(touched: Set<string>): Promise<void> {
     if (touched.size === 0) return;
     const parents = [...touched];
+    const ids = parents.map((p) => keyId(Buffer.from(p)));
     const locks = parents.flatMap((p) => this.tree.lockAt(p) ?? []);
-    this.emit(this.model.replaceSome(parents.map((p) => keyId(Buffer.from(p))), locks));
+    // Asked before the change is told: those who hear of a node gone ask then whether its session lived on.
+    await this.sessionEnds.ask(goneSessions(ids.flatMap((id) => this.model.lock(id) ?? []), locks));
+    if (this.disposed) return;
+    this.emit(this.model.replaceSome(ids, locks));
+  }
+
+  ownerLives(session: string): boolean | undefined {
+    return this.sessionEnds.lived(session);
   }
 
   /** One full read soon; calls made while one is waiting share it. */

@@ -47,7 +47,7 @@ export class ZooKeeperBackend implements LockBackend {
 
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
     this.checkOpen();
-    return this.scope.watch(new ZooKeeperLockWatch(this.connection, distinctRoots(prefixes.map(rootOf)), options));
+    return this.scope.watch(new ZooKeeperLockWatch(this.connection, distinctRoots(prefixes.map(rootOf)), this.servers, options));
   }
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {

@@ -113,7 +113,7 @@ describe('Locks tree and commands against a real ZooKeeper', function () {
     assert.ok(await raw.client.data(`/zt/ro/${node}`), 'kazoo still holds');
   });
 
-  it('Lock History records kazoo\'s holds by session; how one ended is not said (a session has no TTL to tell an expiry from a release)', async () => {
+  it('Lock History records kazoo\'s holds by session; how one ended is not said where the server refuses cons (nothing tells whether its session lived on)', async () => {
     const first = kazoo('/zt/hist', 'h1');
     const session = (await first.until(['acquired'])).split(' ')[2];
     await eventually(async () => (await sync(), memberRows('/zt/hist').length === 1), 10_000, 'the lock in the tree');
