@@ -156,7 +156,11 @@ function recentLines(holds: readonly ObservedHold[], now: number): string[] {
   return lines;
 }
 
-const END_TEXT: Record<HoldEnd | 'unknown', string> = { ...HOLD_END_TEXT, unknown: 'ended' };
+/**
+ * The holds a report lists are those its window saw or replayed, and the only force releases a window knows of are its
+ * own (the store does not say who deleted a key): by whom is this window, whose audit log has the entry.
+ */
+const END_TEXT: Record<HoldEnd | 'unknown', string> = { ...HOLD_END_TEXT, forceReleased: 'force-released from this window (see its audit log)', unknown: 'ended' };
 
 function historyLines(history: LockHistory | undefined): string[] {
   if (!history) return [];

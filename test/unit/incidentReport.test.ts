@@ -70,7 +70,7 @@ describe('incident report', () => {
     assert.match(text, /\| hold \| 1\.5s \| 4\.0s \| 4\.0s \| 2 \|/);
     assert.match(text, /\| wait \| – \| – \| – \| 0 \|/);
     assert.match(text, /- Longest hold: 4\.0s by `1a`/);
-    assert.match(text, /- How the last 50 holds at most ended: released 1, force-released 1/);
+    assert.match(text, /- How the last 50 holds at most ended: released 1, force-released from this window \(see its audit log\) 1/);
     const recent = text.split('## Recent holds')[1].split('## Replayed')[0].split('\n').filter((l) => l.startsWith('| `'));
     assert.deepEqual(recent.map((l) => l.split(' | ')[0]), ['| `1a`', '| `0f`'], 'newest first');
     assert.match(recent[1], /\| 50s \| released \| 7 \| 250 ms \|$/);
