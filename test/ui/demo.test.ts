@@ -67,6 +67,22 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     await eventually(async () => (await r.getAttribute('aria-expanded')) === 'true', 10_000, 'row expanded');
   }
 
+  /**
+   * The confirmation `item` of the row's context menu opens, for that row. Rows move while the services come and go:
+   * a right-click that lands as the list shifts opens the menu of the row now under the mouse. A confirmation for
+   * another row is cancelled (nothing is done) and the menu opened again; one left open would block every later click.
+   */
+  async function confirmationOf(r: Locator, item: string, asks: RegExp): Promise<Locator> {
+    for (let attempt = 1; ; attempt++) {
+      const dialog = await confirmFromContextMenu(page, r, item);
+      const text = (await dialog.textContent()) ?? '';
+      if (asks.test(text)) return dialog;
+      await dialog.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
+      await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
+      if (attempt === 3) throw new Error(`${item} asked about another row three times: ${text}`);
+    }
+  }
+
   async function shot(name: string, clip?: { x: number; y: number; width: number; height: number }): Promise<void> {
     mkdirSync(SHOTS, { recursive: true });
     // No hover tooltip or highlight in the picture; and let the tree's and the timeline's last redraws land (they
@@ -281,19 +297,9 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     // The acquire test's notifications would cover part of the picture.
     await runCommand(page, 'Notifications: Clear All Notifications');
     const stuck = row(demo.stuckLease);
-    // The waiters' rows move while the services come and go: a right-click that lands as the list shifts opens the
-    // menu of the row now under the mouse. A confirmation for another lease is cancelled (nothing is revoked) and
-    // the menu opened again.
-    const asks = new RegExp(`Revoke lease ${demo.stuckLease} on demo\\?`);
-    let dialog = await confirmFromContextMenu(page, stuck, 'Revoke Lease…');
-    for (let attempt = 1; !asks.test((await dialog.textContent()) ?? '') && attempt < 3; attempt++) {
-      await dialog.locator('.monaco-button', { hasText: 'Cancel' }).first().click();
-      await dialog.waitFor({ state: 'hidden', timeout: 20_000 });
-      dialog = await confirmFromContextMenu(page, stuck, 'Revoke Lease…');
-    }
+    const dialog = await confirmationOf(stuck, 'Revoke Lease…', new RegExp(`Revoke lease ${demo.stuckLease} on demo\\?`));
     const text = (await dialog.textContent()) ?? '';
     try {
-      assert.match(text, asks);
       assert.match(text, new RegExp(`/locks/reconcile/${demo.stuckLease}`));
       assert.match(text, /\/locks\/reconcile → next holder \/locks\/reconcile\/[0-9a-f]+/);
     } catch (e) {
@@ -343,9 +349,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     });
 
     await runCommand(page, 'Notifications: Clear All Notifications');
-    const dialog = await confirmFromContextMenu(page, stuck, 'Force Release…');
+    const dialog = await confirmationOf(stuck, 'Force Release…', new RegExp(`Force-release "app:stuck-migration" from ${demo.stuckToken} on demo-redis\\?`));
     const text = (await dialog.textContent()) ?? '';
-    assert.match(text, new RegExp(`Force-release "app:stuck-migration" from ${demo.stuckToken} on demo-redis\\?`));
     assert.match(text, new RegExp(`only if it still holds token ${demo.stuckToken}`));
     await shot('force-release');
     await dialog.locator('.monaco-button', { hasText: 'Force Release' }).first().click();
@@ -405,10 +410,9 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     }, 90_000, '42 held by billing-worker with report-export and ledger-sync waiting, and the stuck Liquibase row');
 
     await runCommand(page, 'Notifications: Clear All Notifications');
-    const dialog = await confirmFromContextMenu(page, liquibase, 'Force Release…');
+    const dialog = await confirmationOf(liquibase, 'Force Release…', new RegExp(`Force-release "${escapeRegExp(POSTGRES_LOCKS.liquibase)}" from .* on demo-postgres\\?`));
     const text = (await dialog.textContent()) ?? '';
     try {
-      assert.match(text, new RegExp(`Force-release "${escapeRegExp(POSTGRES_LOCKS.liquibase)}" from .* on demo-postgres\\?`));
       assert.match(text, new RegExp(`Clears Liquibase's changelog lock .* still held by '${escapeRegExp(LIQUIBASE_LOCKED_BY)}'`));
     } catch (e) {
       // A dialog left open would block every later test's clicks.
