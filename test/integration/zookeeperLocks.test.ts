@@ -334,6 +334,8 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
     await holder.until(['waiting']);
     await eventually(async () => watch.status.state === 'live' && JSON.stringify(drawn(watch.locks())) === JSON.stringify(drawn(await listed())), 20_000, 'resynced');
     assert.ok(states.lastIndexOf('live') > states.indexOf('reconnecting'), states.join());
+    // The test's own session was cut too and reconnects by itself: the next test writes through it.
+    await eventually(async () => (await raw().exists('/')) !== null, 20_000, 'the raw session back');
   });
 
   test('errors: nothing listening, not ZooKeeper, wrong digest credentials: clear and within the dial timeout', async () => {
