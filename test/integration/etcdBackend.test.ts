@@ -55,6 +55,25 @@ describe('EtcdBackend against a real etcd', () => {
     assert.ok(held.fencingToken! > first.fencingToken!, 'the token grows');
   });
 
+  test('a key named with its lease zero-padded (%016x, as etcdctl lease grant prints it) is a queue member of its lock, as Go\'s %x is', async () => {
+    const backend = await open();
+    // A lease with a short id, whose printed form is padded: a script writes `etcdctl lease grant`'s output into its key.
+    const id = 0x100000 + Math.floor(Math.random() * 0xfffff);
+    await t.conn.client.leaseClient.leaseGrant({ TTL: 30, ID: String(id) });
+    const lease = id.toString(16);
+    const padded = lease.padStart(16, '0');
+    t.scope.defer(() => t.etcd.etcdctl(['lease', 'revoke', lease]).catch(() => undefined));
+    await t.etcd.etcdctl(['put', `be/padded/${padded}`, '', `--lease=${lease}`]);
+    const [lock] = (await backend.list([Buffer.from('be/padded')])).locks;
+    assert.equal(lock.name.toString(), 'be/padded', 'one lock, named without the lease');
+    assert.equal(lock.kind, 'queue');
+    assert.equal(lock.holder?.key.toString(), `be/padded/${padded}`);
+    assert.equal(lock.holder?.owner, lease, 'owned by its lease');
+    // Our acquire takes it for the holder of the same lock, not a lock of its own.
+    await assert.rejects(backend.acquire(Buffer.from('be/padded'), { ttlSeconds: 10, tryOnly: true }), (e) => isLockLensError(e, 'LOCKED') && e.message.includes(padded));
+    assert.deepEqual(await keysUnder('be/padded/'), [`be/padded/${padded}`]);
+  });
+
   test('tryOnly on a held lock throws LOCKED and leaves no key', async () => {
     const backend = await open();
     const hold = await backend.acquire(Buffer.from('be/try'), { ttlSeconds: 10 });

@@ -18,6 +18,16 @@ describe('placeKey', () => {
     assert.equal(p.text, 'jobs');
   });
 
+  test('a queue member named with its lease zero-padded to 16 digits (%016x, as etcdctl lease grant prints it) is one of its lock as Go\'s %x is', () => {
+    const padded = LEASE.padStart(16, '0');
+    assert.deepEqual(place(`/locks/jobs/${padded}`, LEASE), place(`/locks/jobs/${LEASE}`, LEASE));
+    assert.equal(place(`/locks/jobs/${padded}`, LEASE).convention, 'go-mutex');
+    assert.equal(place(`/locks/jobs/${padded}`, LEASE, 3).convention, 'go-election');
+    // Padded to another width, or another lease's digits behind zeros: not this lease, so the key is a lock of its own.
+    assert.equal(place(`/locks/jobs/0${LEASE}`, LEASE).convention, 'single-key');
+    assert.equal(place(`/locks/jobs/${'1'.padStart(16, '0')}`, LEASE).convention, 'single-key');
+  });
+
   test('Go election: same layout with a non-empty value (the proposal)', () => {
     const p = place(`jobs/${LEASE}`, LEASE, 5);
     assert.equal(p.convention, 'go-election');

@@ -6,7 +6,7 @@ import type { KeyRecord } from './records';
  * (see docs/etcd-locks.md in the shared docs, and the README's table):
  *
  * - `go-mutex`: `<name>/<lease hex>` with an empty value: Go `concurrency.Mutex`, `etcdctl lock`, the v3lock service
- *   (jetcd). Holder: lowest create revision.
+ *   (jetcd); the hex zero-padded to 16 digits too, as `etcdctl lease grant` prints it. Holder: lowest create revision.
  * - `go-election`: the same layout with a non-empty value (the proposal): Go `Election`, `etcdctl elect`.
  * - `etcd3-election`: `<name>/<lease decimal>`: the npm `etcd3` Election.
  * - `recipe-uuid`: `<name>/<uuid>`: the revision-ordered recipe of the seed articles.
@@ -37,7 +37,7 @@ export function placeKey(kv: Pick<KeyRecord, 'key' | 'lease' | 'valueSize'>): Pl
   if (slash >= 0) {
     const segment = kv.key.subarray(slash + 1).toString('latin1');
     const name = kv.key.subarray(0, slash);
-    if (kv.lease !== '' && segment === kv.lease) {
+    if (kv.lease !== '' && isLeaseHex(segment, kv.lease)) {
       return { name, convention: kv.valueSize === 0 ? 'go-mutex' : 'go-election' };
     }
     if (UUID.test(segment)) return { name, convention: 'recipe-uuid' };
@@ -46,6 +46,15 @@ export function placeKey(kv: Pick<KeyRecord, 'key' | 'lease' | 'valueSize'>): Pl
     }
   }
   return { name: kv.key, convention: 'single-key' };
+}
+
+/**
+ * Whether a key's last segment is its lease in hex: as Go writes it (`%x`, `694d7a2b3c01a2f5`) or zero-padded to 16
+ * digits (`%016x`, as `etcdctl lease grant` prints a lease, which scripts then write into their keys).
+ */
+function isLeaseHex(segment: string, lease: string): boolean {
+  if (segment === lease) return true;
+  return segment.length === 16 && segment.length > lease.length && /^0+$/.test(segment.slice(0, 16 - lease.length)) && segment.endsWith(lease);
 }
 
 /**
