@@ -13,8 +13,8 @@
  * - A member with nothing to expire with can only have been deleted.
  * - A member that ends with its owner's ZooKeeper session or SQL connection (a kazoo node, a PostgreSQL advisory
  *   lock, a GET_LOCK), whose time left cannot be read: the watch's read right after it went decides. Its session or
- *   connection still there (PostgreSQL's pg_stat_activity, MySQL's processlist; in ZooKeeper another node of the
- *   session still in the tree, or a server's `cons` listing the session) means its owner let go: released. Gone
+ *   connection still there (PostgreSQL's pg_stat_activity, MySQL's processlist; in ZooKeeper a server's `cons`
+ *   listing the session) means its owner let go: released. Gone
  *   (every ZooKeeper server answered `cons` without it; the SQL server no longer lists the connection) means the
  *   owner was lost with it: ownerLost. A release followed by its owner's close before that read looks the same and
  *   reads ownerLost: what LockLens saw is a lock whose owner was gone. Where nothing can be read (`cons` refused, a
@@ -22,7 +22,9 @@
  * Pure: no store, no timers.
  */
 import type { HoldEnd } from '../shared/holdEnds';
+import { keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
+import { endsWithOwner, members, type LockState } from './lockState';
 
 /**
  * A key that goes this close to its countdown's end ran out: a Redis key's expiry is reported when the server evicts
@@ -76,4 +78,14 @@ export function evidenceOf(lease: string, info: LeaseInfo | undefined, now: numb
     expiryEvents: info?.expiryEvents ?? false,
     expiryTold: info?.expiryTold ?? false,
   };
+}
+
+/**
+ * The sessions or connections to ask about after a read: those of the members of `before` that end with their owner
+ * and are not in `after` (the same locks, read again; a lock missing from `after` went whole).
+ */
+export function goneOwners(before: readonly LockState[], after: readonly LockState[]): string[] {
+  const still = new Set(after.flatMap((l) => members(l).map((m) => `${l.id}\0${keyId(m.key)}`)));
+  const gone = before.flatMap((l) => members(l).filter((m) => endsWithOwner(m) && !still.has(`${l.id}\0${keyId(m.key)}`)));
+  return [...new Set(gone.map((m) => m.lease))];
 }

@@ -1,10 +1,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { endOfGone, evidenceOf, type EndEvidence } from '../../src/core/holdEndEvidence';
+import { endOfGone, evidenceOf, goneOwners, type EndEvidence } from '../../src/core/holdEndEvidence';
 import { observeLease } from '../../src/core/leaseInfo';
 import { LockEvents } from '../../src/core/lockEvents';
 import type { LockMember, LockState } from '../../src/core/lockState';
-import { goneSessions } from '../../src/core/zookeeper/sessionEnds';
 
 const ETCD = { hasLeases: true, sampledTtls: true };
 const REDIS = { hasLeases: false, sampledTtls: true };
@@ -93,8 +92,8 @@ describe('how the hold of a session or connection ended, as the watch tells whet
   test('ZooKeeper: the sessions whose nodes went from the locks read again, each once', () => {
     const node = (path: string, session: string): LockMember => ({ ...member(session, 'session'), key: Buffer.from(path) });
     const before = [lock(node('/l/a', 's1'), [node('/l/b', 's2'), node('/l/c', 's2'), node('/l/d', 's3')])];
-    assert.deepEqual(goneSessions(before, [lock(node('/l/d', 's3'))]), ['s1', 's2']);
-    assert.deepEqual(goneSessions(before, []), ['s1', 's2', 's3']);
-    assert.deepEqual(goneSessions([lock(member('', 'nothing'))], []), [], 'a persistent node has no session');
+    assert.deepEqual(goneOwners(before, [lock(node('/l/d', 's3'))]), ['s1', 's2']);
+    assert.deepEqual(goneOwners(before, []), ['s1', 's2', 's3']);
+    assert.deepEqual(goneOwners([lock(member('', 'nothing'))], []), [], 'a persistent node has no session');
   });
 });

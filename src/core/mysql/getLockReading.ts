@@ -218,10 +218,10 @@ export class GetLockReader {
     };
   }
 
-  /** The id of every connection, where this user may see them all (PROCESS); undefined otherwise. */
-  async connections(): Promise<Set<string> | undefined> {
+  /** Which of these connections the server still has, where this user may see them all (PROCESS); undefined otherwise. */
+  async connections(ids: readonly string[]): Promise<Set<string> | undefined> {
     if (!this.visibility.seesAllConnections) return undefined;
-    const rows = await this.db.query('SELECT ID AS id FROM information_schema.PROCESSLIST');
+    const rows = await this.db.query('SELECT ID AS id FROM information_schema.PROCESSLIST WHERE ID IN (?)', [ids.map(Number)]);
     return new Set(rows.map((r) => String(r.id)));
   }
 

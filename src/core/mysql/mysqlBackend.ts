@@ -59,28 +59,25 @@ export class MysqlBackend implements LockBackend {
     return `MySQL at ${this.db.target.url.label}`;
   }
 
-  /** One whole read: GET_LOCK locks and lock tables, then (for a watch, `sessions`) every connection's id. */
-  private async read(sessions: boolean): Promise<SqlReading> {
+  /** One whole read: GET_LOCK locks and lock tables. */
+  private async read(): Promise<SqlReading> {
     const [getLocks, tables] = await Promise.all([this.getLocks.read(), this.tables?.read()]);
-    // After the locks: a connection listed now was there when a lock the read missed went.
-    const ids = sessions ? await this.getLocks.connections() : undefined;
     const hidden = [...getLocks.hidden, tables?.hidden].filter(Boolean).join('; ');
     return {
       locks: [...getLocks.locks, ...(tables?.locks ?? [])],
       expiries: tables?.expiries ?? [],
-      ...(ids ? { sessions: ids } : {}),
       ...(hidden ? { hidden } : {}),
     };
   }
 
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
     this.scope.checkOpen();
-    return this.scope.watch(new SqlLockWatch(() => this.read(true), prefixes, this.label, options));
+    return this.scope.watch(new SqlLockWatch(() => this.read(), prefixes, this.label, options, (ids) => this.getLocks.connections(ids)));
   }
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
     this.scope.checkOpen();
-    return listingOf(await this.read(false), prefixes);
+    return listingOf(await this.read(), prefixes);
   }
 
   /** GET_LOCK locks; lock-table rows are the tables' libraries' to take. */

@@ -14,7 +14,7 @@ import type { LockMember, LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
 import type { ConnectionHold } from '../sql/connectionHold';
 import { LockTables } from '../sql/lockTables';
-import { SqlLockWatch, listingOf, type SqlReading } from '../sql/pollingWatch';
+import { SqlLockWatch, listingOf, type LivingSessions, type SqlReading } from '../sql/pollingWatch';
 import type { AdvisoryKey } from './advisoryKeys';
 import { advisoryQuery, hiddenSessions, keyParams, locksOfRows, type AdvisoryRow } from './advisoryLocks';
 import { acquire } from './acquire';
@@ -60,21 +60,22 @@ export class PostgresBackend implements LockBackend {
     return this.connection.spec.url.label;
   }
 
-  /**
-   * One whole read: every advisory lock of the database (one statement), then its lock tables, then (for a watch,
-   * `sessions`) every session's pid.
-   */
-  private async read(sessions: boolean): Promise<SqlReading> {
+  /** One whole read: every advisory lock of the database (one statement), then its lock tables. */
+  private async read(): Promise<SqlReading> {
     this.scope.checkOpen();
     const rows = await this.connection.query<AdvisoryRow>(advisoryQuery(this.connection.server.version, false));
     const tables = await this.tables.read();
-    // After the locks: a session listed now was there when a lock the read missed went (every role sees every pid).
-    const pids = sessions ? await this.connection.query<{ pid: number }>('SELECT pid FROM pg_stat_activity') : undefined;
     const hidden = [hiddenSessions(rows, this.connection.server.currentUser), tables.hidden].filter(Boolean).join('; ');
     // Table locks are named `<table>/<row>`, advisory keys are numbers: the two never share a name.
     const locks = [...locksOfRows(rows), ...tables.locks];
-    return { locks, expiries: tables.expiries, ...(pids ? { sessions: new Set(pids.map((s) => String(s.pid))) } : {}), ...(hidden ? { hidden } : {}) };
+    return { locks, expiries: tables.expiries, ...(hidden ? { hidden } : {}) };
   }
+
+  /** Which of these sessions (pids) the server still has: every role sees every pid in pg_stat_activity. */
+  private readonly livingSessions: LivingSessions = async (pids) => {
+    const rows = await this.connection.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE pid = ANY($1::int[])', [pids.map(Number)]);
+    return new Set(rows.map((r) => String(r.pid)));
+  };
 
   private readonly readLock = async (key: AdvisoryKey): Promise<LockState | undefined> => {
     const rows = await this.connection.query<AdvisoryRow>(advisoryQuery(this.connection.server.version, true), keyParams(key));
@@ -83,11 +84,11 @@ export class PostgresBackend implements LockBackend {
 
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch {
     this.scope.checkOpen();
-    return this.scope.watch(new SqlLockWatch(() => this.read(true), prefixes, this.label, options));
+    return this.scope.watch(new SqlLockWatch(() => this.read(), prefixes, this.label, options, this.livingSessions));
   }
 
   async list(prefixes: readonly Uint8Array[]): Promise<Listing> {
-    return listingOf(await this.read(false), prefixes);
+    return listingOf(await this.read(), prefixes);
   }
 
   /** Advisory locks; a lock table's row is written by its library only. */

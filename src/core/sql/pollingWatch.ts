@@ -8,7 +8,8 @@ import type { Listing, WatchOptions } from '../backend';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix } from '../keys';
 import { observeLease, type LeaseInfo } from '../leaseInfo';
-import { endsWithOwner, members, type LockState } from '../lockState';
+import { goneOwners } from '../holdEndEvidence';
+import type { LockState } from '../lockState';
 import { SnapshotLockWatch } from '../snapshotWatch';
 
 const DEFAULT_POLL_MS = 1000;
@@ -29,11 +30,6 @@ export interface SqlReading {
   /** In any order: `listingOf` and the watch's SnapshotModel sort by name. */
   readonly locks: readonly LockState[];
   readonly expiries: readonly ExpirySample[];
-  /**
-   * The id of every session or connection the server had when the locks had been read (what members that end with
-   * their connection have as `lease`); absent where the reader may not see them all.
-   */
-  readonly sessions?: ReadonlySet<string>;
   /** What the read could not see and why (another user's sessions hidden by the server's permissions). */
   readonly hidden?: string;
 }
@@ -50,13 +46,11 @@ function sampleExpiries(previous: ReadonlyMap<string, LeaseInfo>, expiries: read
   return next;
 }
 
-/** Whether the connection of each member of `locks` that ends with it is among `sessions` (none: nothing is told). */
-function ownersOf(locks: readonly LockState[], sessions: ReadonlySet<string> | undefined): Map<string, boolean> {
-  const owners = new Map<string, boolean>();
-  if (!sessions) return owners;
-  for (const lock of locks) for (const m of members(lock)) if (endsWithOwner(m)) owners.set(m.lease, sessions.has(m.lease));
-  return owners;
-}
+/**
+ * Which of these sessions or connections (what members that end with theirs have as `lease`) the server has now;
+ * undefined where the reader may not see them all.
+ */
+export type LivingSessions = (ids: readonly string[]) => Promise<ReadonlySet<string> | undefined>;
 
 /** A SQL store's listing: one reading's locks under the prefixes, in name order, with its expiries sampled once. */
 export function listingOf(reading: SqlReading, prefixes: readonly Uint8Array[]): Listing {
@@ -68,7 +62,7 @@ export function listingOf(reading: SqlReading, prefixes: readonly Uint8Array[]):
 export class SqlLockWatch extends SnapshotLockWatch {
   private readonly pollMs: number;
   private leases = new Map<string, LeaseInfo>();
-  /** Of the members of the last two reads that end with their connection: whether it was there at the last. */
+  /** Of the members the last read found gone that end with their connection: whether it was still there. */
   private owners = new Map<string, boolean>();
   private timer: NodeJS.Timeout | undefined;
   /** The next read follows an error (or is the first): what it finds was already in place, not seen happening. */
@@ -79,6 +73,7 @@ export class SqlLockWatch extends SnapshotLockWatch {
     private readonly prefixes: readonly Uint8Array[],
     private readonly label: string,
     options: WatchOptions = {},
+    private readonly living?: LivingSessions,
   ) {
     super(options);
     this.pollMs = options.pollIntervalMs ?? DEFAULT_POLL_MS;
@@ -100,8 +95,12 @@ export class SqlLockWatch extends SnapshotLockWatch {
       const reading = await this.read();
       if (this.disposed) return;
       const locks = underPrefixes(reading.locks, this.prefixes);
-      // Before the change is told: those who hear of a lock gone ask then whether its connection was.
-      this.owners = ownersOf([...this.model.locks(), ...locks], reading.sessions);
+      // Before the change is told: those who hear of a lock gone ask then whether its connection was. Asked after the
+      // locks were read (a connection there now was there when its lock went), and only of the members that went.
+      const gone = this.living ? goneOwners(this.model.locks(), locks) : [];
+      const alive = gone.length ? await this.living?.(gone) : undefined;
+      if (this.disposed) return;
+      this.owners = new Map(alive ? gone.map((id) => [id, alive.has(id)]) : []);
       this.emit(this.model.replaceAll(locks, this.resync));
       this.resync = false;
       this.leases = sampleExpiries(this.leases, reading.expiries);

@@ -14,7 +14,8 @@ import { keyId } from '../keys';
 import type { LeaseInfo } from '../leaseInfo';
 import { SnapshotLockWatch } from '../snapshotWatch';
 import type { ConnectionState, ZkConnection } from './connect';
-import { SessionEnds, goneSessions } from './sessionEnds';
+import { goneOwners } from '../holdEndEvidence';
+import { SessionEnds } from './sessionEnds';
 import type { ZooKeeperServer } from './url';
 import { ZnodeTree } from './znodeTree';
 
@@ -114,7 +115,7 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
     const ids = parents.map((p) => keyId(Buffer.from(p)));
     const locks = parents.flatMap((p) => this.tree.lockAt(p) ?? []);
     // Asked before the change is told: those who hear of a node gone ask then whether its session lived on.
-    await this.sessionEnds.ask(goneSessions(ids.flatMap((id) => this.model.lock(id) ?? []), locks));
+    await this.sessionEnds.ask(goneOwners(ids.flatMap((id) => this.model.lock(id) ?? []), locks));
     if (this.disposed) return;
     this.emit(this.model.replaceSome(ids, locks));
   }
