@@ -6,8 +6,6 @@
  * client released and went away between the delete and this read, which `cons` cannot tell apart). Where a server
  * refuses `cons` nothing is told (holdEndEvidence.ts).
  */
-import { keyId } from '../keys';
-import { endsWithOwner, members, type LockState } from '../lockState';
 import { readConnections } from './cons';
 import type { ZooKeeperServer } from './url';
 
@@ -16,26 +14,30 @@ const MAX_KEPT = 1000;
 /** The change waits for the answer: a server that does not answer holds it up no longer than this (then: not told). */
 const ASK_TIMEOUT_MS = 500;
 
-/** The sessions of the session-owned members of `before` that are not in `after` (the same locks, read again). */
-export function goneSessions(before: readonly LockState[], after: readonly LockState[]): string[] {
-  const still = new Set(after.flatMap((l) => members(l).map((m) => `${l.id}\0${keyId(m.key)}`)));
-  const gone = before.flatMap((l) => members(l).filter((m) => endsWithOwner(m) && !still.has(`${l.id}\0${keyId(m.key)}`)));
-  return [...new Set(gone.map((m) => m.lease))];
-}
+/**
+ * After a server refused `cons` (ZooKeeper 3.5+ answers only `srvr` unless told) or did not answer, none is asked again
+ * for this long: each ask is a connection to every server, and the change it holds up would wait for the same refusal
+ * (or the same timeout) at every node that goes. Ends meanwhile are not told, as they are not where `cons` is refused.
+ */
+export const REFUSED_PAUSE_MS = 60_000;
 
 export class SessionEnds {
   private readonly lives = new Map<string, boolean>();
+  private refusedAt = -Infinity;
 
-  constructor(private readonly servers: readonly ZooKeeperServer[]) {}
+  constructor(
+    private readonly servers: readonly ZooKeeperServer[],
+    private readonly now: () => number = Date.now,
+  ) {}
 
-  /** Asks whether `sessions` live (nothing, with none to ask about). */
+  /** Asks whether `sessions` live (nothing, with none to ask about, or while the servers refuse to say). */
   async ask(sessions: readonly string[]): Promise<void> {
     if (sessions.length === 0) return;
+    for (const s of sessions) this.lives.delete(s);
+    if (this.now() - this.refusedAt < REFUSED_PAUSE_MS) return;
     const { bySession } = await readConnections(this.servers, ASK_TIMEOUT_MS);
-    for (const s of sessions) {
-      this.lives.delete(s);
-      if (bySession) this.lives.set(s, bySession.has(s));
-    }
+    if (!bySession) this.refusedAt = this.now();
+    else for (const s of sessions) this.lives.set(s, bySession.has(s));
     for (const s of [...this.lives.keys()].slice(0, Math.max(0, this.lives.size - MAX_KEPT))) this.lives.delete(s);
   }
 
