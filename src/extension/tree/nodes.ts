@@ -10,7 +10,7 @@ import { lockTroubles } from './findings';
 import { freshHealth } from './liveModel';
 import { lockFace, lockItem, lockTooltip } from './lockRow';
 import { memberItem, memberTooltip } from './memberRow';
-import { groupByFolder } from './folders';
+import { groupByFolder, type Grouped } from './folders';
 import { folderItem, prefixItem } from './prefixRow';
 import type { MemberView } from './row';
 
@@ -115,23 +115,26 @@ export class PrefixNode {
   }
 
   /**
-   * The name its rows are shown below: the prefix, or the one folder every lock under it is in (`/app/locks/` when
-   * all of /app's locks are in locks/), which this row then stands for, as the Explorer compacts a chain of folders.
+   * Its locks in folders, and the name they are shown below: the prefix, or the one folder every lock under it is in
+   * (`/app/locks/` when all of /app's locks are in locks/), which this row then stands for, as the Explorer compacts
+   * a chain of folders.
    */
-  shownPath(locks = this.locks()): string {
-    const groups = groupByFolder(locks, (lock) => lock.name, this.prefix, this.connection.descriptor.nameSeparator);
+  private layout(locks: LockState[]): { readonly path: string; readonly groups: Grouped<LockState>[] } {
+    const groups = groupByFolder(locks, nameOf, this.prefix, this.connection.descriptor.nameSeparator);
     const [only] = groups;
-    return groups.length === 1 && 'folder' in only ? only.folder.path : this.prefix;
+    if (groups.length !== 1 || !('folder' in only)) return { path: this.prefix, groups };
+    const { path, items } = only.folder;
+    return { path, groups: groupByFolder(items, nameOf, path, this.connection.descriptor.nameSeparator) };
   }
 
   children(rows: Rows): LockTreeNode[] {
-    const locks = this.locks();
-    return rowsBelow(this.connection, { watched: this.prefix, parentId: this.id, prefix: this.shownPath(locks) }, locks, rows);
+    const { path, groups } = this.layout(this.locks());
+    return rowsOf(this.connection, { watched: this.prefix, parentId: this.id, prefix: path }, groups, rows);
   }
 
   treeItem(): vscode.TreeItem {
     const locks = this.connection.watch ? this.locks() : undefined;
-    return prefixItem(this, locks && this.shownPath(locks), locks?.length);
+    return prefixItem(this, locks && this.layout(locks).path, locks?.length);
   }
 }
 
@@ -163,7 +166,8 @@ export class FolderNode implements Placement {
   }
 
   children(rows: Rows): LockTreeNode[] {
-    return rowsBelow(this.connection, { watched: this.watched, parentId: this.id, prefix: this.prefix }, this.locks(), rows);
+    const groups = groupByFolder(this.locks(), nameOf, this.prefix, this.connection.descriptor.nameSeparator);
+    return rowsOf(this.connection, { watched: this.watched, parentId: this.id, prefix: this.prefix }, groups, rows);
   }
 
   treeItem(): vscode.TreeItem {
@@ -171,9 +175,11 @@ export class FolderNode implements Placement {
   }
 }
 
-/** The rows of `locks` placed `here`, below a prefix or folder row: folders of names that share a directory, and locks. */
-function rowsBelow(connection: StoreConnection, here: Placement, locks: LockState[], rows: Rows): LockTreeNode[] {
-  return groupByFolder(locks, (lock) => lock.name, here.prefix, connection.descriptor.nameSeparator).map((g) => {
+const nameOf = (lock: LockState): Buffer => lock.name;
+
+/** The rows placed `here`, below a prefix or folder row, of locks grouped below it: folders, and locks. */
+function rowsOf(connection: StoreConnection, here: Placement, groups: readonly Grouped<LockState>[], rows: Rows): LockTreeNode[] {
+  return groups.map((g) => {
     if ('folder' in g) return rows.known(new FolderNode(connection, here, g.folder.path));
     const lock = g.item;
     // A single-key lock is its one key: shown as that key's row, with no level in between.
