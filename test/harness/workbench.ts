@@ -5,6 +5,7 @@ import { format as formatArgs } from 'node:util';
 import { chromium, type BrowserContext, type ConsoleMessage, type Locator, type Page } from 'playwright-core';
 import { repoRoot, startCodeServer, testOutput, type CodeServer } from './codeServer';
 import { eventually } from './etcd';
+import { escapeRegExp } from './regexp';
 
 /**
  * Debian's Chromium driven by playwright-core, pointed at a code-server: open the workbench, wait for it, and the
@@ -372,9 +373,5 @@ export async function widenSidebar(page: Page, width: number): Promise<void> {
   await page.mouse.down();
   await page.mouse.move(sidebar.x + width, y, { steps: 5 });
   await page.mouse.up();
-}
-
-export function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 

@@ -18,6 +18,7 @@ import { SUPERUSER_PASSWORD } from '../harness/postgres';
 import { redisCli } from '../harness/redisCli';
 import { startRecordingServe, type ConfigConnection } from '../harness/serve';
 import { zookeeperCli } from '../harness/zookeeperCli';
+import { escapeRegExp } from '../harness/regexp';
 
 /**
  * `locklens history NAME --data DIR` over holds a real `locklens serve` (config `data: DIR`) recorded from real stores
@@ -141,18 +142,16 @@ async function releasedForcedRestarted(s: Scenario): Promise<void> {
   assert.equal(text.code, 0, show(text));
   const lines = text.stdout.trimEnd().split('\n');
   const releasedText = s.releasedAs ?? 'end unknown';
-  assert.match(lines[0], new RegExp(`^the lock ${escape(s.name)}: recorded in ${escape(s.data)}, connection ${s.connection}, since \\S+Z, 3 holds$`));
+  assert.match(lines[0], new RegExp(`^the lock ${escapeRegExp(s.name)}: recorded in ${escapeRegExp(s.data)}, connection ${s.connection}, since \\S+Z, 3 holds$`));
   assert.deepEqual(
     lines.slice(1).map((l) => l.split('  ').slice(5).join('  ')),
     [releasedText, `force-released by ${userInfo().username}`, releasedText],
     text.stdout,
   );
-  assert.match(lines[2], new RegExp(`^  ${escape(second.shown.key)}  owner ${escape(second.shown.owner)}  token \\S+  \\S+Z → \\S+Z \\([\\d.]+ ?m?s\\)  force-released`));
+  assert.match(lines[2], new RegExp(`^  ${escapeRegExp(second.shown.key)}  owner ${escapeRegExp(second.shown.owner)}  token \\S+  \\S+Z → \\S+Z \\([\\d.]+ ?m?s\\)  force-released`));
   const other = await s.cli(['history', s.name, '--data', s.data, '--connection', 'another']);
   assert.equal(other.stdout, `the lock ${s.name}: recorded in ${s.data}, connection another, 0 holds\n`);
 }
-
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 describe('locklens history --data: Redis locks recorded (redis-py)', () => {
   const f = redisCli();
@@ -251,7 +250,7 @@ describe('locklens unlock --force: where its note goes', () => {
     const r = await f.procs.run(['unlock', 'note:other', '--force', '--yes', '--url', f.url(), '--data', notADir]);
     assert.equal(r.code, 0, show(r));
     assert.match(r.stdout, /^released 'note:other'/);
-    assert.match(r.stderr, new RegExp(`^locklens: released, but not noted in ${escape(notADir)}: `));
+    assert.match(r.stderr, new RegExp(`^locklens: released, but not noted in ${escapeRegExp(notADir)}: `));
     assert.equal((await f.list('note:')).find((l) => l.name === 'note:other'), undefined, 'released');
   });
 });

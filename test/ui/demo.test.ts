@@ -9,7 +9,8 @@ import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS 
 import { repoRoot, startCodeServer, testOutput, type CodeServer } from '../harness/codeServer';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { eventually } from '../harness/etcd';
-import { clickDialogButton, confirmFromContextMenu, escapeRegExp, openViewContainer, openWorkbench, runCommand, screenshot, viewHelpers, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
+import { clickDialogButton, confirmFromContextMenu, openViewContainer, openWorkbench, runCommand, screenshot, viewHelpers, waitForExtensionsActivated, widenSidebar, type Workbench } from '../harness/workbench';
+import { escapeRegExp } from '../harness/regexp';
 
 /**
  * The README's screenshots, taken from the demo as a user sees it: `demo.js --no-editor` (its etcd and workload), and

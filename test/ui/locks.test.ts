@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import type { Locator, Page } from 'playwright-core';
 import { Procs } from '../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../harness/etcd';
-import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, screenshot, treeRows, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { cleanUpEach, confirmFromContextMenu, openLockLensUi, openViewContainer, runCommand, screenshot, treeRows, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { escapeRegExp } from '../harness/regexp';
 
 /**
  * The Locks view as a user works it (issue 3): a real etcd with `etcdctl lock` holders and waiters, a single-key lock

@@ -7,7 +7,8 @@ import type { Page } from 'playwright-core';
 import { eventually } from '../harness/etcd';
 import { startRedis, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
-import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { cleanUpEach, confirmFromContextMenu, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { escapeRegExp } from '../harness/regexp';
 
 /**
  * The Locks view on a Redis connection, as a user works it: a real redis-server (keyspace notifications on, `KEA`, as

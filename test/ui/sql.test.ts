@@ -6,7 +6,8 @@ import { ADMIN, startMariaDb, type MariaDbServer } from '../harness/mariadb';
 import { startPostgres, SUPERUSER, SUPERUSER_PASSWORD, type PostgresServer } from '../harness/postgres';
 import { PsycopgLock } from '../harness/psycopg';
 import { PyMysqlLock } from '../harness/pymysql';
-import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { cleanUpEach, confirmFromContextMenu, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { escapeRegExp } from '../harness/regexp';
 
 /**
  * The Locks view on SQL connections, as a user works it, in code-server and headless Chromium: a real PostgreSQL 15

@@ -7,7 +7,8 @@ import type { ZkClient } from '../../src/core/zookeeper/client';
 import { ZkConnection, ensembleOf, openSession } from '../../src/core/zookeeper/connect';
 import { eventually } from '../harness/etcd';
 import { KazooLock } from '../harness/kazoo';
-import { cleanUpEach, confirmFromContextMenu, escapeRegExp, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { cleanUpEach, confirmFromContextMenu, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
+import { escapeRegExp } from '../harness/regexp';
 import { startZooKeeper, type ZooKeeperServer } from '../harness/zookeeper';
 
 /**

@@ -73,7 +73,8 @@ describe('timeline rows for a store without leases (Redis)', () => {
     );
   });
 
-  test('a key deleted with TTL left ended as released (nothing outlives a Redis key); one whose TTL ran out as expired', () => {
+  /** Two Redis keys drawn, app:a sampled with 30 s left and app:b with 2 s, then 5 s on. */
+  const twoKeysLater = () => {
     const r = new RedisLike();
     const reducer = new TimelineReducer({ longHoldMs: 300_000, keepEndedMs: 3_600_000 });
     const a = member('app:a', 'tok-a');
@@ -83,9 +84,14 @@ describe('timeline rows for a store without leases (Redis)', () => {
     r.sample(b.lease, 2);
     reducer.update([r.source()], r.now);
     r.now += 5_000;
+    const endsOf = (ended: readonly { id: string; end: unknown }[]) => (key: string) => ended.find((e) => reducer.row(e.id)?.key === key)?.end;
+    return { r, reducer, a, b, endsOf };
+  };
+
+  test('a key deleted with TTL left ended as released (nothing outlives a Redis key); one whose TTL ran out as expired', () => {
+    const { r, reducer, endsOf } = twoKeysLater();
     r.show();
-    const ended = reducer.update([r.source()], r.now).ended;
-    const endOf = (key: string) => ended.find((e) => reducer.row(e.id)?.key === key)?.end;
+    const endOf = endsOf(reducer.update([r.source()], r.now).ended);
     assert.equal(endOf('app:a'), 'released');
     assert.equal(endOf('app:b'), 'expired');
     assert.deepEqual(reducer.unsettled(), [], 'nothing is left for the host to ask the store about');
@@ -107,21 +113,12 @@ describe('timeline rows for a store without leases (Redis)', () => {
   });
 
   test('a key a PTTL sweep found gone before the read that ends its row: its last alive countdown decides', () => {
-    const r = new RedisLike();
-    const reducer = new TimelineReducer({ longHoldMs: 300_000, keepEndedMs: 3_600_000 });
-    const a = member('app:a', 'tok-a');
-    const b = member('app:b', 'tok-b');
-    r.show(lock('app:a', a), lock('app:b', b));
-    r.sample(a.lease, 30);
-    r.sample(b.lease, 2);
-    reducer.update([r.source()], r.now);
-    r.now += 5_000;
+    const { r, reducer, a, b, endsOf } = twoKeysLater();
     r.sample(a.lease, -2);
     r.sample(b.lease, -2);
     reducer.update([r.source()], r.now);
     r.show();
-    const ended = reducer.update([r.source()], r.now + 50).ended;
-    const endOf = (key: string) => ended.find((e) => reducer.row(e.id)?.key === key)?.end;
+    const endOf = endsOf(reducer.update([r.source()], r.now + 50).ended);
     assert.equal(endOf('app:a'), 'released', 'deleted with 25 s left');
     assert.equal(endOf('app:b'), 'expired');
   });
