@@ -1,8 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { historyFile, writerOf } from '../../src/core/recording/dataDir';
 import { HistoryStore } from '../../src/core/recording/historyStore';
@@ -265,9 +265,13 @@ describe('locklens history --data: who may read it', () => {
       const recorder = await HistoryRecorder.open(join(dir, 'data'));
       await recorder.close();
       chmodSync(join(dir, 'data'), 0o755);
+      // The CLI's bundle beside it, where nobody may read it: a checkout can be under a directory only its owner enters
+      // (a clone in `mktemp -d`, mode 0700).
+      const cli = join(dir, 'dist', basename(CLI));
+      cpSync(dirname(CLI), dirname(cli), { recursive: true });
       const procs = new Procs('');
       try {
-        const r = await procs.spawn('runuser', ['-u', 'nobody', '--', process.execPath, CLI, 'history', 'jobs', '--data', join(dir, 'data')]).wait();
+        const r = await procs.spawn('runuser', ['-u', 'nobody', '--', process.execPath, cli, 'history', 'jobs', '--data', join(dir, 'data')]).wait();
         assert.equal(r.code, 4, show(r));
         assert.match(r.stderr, /reading the recorded history needs write access to this directory and .*history\.db \(SQLite locks the file by creating .*history\.db\.lock beside it/);
       } finally {
