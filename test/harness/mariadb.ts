@@ -53,7 +53,8 @@ export class MariaDbServer {
     const data = join(this.dir, 'data');
     if (asRoot) execFileSync('chown', ['mysql:mysql', this.dir]);
     const user = asRoot ? ['--user=mysql'] : [];
-    await run('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, ...user, '--auth-root-authentication-method=normal', '--skip-test-db']);
+    // Its temporary tables in its own dir, as the server's below: /tmp is swept by other tests.
+    await run('mariadb-install-db', ['--no-defaults', `--datadir=${data}`, `--tmpdir=${this.dir}`, ...user, '--auth-root-authentication-method=normal', '--skip-test-db']);
     const tls = this.options.tls;
     const tlsArgs = tls ? [`--ssl-ca=${tls.caFile}`, `--ssl-cert=${tls.serverCert}`, `--ssl-key=${tls.serverKey}`, '--require-secure-transport=ON'] : ['--skip-ssl'];
     if (tls && asRoot) execFileSync('chmod', ['-R', 'a+rX', tls.dir]);

@@ -22,6 +22,20 @@ export async function startOrDispose<S extends { start(): Promise<void>; dispose
   return server;
 }
 
+/**
+ * Starts servers side by side; when one fails, those that started are stopped before the error is thrown. A server
+ * left running (its output piped to the test) keeps the test's process alive for ever after a failed `before`.
+ */
+export async function startAll<T extends readonly Promise<{ dispose(): Promise<void> }>[]>(starts: T): Promise<{ -readonly [K in keyof T]: Awaited<T[K]> }> {
+  const settled = await Promise.allSettled(starts);
+  const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (failed) {
+    await Promise.all(settled.map((s) => (s.status === 'fulfilled' ? s.value.dispose() : undefined)));
+    throw failed.reason;
+  }
+  return settled.map((s) => (s as PromiseFulfilledResult<unknown>).value) as { -readonly [K in keyof T]: Awaited<T[K]> };
+}
+
 /** Sends `signal` to `proc` unless it has exited, and resolves once it has. */
 export async function stopProcess(proc: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
   if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;

@@ -8,6 +8,7 @@ import { MysqlBackend } from '../../src/core/mysql/mysqlBackend';
 import { makeTestCerts, removeTestCerts, type TestCerts } from '../harness/certs';
 import { ADMIN, startMariaDb, type MariaDbServer } from '../harness/mariadb';
 import { freePort } from '../harness/ports';
+import { startAll } from '../harness/processes';
 
 const DIAL_MS = 1500;
 
@@ -42,7 +43,7 @@ describe('connecting to MySQL/MariaDB: clear errors', { timeout: 120_000 }, () =
 
   before(async () => {
     certs = makeTestCerts();
-    [plain, secure] = await Promise.all([startMariaDb(), startMariaDb({ tls: certs, metadataLockInfo: false })]);
+    [plain, secure] = await startAll([startMariaDb(), startMariaDb({ tls: certs, metadataLockInfo: false })] as const);
   });
   after(async () => {
     await Promise.all([plain?.dispose(), secure?.dispose()]);

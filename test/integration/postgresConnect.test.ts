@@ -7,6 +7,7 @@ import { PostgresBackend } from '../../src/core/postgres/postgresBackend';
 import { makeTestCerts, removeTestCerts, type TestCerts } from '../harness/certs';
 import { freePort } from '../harness/ports';
 import { SUPERUSER_PASSWORD, startPostgres, type PostgresServer } from '../harness/postgres';
+import { startAll } from '../harness/processes';
 
 const DIAL_MS = 2000;
 
@@ -40,7 +41,7 @@ describe('connecting to PostgreSQL: what works, and why what fails fails', { tim
 
   before(async () => {
     certs = makeTestCerts();
-    [plain, tlsOnly] = await Promise.all([startPostgres(), startPostgres({ tls: 'required', certs })]);
+    [plain, tlsOnly] = await startAll([startPostgres(), startPostgres({ tls: 'required', certs })] as const);
     garbage = createServer((socket) => {
       socket.on('error', () => undefined);
       socket.end('HTTP/1.1 400 Bad Request\r\n\r\n<html>no</html>');

@@ -10,6 +10,7 @@ import { PsycopgLock } from '../harness/psycopg';
 import { startRedis, type RedisServer } from '../harness/redis';
 import { RedisPyLock } from '../harness/redisPy';
 import { familyOf, get, logLines, scrape, servingUrl, valueOf, type Exposition } from '../harness/serve';
+import { startAll } from '../harness/processes';
 
 /**
  * `locklens serve` (dist/locklens.js) watching a real etcd, Redis and PostgreSQL at once while etcdctl, redis-py and
@@ -54,7 +55,7 @@ describe('locklens serve against etcd, Redis and PostgreSQL', () => {
   const lock = (connection: string, lockName: string) => ({ connection, lock: lockName });
 
   before(async () => {
-    [etcd, redis, pg] = await Promise.all([startEtcd(), startRedis({ password: REDIS_PASSWORD }), startPostgres()]);
+    [etcd, redis, pg] = await startAll([startEtcd(), startRedis({ password: REDIS_PASSWORD }), startPostgres()] as const);
     dir = mkdtempSync(join(tmpdir(), 'locklens-serve-'));
     writeFileSync(join(dir, 'redis-password'), `${REDIS_PASSWORD}\n`);
     writeFileSync(

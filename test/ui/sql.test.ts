@@ -8,6 +8,7 @@ import { PsycopgLock } from '../harness/psycopg';
 import { PyMysqlLock } from '../harness/pymysql';
 import { cleanUpEach, confirmFromContextMenu, openLockLensUi, openViewContainer, runCommand, viewHelpers, widenSidebar, type LockLensUi } from '../harness/workbench';
 import { escapeRegExp } from '../harness/regexp';
+import { startAll } from '../harness/processes';
 
 /**
  * The Locks view on SQL connections, as a user works it, in code-server and headless Chromium: a real PostgreSQL 15
@@ -75,7 +76,7 @@ describe('Locks view on PostgreSQL and MariaDB connections (code-server + Chromi
   const clearNotifications = () => runCommand(page, 'Notifications: Clear All Notifications');
 
   before(async () => {
-    [pg, mdb] = await Promise.all([startPostgres(), startMariaDb()]);
+    [pg, mdb] = await startAll([startPostgres(), startMariaDb()] as const);
     // psycopg2: 42 held by billing-worker, report-export then ledger-sync waiting, each in pg_locks before the next.
     for (const [i, application] of ['billing-worker', 'report-export', 'ledger-sync'].entries()) {
       const p = psycopg('42', application);
