@@ -150,6 +150,7 @@ export const ENGLISH: TimelineStrings = {
   lockElection: 'election',
   lockSingle: 'single key',
   lockReadWrite: 'read/write lock',
+  lockSemaphore: 'semaphore',
   liveCount: '{0} live',
   seconds: '{0}s',
   minutes: '{0}m',

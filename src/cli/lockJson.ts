@@ -141,6 +141,7 @@ const ROLES: Readonly<Record<LockKind, readonly [string, string]>> = {
   single: ['holder', 'waiter'],
   readwrite: ['holder', 'waiter'],
   election: ['leader', 'candidate'],
+  semaphore: ['holder', 'waiter'],
 };
 
 /** The human form of a lock in a listing (every TTL sampled): a heading and one line per member, holders first. */

@@ -136,6 +136,7 @@ function roleOf(lock: LockState, position: number): Role {
       return position === 0 ? 'leader' : 'candidate';
     case 'queue':
     case 'readwrite':
+    case 'semaphore':
       return position === 0 ? 'holder' : 'waiter';
   }
 }

@@ -5,8 +5,11 @@
  * fencing token) and leaves the rest null, so a view shows what a store has and never invents the rest.
  */
 
-/** How a lock behaves: one queue (holder, then waiters), one key (held while it exists), an election, or a read/write lock. */
-export type LockKind = 'queue' | 'single' | 'election' | 'readwrite';
+/**
+ * How a lock behaves: one queue (holder, then waiters), one key (held while it exists), an election, a read/write
+ * lock, or a semaphore (N permits, each held by one member: `holder` and `sharedWith` are the permit holders).
+ */
+export type LockKind = 'queue' | 'single' | 'election' | 'readwrite' | 'semaphore';
 
 /**
  * What ends a member whose owner is gone: an etcd `lease` (revocable, shared by the owner's keys), a `ttl` of its own
@@ -116,6 +119,25 @@ export interface LockState {
   readonly sharedWith?: readonly LockMember[];
   /** In queue order: the order in which they will hold it. */
   readonly waiters: readonly LockMember[];
+  /** A semaphore's permits (kind 'semaphore' only). */
+  readonly permits?: Permits;
+}
+
+/**
+ * A semaphore's permits as far as its store records them. Each figure is null where only the clients know it: the
+ * limit of a redis-semaphore or a Curator InterProcessSemaphoreV2 is an argument of every call, not stored; a Redisson
+ * RSemaphore is a bare counter of free permits whose holders are nowhere in Redis.
+ */
+export interface Permits {
+  /** How many permits the semaphore has in all (kazoo stores it in the semaphore's node), else null. */
+  readonly limit: number | null;
+  /** How many are free now, where the store counts them (RSemaphore's value) or `limit` minus the holders. */
+  readonly free: number | null;
+  /**
+   * Whether the store records who holds each permit. False for RSemaphore: `holder` and `sharedWith` are then empty
+   * and views say that the holders are not recorded, rather than that nobody holds it.
+   */
+  readonly holdersRecorded: boolean;
 }
 
 // What each kind of lock is, for views: tables over every kind, so that a new kind has to say where it stands.
@@ -135,9 +157,23 @@ export function isReadWrite(lock: LockState): boolean {
   return READ_WRITE[lock.kind];
 }
 
-const SINGLE_KEY: Readonly<Record<LockKind, boolean>> = { single: true, queue: false, election: false, readwrite: false };
-const ELECTION: Readonly<Record<LockKind, boolean>> = { election: true, queue: false, single: false, readwrite: false };
-const READ_WRITE: Readonly<Record<LockKind, boolean>> = { readwrite: true, queue: false, single: false, election: false };
+const SINGLE_KEY: Readonly<Record<LockKind, boolean>> = {
+  single: true, queue: false, election: false, readwrite: false, semaphore: false,
+};
+const ELECTION: Readonly<Record<LockKind, boolean>> = {
+  election: true, queue: false, single: false, readwrite: false, semaphore: false,
+};
+const READ_WRITE: Readonly<Record<LockKind, boolean>> = {
+  readwrite: true, queue: false, single: false, election: false, semaphore: false,
+};
+const SEMAPHORE: Readonly<Record<LockKind, boolean>> = {
+  semaphore: true, queue: false, single: false, election: false, readwrite: false,
+};
+
+/** A semaphore: several members hold its permits at once, up to its limit. */
+export function isSemaphore(lock: LockState): boolean {
+  return SEMAPHORE[lock.kind];
+}
 
 /** Whether a member shown per instance (`quorum`) holds on a majority of them; true when there is no quorum to check. */
 export function hasMajority(member: LockMember): boolean {

@@ -359,6 +359,7 @@ function strings(): TimelineStrings {
     lockElection: vscode.l10n.t('election'),
     lockSingle: vscode.l10n.t('single key'),
     lockReadWrite: vscode.l10n.t('read/write lock'),
+    lockSemaphore: vscode.l10n.t('semaphore'),
     liveCount: vscode.l10n.t('{0} live'),
     seconds: vscode.l10n.t('{0}s'),
     minutes: vscode.l10n.t('{0}m'),

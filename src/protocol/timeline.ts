@@ -70,6 +70,7 @@ export interface TimelineStrings {
   readonly lockElection: string;
   readonly lockSingle: string;
   readonly lockReadWrite: string;
+  readonly lockSemaphore: string;
   readonly liveCount: string; // {0} live
   readonly seconds: string; // {0}s
   readonly minutes: string; // {0}m
@@ -178,7 +179,7 @@ const isNum = (v: unknown): v is number => typeof v === 'number' && Number.isFin
 const isBool = (v: unknown): v is boolean => typeof v === 'boolean';
 const optNum = (v: unknown) => v === undefined || isNum(v);
 const ROLES: readonly string[] = ['holder', 'waiter', 'leader', 'candidate', 'single'];
-const KINDS: readonly string[] = ['queue', 'single', 'election', 'readwrite'];
+const KINDS: readonly string[] = ['queue', 'single', 'election', 'readwrite', 'semaphore'];
 const ENDS: readonly string[] = [...HOLD_ENDS, 'unknown'];
 
 export function isTimelineRow(v: unknown): v is TimelineRow {

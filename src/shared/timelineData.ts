@@ -8,7 +8,7 @@
 import type { HoldEnd } from './holdEnds';
 
 export type TimelineRole = 'holder' | 'waiter' | 'leader' | 'candidate' | 'single';
-export type TimelineLockKind = 'queue' | 'single' | 'election' | 'readwrite';
+export type TimelineLockKind = 'queue' | 'single' | 'election' | 'readwrite' | 'semaphore';
 
 /** How a bar ended (see HoldEnd); `unknown` where nothing tells, or until the host has asked etcd about its lease. */
 export type TimelineEnd = HoldEnd | 'unknown';

@@ -187,7 +187,7 @@ export class Renderer {
     ctx.fillStyle = t.headerBackground;
     ctx.fillRect(0, y, width, LINE_H);
     const s = f.strings;
-    const kind = { queue: s.lockQueue, election: s.lockElection, readwrite: s.lockReadWrite, single: s.lockSingle }[line.kind];
+    const kind = { queue: s.lockQueue, election: s.lockElection, readwrite: s.lockReadWrite, single: s.lockSingle, semaphore: s.lockSemaphore }[line.kind];
     const right = [kind, formatString(s.liveCount, line.live), ...(f.layout.manyConnections ? [line.connection] : [])].join(' · ');
     ctx.font = t.font;
     const rightText = this.fit(right, Math.max(40, width - labelW));

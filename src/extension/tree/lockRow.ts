@@ -13,7 +13,7 @@ import { coarseAge, escapeOwn, memberLabel, shortId, shortName } from './labels'
 import { capabilities } from './liveModel';
 import type { PrefixedRow } from './row';
 
-const LOCK_ICONS: Record<LockState['kind'], string> = { queue: 'lock', single: 'key', election: 'organization', readwrite: 'book' };
+const LOCK_ICONS: Record<LockState['kind'], string> = { queue: 'lock', single: 'key', election: 'organization', readwrite: 'book', semaphore: 'layers' };
 
 /**
  * A lock row, blank when its lock is gone: its name as the label, and as the description what an incident scans for,
@@ -118,5 +118,7 @@ function kindName(lock: LockState): string {
       return vscode.l10n.t('read/write lock');
     case 'single':
       return vscode.l10n.t('single key');
+    case 'semaphore':
+      return vscode.l10n.t('semaphore');
   }
 }
