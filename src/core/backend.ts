@@ -131,6 +131,17 @@ export interface AcquireOptions {
    * then gives back this lock alone, and the owner, with anything else it holds, lives on until it is closed.
    */
   readonly owner?: LockOwner;
+  /**
+   * The layout to take a free name in, by the id a store's descriptor lists for it (see issue 20's layouts of a free
+   * name); ignored when the name holds a lock already, whose own layout is then taken. Absent: the store decides.
+   */
+  readonly layout?: string;
+  /**
+   * How many permits a semaphore has, for the layouts that do not record it (a redis-semaphore's or a Curator
+   * InterProcessSemaphoreV2's limit is an argument of every client's call): a permit is taken only while fewer are
+   * held. Where the store records the limit (kazoo), a different figure is refused, as the clients refuse it.
+   */
+  readonly permitLimit?: number;
 }
 
 /**
