@@ -12,6 +12,7 @@ import { LeaseTracker, sampleLease } from './leases';
 import { normalizePrefixes } from '../keys';
 import { LockModel } from './lockModel';
 import { Mutex, type Hold } from './mutex';
+import { isSingleKeyLock, SingleKeyLock } from './singleKey';
 import { revokeLease } from './revoke';
 import { Session } from './session';
 import { ETCD_CAPABILITIES } from './capabilities';
@@ -57,9 +58,12 @@ export class EtcdBackend implements LockBackend {
     return { revision: read.revision, locks, lease: (id) => leases.get(id) };
   }
 
-  /** The Go Mutex layout is a queue: single keys and elections are other clients' locks, not ours to join. */
+  /**
+   * A Go Mutex queue is joined; a single key (npm etcd3's, python-etcd3's Lock) is waited for and then taken as one
+   * key, as those clients do. An election is its candidates' to win, not ours to join.
+   */
   acquirable(lock: LockState): boolean {
-    return lock.kind === 'queue';
+    return lock.kind === 'queue' || lock.kind === 'single';
   }
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
@@ -71,13 +75,19 @@ export class EtcdBackend implements LockBackend {
     // Releasing revokes this session's lease; with the call open beforehand, that is one write when the time comes.
     if (!shared) session.prepareRevoke();
     try {
-      const mutex = new Mutex(session, name);
       // The backend's onQueue hears `ahead: 0` once, when the lock is ours, with the revision it became ours at
       // (synchronously, before the hold is set up: the CLI lets its command run there).
       const onQueue = options.onQueue;
-      const hold = options.tryOnly
-        ? await mutex.tryAcquire()
-        : await mutex.acquire({ signal: options.signal, onQueue: onQueue && ((p) => p.ahead > 0 && onQueue(p)), onHeld: onQueue });
+      let hold: Hold;
+      if (await isSingleKeyLock(this.connection, name)) {
+        // Held as one key (npm etcd3's or python-etcd3's Lock): a queue key beside it would exclude nobody.
+        hold = await new SingleKeyLock(session, name).acquire({ signal: options.signal, tryOnly: options.tryOnly, onWait: onQueue, onHeld: onQueue });
+      } else {
+        const mutex = new Mutex(session, name);
+        hold = options.tryOnly
+          ? await mutex.tryAcquire()
+          : await mutex.acquire({ signal: options.signal, onQueue: onQueue && ((p) => p.ahead > 0 && onQueue(p)), onHeld: onQueue });
+      }
       return new EtcdHold(Buffer.from(name), hold, shared ? undefined : session);
     } catch (e) {
       // A shared lease lives on: the Mutex has already deleted the key it queued with.

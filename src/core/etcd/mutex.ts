@@ -1,6 +1,6 @@
 import type { IKeyValue } from 'etcd3';
 import type { QueuePosition } from '../backend';
-import { call } from './connect';
+import { call, type EtcdConnection } from './connect';
 import { Emitter, type Disposable } from '../emitter';
 import { LockLensError, throwIfAborted } from '../errors';
 import { displayKey, keyId, leaseDecimal } from '../keys';
@@ -261,17 +261,22 @@ export class Mutex {
   }
 
   /** Owner-only delete: only the key this session created at that revision, never a newer one of the same name. */
-  async deleteOwnKey(createRevision: number): Promise<boolean> {
-    const key = this.session.conn.toEtcd(this.key);
-    const res = await call(
-      this.session.conn.client.kv.txn({
-        compare: [{ key, target: 'Create', result: 'Equal', create_revision: createRevision }],
-        success: [{ request_delete_range: { key } }],
-        failure: [],
-      }),
-    );
-    return res.succeeded;
+  deleteOwnKey(createRevision: number): Promise<boolean> {
+    return deleteKeyCreatedAt(this.session.conn, this.key, createRevision);
   }
+}
+
+/** Deletes `key` only if it is the one created at `createRevision`, never a newer one of the same name. */
+export async function deleteKeyCreatedAt(conn: EtcdConnection, name: Buffer, createRevision: number): Promise<boolean> {
+  const key = conn.toEtcd(name);
+  const res = await call(
+    conn.client.kv.txn({
+      compare: [{ key, target: 'Create', result: 'Equal', create_revision: createRevision }],
+      success: [{ request_delete_range: { key } }],
+      failure: [],
+    }),
+  );
+  return res.succeeded;
 }
 
 /** Per session, the lock keys (by keyId) it is still trying to delete after a waiter gave up (see Mutex.leaveQueue). */
@@ -292,6 +297,14 @@ function keysAhead(kvs: IKeyValue[], createRevision: number): Buffer[] {
     .map((kv) => kv.key);
 }
 
+/** What a hold needs of the lock it came from: a Mutex, or a SingleKeyLock (singleKey.ts). */
+export interface HeldKeyLock {
+  readonly session: Session;
+  readonly key: Buffer;
+  /** Deletes the key only if it is still the one created at `createRevision`. */
+  deleteOwnKey(createRevision: number): Promise<boolean>;
+}
+
 /**
  * A held lock. It fires `onDidLose` the moment its key is deleted by anyone else (a revoke, an expiry) or the lease
  * can no longer be trusted: a holder is never silently assumed.
@@ -305,7 +318,7 @@ export class Hold implements Disposable {
   readonly acquiredAt = Date.now();
 
   constructor(
-    readonly mutex: Mutex,
+    readonly mutex: HeldKeyLock,
     /** The fencing token: the key's create revision. Resources should reject writes carrying an older one. */
     readonly fencingToken: number,
     /** The revision at which this session became the holder. */
