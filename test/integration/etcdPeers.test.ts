@@ -105,6 +105,28 @@ describe('etcd peers: npm etcd3, python-etcd3 and Go elections against a real et
       await theirs.release();
     });
 
+    test('a LockLens waiter that gives up leaves nothing; a LockLens hold of the key is told when the key is deleted under it', async () => {
+      const backend = await open();
+      const client = etcd3();
+      const name = `e3lock/${++n}`;
+      const theirs = await client.lock(name).ttl(30).acquire();
+      const stop = new AbortController();
+      let waiting = false;
+      const given = backend.acquire(Buffer.from(name), { ttlSeconds: 30, signal: stop.signal, onQueue: () => (waiting = true) });
+      await eventually(() => waiting, 10_000, 'LockLens waiting');
+      stop.abort();
+      await assert.rejects(given, (e: Error & { code?: string }) => e.code === 'CANCELLED');
+      assert.equal((await t.conn.client.kv.range({ key: Buffer.from(name), range_end: Buffer.from(`${name}0`) })).kvs.length, 1, 'only their key');
+      await theirs.release();
+
+      const hold = await backend.acquire(Buffer.from(name), { ttlSeconds: 30 });
+      const lost = new Promise<Error>((resolve) => hold.onDidLose(resolve));
+      const [lock] = (await backend.list([Buffer.from(name)])).locks;
+      await backend.forceRelease(lock, lock.holder!);
+      assert.match((await lost).message, /deleted/);
+      assert.equal(await hold.release(), false, 'released after it was lost: nothing of ours was left');
+    });
+
     test("force release by revoking the holder's lease hands the key to a waiting etcd3 service", async () => {
       const backend = await open();
       const client = etcd3();
