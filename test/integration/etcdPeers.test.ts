@@ -87,6 +87,7 @@ describe('etcd peers: npm etcd3, python-etcd3 and Go elections against a real et
       await assert.rejects(client.lock(name).acquire(), EtcdLockFailedError);
       let theirsAgain: Lock | undefined;
       const waiting = etcd3Waiting(client, name).then((l) => (theirsAgain = l));
+      assert.equal(leaseHex((await keyOf(name)).lease), hold.owner, 'still ours while etcd3 waits');
       assert.equal(theirsAgain, undefined);
       assert.equal(await hold.release(), true);
       await waiting;

@@ -81,6 +81,7 @@ describe('redis peers: npm redlock over three redis-servers', { timeout: 120_000
     await assert.rejects(redlock(0).lock(name, 30_000), /Exceeded 0 attempts/);
     let next: RedlockLock | undefined;
     const waiting = redlock(-1).lock(name, 30_000).then((l) => (next = l));
+    assert.deepEqual(await values(name), [hold!.owner, hold!.owner, hold!.owner], 'still ours while redlock retries');
     assert.equal(next, undefined);
     assert.equal(await hold!.release(), true);
     await waiting;
