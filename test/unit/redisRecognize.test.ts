@@ -13,7 +13,7 @@ import {
   type FairQueue,
   type KeyRecord,
 } from '../../src/core/redis/recognize';
-import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey, redissonNameFromPrefixed, rwLockChannel } from '../../src/core/redis/redissonNames';
+import { fairLockChannel, lockChannel, lockQueueKey, lockTimeoutKey, portLockChannel, redissonNameFromPrefixed, rlockChannels, rwLockChannel } from '../../src/core/redis/redissonNames';
 import { globPrefix } from '../../src/core/redis/keyspaceReader';
 import { parseRedisEndpoint } from '../../src/core/redis/endpoints';
 import { redact } from '../../src/core/redact';
@@ -66,6 +66,47 @@ describe('Redis lock recognition', () => {
       hash('h11', []),
     ];
     assert.deepEqual(recognize(cases, none, ALL, NOW).locks, []);
+  });
+
+  test("a port's RLock (node-redisson's <uuid>:<uuid>, or a thread id its caller chose) is a lock when its hash expires", () => {
+    const records = [
+      hash('locks/node', [[`${UUID}:${UUID2}`, '2']], 20_000),
+      hash('locks/named', [[`${UUID}:worker-7`, '1']], 5_000),
+      hash('locks/goroutine', [[`${UUID}:18`, '1']]), // a Go port's goroutine id is a number: Redisson's shape
+    ];
+    const { locks, ttls } = recognize(records, none, ALL, NOW);
+    assert.deepEqual(
+      locks.map((l) => [l.name.toString(), l.kind, l.holder?.convention, l.holder?.owner, l.holder?.holds]),
+      [
+        ['locks/goroutine', 'queue', CONVENTIONS.redissonLock, `${UUID}:18`, 1],
+        ['locks/named', 'queue', CONVENTIONS.redissonPortLock, `${UUID}:worker-7`, 1],
+        ['locks/node', 'queue', CONVENTIONS.redissonPortLock, `${UUID}:${UUID2}`, 2],
+      ],
+    );
+    const node = locks[2];
+    assert.equal(ttls.get(node.holder!.lease)?.ms, 20_000);
+    assert.equal(node.holder?.expiresWith, 'ttl');
+  });
+
+  test('hashes of counters are not locks, even with uuids in their fields', () => {
+    const cases: KeyRecord[] = [
+      hash('page:views', [['2024-01:17', '17']], -1), // HINCRBY per month
+      hash('page:views2', [['user:42', '3']], 60_000), // per user, expiring
+      hash('page:views3', [['2024-01', '17'], ['2024-02', '9']]),
+      hash('sessions', [[`${UUID}:${UUID2}`, '4']], -1), // a port's field shape without the expiry every port sets
+      hash('sessions2', [[`${UUID}:home`, '4'], [`${UUID2}:home`, '1']]), // two holders: no RLock
+      hash('sessions3', [[`${UUID}:a b`, '1']]), // a space is no thread id
+      hash('sessions4', [[`${UUID}:${'t'.repeat(129)}`, '1']]),
+      hash('sessions5', [[`${UUID}:1:write`, '1']]), // a writer field without a mode is no read/write lock either
+      hash('sessions6', [[`${UUID.slice(0, 35)}x:${UUID2}`, '1']]), // not a uuid
+      hash('sessions7', [[`${UUID}:${UUID2}`, '-1']]),
+    ];
+    assert.deepEqual(recognize(cases, none, ALL, NOW).locks, []);
+  });
+
+  test('an unlock latch (redisson_unlock_latch:{name}:<request id>) is not a token lock', () => {
+    const { locks } = recognize([str(`redisson_unlock_latch:{locks/node}:${UUID}`, '1', 10), str('locks/t', 'tok')], none, ALL, NOW);
+    assert.deepEqual(locks.map((l) => l.name.toString()), ['locks/t']);
   });
 
   test('fair lock: holder, then the queue LIST in order with ZSET deadlines counting down', () => {
@@ -187,6 +228,14 @@ describe('Redis lock recognition', () => {
 });
 
 describe('Redisson names', () => {
+  test("node-redisson's RLock channel: wrapped unless the name starts with a brace; both told where they differ", () => {
+    assert.equal(portLockChannel(b('orders')).toString(), 'redisson_lock__channel:{orders}');
+    assert.equal(portLockChannel(b('{tag}orders')).toString(), 'redisson_lock__channel:{tag}orders');
+    assert.equal(portLockChannel(b('lock:{orders}:42')).toString(), 'redisson_lock__channel:{lock:{orders}:42}');
+    assert.deepEqual(rlockChannels(b('orders')).map(String), ['redisson_lock__channel:{orders}']);
+    assert.deepEqual(rlockChannels(b('lock:{orders}:42')).map(String), ['redisson_lock__channel:lock:{orders}:42', 'redisson_lock__channel:{lock:{orders}:42}']);
+  });
+
   test('prefixName wraps in a hash tag unless the name has one', () => {
     assert.equal(lockQueueKey(b('orders')).toString(), 'redisson_lock_queue:{orders}');
     assert.equal(lockTimeoutKey(b('orders')).toString(), 'redisson_lock_timeout:{orders}');

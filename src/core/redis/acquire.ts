@@ -44,7 +44,7 @@ async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
       const fields: [Buffer, Buffer][] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) fields.push([flat[i], flat[i + 1]]);
       if (fields.length === 0) return 'free';
-      if (redissonLockField(fields)) return 'redisson';
+      if (redissonLockField(fields, await client.pttl(name))) return 'redisson';
       if (redissonRwShape(fields)) return 'redisson-rw';
     }
   }

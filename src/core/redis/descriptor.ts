@@ -12,6 +12,7 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
   capabilities: REDIS_CAPABILITIES,
   conventions: {
     'redisson-lock': 'Redisson RLock',
+    'redisson-port-lock': 'Redisson RLock (node-redisson)',
     'redisson-fair-lock': 'Redisson RFairLock',
     'redisson-rwlock': 'Redisson RReadWriteLock',
     shedlock: 'ShedLock',
@@ -43,7 +44,7 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
   },
   cli: {
     url: 'Redis: redis://[USER@]HOST:PORT[/DB] or rediss:// (TLS); several Redis URLs are independent instances (redlock: held on a majority)',
-    list: 'Redis (--url redis://…): every key under the prefixes: Redisson locks (hold counts, fair-lock queues, read/write locks), ShedLock, and token locks (redis-py, redlock, SET NX PX), with each key\'s remaining TTL.',
+    list: 'Redis (--url redis://…): every key under the prefixes: Redisson locks (hold counts, fair-lock queues, read/write locks) and node-redisson\'s, ShedLock, and token locks (redis-py, redlock, SET NX PX), with each key\'s remaining TTL.',
     watch: 'Redis is followed by keyspace notifications when the server has them on, else by reading again every second.',
     acquire:
       "Redis (--url redis://…): takes NAME with Redisson's own script and field when a Redisson lock holds that name, else with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe), renewed while held and released only if still ours; several --url instances: held on a majority (redlock). --mode takes Redisson's RReadWriteLock.",

@@ -5,7 +5,7 @@
  */
 import { displayKey, hasPrefix, keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
-import { REDISSON_FIELD, REDISSON_WRITE_FIELD, RW_TIMEOUT_SUFFIX, redissonNameFromPrefixed } from './redissonNames';
+import { PORT_FIELD, REDISSON_FIELD, REDISSON_WRITE_FIELD, RW_TIMEOUT_SUFFIX, UNLOCK_LATCH, redissonNameFromPrefixed } from './redissonNames';
 
 /** Hashes with more fields than this are never read whole: no lock layout has more than a handful. */
 export const MAX_LOCK_HASH_FIELDS = 256;
@@ -62,6 +62,8 @@ export interface Recognized {
 
 export const CONVENTIONS = {
   redissonLock: 'redisson-lock',
+  /** An RLock written by a port whose thread id is not a number (node-redisson): its channel is spelled its own way. */
+  redissonPortLock: 'redisson-port-lock',
   redissonFairLock: 'redisson-fair-lock',
   redissonRwLock: 'redisson-rwlock',
   shedlock: 'shedlock',
@@ -93,12 +95,30 @@ function fieldText(f: Buffer): string {
   return f.toString('latin1');
 }
 
-/** Every field `<uuid>:<tid>` with a positive integer count: a Redisson RLock (one holder) or undefined. */
-export function redissonLockField(fields: readonly (readonly [Buffer, Buffer])[]): { field: Buffer; holds: number } | undefined {
+export interface RLockField {
+  readonly field: Buffer;
+  readonly holds: number;
+  readonly convention: typeof CONVENTIONS.redissonLock | typeof CONVENTIONS.redissonPortLock;
+}
+
+/**
+ * An RLock's hash, told by its structure, or undefined. Exactly one field: the lock script adds a field only to a
+ * missing key, and re-entry counts on that same field, so an RLock never has two. The field is `<client uuid>:<thread>`
+ * and its value a positive integer, the hold count. A numeric thread is Redisson's (and Go ports', whose goroutine ids
+ * are numbers). Any other thread (node-redisson's second uuid, or the id its caller chose) is taken for a lock only
+ * when the hash expires (`pttl` ≥ 0), since every port's lock script sets PEXPIRE with the field: a hash of counters
+ * (HINCRBY `page:views` with `2024-01:17` or `user:42` → count) lacks the uuid, the single field or the expiry.
+ * Redisson's channel cannot be seen by a read (nobody listens while nobody waits), so it is no part of the test.
+ */
+export function redissonLockField(fields: readonly (readonly [Buffer, Buffer])[], pttl: number): RLockField | undefined {
   if (fields.length !== 1) return undefined;
   const [f, v] = fields[0];
-  if (!REDISSON_FIELD.test(fieldText(f)) || !INTEGER.test(v.toString('latin1'))) return undefined;
-  return { field: f, holds: Number(v.toString('latin1')) };
+  if (!INTEGER.test(v.toString('latin1'))) return undefined;
+  const holds = Number(v.toString('latin1'));
+  const name = fieldText(f);
+  if (REDISSON_FIELD.test(name)) return { field: f, holds, convention: CONVENTIONS.redissonLock };
+  if (PORT_FIELD.test(name) && pttl >= 0) return { field: f, holds, convention: CONVENTIONS.redissonPortLock };
+  return undefined;
 }
 
 export interface RwShape {
@@ -175,9 +195,9 @@ function hashLock(record: KeyRecord, queue: FairQueue | undefined, ttls: Map<str
   const fields = record.fields;
   if (!fields || fields.length === 0) return undefined;
   const id = keyId(record.key);
-  const lock = redissonLockField(fields);
+  const lock = redissonLockField(fields, record.pttl);
   if (lock) {
-    const convention = queue ? CONVENTIONS.redissonFairLock : CONVENTIONS.redissonLock;
+    const convention = queue ? CONVENTIONS.redissonFairLock : lock.convention;
     const lease = keyLease(record, ttls);
     return {
       id,
@@ -205,8 +225,8 @@ function hashLock(record: KeyRecord, queue: FairQueue | undefined, ttls: Map<str
 function stringLock(record: KeyRecord, ttls: Map<string, TtlSource>): LockState | undefined {
   const value = record.value;
   if (!value || (record.valueSize ?? value.length) > MAX_TOKEN_BYTES) return undefined;
-  // A read lock's per-hold timeout belongs to its read/write lock's hash.
-  if (RW_TIMEOUT_SUFFIX.test(record.key.toString('latin1'))) return undefined;
+  // A read lock's per-hold timeout belongs to its read/write lock's hash; an unlock's latch, to the unlock that set it.
+  if (RW_TIMEOUT_SUFFIX.test(record.key.toString('latin1')) || record.key.subarray(0, UNLOCK_LATCH.length).equals(UNLOCK_LATCH)) return undefined;
   const host = shedlockHost(value);
   const lease = keyLease(record, ttls);
   const member: LockMember = {

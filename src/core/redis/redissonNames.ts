@@ -53,6 +53,26 @@ export function redissonNameFromPrefixed(prefix: string, key: Uint8Array): Buffe
 export const lockQueueKey = (name: Uint8Array): Buffer => redissonPrefixName('redisson_lock_queue', name);
 export const lockTimeoutKey = (name: Uint8Array): Buffer => redissonPrefixName('redisson_lock_timeout', name);
 export const lockChannel = (name: Uint8Array): Buffer => redissonPrefixName('redisson_lock__channel', name);
+
+/**
+ * node-redisson's RLock channel: its prefixName wraps the name unless the name *starts* with `{` (Redisson's: unless it
+ * has one anywhere), so for a name such as `lock:{orders}:42` the two clients listen on different channels.
+ */
+export function portLockChannel(name: Uint8Array): Buffer {
+  const n = Buffer.from(name);
+  const wrapped = n[0] === OPEN ? n : Buffer.concat([Buffer.from('{'), n, Buffer.from('}')]);
+  return Buffer.concat([Buffer.from('redisson_lock__channel:'), wrapped]);
+}
+
+/**
+ * Where an RLock's unlock is told: Redisson's channel, and node-redisson's where its spelling differs. Whoever waits
+ * (either client, or LockLens) listens on one of them; a message on the other wakes nobody and costs nothing.
+ */
+export function rlockChannels(name: Uint8Array): Buffer[] {
+  const ours = lockChannel(name);
+  const port = portLockChannel(name);
+  return ours.equals(port) ? [ours] : [ours, port];
+}
 export const rwLockChannel = (name: Uint8Array): Buffer => redissonPrefixName('redisson_rwlock', name);
 
 /** A fair lock wakes only the head of its queue: `redisson_lock__channel:{name}:<field>`. */
@@ -62,6 +82,17 @@ export function fairLockChannel(name: Uint8Array, field: Uint8Array): Buffer {
 
 /** `<uuid>:<thread>` (RLock, a reader) or `<uuid>:<thread>:write` (a writer). */
 export const REDISSON_FIELD = /^[0-9a-f-]{36}:\d+$/;
+/**
+ * A port's RLock field: `<client uuid>:<thread id>` where the thread id is not Redisson's number: node-redisson writes a
+ * second uuid (one per RLock object), or the client id its caller chose. Any visible ASCII but `:` (which would make it
+ * a read/write lock's `:write` field), at most 128 bytes.
+ */
+export const PORT_FIELD = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}:[!-9;-~]{1,128}$/;
 export const REDISSON_WRITE_FIELD = /^[0-9a-f-]{36}:\d+:write$/;
+/**
+ * What an unlock leaves for a few milliseconds so that a retried unlock is answered the same (recent Redisson
+ * versions, node-redisson): `redisson_unlock_latch:{name}:<request id>`, a string that is no lock.
+ */
+export const UNLOCK_LATCH = Buffer.from('redisson_unlock_latch:');
 /** The per-read-hold timeout strings of a read/write lock: `{name}:<uuid>:<thread>:rwlock_timeout:<n>`. */
 export const RW_TIMEOUT_SUFFIX = /:[0-9a-f-]{36}:\d+:rwlock_timeout:\d+$/;
