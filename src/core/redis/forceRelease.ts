@@ -10,7 +10,7 @@ import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import { storeError } from './keyspaceReader';
 import { CONVENTIONS } from './recognize';
-import { lockChannel, lockQueueKey, lockTimeoutKey, rwLockChannel } from './redissonNames';
+import { lockChannel, lockQueueKey, lockTimeoutKey, rlockChannels, rwLockChannel } from './redissonNames';
 import { FAIR_FORCE_UNLOCK, READ_UNLOCK_MESSAGE, REDISSON_FORCE_UNLOCK, TOKEN_RELEASE, UNLOCK_MESSAGE } from './scripts';
 
 function isHolder(lock: LockState, member: LockMember): boolean {
@@ -49,6 +49,8 @@ export function describeForceRelease(lock: LockState, member: LockMember): strin
       return `Deletes the read/write lock hash ${name} only if ${member.owner} still holds it in ${member.mode ?? 'its'} mode, then publishes Redisson's unlock message so its waiters retry at once. Every ${lock.sharedWith?.length ? 'reader' : 'holder'} loses it. ${tail}`;
     case CONVENTIONS.redissonFairLock:
       return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then wakes the first waiter in its queue as Redisson's forceUnlock does. ${tail}`;
+    case CONVENTIONS.redissonPortLock:
+      return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then publishes the unlock message on node-redisson's channel and Redisson's so its waiters retry at once. ${tail}`;
     default:
       return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then publishes Redisson's unlock message so its waiters retry at once. ${tail}`;
   }
@@ -89,8 +91,15 @@ export async function forceRelease(clients: readonly Redis[], lock: LockState, m
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the lock hash and woke the first waiter, if any' + where(n, clients.length) };
       }
-      case CONVENTIONS.redissonLock: {
-        const { deleted: n } = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, lockChannel(lock.name), member.key, UNLOCK_MESSAGE, ''));
+      case CONVENTIONS.redissonLock:
+      case CONVENTIONS.redissonPortLock: {
+        // Both spellings of the channel, as our own unlock does: the waiters may be Redisson's or node-redisson's.
+        const [channel, ...others] = rlockChannels(lock.name);
+        const { deleted: n } = await onEvery(clients, async (c) => {
+          const deleted = await c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, channel, member.key, UNLOCK_MESSAGE, '');
+          if (deleted === 1) for (const other of others) await c.publish(other, UNLOCK_MESSAGE);
+          return deleted;
+        });
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the lock hash and woke its waiters' + where(n, clients.length) };
       }

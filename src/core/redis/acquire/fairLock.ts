@@ -19,7 +19,7 @@ export async function acquireFair(ctx: AcquireContext, name: Buffer, ttlMs: numb
   return waitRedisson(ctx, name, ttlMs, options, {
     field,
     // Redisson wakes each fair waiter on its own channel.
-    channel: fairLockChannel(name, Buffer.from(field)),
+    channels: [fairLockChannel(name, Buffer.from(field))],
     lock: async () => (await client.eval(FAIR_LOCK, 3, name, queue, timeouts, ttlMs, field, FAIR_THREAD_WAIT_MS, Date.now())) as number | null,
     ahead: () => positionOf(client, queue, field),
     mayTry: async () => {

@@ -37,7 +37,7 @@ export async function acquireReadWrite(ctx: AcquireContext, name: Buffer, askedT
   const writer = rwField(thread, 'write');
   const hold = await waitRedisson(ctx, name, ttlMs, options, {
     field: rwField(thread, mode),
-    channel: rwLockChannel(name),
+    channels: [rwLockChannel(name)],
     lock: async () => {
       const result = (
         mode === 'read'

@@ -1,8 +1,11 @@
-/** Redisson's RLock, taken with its own scripts and field format `<uuid>:<n>`: its waiters wake when we release. */
+/**
+ * Redisson's RLock, taken with its own scripts and field format `<uuid>:<n>`: its waiters wake when we release, Redisson's
+ * and its ports' (node-redisson keeps the hash, counts, Lua and message, and spells the channel its own way).
+ */
 import type Redis from 'ioredis';
 import type { AcquireOptions } from '../../backend';
 import type { AcquireContext } from './context';
-import { fairLockChannel, lockChannel, lockQueueKey } from '../redissonNames';
+import { fairLockChannel, lockQueueKey, rlockChannels } from '../redissonNames';
 import { REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../scripts';
 import { RenewingHold } from './hold';
 import { waitRedisson } from './redissonWait';
@@ -12,8 +15,8 @@ export async function acquireRedisson(ctx: AcquireContext, name: Buffer, ttlMs: 
   const field = ctx.newField();
   return waitRedisson(ctx, name, ttlMs, options, {
     field,
-    // Redisson wakes RLock waiters on the lock's channel.
-    channel: lockChannel(name),
+    // Redisson wakes RLock waiters on the lock's channel, node-redisson on its spelling of it.
+    channels: rlockChannels(name),
     lock: async () => (await client.eval(REDISSON_LOCK, 1, name, ttlMs, field)) as number | null,
     ahead: () => Promise.resolve(1),
     /** The lock, if a lock script that failed here (a timeout) ran on the server anyway: the unlock acts on our own fresh field only. */
@@ -46,7 +49,9 @@ export class RedissonHold extends RenewingHold {
 
 /** Redisson's unlock for our field: true when it ended our hold (and told the waiters), false when it was not ours. */
 async function unlockRedisson(client: Redis, name: Buffer, field: string, ttlMs: number): Promise<boolean> {
-  if ((await client.eval(REDISSON_UNLOCK, 2, name, lockChannel(name), UNLOCK_MESSAGE, ttlMs, field)) !== 1) return false;
+  const [channel, ...others] = rlockChannels(name);
+  if ((await client.eval(REDISSON_UNLOCK, 2, name, channel, UNLOCK_MESSAGE, ttlMs, field)) !== 1) return false;
+  for (const other of others) await client.publish(other, UNLOCK_MESSAGE);
   // A fair lock nobody waited for looked like an RLock when we took it; a Redisson fair waiter that queued since
   // listens on its own channel, not the lock's, and would sleep until its own retry. The head of a queue now is such
   // a waiter (one that queues after the delete finds the lock free): wake it as RedissonFairLock's unlock does.

@@ -22,8 +22,8 @@ type Outcome = 'taken' | 'refused' | 'unknown';
 export interface RedissonWay<H extends RenewingHold> {
   /** The field we hold with, told in onQueue. */
   readonly field: string;
-  /** Where the lock's unlocks are published. */
-  readonly channel: Buffer;
+  /** Where the lock's unlocks are published (an RLock's by Redisson and by node-redisson, when they spell it apart). */
+  readonly channels: readonly Buffer[];
   /** The lock script, once: null when held; else the holder's PTTL (or the wait the script asks for). */
   lock(): Promise<number | null>;
   /** Members ahead of us after a refusal: our place in a fair queue, else 1 (the holder). */
@@ -54,7 +54,7 @@ export async function waitRedisson<H extends RenewingHold>(ctx: AcquireContext, 
     wake = { promise, resolve };
   };
   renewWake();
-  let subscription: Disposable | undefined;
+  let subscriptions: Disposable[] | undefined;
   let announced: number | undefined;
   try {
     for (;;) {
@@ -78,9 +78,10 @@ export async function waitRedisson<H extends RenewingHold>(ctx: AcquireContext, 
         announced = ahead;
         options.onQueue?.({ key: Buffer.from(way.field), ahead, fencingToken: null });
       }
-      if (!subscription) {
+      if (!subscriptions) {
         const sub = await ctx.subscriber();
-        subscription = await sub.subscribe(way.channel, () => wake?.resolve());
+        subscriptions = [];
+        for (const channel of way.channels) subscriptions.push(await sub.subscribe(channel, () => wake?.resolve()));
         continue; // a release between our try and the subscription would otherwise be missed
       }
       await sleep(Math.max(RETRY_MS, Math.min(tried.ttl > 0 ? tried.ttl : RETRY_MS, REDISSON_RETRY_MAX_MS)), options.signal, { wake: wake?.promise });
@@ -90,7 +91,7 @@ export async function waitRedisson<H extends RenewingHold>(ctx: AcquireContext, 
     await way.undo(outcome);
     throw e;
   } finally {
-    subscription?.dispose();
+    for (const s of subscriptions ?? []) s.dispose();
   }
 }
 
