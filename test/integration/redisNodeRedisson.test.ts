@@ -1,0 +1,156 @@
+import { beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import Redis from 'ioredis';
+import type { LockLensError } from '../../src/core/errors';
+import { CONVENTIONS } from '../../src/core/redis/recognize';
+import { lockChannel, portLockChannel } from '../../src/core/redis/redissonNames';
+import { UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
+import { NodeRedissonLock } from '../harness/nodeRedisson';
+import { eventually } from '../harness/redis';
+import { redisSuite } from '../harness/redisSuite';
+
+const b = (s: string) => Buffer.from(s);
+/** node-redisson's field: its client's uuid, then one per RLock object where Redisson has a thread number. */
+const PORT_FIELD = /^[0-9a-f-]{36}:[0-9a-f-]{36}$/;
+const UUID = '1b4e28ba-2fa1-11d2-883f-0016d3cca427';
+
+/**
+ * npm node-redisson, a port of Redisson's RLock, as a real peer in its own process, both ways. Its waiters sleep until
+ * an unlock message on the lock's channel or the holder's whole PTTL, so a waiter that gets a lock held for 600 s
+ * within the test was woken by the message.
+ */
+describe('node-redisson against a real redis-server', { timeout: 120_000 }, () => {
+  const t = redisSuite();
+  let n = 0;
+  let prefix = '';
+
+  beforeEach(() => {
+    prefix = `nr${++n}/`;
+  });
+
+  const peer = (name: string, lease: number | 'watchdog', holds = 1) => {
+    const p = new NodeRedissonLock(t.server.url, name, lease, holds);
+    t.defer(() => p.dispose());
+    return p;
+  };
+  const listed = async (name: string) => (await t.backend.list([b(prefix)])).locks.find((l) => l.name.equals(b(name)));
+  const subscribers = async (channel: Buffer) => ((await t.raw.call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1];
+  /** What is published on `channel` from now on, read by a client of its own. */
+  const messagesOn = async (channel: Buffer) => {
+    const sub = new Redis(t.server.url, { protocol: 2 });
+    t.defer(() => sub.disconnect());
+    const seen: string[] = [];
+    sub.on('messageBuffer', (c: Buffer, m: Buffer) => c.equals(channel) && seen.push(m.toString()));
+    await sub.subscribe(channel as unknown as string);
+    return seen;
+  };
+
+  test('node-redisson holds, re-entered: listed with its <uuid>:<uuid> field and count; our acquire waits and gets it at its unlock', async () => {
+    const name = `${prefix}orders`;
+    const holder = peer(name, 'watchdog', 2);
+    const field = (await holder.until(['acquired'])).split(' ')[1];
+    assert.match(field, PORT_FIELD);
+    const listing = await t.backend.list([b(prefix)]);
+    assert.equal(listing.locks.length, 1);
+    const [lock] = listing.locks;
+    assert.deepEqual([lock.name.toString(), lock.kind], [name, 'queue']);
+    assert.equal(lock.holder?.convention, CONVENTIONS.redissonPortLock);
+    assert.equal(lock.holder?.owner, field);
+    assert.deepEqual(lock.holder?.key, b(field));
+    assert.equal(lock.holder?.holds, 2);
+    assert.equal(lock.holder?.expiresWith, 'ttl');
+    const lease = listing.lease(lock.holder!.lease)!;
+    assert.ok(lease.state === 'alive' && lease.ttl > 0 && lease.ttl <= 30, 'the watchdog lease, 30 s');
+
+    const positions: number[] = [];
+    const ours = t.backend.acquire(b(name), { ttlSeconds: 10, onQueue: (p) => positions.push(p.ahead) });
+    await eventually(() => positions.includes(1), 10_000, 'told we wait behind node-redisson');
+    assert.equal((await listed(name))?.holder?.owner, field, "still node-redisson's");
+    holder.release();
+    await holder.until(['released']);
+    const hold = await ours;
+    t.defer(() => hold.release());
+    assert.deepEqual(positions, [1, 0]);
+    const now = await listed(name);
+    assert.equal(now?.holder?.owner, hold.owner);
+    assert.equal(now?.holder?.convention, CONVENTIONS.redissonLock, "ours is Redisson's <uuid>:<n>, in the same hash");
+    assert.equal(await hold.release(), true);
+    assert.equal(await listed(name), undefined);
+  });
+
+  test("we hold re-entrantly with a 600 s TTL: node-redisson's waiter is woken by the unlock on its own channel, a name with a hash tag inside", async () => {
+    const name = `${prefix}{orders}:42`;
+    const channel = portLockChannel(b(name));
+    assert.notDeepEqual(channel, lockChannel(b(name)), "node-redisson spells this name's channel its own way");
+    // A free name is taken as a token lock (how a free name is laid out is not this test's): node-redisson makes it an RLock first.
+    const first = peer(name, 'watchdog');
+    await first.until(['acquired']);
+    const owner = await t.backend.openOwner();
+    t.defer(() => owner.close());
+    const queued: number[] = [];
+    const taking = t.backend.acquire(b(name), { ttlSeconds: 600, owner, onQueue: (p) => queued.push(p.ahead) });
+    await eventually(() => queued.includes(1), 10_000, 'we wait behind node-redisson');
+    first.release();
+    await first.until(['released']);
+    const outer = await taking;
+    const inner = await t.backend.acquire(b(name), { ttlSeconds: 600, owner });
+    const held = await listed(name);
+    assert.equal(held?.holder?.owner, owner.id);
+    assert.equal(held?.holder?.holds, 2, 're-entered: one field, counted');
+
+    const seen = await messagesOn(channel);
+    const waiter = peer(name, 'watchdog');
+    await waiter.until(['waiting']);
+    await eventually(async () => (await subscribers(channel)) >= 2, 10_000, "node-redisson's waiter listening on its channel");
+    const listing = await t.backend.list([b(prefix)]);
+    assert.ok(listing.lease(listing.locks[0].holder!.lease)!.ttl > 500, 'the TTL the waiter would otherwise sleep out');
+    await inner.release();
+    assert.equal((await listed(name))?.holder?.holds, 1, 'one hold left: still ours');
+    assert.ok(!waiter.lines.some((l) => l.startsWith('acquired')));
+    assert.equal(await outer.release(), true);
+    const field = (await waiter.until(['acquired'])).split(' ')[1];
+    assert.deepEqual(seen, [UNLOCK_MESSAGE], 'one unlock message, on the channel node-redisson listens to');
+    assert.equal((await listed(name))?.holder?.owner, field);
+    waiter.release();
+    assert.equal(await waiter.until(['released', 'release-failed']), 'released');
+  });
+
+  test("force release of a node-redisson holder (600 s lease) wakes a node-redisson waiter; the old holder's unlock then fails", async () => {
+    const name = `${prefix}jobs`;
+    const holder = peer(name, 600_000);
+    const held = (await holder.until(['acquired'])).split(' ')[1];
+    const waiter = peer(name, 'watchdog');
+    await waiter.until(['waiting']);
+    await eventually(async () => (await subscribers(portLockChannel(b(name)))) >= 1, 10_000, 'the waiter listening');
+    const lock = (await listed(name))!;
+    assert.equal(lock.holder?.owner, held);
+    assert.match(t.backend.describeForceRelease(lock, lock.holder!), /node-redisson's channel/);
+    const result = await t.backend.forceRelease(lock, lock.holder!);
+    assert.deepEqual(result.keys, [b(name)]);
+    const next = (await waiter.until(['acquired'])).split(' ')[1];
+    assert.notEqual(next, held);
+    assert.equal((await listed(name))?.holder?.owner, next);
+    await assert.rejects(t.backend.forceRelease(lock, lock.holder!), (e: LockLensError) => e.code === 'LOCK_CHANGED', 'what was shown is gone');
+    holder.release();
+    assert.equal(await holder.until(['released', 'release-failed']), 'release-failed RedissonLockError');
+    waiter.release();
+    assert.equal(await waiter.until(['released', 'release-failed']), 'released');
+  });
+
+  test('hashes of counters written with HINCRBY are not locks, and acquire leaves them alone', async () => {
+    const views = `${prefix}page:views`;
+    await t.raw.hincrby(views, '2024-01:17', 17);
+    await t.raw.hincrby(views, 'user:42', 3);
+    const monthly = `${prefix}page:monthly`;
+    await t.raw.hincrby(monthly, '2024-01:17', 1);
+    await t.raw.pexpire(monthly, 60_000);
+    const sessions = `${prefix}sessions`;
+    await t.raw.hincrby(sessions, `${UUID}:${UUID}`, 4); // node-redisson's field shape, but nothing expires it
+    assert.deepEqual((await t.backend.list([b(prefix)])).locks, []);
+    for (const name of [views, monthly, sessions]) {
+      const before = await t.raw.hgetall(name);
+      await assert.rejects(t.backend.acquire(b(name), { ttlSeconds: 5, tryOnly: true }), (e: LockLensError) => e.code === 'INVALID_ARGUMENT' && /not a lock layout LockLens knows/.test(e.message), name);
+      assert.deepEqual(await t.raw.hgetall(name), before, name);
+    }
+  });
+});
