@@ -2,22 +2,31 @@ import { NodePeer } from './pythonPeer';
 
 /**
  * npm `node-redisson`'s own RLock (a port of Redisson's: the same hash, counts, Lua and unlock message, its field
- * `<client uuid>:<lock uuid>`) as an interop peer in its own process: see PythonPeer. It prints `waiting`, then
- * `acquired <field>` once it holds (re-entered `holds` times), and after its gate unlocks as many times and prints
+ * `<client uuid>:<lock uuid>`) as an interop peer in its own process: see PythonPeer. It prints `waiting`, `listening`
+ * once a try was refused and it waits for an unlock message (on the channel, or on the stream with the 'streams'
+ * event adapter, where no subscription shows it from outside), then `acquired <field>` once it holds (re-entered `holds` times), and after its gate unlocks as many times and prints
  * `released` (or `release-failed` if its field was gone). Its own process, because node-redisson's waiter keeps a timer
  * as long as the holder's TTL that nothing cancels, which would keep a test's process alive.
  */
 const PEER = String.raw`
-const [gate, modulePath, url, name, lease, holds] = process.argv.slice(1);
+const [gate, modulePath, url, name, lease, holds, eventAdapter] = process.argv.slice(1);
 const fs = require('node:fs');
 const { Redisson } = require(modulePath);
 const u = new URL(url);
-const redisson = new Redisson({ redis: { options: { host: u.hostname, port: Number(u.port) } } });
+const redisson = new Redisson({ redis: { options: { host: u.hostname, port: Number(u.port) } }, eventAdapter });
 const lock = redisson.getLock(name);
 const say = (...words) => console.log(words.join(' '));
+// Its executor's own emitter has a listener on the lock's channel only while lock() waits for a message.
+const events = redisson.commandExecutor.eventEmitter;
+const listening = setInterval(() => {
+  if (events.listenerCount(lock.getChannelName()) === 0) return;
+  say('listening');
+  clearInterval(listening);
+}, 10);
 (async () => {
   say('waiting');
   for (let i = 0; i < Number(holds); i++) await (lease === 'watchdog' ? lock.lock() : lock.lock(Number(lease)));
+  clearInterval(listening);
   say('acquired', lock.getClientName(lock.clientId));
   while (!fs.existsSync(gate)) await new Promise((r) => setTimeout(r, 20));
   try {
@@ -35,8 +44,11 @@ const say = (...words) => console.log(words.join(' '));
 `;
 
 export class NodeRedissonLock extends NodePeer {
-  /** `leaseMs`: lock(leaseMs), which never renews; 'watchdog': lock(), renewed every 10 s to 30 s. */
-  constructor(url: string, name: string, leaseMs: number | 'watchdog', holds = 1) {
-    super('node-redisson', PEER, [require.resolve('node-redisson'), url, name, String(leaseMs), String(holds)]);
+  /**
+   * `leaseMs`: lock(leaseMs), which never renews; 'watchdog': lock(), renewed every 10 s to 30 s. `events`: how its
+   * unlocks are told, pub/sub (its default) or XADD to the stream `redisson:events`.
+   */
+  constructor(url: string, name: string, leaseMs: number | 'watchdog', holds = 1, events: 'pubsub' | 'streams' = 'pubsub') {
+    super('node-redisson', PEER, [require.resolve('node-redisson'), url, name, String(leaseMs), String(holds), events]);
   }
 }

@@ -5,6 +5,7 @@ import type { LockLensError } from '../../src/core/errors';
 import { CONVENTIONS } from '../../src/core/redis/recognize';
 import { lockChannel, portLockChannel } from '../../src/core/redis/redissonNames';
 import { UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
+import { PORT_EVENT_STREAM } from '../../src/core/redis/portWake';
 import { NodeRedissonLock } from '../harness/nodeRedisson';
 import { eventually } from '../harness/redis';
 import { redisSuite } from '../harness/redisSuite';
@@ -28,8 +29,8 @@ describe('node-redisson against a real redis-server', { timeout: 120_000 }, () =
     prefix = `nr${++n}/`;
   });
 
-  const peer = (name: string, lease: number | 'watchdog', holds = 1) => {
-    const p = new NodeRedissonLock(t.server.url, name, lease, holds);
+  const peer = (name: string, lease: number | 'watchdog', holds = 1, events: 'pubsub' | 'streams' = 'pubsub') => {
+    const p = new NodeRedissonLock(t.server.url, name, lease, holds, events);
     t.defer(() => p.dispose());
     return p;
   };
@@ -124,7 +125,7 @@ describe('node-redisson against a real redis-server', { timeout: 120_000 }, () =
     await eventually(async () => (await subscribers(portLockChannel(b(name)))) >= 1, 10_000, 'the waiter listening');
     const lock = (await listed(name))!;
     assert.equal(lock.holder?.owner, held);
-    assert.match(t.backend.describeForceRelease(lock, lock.holder!), /node-redisson's channel/);
+    assert.match(t.backend.describeForceRelease(lock, lock.holder!), /Redisson's channel and node-redisson's/);
     const result = await t.backend.forceRelease(lock, lock.holder!);
     assert.deepEqual(result.keys, [b(name)]);
     const next = (await waiter.until(['acquired'])).split(' ')[1];
@@ -133,6 +134,30 @@ describe('node-redisson against a real redis-server', { timeout: 120_000 }, () =
     await assert.rejects(t.backend.forceRelease(lock, lock.holder!), (e: LockLensError) => e.code === 'LOCK_CHANGED', 'what was shown is gone');
     holder.release();
     assert.equal(await holder.until(['released', 'release-failed']), 'release-failed RedissonLockError');
+    waiter.release();
+    assert.equal(await waiter.until(['released', 'release-failed']), 'released');
+  });
+
+  test("node-redisson with its 'streams' event adapter: our release wakes its waiter through redisson:events, where its unlocks made the stream", async () => {
+    const name = `${prefix}streamed`;
+    const first = peer(name, 'watchdog', 1, 'streams');
+    await first.until(['acquired']);
+    const queued: number[] = [];
+    const taking = t.backend.acquire(b(name), { ttlSeconds: 600, onQueue: (p) => queued.push(p.ahead) });
+    await eventually(() => queued.includes(1), 10_000, 'we wait behind node-redisson');
+    first.release();
+    await first.until(['released']);
+    const hold = await taking;
+    t.defer(() => hold.release());
+    assert.equal(await t.raw.type(PORT_EVENT_STREAM), 'stream', "node-redisson's unlock made its stream");
+    const before = await t.raw.xlen(PORT_EVENT_STREAM);
+    const waiter = peer(name, 'watchdog', 1, 'streams');
+    await waiter.until(['listening']);
+    assert.equal(await subscribers(portLockChannel(b(name))), 0, 'nothing subscribed: it reads the stream');
+    assert.equal(await hold.release(), true);
+    await waiter.until(['acquired']);
+    const added = (await t.raw.xrange(PORT_EVENT_STREAM, '-', '+')).slice(before);
+    assert.deepEqual(added[0][1], [portLockChannel(b(name)).toString(), UNLOCK_MESSAGE], 'our unlock, as node-redisson adds its own');
     waiter.release();
     assert.equal(await waiter.until(['released', 'release-failed']), 'released');
   });

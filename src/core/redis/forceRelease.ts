@@ -10,7 +10,8 @@ import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import { storeError } from './keyspaceReader';
 import { CONVENTIONS } from './recognize';
-import { lockChannel, lockQueueKey, lockTimeoutKey, rlockChannels, rwLockChannel } from './redissonNames';
+import { wakePortWaiters } from './portWake';
+import { lockChannel, lockQueueKey, lockTimeoutKey, rwLockChannel } from './redissonNames';
 import { FAIR_FORCE_UNLOCK, READ_UNLOCK_MESSAGE, REDISSON_FORCE_UNLOCK, TOKEN_RELEASE, UNLOCK_MESSAGE } from './scripts';
 
 function isHolder(lock: LockState, member: LockMember): boolean {
@@ -50,7 +51,7 @@ export function describeForceRelease(lock: LockState, member: LockMember): strin
     case CONVENTIONS.redissonFairLock:
       return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then wakes the first waiter in its queue as Redisson's forceUnlock does. ${tail}`;
     case CONVENTIONS.redissonPortLock:
-      return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then publishes the unlock message on node-redisson's channel and Redisson's so its waiters retry at once. ${tail}`;
+      return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then publishes the unlock message on Redisson's channel and node-redisson's (its event stream too, where its clients use one) so its waiters retry at once. ${tail}`;
     default:
       return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then publishes Redisson's unlock message so its waiters retry at once. ${tail}`;
   }
@@ -93,11 +94,10 @@ export async function forceRelease(clients: readonly Redis[], lock: LockState, m
       }
       case CONVENTIONS.redissonLock:
       case CONVENTIONS.redissonPortLock: {
-        // Both spellings of the channel, as our own unlock does: the waiters may be Redisson's or node-redisson's.
-        const [channel, ...others] = rlockChannels(lock.name);
+        // As our own unlock does: the waiters may be Redisson's or a port's.
         const { deleted: n } = await onEvery(clients, async (c) => {
-          const deleted = await c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, channel, member.key, UNLOCK_MESSAGE, '');
-          if (deleted === 1) for (const other of others) await c.publish(other, UNLOCK_MESSAGE);
+          const deleted = await c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, lockChannel(lock.name), member.key, UNLOCK_MESSAGE, '');
+          if (deleted === 1) await wakePortWaiters(c, lock.name);
           return deleted;
         });
         if (n === 0) throw changed();

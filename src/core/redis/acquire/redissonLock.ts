@@ -5,7 +5,8 @@
 import type Redis from 'ioredis';
 import type { AcquireOptions } from '../../backend';
 import type { AcquireContext } from './context';
-import { fairLockChannel, lockQueueKey, rlockChannels } from '../redissonNames';
+import { wakePortWaiters } from '../portWake';
+import { fairLockChannel, lockChannel, lockQueueKey, rlockChannels } from '../redissonNames';
 import { REDISSON_LOCK, REDISSON_RENEW, REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../scripts';
 import { RenewingHold } from './hold';
 import { waitRedisson } from './redissonWait';
@@ -49,9 +50,8 @@ export class RedissonHold extends RenewingHold {
 
 /** Redisson's unlock for our field: true when it ended our hold (and told the waiters), false when it was not ours. */
 async function unlockRedisson(client: Redis, name: Buffer, field: string, ttlMs: number): Promise<boolean> {
-  const [channel, ...others] = rlockChannels(name);
-  if ((await client.eval(REDISSON_UNLOCK, 2, name, channel, UNLOCK_MESSAGE, ttlMs, field)) !== 1) return false;
-  for (const other of others) await client.publish(other, UNLOCK_MESSAGE);
+  if ((await client.eval(REDISSON_UNLOCK, 2, name, lockChannel(name), UNLOCK_MESSAGE, ttlMs, field)) !== 1) return false;
+  await wakePortWaiters(client, name);
   // A fair lock nobody waited for looked like an RLock when we took it; a Redisson fair waiter that queued since
   // listens on its own channel, not the lock's, and would sleep until its own retry. The head of a queue now is such
   // a waiter (one that queues after the delete finds the lock free): wake it as RedissonFairLock's unlock does.
