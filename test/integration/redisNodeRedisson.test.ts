@@ -110,6 +110,7 @@ describe('node-redisson against a real redis-server', { timeout: 120_000 }, () =
     assert.ok(!waiter.lines.some((l) => l.startsWith('acquired')));
     assert.equal(await outer.release(), true);
     const field = (await waiter.until(['acquired'])).split(' ')[1];
+    await eventually(() => seen.length > 0, 10_000, 'the unlock message read by our own subscriber');
     assert.deepEqual(seen, [UNLOCK_MESSAGE], 'one unlock message, on the channel node-redisson listens to');
     assert.equal((await listed(name))?.holder?.owner, field);
     waiter.release();
