@@ -139,7 +139,7 @@ describe('node-redisson against a real redis-server', { timeout: 120_000 }, () =
     assert.equal(await waiter.until(['released', 'release-failed']), 'released');
   });
 
-  test("node-redisson with its 'streams' event adapter: our release wakes its waiter through redisson:events, where its unlocks made the stream", async () => {
+  test("node-redisson with its 'streams' event adapter: our release and force release wake its waiters through redisson:events, where its unlocks made the stream", async () => {
     const name = `${prefix}streamed`;
     const first = peer(name, 'watchdog', 1, 'streams');
     await first.until(['acquired']);
@@ -159,8 +159,17 @@ describe('node-redisson against a real redis-server', { timeout: 120_000 }, () =
     await waiter.until(['acquired']);
     const added = (await t.raw.xrange(PORT_EVENT_STREAM, '-', '+')).slice(before);
     assert.deepEqual(added[0][1], [portLockChannel(b(name)).toString(), UNLOCK_MESSAGE], 'our unlock, as node-redisson adds its own');
+
+    // A force release tells the stream too: the next waiter would otherwise sleep out the holder's PTTL, 20 to 30 s.
+    const third = peer(name, 'watchdog', 1, 'streams');
+    await third.until(['listening']);
+    const lock = (await listed(name))!;
+    await t.backend.forceRelease(lock, lock.holder!);
+    await third.until(['acquired']);
     waiter.release();
-    assert.equal(await waiter.until(['released', 'release-failed']), 'released');
+    assert.equal(await waiter.until(['released', 'release-failed']), 'release-failed RedissonLockError');
+    third.release();
+    assert.equal(await third.until(['released', 'release-failed']), 'released');
   });
 
   test('hashes of counters written with HINCRBY are not locks, and acquire leaves them alone', async () => {
