@@ -11,13 +11,13 @@ import { UNLOCK_MESSAGE } from './scripts';
 
 export const PORT_EVENT_STREAM = 'redisson:events';
 
+/** Best effort, after the unlock itself succeeded: a waiter not told sleeps until the holder's TTL, as after a crash. */
 export async function wakePortWaiters(client: Redis, name: Buffer): Promise<void> {
-  for (const other of rlockChannels(name).slice(1)) await client.publish(other, UNLOCK_MESSAGE);
-  // Best effort after the unlock itself succeeded: a waiter not told sleeps until the holder's TTL, as after a crash.
   try {
+    for (const other of rlockChannels(name).slice(1)) await client.publish(other, UNLOCK_MESSAGE);
     if ((await client.type(PORT_EVENT_STREAM)) !== 'stream') return;
     await client.xadd(PORT_EVENT_STREAM, 'MAXLEN', '~', 100, '*', portLockChannel(name), UNLOCK_MESSAGE);
   } catch {
-    // The stream's slot on another cluster master, or an ACL without XADD: the same as no stream.
+    // The stream's slot on another cluster master, an ACL without XADD, a connection lost after the unlock.
   }
 }
