@@ -2,6 +2,7 @@ import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import Redis from 'ioredis';
 import type { LockLensError } from '../../src/core/errors';
+import { keyId } from '../../src/core/keys';
 import { CONVENTIONS } from '../../src/core/redis/recognize';
 import { lockChannel, portLockChannel } from '../../src/core/redis/redissonNames';
 import { UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
@@ -77,6 +78,20 @@ describe('node-redisson against a real redis-server', { timeout: 120_000 }, () =
     assert.equal(now?.holder?.convention, CONVENTIONS.redissonLock, "ours is Redisson's <uuid>:<n>, in the same hash");
     assert.equal(await hold.release(), true);
     assert.equal(await listed(name), undefined);
+  });
+
+  test("the live watch (the tree's source) follows a node-redisson lock coming and going", async () => {
+    const name = `${prefix}watched`;
+    const watch = t.backend.watch([b(prefix)], { pollIntervalMs: 100 });
+    t.defer(() => watch.dispose());
+    await watch.start();
+    const holder = peer(name, 'watchdog');
+    const field = (await holder.until(['acquired'])).split(' ')[1];
+    await eventually(() => watch.lock(keyId(b(name)))?.holder?.owner === field, 10_000, 'the lock seen');
+    assert.equal(watch.lock(keyId(b(name)))?.holder?.convention, CONVENTIONS.redissonPortLock);
+    holder.release();
+    await holder.until(['released']);
+    await eventually(() => watch.lock(keyId(b(name))) === undefined, 10_000, 'the lock gone');
   });
 
   test("we hold re-entrantly with a 600 s TTL: node-redisson's waiter is woken by the unlock on its own channel, a name with a hash tag inside", async () => {
