@@ -1,16 +1,15 @@
-import { NodePeer } from './pythonPeer';
+import { GoPeer } from './goPeers';
 
 /**
  * npm `node-redisson`'s own RLock (a port of Redisson's: the same hash, counts, Lua and unlock message, its field
- * `<client uuid>:<lock uuid>`) as an interop peer in its own process: see PythonPeer. It prints `waiting`, `listening`
- * once a try was refused and it waits for an unlock message (on the channel, or on the stream with the 'streams'
- * event adapter, where no subscription shows it from outside), then `acquired <field>` once it holds (re-entered `holds` times), and after its gate unlocks as many times and prints
- * `released` (or `release-failed` if its field was gone). Its own process, because node-redisson's waiter keeps a timer
- * as long as the holder's TTL that nothing cancels, which would keep a test's process alive.
+ * `<client uuid>:<lock uuid>`) in a service's own process, since its waiter keeps a timer as long as the holder's TTL
+ * that nothing cancels, which would keep a test's process alive. It prints `waiting`, `listening` once a try was
+ * refused and it waits for an unlock message (on the channel, or on the stream with the 'streams' event adapter,
+ * where no subscription shows it from outside), then `acquired <field>` once it holds (re-entered `holds` times); a
+ * line on stdin unlocks as many times (`unlock ok`, or `unlock failed <error>` if its field was gone).
  */
 const PEER = String.raw`
-const [gate, modulePath, url, name, lease, holds, eventAdapter] = process.argv.slice(1);
-const fs = require('node:fs');
+const [modulePath, url, name, lease, holds, eventAdapter] = process.argv.slice(1);
 const { Redisson } = require(modulePath);
 const u = new URL(url);
 const redisson = new Redisson({ redis: { options: { host: u.hostname, port: Number(u.port) } }, eventAdapter });
@@ -28,12 +27,12 @@ const listening = setInterval(() => {
   for (let i = 0; i < Number(holds); i++) await (lease === 'watchdog' ? lock.lock() : lock.lock(Number(lease)));
   clearInterval(listening);
   say('acquired', lock.getClientName(lock.clientId));
-  while (!fs.existsSync(gate)) await new Promise((r) => setTimeout(r, 20));
+  await new Promise((resolve) => process.stdin.once('data', resolve));
   try {
     for (let i = 0; i < Number(holds); i++) await lock.unlock();
-    say('released');
+    say('unlock', 'ok');
   } catch (e) {
-    say('release-failed', e.constructor.name);
+    say('unlock', 'failed', e.constructor.name);
   }
   await redisson.quit();
   process.exit(0);
@@ -43,12 +42,11 @@ const listening = setInterval(() => {
 });
 `;
 
-export class NodeRedissonLock extends NodePeer {
-  /**
-   * `leaseMs`: lock(leaseMs), which never renews; 'watchdog': lock(), renewed every 10 s to 30 s. `events`: how its
-   * unlocks are told, pub/sub (its default) or XADD to the stream `redisson:events`.
-   */
-  constructor(url: string, name: string, leaseMs: number | 'watchdog', holds = 1, events: 'pubsub' | 'streams' = 'pubsub') {
-    super('node-redisson', PEER, [require.resolve('node-redisson'), url, name, String(leaseMs), String(holds), events]);
-  }
+/**
+ * Driven as a GoPeer is (lines on stdout, `next()` to unlock). `leaseMs`: lock(leaseMs), which never renews;
+ * 'watchdog': lock(), renewed every 10 s to 30 s. `events`: how its unlocks are told, pub/sub (its default) or XADD to
+ * the stream `redisson:events`.
+ */
+export function nodeRedissonLock(url: string, name: string, leaseMs: number | 'watchdog', holds = 1, events: 'pubsub' | 'streams' = 'pubsub'): GoPeer {
+  return new GoPeer(process.execPath, ['-e', PEER, require.resolve('node-redisson'), url, name, String(leaseMs), String(holds), events]);
 }

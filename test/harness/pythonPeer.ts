@@ -20,7 +20,7 @@ def stay():
  * A real client library run by Debian's /usr/bin/python3 (its python3-* packages are for that interpreter, not the
  * pyenv python3 on PATH) as an interop peer. The script reports what it did on stdout, one line each, and releases
  * only when its gate file appears, so tests order events by files and printed lines, not by sleeping. The gate's path
- * is the script's first argument. A peer written in JavaScript (an npm client) runs the same way in this Node: `NodePeer`.
+ * is the script's first argument.
  */
 export class PythonPeer {
   private readonly proc: ChildProcess;
@@ -34,11 +34,9 @@ export class PythonPeer {
     script: string,
     args: readonly string[],
     stay = false,
-    /** The interpreter and its flag that runs an inline script. */
-    interpreter: readonly [string, string] = ['/usr/bin/python3', '-c'],
   ) {
     const env = stay ? { ...process.env, LOCKLENS_PEER_LEAVE: this.leaveFile } : process.env;
-    this.proc = killOnExit(spawn(interpreter[0], [interpreter[1], script, this.gate, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env }));
+    this.proc = killOnExit(spawn('/usr/bin/python3', ['-c', script, this.gate, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env }));
     this.proc.stdout!.on('data', (d: Buffer) => (this.out += d.toString()));
     this.proc.stderr!.on('data', (d: Buffer) => (this.err += d.toString()));
     this.exited = new Promise((resolve) => this.proc.once('exit', (code) => resolve(code)));
@@ -87,12 +85,5 @@ export class PythonPeer {
   dispose(): void {
     this.proc.kill('SIGKILL');
     rmSync(this.gateDir, { recursive: true, force: true });
-  }
-}
-
-/** A peer in JavaScript, run by this Node (`node -e`): its gate is `process.argv[1]`, its arguments follow. */
-export class NodePeer extends PythonPeer {
-  constructor(what: string, script: string, args: readonly string[]) {
-    super(what, script, args, false, [process.execPath, '-e']);
   }
 }
