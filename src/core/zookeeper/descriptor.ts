@@ -15,8 +15,10 @@ export const zookeeperStore: StoreDescriptor<Convention> = {
     'curator-read': 'Curator InterProcessReadWriteLock (read)',
     'curator-write': 'Curator InterProcessReadWriteLock (write)',
     'curator-latch': 'Curator LeaderLatch',
+    'curator-semaphore': 'Curator InterProcessSemaphoreV2',
     'kazoo-lock': 'kazoo Lock',
     'kazoo-rlock': 'kazoo ReadLock',
+    'kazoo-semaphore': 'kazoo Semaphore',
     'zk-recipe': 'ZooKeeper lock recipe (-lock-<sequence>)',
   },
   checkEndpoints(endpoints) {

@@ -1,6 +1,7 @@
 /**
  * What LockLens knows of the znodes under the watched paths: every znode that is not a contender (its children may be
- * locks, or parents of locks) and, per lock parent, its contenders with their data and Stat. Read once for a listing;
+ * locks, or parents of locks) and, per lock parent, its contenders with their data and Stat; a semaphore's leases are
+ * contenders too, and its lock's contenders its waiters (semaphores.ts). Read once for a listing;
  * for a watch, every read also sets ZooKeeper's one-shot watches (children of every parent, data of every contender,
  * existence of a path not there yet), and each event re-reads only what it names, setting the watch again.
  */
@@ -10,6 +11,7 @@ import type { LockState } from '../lockState';
 import type { Watcher, ZkClient } from './client';
 import { isUnder, joinPath, parseContender, splitPath } from './conventions';
 import { lockOfChildren, type ContenderNode } from './lockOfChildren';
+import { CURATOR_LEASES, CURATOR_LOCKS, KAZOO_SEMAPHORE_LOCK, curatorSemaphoreOf, isKazooLease, kazooSemaphoreOf, semaphoreRelated } from './semaphores';
 
 /** Checks and normalises a watched prefix: a znode path, everything below it. */
 export function rootOf(prefix: Uint8Array): string {
@@ -41,6 +43,8 @@ export class ZnodeTree {
   private readonly dirs = new Map<string, Set<string>>();
   /** Per lock parent: its contenders by child name. */
   private readonly contenders = new Map<string, Map<string, ContenderNode>>();
+  /** Per kazoo semaphore: its node's data, where kazoo keeps the limit. */
+  private readonly semaphoreData = new Map<string, Buffer>();
 
   constructor(
     private readonly client: () => ZkClient,
@@ -53,19 +57,53 @@ export class ZnodeTree {
   async readAll(): Promise<void> {
     this.dirs.clear();
     this.contenders.clear();
+    this.semaphoreData.clear();
     const touched = new Set<string>();
     await Promise.all(this.roots.map((root) => this.readDir(root, touched)));
   }
 
   /** Every lock known now. */
   locks(): LockState[] {
-    return [...this.contenders.keys()].flatMap((parent) => this.lockAt(parent) ?? []);
+    return [...new Set([...this.contenders.keys()].map((parent) => this.lockOf(parent)))].flatMap((name) => this.lockAt(name) ?? []);
   }
 
-  /** The lock whose contenders are under `parent`, if it has any. */
-  lockAt(parent: string): LockState | undefined {
-    const nodes = this.contenders.get(parent);
-    return nodes ? lockOfChildren(parent, nodes.values()) : undefined;
+  /**
+   * The lock named `name` (a parent of contenders, or a semaphore's path), if it has members; undefined too for a
+   * parent whose contenders are part of a semaphore.
+   */
+  lockAt(name: string): LockState | undefined {
+    if (this.lockOf(name) !== name) return undefined;
+    const nodes = (path: string) => this.contenders.get(path)?.values() ?? [];
+    if (this.isKazooSemaphore(name)) return kazooSemaphoreOf(name, this.semaphoreData.get(name), nodes(name), nodes(name + KAZOO_SEMAPHORE_LOCK));
+    if (this.isCuratorSemaphore(name)) return curatorSemaphoreOf(name, nodes(joinPath(name, CURATOR_LEASES)), nodes(joinPath(name, CURATOR_LOCKS)));
+    const contenders = this.contenders.get(name);
+    return contenders ? lockOfChildren(name, contenders.values()) : undefined;
+  }
+
+  /** The names of the locks that reads which touched these parents may have changed (lockAt each: undefined is gone). */
+  lockNames(touched: Iterable<string>): string[] {
+    return [...new Set([...touched].flatMap(semaphoreRelated))];
+  }
+
+  /** A kazoo Semaphore's path: its Lock, `path-__lock__`, is its sibling. */
+  private isKazooSemaphore(path: string): boolean {
+    const { parent, child } = splitPath(path);
+    return path !== '/' && (this.dirs.get(parent)?.has(child + KAZOO_SEMAPHORE_LOCK) ?? false);
+  }
+
+  /** A Curator InterProcessSemaphoreV2's path: it has `leases/`. */
+  private isCuratorSemaphore(path: string): boolean {
+    return this.dirs.get(path)?.has(CURATOR_LEASES) ?? false;
+  }
+
+  /** The lock a parent's contenders are members of: the semaphore they are the leases or the lock of, else itself. */
+  private lockOf(parent: string): string {
+    if (parent.endsWith(KAZOO_SEMAPHORE_LOCK)) {
+      const semaphore = parent.slice(0, -KAZOO_SEMAPHORE_LOCK.length);
+      if (this.isKazooSemaphore(semaphore)) return semaphore;
+    }
+    const { parent: up, child } = splitPath(parent);
+    return (child === CURATOR_LEASES || child === CURATOR_LOCKS) && this.isCuratorSemaphore(up) ? up : parent;
   }
 
   isContender(path: string): boolean {
@@ -91,9 +129,12 @@ export class ZnodeTree {
     const known = this.contenders.get(path);
     const next = new Map<string, ContenderNode>();
     const reads: Promise<void>[] = [];
+    const kazooSemaphore = this.isKazooSemaphore(path);
+    if (kazooSemaphore) reads.push(this.readSemaphoreData(path));
+    else this.semaphoreData.delete(path);
     for (const child of children) {
       if (isSystem(path, child)) continue;
-      if (!parseContender(child)) {
+      if (!parseContender(child) && !(kazooSemaphore && isKazooLease(child))) {
         dirChildren.add(child);
         continue;
       }
@@ -104,7 +145,13 @@ export class ZnodeTree {
     const before = this.dirs.get(path);
     this.dirs.set(path, dirChildren);
     for (const gone of before ?? []) if (!dirChildren.has(gone)) this.drop(joinPath(path, gone), touched);
-    for (const child of dirChildren) if (!before?.has(child)) reads.push(this.readDir(joinPath(path, child), touched));
+    for (const child of dirChildren) {
+      if (before?.has(child)) continue;
+      reads.push(this.readDir(joinPath(path, child), touched));
+      // A kazoo Semaphore's Lock, new beside a path read before: that path is a semaphore, its children leases.
+      const semaphore = child.endsWith(KAZOO_SEMAPHORE_LOCK) ? child.slice(0, -KAZOO_SEMAPHORE_LOCK.length) : undefined;
+      if (semaphore && before?.has(semaphore) && dirChildren.has(semaphore)) reads.push(this.readDir(joinPath(path, semaphore), touched));
+    }
     await Promise.all(reads);
     if (next.size) this.contenders.set(path, next);
     else this.contenders.delete(path);
@@ -129,6 +176,12 @@ export class ZnodeTree {
     return this.dirs.has(path) || this.roots.includes(path);
   }
 
+  private async readSemaphoreData(path: string): Promise<void> {
+    const read = await this.client().data(path, this.watcher);
+    if (read) this.semaphoreData.set(path, read.data);
+    else this.semaphoreData.delete(path);
+  }
+
   private async readNode(path: string): Promise<ContenderNode | undefined> {
     const read = await this.client().data(path, this.watcher);
     if (!read) return undefined;
@@ -139,6 +192,7 @@ export class ZnodeTree {
   /** Forgets `path` and everything below it. */
   private drop(path: string, touched: Set<string>): void {
     for (const dir of [...this.dirs.keys()]) if (isUnder(dir, path)) this.dirs.delete(dir);
+    for (const semaphore of [...this.semaphoreData.keys()]) if (isUnder(semaphore, path)) this.semaphoreData.delete(semaphore);
     for (const parent of [...this.contenders.keys()]) {
       if (!isUnder(parent, path)) continue;
       this.contenders.delete(parent);
