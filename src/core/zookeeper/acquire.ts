@@ -107,13 +107,26 @@ async function lockedError(session: ZkClient, name: string, holder: Contender): 
   return new LockLensError('LOCKED', `${displayKey(Buffer.from(name))} is held by ${holder.name}${who}`);
 }
 
-export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<ZooKeeperHold> {
+/** An acquire under way: its path, and the session it acquires on (`shared`: its owner's, which it never closes). */
+export interface Acquiring {
+  readonly name: string;
+  readonly session: ZkClient;
+  readonly shared: boolean;
+}
+
+/** Checks an acquire's path and TTL, then opens its session of its own, or takes its owner's. */
+export async function startAcquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<Acquiring> {
   const name = rootOf(nameBytes);
   if (name === '/') throw new LockLensError('INVALID_ARGUMENT', "the root znode is no lock: name the lock's path");
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the session timeout) must be positive');
   throwIfAborted(options.signal);
   const shared = ctx.ownerSession;
   const session = shared ?? (await ctx.openSession(Math.max(1, Math.round(options.ttlSeconds * 1000))));
+  return { name, session, shared: shared !== undefined };
+}
+
+/** Joins the lock at `name` on the acquire's session; on failure nothing of ours is left, its own session closed. */
+export async function acquire({ name, session, shared }: Acquiring, options: AcquireOptions): Promise<ZooKeeperHold> {
   let ours: string | undefined;
   try {
     const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode);
@@ -137,7 +150,7 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
       if (ahead < 0) {
         announce(0);
         if (options.signal?.aborted) throw abortError(options.signal);
-        return new ZooKeeperHold(session, Buffer.from(name), ours, fencingToken, shared !== undefined);
+        return new ZooKeeperHold(session, Buffer.from(name), ours, fencingToken, shared);
       }
       if (options.tryOnly) throw await lockedError(session, name, contenders[0]);
       announce(index);
