@@ -30,6 +30,10 @@ describe('ZooKeeper semaphores (kazoo Semaphore, Curator InterProcessSemaphoreV2
     const watch = zk.backend.watch([b(zk.path)], { minNotifyIntervalMs: 0 });
     zk.defer(() => watch.dispose());
     await watch.start();
+    // Watched by its own path too, before it exists: its Lock beside it is followed with it.
+    const ownWatch = zk.backend.watch([b(name)], { minNotifyIntervalMs: 0 });
+    zk.defer(() => ownWatch.dispose());
+    await ownWatch.start();
     const a = kazoo(name, { identifier: 'worker-a', maxLeases: 2 });
     const [, leaseA, sessionA] = (await a.until(['acquired'])).split(' ');
     const c = kazoo(name, { identifier: 'worker-b', maxLeases: 2 });
@@ -51,7 +55,10 @@ describe('ZooKeeper semaphores (kazoo Semaphore, Curator InterProcessSemaphoreV2
     // kazoo's Semaphore hands its Lock the identifier already encoded, and the Lock writes str() of those bytes.
     assert.deepEqual(sem.waiters.map((w) => [text(w), w.owner]), [["b'worker-c'", waiterSession]]);
     assert.match(sem.waiters[0].key.toString(), new RegExp(`^${name}-__lock__/[0-9a-f]{32}__lock__\\d{10}$`));
+    const own = (await zk.backend.list([b(name)])).locks;
+    assert.deepEqual(own.map((l) => [l.name.toString(), holders(l).length, l.waiters.length]), [[name, 2, 1]], "listed by its own path, with its Lock's waiters beside it");
     await eventually(() => watch.lock(keyId(b(name)))?.waiters.length === 1, 10_000, 'the watch sees the waiter');
+    await eventually(() => ownWatch.lock(keyId(b(name)))?.waiters.length === 1, 10_000, 'the watch of its own path sees the waiter');
     assert.deepEqual(watch.locks().map((l) => l.name.toString()), [name]);
     assert.deepEqual(watch.lock(keyId(b(name)))?.permits, sem.permits);
 
@@ -60,6 +67,8 @@ describe('ZooKeeper semaphores (kazoo Semaphore, Curator InterProcessSemaphoreV2
     await eventually(() => watch.lock(keyId(b(name)))?.waiters.length === 0, 10_000, 'the watch sees the waiter take the permit');
     assert.deepEqual(holders(watch.lock(keyId(b(name)))).map(text), ['worker-b', 'worker-c']);
     assert.deepEqual(holders(await lockAt(name)).map(text), ['worker-b', 'worker-c'], 'the watch equals a fresh read');
+    await eventually(() => holders(ownWatch.lock(keyId(b(name)))).map(text).join() === 'worker-b,worker-c', 10_000, 'the watch of its own path too');
+    assert.deepEqual(ownWatch.locks().map((l) => [l.name.toString(), l.waiters.length]), [[name, 0]]);
   });
 
   test('kazoo holds every permit: our acquire waits, and takes the one a kazoo holder gives back; kazoo counts ours', async () => {
@@ -118,6 +127,8 @@ describe('ZooKeeper semaphores (kazoo Semaphore, Curator InterProcessSemaphoreV2
     assert.match(await kazoo(name, { maxLeases: 3 }).until(['refused']), /Inconsistent max leases: 1, expected: 3/);
     const refused = await zk.backend.acquire(b(name), { ttlSeconds: 4, permitLimit: 2 }).catch((e: unknown) => e);
     assert.ok(isLockLensError(refused, 'INVALID_ARGUMENT') && /1 permits, not 2/.test(refused.message), String(refused));
+    const moded = await zk.backend.acquire(b(name), { ttlSeconds: 4, mode: 'read' }).catch((e: unknown) => e);
+    assert.ok(isLockLensError(moded, 'INVALID_ARGUMENT') && /without a read or write mode/.test(moded.message), String(moded));
   });
 
   test('force release frees one permit, ours: only that lease is deleted, our hold says it is lost, the kazoo waiter takes it', async () => {

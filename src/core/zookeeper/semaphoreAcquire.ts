@@ -89,6 +89,7 @@ async function acquirePermit({ name, session, shared }: Acquiring, options: Acqu
   const lease = joinPath(name, randomUUID().replace(/-/g, ''));
   let created = false;
   try {
+    if (options.mode !== undefined) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(Buffer.from(name))} is a semaphore: take a permit without a read or write mode`);
     const limit = await limitOf(session, name, options.permitLimit);
     // Waiting for the Lock is waiting behind those ahead in it; holding it, for a permit to be given back.
     const lock = await acquire({ name: name + KAZOO_SEMAPHORE_LOCK, session, shared: true }, {

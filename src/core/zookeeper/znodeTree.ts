@@ -45,13 +45,20 @@ export class ZnodeTree {
   private readonly contenders = new Map<string, Map<string, ContenderNode>>();
   /** Per kazoo semaphore: its node's data, where kazoo keeps the limit. */
   private readonly semaphoreData = new Map<string, Buffer>();
+  /**
+   * Beside each root, the path of the kazoo Lock it has if it is a kazoo Semaphore, where no root covers it: watching
+   * a semaphore's own path shows its waiters too. Read as roots are, but never a lock of its own.
+   */
+  private readonly companions: readonly string[];
 
   constructor(
     private readonly client: () => ZkClient,
     readonly roots: readonly string[],
     /** Set on every read when watching; absent for a one-time listing. */
     private readonly watcher?: Watcher,
-  ) {}
+  ) {
+    this.companions = roots.filter((r) => r !== '/').map((r) => r + KAZOO_SEMAPHORE_LOCK).filter((c) => !roots.some((r) => isUnder(c, r)));
+  }
 
   /** Forgets everything and reads every root again; the lock parents it found. */
   async readAll(): Promise<void> {
@@ -59,6 +66,8 @@ export class ZnodeTree {
     this.contenders.clear();
     this.semaphoreData.clear();
     const touched = new Set<string>();
+    // Companions first: a root read before its companion would not know it for a semaphore.
+    await Promise.all(this.companions.map((companion) => this.readDir(companion, touched)));
     await Promise.all(this.roots.map((root) => this.readDir(root, touched)));
   }
 
@@ -72,7 +81,7 @@ export class ZnodeTree {
    * parent whose contenders are part of a semaphore.
    */
   lockAt(name: string): LockState | undefined {
-    if (this.lockOf(name) !== name) return undefined;
+    if (this.lockOf(name) !== name || this.companions.includes(name)) return undefined;
     const nodes = (path: string) => this.contenders.get(path)?.values() ?? [];
     if (this.isKazooSemaphore(name)) return kazooSemaphoreOf(name, this.semaphoreData.get(name), nodes(name), nodes(name + KAZOO_SEMAPHORE_LOCK));
     if (this.isCuratorSemaphore(name)) return curatorSemaphoreOf(name, nodes(joinPath(name, CURATOR_LEASES)), nodes(joinPath(name, CURATOR_LOCKS)));
@@ -88,7 +97,8 @@ export class ZnodeTree {
   /** A kazoo Semaphore's path: its Lock, `path-__lock__`, is its sibling. */
   private isKazooSemaphore(path: string): boolean {
     const { parent, child } = splitPath(path);
-    return path !== '/' && (this.dirs.get(parent)?.has(child + KAZOO_SEMAPHORE_LOCK) ?? false);
+    if (path === '/') return false;
+    return this.dirs.get(parent)?.has(child + KAZOO_SEMAPHORE_LOCK) ?? (this.roots.includes(path) && this.dirs.has(path + KAZOO_SEMAPHORE_LOCK));
   }
 
   /** A Curator InterProcessSemaphoreV2's path: it has `leases/`. */
@@ -122,7 +132,7 @@ export class ZnodeTree {
       this.drop(path, touched);
       // A root that is not there (yet): its creation is what to wait for. (A path below a root reappears in its
       // parent's children.) Created meanwhile: read it now.
-      if (this.roots.includes(path) && this.watcher && (await client.exists(path, this.watcher))) await this.readDir(path, touched);
+      if (this.isRoot(path) && this.watcher && (await client.exists(path, this.watcher))) await this.readDir(path, touched);
       return;
     }
     const dirChildren = new Set<string>();
@@ -145,13 +155,10 @@ export class ZnodeTree {
     const before = this.dirs.get(path);
     this.dirs.set(path, dirChildren);
     for (const gone of before ?? []) if (!dirChildren.has(gone)) this.drop(joinPath(path, gone), touched);
-    for (const child of dirChildren) {
-      if (before?.has(child)) continue;
-      reads.push(this.readDir(joinPath(path, child), touched));
-      // A kazoo Semaphore's Lock, new beside a path read before: that path is a semaphore, its children leases.
-      const semaphore = child.endsWith(KAZOO_SEMAPHORE_LOCK) ? child.slice(0, -KAZOO_SEMAPHORE_LOCK.length) : undefined;
-      if (semaphore && before?.has(semaphore) && dirChildren.has(semaphore)) reads.push(this.readDir(joinPath(path, semaphore), touched));
-    }
+    for (const child of dirChildren) if (!before?.has(child)) reads.push(this.readDir(joinPath(path, child), touched));
+    // A kazoo Semaphore's Lock, new beside a path read before: that path is a semaphore, its children leases.
+    const semaphore = path.endsWith(KAZOO_SEMAPHORE_LOCK) ? path.slice(0, -KAZOO_SEMAPHORE_LOCK.length) : undefined;
+    if (!before && semaphore && this.dirs.has(semaphore)) reads.push(this.readDir(semaphore, touched));
     await Promise.all(reads);
     if (next.size) this.contenders.set(path, next);
     else this.contenders.delete(path);
@@ -173,7 +180,11 @@ export class ZnodeTree {
   }
 
   isDir(path: string): boolean {
-    return this.dirs.has(path) || this.roots.includes(path);
+    return this.dirs.has(path) || this.isRoot(path);
+  }
+
+  private isRoot(path: string): boolean {
+    return this.roots.includes(path) || this.companions.includes(path);
   }
 
   private async readSemaphoreData(path: string): Promise<void> {
