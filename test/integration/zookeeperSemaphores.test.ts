@@ -8,6 +8,7 @@ import { keyId } from '../../src/core/keys';
 import type { LockState } from '../../src/core/lockState';
 import { KazooSemaphore } from '../harness/kazoo';
 import { eventually } from '../harness/redis';
+import { drawn } from '../harness/zookeeper';
 import { zooKeeperSuite } from '../harness/zookeeperSuite';
 
 const b = (s: string) => Buffer.from(s);
@@ -179,14 +180,24 @@ describe('ZooKeeper semaphores (kazoo Semaphore, Curator InterProcessSemaphoreV2
     const name = `${zk.path}/curator`;
     const mode = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
     const [first, second, third] = [await zk.session(), await zk.session(), await zk.session()];
-    await zk.raw().mkdirp(`${name}/leases`);
+    const watch = zk.backend.watch([b(zk.path)], { minNotifyIntervalMs: 0 });
+    zk.defer(() => watch.dispose());
+    await watch.start();
+    // The first acquire ever: the mutex is taken before leases/ exists, so for a moment it is a mutex of its own.
     await zk.raw().mkdirp(`${name}/locks`);
+    const lockA = await first.create(`${name}/locks/_c_${randomUUID()}-lock-`, b('10.0.0.1'), mode);
+    await eventually(() => watch.lock(keyId(b(`${name}/locks`)))?.kind === 'queue', 10_000, 'the mutex seen alone');
+    await zk.raw().mkdirp(`${name}/leases`);
     const leaseA = await first.create(`${name}/leases/_c_${randomUUID()}-lease-`, b('10.0.0.1'), mode);
+    await first.remove(lockA);
     const leaseB = await second.create(`${name}/leases/_c_${randomUUID()}-lease-`, b('10.0.0.2'), mode);
     // The third takes the mutex, makes its lease, and waits: there are more leases than its limit of 2.
     const lockC = await third.create(`${name}/locks/_c_${randomUUID()}-lock-`, b('10.0.0.3'), mode);
     await third.create(`${name}/leases/_c_${randomUUID()}-lease-`, b('10.0.0.3'), mode);
+    await eventually(() => watch.lock(keyId(b(name)))?.waiters.length === 1, 10_000, 'the watch sees the semaphore');
+    assert.deepEqual(watch.locks().map((l) => l.name.toString()), [name], 'the mutex seen alone is gone: it is the semaphore\'s');
     const locks = await listed();
+    assert.deepEqual(drawn(watch.locks()), drawn(locks), 'the watch equals a fresh read');
     assert.deepEqual(locks.map((l) => l.name.toString()), [name], 'its leases/ and locks/ are no locks of their own');
     const sem = locks[0];
     assert.equal(sem.kind, 'semaphore');
