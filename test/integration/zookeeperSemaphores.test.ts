@@ -207,13 +207,38 @@ describe('ZooKeeper semaphores (kazoo Semaphore, Curator InterProcessSemaphoreV2
       [leaseB, second.sessionId, 'curator-semaphore'],
     ]);
     assert.deepEqual(sem.waiters.map((m) => m.key.toString()), [lockC]);
-    assert.ok(!zk.backend.acquirable(sem), "Curator's permits are not taken from LockLens");
-    const refused = await zk.backend.acquire(b(name), { ttlSeconds: 4, permitLimit: 2 }).catch((e: unknown) => e);
-    assert.ok(isLockLensError(refused, 'INVALID_ARGUMENT') && /Curator InterProcessSemaphoreV2/.test(refused.message), String(refused));
-    const result = await zk.backend.forceRelease(sem, sem.holder!);
-    assert.deepEqual(result.keys.map(String), [leaseA]);
+    assert.ok(!zk.backend.acquirable(sem), 'its limit is not in the store: acquire needs one');
+    const noLimit = await zk.backend.acquire(b(name), { ttlSeconds: 4 }).catch((e: unknown) => e);
+    assert.ok(isLockLensError(noLimit, 'INVALID_ARGUMENT') && /maxLeases/.test(noLimit.message), String(noLimit));
+
+    // Ours queues for the mutex behind the third, in Curator's names.
+    const positions: number[] = [];
+    const pending = zk.backend.acquire(b(name), { ttlSeconds: 4, permitLimit: 2, onQueue: (q) => positions.push(q.ahead) });
+    await eventually(async () => (await lockAt(name))?.waiters.length === 2, 10_000, 'ours queued for the mutex');
+    const queued = (await lockAt(name))!.waiters[1];
+    assert.match(queued.key.toString(), new RegExp(`^${name}/locks/_c_[0-9a-f-]{36}-lock-\\d{10}$`));
+    // The third gives up; ours takes the mutex, makes its lease and waits: three leases, a limit of 2.
+    await third.close();
+    await eventually(() => positions.includes(1) && positions.length > 1, 10_000, 'ours holds the mutex and waits for a permit');
+    await eventually(async () => (await zk.raw().children(`${name}/leases`))!.length === 3, 10_000, 'our lease made');
+    const waiting = (await lockAt(name))!;
+    assert.deepEqual(holders(waiting).map((m) => m.key.toString()), [leaseA, leaseB], 'our lease is no permit yet');
+    assert.equal(waiting.waiters.length, 1);
+    const result = await zk.backend.forceRelease(waiting, waiting.holder!);
+    assert.deepEqual(result.keys.map(String), [leaseA], 'only the lease shown is deleted');
+    const ours = hold(await pending);
+    assert.match(ours.key.toString(), new RegExp(`^${name}/leases/_c_[0-9a-f-]{36}-lease-\\d{10}$`));
     const after = (await lockAt(name))!;
-    assert.deepEqual(holders(after).map((m) => m.key.toString()), [leaseB], 'only the lease shown is deleted');
-    assert.deepEqual(after.waiters.map((m) => m.key.toString()), [lockC]);
+    assert.deepEqual(holders(after).map((m) => m.key.toString()), [leaseB, ours.key.toString()]);
+    assert.deepEqual(after.waiters, [], 'the mutex let go of');
+    assert.equal(await ours.release(), true);
+
+    // A path nobody uses yet, taken in Curator's layout when asked.
+    const fresh = hold(await zk.backend.acquire(b(`${name}-new`), { ttlSeconds: 4, permitLimit: 1, layout: 'curator-semaphore' }));
+    assert.match(fresh.key.toString(), new RegExp(`^${name}-new/leases/_c_[0-9a-f-]{36}-lease-\\d{10}$`));
+    assert.equal((await lockAt(`${name}-new`))?.holder?.convention, 'curator-semaphore');
+    const busy = await zk.backend.acquire(b(`${name}-new`), { ttlSeconds: 4, permitLimit: 1, tryOnly: true }).catch((e: unknown) => e);
+    assert.ok(isLockLensError(busy, 'LOCKED'), String(busy));
+    assert.deepEqual((await zk.raw().children(`${name}-new/leases`))!.length, 1, 'the try left no lease behind');
   });
 });

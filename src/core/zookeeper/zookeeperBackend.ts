@@ -63,7 +63,10 @@ export class ZooKeeperBackend implements LockBackend {
     return { revision: null, locks, lease: () => undefined, ...(hidden ? { hidden } : {}) };
   }
 
-  /** Locks, read/write locks and kazoo's semaphores; an election (a leader latch) and Curator's semaphores are not joined. */
+  /**
+   * Locks, read/write locks and kazoo's semaphores; not an election (a leader latch), nor a Curator semaphore, whose
+   * acquire needs the limit its clients are given (`permitLimit`), which the store does not record.
+   */
   acquirable(lock: LockState): boolean {
     return lock.kind === 'queue' || lock.kind === 'readwrite' || members(lock).some((m) => m.convention === 'kazoo-semaphore');
   }
