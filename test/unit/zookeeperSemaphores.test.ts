@@ -14,14 +14,14 @@ function node(name: string, data: string, owner: bigint, czxid: bigint): Contend
 
 const text = (m: { valuePreview: Buffer }) => m.valuePreview.toString();
 
+/** A client `i` (session i, its identifier as data) as kazoo writes it: its lease, or its node in the Lock. */
+const lease = (i: number, who: string, czxid: bigint) => node(hex(i), who, BigInt(i), czxid);
+const inLock = (i: number, seq: number, who: string, czxid: bigint) => node(`${hex(i)}__lock__${String(seq).padStart(10, '0')}`, who, BigInt(i), czxid);
+
 describe("kazoo's Semaphore: leases under the path, its limit in the path's data, waiters in its Lock beside it", () => {
   test('two of three permits held, in the order they were taken; the Lock contenders wait in sequence order', () => {
-    const sem = kazooSemaphoreOf(
-      '/app/pool',
-      Buffer.from('3'),
-      [node(hex(2), 'worker-b', 0x2n, 20n), node(hex(1), 'worker-a', 0x1n, 10n)],
-      [node(`${hex(4)}__lock__0000000005`, 'worker-d', 0x4n, 40n), node(`${hex(3)}__lock__0000000004`, 'worker-c', 0x3n, 30n)],
-    )!;
+    const leases = [lease(2, 'worker-b', 20n), lease(1, 'worker-a', 10n)];
+    const sem = kazooSemaphoreOf('/app/pool', Buffer.from('3'), leases, [inLock(4, 5, 'worker-d', 40n), inLock(3, 4, 'worker-c', 30n)])!;
     assert.equal(sem.id, keyId(Buffer.from('/app/pool')));
     assert.equal(sem.kind, 'semaphore');
     assert.deepEqual(sem.permits, { limit: 3, free: 1, holdersRecorded: true });
@@ -37,12 +37,8 @@ describe("kazoo's Semaphore: leases under the path, its limit in the path's data
   });
 
   test("the Lock's holder that has made its lease holds a permit and waits no more (it lets go of the Lock next)", () => {
-    const sem = kazooSemaphoreOf(
-      '/s',
-      Buffer.from('2'),
-      [node(hex(1), 'a', 0x1n, 10n), node(hex(3), 'c', 0x3n, 31n)],
-      [node(`${hex(3)}__lock__0000000001`, 'c', 0x3n, 30n), node(`${hex(4)}__lock__0000000002`, 'd', 0x4n, 40n)],
-    )!;
+    // Client 3 made its lease (czxid 31) after its node in the Lock (30).
+    const sem = kazooSemaphoreOf('/s', Buffer.from('2'), [lease(1, 'a', 10n), lease(3, 'c', 31n)], [inLock(3, 1, 'c', 30n), inLock(4, 2, 'd', 40n)])!;
     assert.deepEqual([sem.holder, ...sem.sharedWith!].map((m) => text(m!)), ['a', 'c']);
     assert.deepEqual(sem.waiters.map(text), ['d']);
     assert.deepEqual(sem.permits, { limit: 2, free: 0, holdersRecorded: true });
@@ -53,7 +49,7 @@ describe("kazoo's Semaphore: leases under the path, its limit in the path's data
     assert.equal(kazooLimit(Buffer.from(' 12\n')), 12);
     assert.equal(kazooLimit(Buffer.from('')), null, 'between kazoo creating the path and writing its limit');
     assert.equal(kazooLimit(Buffer.from('config')), null);
-    const sem = kazooSemaphoreOf('/s', Buffer.from(''), [node(hex(1), 'a', 0x1n, 10n)], [])!;
+    const sem = kazooSemaphoreOf('/s', Buffer.from(''), [lease(1, 'a', 10n)], [])!;
     assert.deepEqual(sem.permits, { limit: null, free: null, holdersRecorded: true });
     assert.equal(kazooSemaphoreOf('/s', Buffer.from('2'), [], []), undefined);
   });
@@ -61,7 +57,7 @@ describe("kazoo's Semaphore: leases under the path, its limit in the path's data
   test('only uuid4-hex children are leases; a waiter alone (the Lock held, no lease yet) is still the semaphore', () => {
     assert.ok(isKazooLease(hex(1)));
     for (const name of ['config', `${hex(1)}__lock__0000000001`, hex(1).toUpperCase(), hex(1).slice(1)]) assert.ok(!isKazooLease(name), name);
-    const sem = kazooSemaphoreOf('/s', Buffer.from('1'), [node('config', '', 0n, 5n)], [node(`${hex(3)}__lock__0000000001`, 'c', 0x3n, 30n)])!;
+    const sem = kazooSemaphoreOf('/s', Buffer.from('1'), [node('config', '', 0n, 5n)], [inLock(3, 1, 'c', 30n)])!;
     assert.equal(sem.holder, null);
     assert.deepEqual(sem.sharedWith, []);
     assert.deepEqual(sem.waiters.map(text), ['c']);
