@@ -11,7 +11,6 @@ import { postgresCli } from '../harness/postgresCli';
 import { eventually as eventuallyTrue } from '../harness/redis';
 import { redisCli } from '../harness/redisCli';
 import { FakeRedisson } from '../harness/redisson';
-import { KazooSemaphore } from '../harness/kazoo';
 import { curatorPrefix, zookeeperCli } from '../harness/zookeeperCli';
 
 /**
@@ -467,11 +466,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
 
   test("locklens acquire -- CMD on a kazoo Semaphore takes one permit, by the limit kazoo stored: kazoo counts it both ways", async () => {
     const name = '/sem/pool';
-    const semaphore = (identifier: string, mode: 'hold' | 'try' = 'hold') => {
-      const peer = new KazooSemaphore(`127.0.0.1:${f.server.port}`, name, { identifier, maxLeases: 2, mode });
-      f.defer(() => peer.dispose());
-      return peer;
-    };
+    const semaphore = (identifier: string, mode: 'hold' | 'try' = 'hold') => f.kazooSemaphore(name, { identifier, maxLeases: 2, mode });
     const first = semaphore('kazoo-first');
     await first.until(['acquired']);
     const go = join(f.dir, 'go');
