@@ -156,6 +156,7 @@ says who it is (kazoo's identifier, Curator's IP).
 | --- | --- | --- |
 | \`${ZOOKEEPER_LOCKS.report}\` | three kazoo \`Lock\` processes | a holder and waiters in sequence order, changing every few seconds |
 | \`${ZOOKEEPER_LOCKS.catalog}\` | kazoo \`ReadLock\` ×2 and \`WriteLock\` | readers holding together, the writer waiting for both |
+| \`${ZOOKEEPER_LOCKS.slots}\` | four kazoo \`Semaphore\` exporters, 2 permits | a semaphore: two permit holders, the others waiting in its Lock's order |
 | \`${ZOOKEEPER_LOCKS.stuck}\` | **stuck**: a node in Curator's layout whose service keeps its session alive and never releases; a kazoo standby waits behind it | the incident |
 
 6. **Force-release the stuck node.** Right-click the holder of \`${ZOOKEEPER_LOCKS.stuck}\` → **Force Release…**: it

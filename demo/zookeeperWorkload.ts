@@ -15,6 +15,8 @@ import { PythonServices, type PythonServicesOptions, type ReportLevel } from './
  *   service nothing: the demo watches its node only to bring the incident back 30 s later;
  * - `/app/locks/catalog`: kazoo's `ReadLock` and `WriteLock`: two readers that overlap and a writer that waits for
  *   both (one process with a session per contender: three threads cost less than three more processes).
+ * - `/app/locks/export-slots`: a kazoo `Semaphore` of 2 permits and 4 exporters (threads of one process, a session
+ *   each): two hold a permit, the others wait in its Lock (`export-slots-__lock__`), in turn.
  */
 
 export const ZOOKEEPER_PREFIX = '/app';
@@ -22,7 +24,11 @@ export const ZOOKEEPER_LOCKS = {
   report: '/app/locks/nightly-report',
   stuck: '/app/locks/ledger-migration',
   catalog: '/app/locks/catalog',
+  slots: '/app/locks/export-slots',
 } as const;
+
+/** How many permits the export slots have, and how many exporters contend for them. */
+const SLOTS = { permits: 2, exporters: 4 };
 
 /** The modes of every kazoo peer (see PythonServices): `zookeeper-peers.py MODE URL ARGS…`. */
 const MODES = String.raw`
@@ -121,25 +127,38 @@ def standby(path, who):
             say('info', 'took %s as %s once the holder ahead had gone' % (path, lock.node))
         take_turns(lock, (3, 6), (1, 2), take)
 
-def catalog(path):
+def in_threads(what, contenders):
+    # Each contender runs on a session of its own, in a thread: cheaper than a process each.
     clients = []
-    def contender(make, who, hold):
+    def run(contender):
         zk = connect()
         clients.append(zk)
-        take_turns(make(zk)(path, who), hold, (0.5, 2))
-    kinds = [(lambda zk: zk.ReadLock, 'catalog-reader-1', (2, 5)), (lambda zk: zk.ReadLock, 'catalog-reader-2', (2, 5)), (lambda zk: zk.WriteLock, 'catalog-writer', (1, 2))]
-    threads = [threading.Thread(target=contender, args=k, daemon=True) for k in kinds]
+        contender(zk)
+    threads = [threading.Thread(target=run, args=(c,), daemon=True) for c in contenders]
     for t in threads:
         t.start()
     try:
         while all(t.is_alive() for t in threads):
             time.sleep(0.5)
-        raise RuntimeError('a catalog contender failed')
+        raise RuntimeError('a %s contender failed' % what)
     finally:
         for zk in clients:
             zk.stop()
 
-MODES = {'contend': contend, 'stuck': stuck, 'standby': standby, 'catalog': catalog}
+def catalog(path):
+    def contender(make, who, hold):
+        return lambda zk: take_turns(make(zk)(path, who), hold, (0.5, 2))
+    in_threads('catalog', [contender(lambda zk: zk.ReadLock, 'catalog-reader-1', (2, 5)), contender(lambda zk: zk.ReadLock, 'catalog-reader-2', (2, 5)), contender(lambda zk: zk.WriteLock, 'catalog-writer', (1, 2))])
+
+def slots(path, permits, exporters):
+    def exporter(who):
+        def run(zk):
+            semaphore = zk.Semaphore(path, who, max_leases=int(permits))
+            take_turns(semaphore, (2, 5), (0.3, 1.5), semaphore.acquire)
+        return run
+    in_threads('export-slots', [exporter('exporter-%d' % i) for i in range(1, int(exporters) + 1)])
+
+MODES = {'contend': contend, 'stuck': stuck, 'standby': standby, 'catalog': catalog, 'slots': slots}
 `;
 
 /** The stuck holder's node in Curator's layout, its session and its fencing token (czxid). */
@@ -166,6 +185,7 @@ export class ZooKeeperWorkload extends PythonServices {
     this.run('ledger-migration', () => this.peer('ledger-migration', ['stuck', ZOOKEEPER_LOCKS.stuck], (level, message) => this.onStuckReport(level, message)));
     for (const who of ['report-a', 'report-b', 'report-c']) this.run(who, () => this.peer(who, ['contend', ZOOKEEPER_LOCKS.report, who]));
     this.run('catalog', () => this.peer('catalog', ['catalog', ZOOKEEPER_LOCKS.catalog]));
+    this.run('export-slots', () => this.peer('export-slots', ['slots', ZOOKEEPER_LOCKS.slots, String(SLOTS.permits), String(SLOTS.exporters)]));
     await Promise.race([stuckHeld, sleep(20_000, this.abort.signal)]);
     if (this.stopping) return;
     if (!this.stuck) throw new Error(`the ZooKeeper workload did not take ${ZOOKEEPER_LOCKS.stuck} within 20 s`);

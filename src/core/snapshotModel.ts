@@ -141,7 +141,7 @@ export class ChangeSetCoalescer {
  * of what serve cost with nothing happening (docs/BENCHMARKS.md, serve).
  */
 export function sameLock(a: LockState, b: LockState): boolean {
-  return a.kind === b.kind && a.altName === b.altName && a.name.equals(b.name) && same(a.holder, b.holder) && same(a.sharedWith, b.sharedWith) && same(a.waiters, b.waiters);
+  return a.kind === b.kind && a.altName === b.altName && a.name.equals(b.name) && same(a.holder, b.holder) && same(a.sharedWith, b.sharedWith) && same(a.waiters, b.waiters) && same(a.permits, b.permits);
 }
 
 function same(a: unknown, b: unknown): boolean {

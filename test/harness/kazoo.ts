@@ -58,3 +58,53 @@ export class KazooLock extends PythonPeer {
     return JSON.parse((await this.until([word])).slice(word.length + 1)) as string[];
   }
 }
+
+/**
+ * kazoo's own `Semaphore` as an interop peer: it prints `waiting <session hex>` before a blocking acquire (or tries
+ * once, `mode` 'try'), then `acquired <lease node name> <session hex>` and `holders <json of lease_holders()>` once it
+ * holds a permit (or `busy`); after its gate `released`. A `max_leases` that differs from the one stored makes it print
+ * `refused <kazoo's message>`.
+ */
+const SEMAPHORE_PEER = String.raw`
+import json, os, sys, time
+from kazoo.client import KazooClient
+gate, hosts, path, ident, leases, mode, timeout = sys.argv[1:8]
+zk = KazooClient(hosts=hosts, timeout=float(timeout))
+zk.start(timeout=15)
+def say(*words):
+    print(*words, flush=True)
+semaphore = zk.Semaphore(path, ident, max_leases=int(leases))
+session = '%x' % zk.client_id[0]
+try:
+    if mode == 'try':
+        ok = semaphore.acquire(blocking=False)
+    else:
+        say('waiting', session)
+        ok = semaphore.acquire(blocking=True, timeout=60)
+except ValueError as e:
+    say('refused', str(e))
+    sys.exit(0)
+if not ok:
+    say('busy')
+    sys.exit(0)
+say('acquired', semaphore.create_path.rsplit('/', 1)[1], session)
+say('holders', json.dumps(sorted(semaphore.lease_holders())))
+while not os.path.exists(gate):
+    time.sleep(0.02)
+semaphore.release()
+say('released')
+zk.stop()
+`;
+
+export class KazooSemaphore extends PythonPeer {
+  /** `hosts`: kazoo's `host:port[,…][/chroot]`; `maxLeases`: kazoo's `max_leases`; `sessionSeconds`: its session timeout. */
+  constructor(hosts: string, path: string, options: { identifier?: string; maxLeases?: number; mode?: 'hold' | 'try'; sessionSeconds?: number } = {}) {
+    const { identifier = 'kazoo-peer', maxLeases = 1, mode = 'hold', sessionSeconds = 4 } = options;
+    super('kazoo Semaphore', SEMAPHORE_PEER, [hosts, path, identifier, String(maxLeases), mode, String(sessionSeconds)]);
+  }
+
+  /** The identifiers of the permit holders kazoo's `lease_holders()` listed when it acquired, sorted. */
+  async holders(): Promise<string[]> {
+    return JSON.parse((await this.until(['holders'])).slice('holders '.length)) as string[];
+  }
+}

@@ -5,7 +5,7 @@ import { ensembleOf, openSession } from '../../src/core/zookeeper/connect';
 import { show } from './cli';
 import { serverFixture, type Lock } from './cliFixture';
 import { eventually } from './etcd';
-import { KazooLock, type KazooKind } from './kazoo';
+import { KazooLock, KazooSemaphore, type KazooKind } from './kazoo';
 import { startZooKeeper } from './zookeeper';
 
 /** Curator's InterProcessMutex contender, as Curator names it: ZooKeeper appends the ten-digit sequence. */
@@ -32,6 +32,12 @@ export function zookeeperCli() {
     list,
     kazoo: (path: string, options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; log?: string } = {}) => {
       const peer = new KazooLock(`127.0.0.1:${f.server.port}`, path, options);
+      f.defer(() => peer.dispose());
+      return peer;
+    },
+    /** kazoo's Semaphore on `path` (see KazooSemaphore). */
+    kazooSemaphore: (path: string, options: ConstructorParameters<typeof KazooSemaphore>[2] = {}) => {
+      const peer = new KazooSemaphore(`127.0.0.1:${f.server.port}`, path, options);
       f.defer(() => peer.dispose());
       return peer;
     },

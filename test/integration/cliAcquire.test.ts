@@ -463,6 +463,29 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     await waiter.until(['acquired'], 10_000);
     assert.deepEqual(await waiter.contenders(), ['after-crash']);
   });
+
+  test("locklens acquire -- CMD on a kazoo Semaphore takes one permit, by the limit kazoo stored: kazoo counts it both ways", async () => {
+    const name = '/sem/pool';
+    const semaphore = (identifier: string, mode: 'hold' | 'try' = 'hold') => f.kazooSemaphore(name, { identifier, maxLeases: 2, mode });
+    const first = semaphore('kazoo-first');
+    await first.until(['acquired']);
+    const go = join(f.dir, 'go');
+    const log = join(f.dir, 'order');
+    const ours = f.procs.locklens(['acquire', name, '--url', url(), '--ttl', '4', '--', 'sh', '-c', MARK_WAIT_MARK, 'sh', log, 'locklens-start', go, 'locklens-end']);
+    await eventually(() => linesOf(log).includes('locklens-start'), 15_000, 'locklens runs its command on the second permit');
+    const held = await listed(name, (l) => l.kind === 'semaphore' && l.holder !== null && (l.sharedWith?.length ?? 0) === 1, 'two permits held');
+    assert.deepEqual([held.holder!, ...held.sharedWith!].map((m) => m.convention), ['kazoo-semaphore', 'kazoo-semaphore']);
+    assert.equal(await semaphore('kazoo-try', 'try').until(['busy', 'acquired']), 'busy', 'both permits are taken');
+    const waiter = semaphore('kazoo-waiter');
+    await waiter.until(['waiting']);
+    await listed(name, (l) => l.waiters.length === 1, 'kazoo waits for a permit');
+    writeFileSync(go, '');
+    const r = await ours.wait();
+    assert.equal(r.code, 0, show(r));
+    assert.match(r.stderr, /^locklens: holding \/sem\/pool\/[0-9a-f]{32} \(fencing token \d+\)$/m, show(r));
+    await waiter.until(['acquired']);
+    assert.deepEqual(await waiter.holders(), ['kazoo-first', 'kazoo-waiter'], "kazoo found the permit of locklens given back");
+  });
 });
 
 describe('locklens over PostgreSQL (--url postgres://), against psycopg2 sessions and lock tables', { timeout: 300_000 }, () => {

@@ -244,6 +244,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
         'Curator (_c_<uuid>-lock-<seq>',
         "A member's owner is the session its ephemeral node goes with, its token the node's creation zxid (czxid)",
         'There is no TTL: a node lasts as long as its session',
+        'A kazoo Semaphore (leases <hex> under its path, its limit in the path\'s data, its Lock at PATH-__lock__)',
       ],
       acquire: [
         'Joins it in the layout the lock already has',
@@ -258,6 +259,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
       unlock: [
         "ZooKeeper: deletes the holder's node if it is still the one created at the zxid shown",
         'the contender watching it (the next in sequence) wakes and takes the lock',
+        "A semaphore's permit is its lease: only that lease is deleted",
         "The holder's process is not told: it may still believe it holds the lock",
       ],
       watch: ['ZooKeeper is followed by watches on the znodes under each path', 'Redis, ZooKeeper, PostgreSQL and MySQL/MariaDB have none to give'],

@@ -94,6 +94,24 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     assert.equal((await list(name))[0].holder?.data, 'next-worker');
     assert.deepEqual(holder.lines, said, 'the holder heard nothing: it still believes it holds the lock');
   });
+
+  test("on a kazoo Semaphore, unlock --force --yes frees one permit, the holder's shown: the other keeps its, the waiter takes it", async () => {
+    const name = '/unlock/pool';
+    const first = f.kazooSemaphore(name, { identifier: 'stuck-exporter', maxLeases: 2 });
+    await first.until(['acquired']);
+    const second = f.kazooSemaphore(name, { identifier: 'busy-exporter', maxLeases: 2 });
+    await second.until(['acquired']);
+    const waiter = f.kazooSemaphore(name, { identifier: 'next-exporter', maxLeases: 2 });
+    await waiter.until(['waiting']);
+    const shown = (await listed(name, (l) => l.kind === 'semaphore' && l.waiters.length === 1, 'the waiter listed')).holder!;
+    assert.equal(shown.data, 'stuck-exporter', 'the first to take a permit is listed first');
+
+    const r = await f.procs.run(['unlock', name, '--force', '--yes', '--url', url()]);
+    assert.equal(r.code, 0, show(r));
+    assert.match(r.stdout, new RegExp(`^released '${name}' from ${shown.key} \\(session [0-9a-f]+\\): deleted the node created at zxid ${shown.token}\n`));
+    await waiter.until(['acquired']);
+    assert.deepEqual(await waiter.holders(), ['busy-exporter', 'next-exporter'], 'only the permit shown was freed');
+  });
 });
 
 describe('locklens over PostgreSQL (--url postgres://), against psycopg2 sessions and lock tables', { timeout: 300_000 }, () => {

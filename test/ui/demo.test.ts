@@ -44,7 +44,7 @@ const BILLING = '/locks/billing-batch';
 const EVERY_LOCK_ROW: Record<string, readonly string[]> = {
   demo: ['billing-batch', 'cron-leader-single', 'migrations', 'reconcile', 'report-export', 'transfer-alice', 'transfer-bob', 'scheduler'],
   'demo-redis': ['billing-lock', 'export-job', 'report-fair-lock', 'stuck-migration', 'sync-invoices'],
-  'demo-zookeeper': ['catalog', 'ledger-migration', 'nightly-report'],
+  'demo-zookeeper': ['catalog', 'export-slots', 'ledger-migration', 'nightly-report'],
   'demo-postgres': ['42', '7:1', '1', 'nightly-report'],
 };
 

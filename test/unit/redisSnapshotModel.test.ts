@@ -69,6 +69,7 @@ describe('SnapshotModel (polling stores coalesce like a watch)', () => {
       { ...base, holder: member('x', { quorum: { agree: 2, of: 3 } } as Partial<LockMember>) },
       { ...base, kind: 'queue' },
       { ...base, sharedWith: [] },
+      { ...base, permits: { limit: 2, free: 1, holdersRecorded: true } },
     ];
     for (const v of variants) assert.ok(!sameLock(v, base) && !sameLock(base, v), JSON.stringify(v));
     assert.ok(sameLock(lock('a', 'x', ['w1', 'w2']), base));

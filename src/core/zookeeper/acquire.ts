@@ -22,7 +22,7 @@ import { LockLensError, abortError, errorMessage, throwIfAborted } from '../erro
 import { displayKey } from '../keys';
 import { sleep } from '../sleep';
 import { zkCode, type ZkClient } from './client';
-import { bySequence, contenderPrefix, familyOf, joinPath, kindOf, parseContender, predecessorIndex, type ContenderName, type Family } from './conventions';
+import { CONVENTIONS, bySequence, contenderPrefix, familyOf, joinPath, kindOf, parseContender, predecessorIndex, type ContenderName, type Family } from './conventions';
 import { zxidNumber } from './lockOfChildren';
 import { rootOf } from './znodeTree';
 
@@ -60,13 +60,14 @@ const FAMILY_NAMES: Record<Family, string> = {
 
 /**
  * The family whose node names a new contender takes: the one already there (Curator, else kazoo, else the recipe,
- * when several are mixed), and kazoo's layout for a name nobody uses yet: kazoo's names are what the Debian-packaged
- * peer and most scripts use, and Curator's InterProcessMutex sees only Curator's names while kazoo can be told to see
- * others (`extra_lock_patterns`).
+ * when several are mixed), and for a name nobody uses yet the one `layout` names, else kazoo's: kazoo's names are what
+ * the Debian-packaged peer and most scripts use, and Curator's InterProcessMutex sees only Curator's names while kazoo
+ * can be told to see others (`extra_lock_patterns`).
  */
-function layoutOf(name: string, contenders: readonly Contender[], mode: LockMode | undefined): { family: Family; read: boolean | undefined } {
+function layoutOf(name: string, contenders: readonly Contender[], mode: LockMode | undefined, layout: string | undefined): { family: Family; read: boolean | undefined } {
   const families = new Set(contenders.map((c) => familyOf(c.convention)));
-  const family: Family = families.has('curator') ? 'curator' : families.has('kazoo') ? 'kazoo' : families.has('recipe') ? 'recipe' : 'kazoo';
+  const fresh = CONVENTIONS.find((c) => c === layout);
+  const family: Family = families.has('curator') ? 'curator' : families.has('kazoo') ? 'kazoo' : families.has('recipe') ? 'recipe' : fresh ? familyOf(fresh) : 'kazoo';
   const kind = kindOf(contenders.map((c) => c.convention));
   const what = `${displayKey(Buffer.from(name))} is a ${FAMILY_NAMES[family]}`;
   if (kind === 'election') throw new LockLensError('INVALID_ARGUMENT', `${what} leader latch (an election): LockLens takes locks, not leadership`);
@@ -86,7 +87,7 @@ function layoutOf(name: string, contenders: readonly Contender[], mode: LockMode
  * Creates our contender. If the create's answer is lost (a reconnect), the node may exist anyway: it is found by its
  * unique prefix, as Curator's protected mode and kazoo do, rather than created twice.
  */
-async function createContender(session: ZkClient, name: string, prefix: string): Promise<string> {
+export async function createContender(session: ZkClient, name: string, prefix: string): Promise<string> {
   const path = joinPath(name, prefix);
   try {
     return await session.create(path, contenderData(), zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL);
@@ -107,16 +108,29 @@ async function lockedError(session: ZkClient, name: string, holder: Contender): 
   return new LockLensError('LOCKED', `${displayKey(Buffer.from(name))} is held by ${holder.name}${who}`);
 }
 
-export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<ZooKeeperHold> {
+/** An acquire under way: its path, and the session it acquires on (`shared`: its owner's, which it never closes). */
+export interface Acquiring {
+  readonly name: string;
+  readonly session: ZkClient;
+  readonly shared: boolean;
+}
+
+/** Checks an acquire's path and TTL, then opens its session of its own, or takes its owner's. */
+export async function startAcquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<Acquiring> {
   const name = rootOf(nameBytes);
   if (name === '/') throw new LockLensError('INVALID_ARGUMENT', "the root znode is no lock: name the lock's path");
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the session timeout) must be positive');
   throwIfAborted(options.signal);
   const shared = ctx.ownerSession;
   const session = shared ?? (await ctx.openSession(Math.max(1, Math.round(options.ttlSeconds * 1000))));
+  return { name, session, shared: shared !== undefined };
+}
+
+/** Joins the lock at `name` on the acquire's session; on failure nothing of ours is left, its own session closed. */
+export async function acquire({ name, session, shared }: Acquiring, options: AcquireOptions): Promise<ZooKeeperHold> {
   let ours: string | undefined;
   try {
-    const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode);
+    const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode, options.layout);
     ours = await createContender(session, name, contenderPrefix(family, randomUUID(), read));
     const ourName = ours.slice(ours.lastIndexOf('/') + 1);
     const created = await session.exists(ours);
@@ -137,7 +151,7 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
       if (ahead < 0) {
         announce(0);
         if (options.signal?.aborted) throw abortError(options.signal);
-        return new ZooKeeperHold(session, Buffer.from(name), ours, fencingToken, shared !== undefined);
+        return new ZooKeeperHold(session, Buffer.from(name), ours, fencingToken, shared);
       }
       if (options.tryOnly) throw await lockedError(session, name, contenders[0]);
       announce(index);

@@ -9,12 +9,25 @@
  *   `__lock__` node) and ReadLock; kazoo's Election is a Lock too.
  * - `zk-recipe`: the recipe of ZooKeeper's documentation, `[<guid>-]lock-<seq>`, and ZooKeeper's own
  *   zookeeper-recipes-lock WriteLock, `x-<session id>-<seq>`.
+ * - `curator-semaphore`: `_c_<uuid>-lease-<seq>`, a lease of Curator's InterProcessSemaphoreV2 (under its `leases/`).
+ * - `kazoo-semaphore`: a lease of kazoo's Semaphore, `<uuid4 hex>` without a sequence: told by where it is, not by its
+ *   name alone (semaphores.ts).
  *
  * `<seq>` is the ten-digit counter ZooKeeper appends (`%010d` of a signed int, so `-` after it wraps).
  */
 import type { LockKind } from '../lockState';
 
-export const CONVENTIONS = ['curator-mutex', 'curator-read', 'curator-write', 'curator-latch', 'kazoo-lock', 'kazoo-rlock', 'zk-recipe'] as const;
+export const CONVENTIONS = [
+  'curator-mutex',
+  'curator-read',
+  'curator-write',
+  'curator-latch',
+  'curator-semaphore',
+  'kazoo-lock',
+  'kazoo-rlock',
+  'kazoo-semaphore',
+  'zk-recipe',
+] as const;
 
 export type Convention = (typeof CONVENTIONS)[number];
 
@@ -32,7 +45,7 @@ export interface ContenderName {
 // `%010d` pads to ten characters, the sign included: -1 is `-000000001`, the lowest int `-2147483648`.
 const SEQ = '(-?\\d{10}|-\\d{9})';
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
-const CURATOR = new RegExp(`^_c_${UUID}-(lock-|latch-|__READ__|__WRIT__)${SEQ}$`);
+const CURATOR = new RegExp(`^_c_${UUID}-(lock-|latch-|lease-|__READ__|__WRIT__)${SEQ}$`);
 // kazoo matches `(__lock__|__rlock__)<seq>` at the end of any name (its `_contenders_re`), whatever comes before.
 const KAZOO = new RegExp(`(__lock__|__rlock__)${SEQ}$`);
 const RECIPE = new RegExp(`^(?:.*-)?lock-${SEQ}$`);
@@ -41,6 +54,7 @@ const ZK_WRITE_LOCK = new RegExp(`^x-\\d+-${SEQ}$`);
 const CURATOR_KINDS: Record<string, Convention> = {
   'lock-': 'curator-mutex',
   'latch-': 'curator-latch',
+  'lease-': 'curator-semaphore',
   __READ__: 'curator-read',
   __WRIT__: 'curator-write',
 };
@@ -65,7 +79,8 @@ export function familyOf(convention: Convention): Family {
 
 /**
  * A lock's kind from its contenders: an election if any is a leader latch, a read/write lock if any reads or is a
- * Curator read/write node, else a queue (a plain mutex: the lowest holds, the others wait in sequence order).
+ * Curator read/write node, else a queue (a plain mutex: the lowest holds, the others wait in sequence order). A
+ * semaphore's kind is said by its layout (semaphores.ts), not by its nodes.
  */
 export function kindOf(conventions: Iterable<Convention>): LockKind {
   let kind: LockKind = 'queue';

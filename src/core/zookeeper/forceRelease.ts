@@ -9,7 +9,7 @@ import { Exception } from 'node-zookeeper-client';
 import type { ForceReleaseResult } from '../backend';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
-import type { LockMember, LockState } from '../lockState';
+import { holderCount, isSemaphore, type LockMember, type LockState } from '../lockState';
 import { zkCode, type ZkClient } from './client';
 import { sessionHex, zxidNumber } from './lockOfChildren';
 
@@ -22,8 +22,9 @@ function whose(member: LockMember): string {
 }
 
 export function describeForceRelease(lock: LockState, member: LockMember): string {
-  const others = lock.sharedWith?.length ? ' The other readers keep their hold.' : '';
-  const next = lock.waiters.length ? ' The next contender in line is woken by the deletion and takes the lock.' : '';
+  const semaphore = isSemaphore(lock);
+  const others = holderCount(lock) > 1 ? (semaphore ? ' The other permit holders keep theirs: only this lease is deleted.' : ' The other readers keep their hold.') : '';
+  const next = !lock.waiters.length ? '' : semaphore ? ' The waiter first in line counts the leases again and takes the permit freed.' : ' The next contender in line is woken by the deletion and takes the lock.';
   return (
     `Deletes the node ${displayKey(member.key)} of ${whose(member)}, only if it is still the one created at zxid ${member.token ?? 'shown'}.${others}${next} ` +
     `The holder's process is NOT told: ZooKeeper does not notify it, and it may still believe it holds the lock (curator#727). ` +

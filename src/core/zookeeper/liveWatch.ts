@@ -111,9 +111,9 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
 
   private async emitTouched(touched: Set<string>): Promise<void> {
     if (touched.size === 0) return;
-    const parents = [...touched];
-    const ids = parents.map((p) => keyId(Buffer.from(p)));
-    const locks = parents.flatMap((p) => this.tree.lockAt(p) ?? []);
+    const names = this.tree.lockNames(touched);
+    const ids = names.map((p) => keyId(Buffer.from(p)));
+    const locks = names.flatMap((p) => this.tree.lockAt(p) ?? []);
     // Asked before the change is told: those who hear of a node gone ask then whether its session lived on.
     await this.sessionEnds.ask(goneOwners(ids.flatMap((id) => this.model.lock(id) ?? []), locks));
     if (this.disposed) return;

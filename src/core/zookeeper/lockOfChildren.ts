@@ -44,23 +44,24 @@ interface Placed extends ContenderName {
   readonly node: ContenderNode;
 }
 
-function memberOf(parent: string, c: Placed, readWrite: boolean): LockMember {
-  const owner = sessionHex(c.node.ephemeralOwner);
+/** The member a contender (or a semaphore's lease) node under `parent` is, in the layout `convention` names. */
+export function contenderMember(parent: string, node: ContenderNode, convention: string, mode?: 'read' | 'write'): LockMember {
+  const owner = sessionHex(node.ephemeralOwner);
   return {
-    key: Buffer.from(joinPath(parent, c.name)),
-    convention: c.convention,
+    key: Buffer.from(joinPath(parent, node.name)),
+    convention,
     owner,
     // An ephemeral node goes with its session (no TTL that can be read, though). A persistent one ('') stays until
     // someone deletes it.
     expiresWith: owner ? 'session' : 'nothing',
     lease: owner,
-    token: zxidNumber(c.node.czxid),
+    token: zxidNumber(node.czxid),
     holds: null,
-    ...(readWrite ? { mode: c.read ? ('read' as const) : ('write' as const) } : {}),
-    revision: zxidNumber(c.node.mzxid) ?? undefined,
+    ...(mode ? { mode } : {}),
+    revision: zxidNumber(node.mzxid) ?? undefined,
     valueNamesOwner: true,
-    valuePreview: c.node.data.subarray(0, VALUE_PREVIEW_BYTES),
-    valueSize: c.node.dataLength,
+    valuePreview: node.data.subarray(0, VALUE_PREVIEW_BYTES),
+    valueSize: node.dataLength,
   };
 }
 
@@ -75,7 +76,7 @@ export function lockOfChildren(parent: string, nodes: Iterable<ContenderNode>): 
   placed.sort(bySequence);
   const kind = kindOf(placed.map((p) => p.convention));
   const readWrite = kind === 'readwrite';
-  const members = placed.map((p) => memberOf(parent, p, readWrite));
+  const members = placed.map((p) => contenderMember(parent, p.node, p.convention, readWrite ? (p.read ? 'read' : 'write') : undefined));
   const holders = holdersAtHead(placed);
   const nameBytes = Buffer.from(parent);
   return {

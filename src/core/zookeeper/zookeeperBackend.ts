@@ -9,9 +9,9 @@ import type { AcquireOptions, ForceReleaseResult, Listing, LockBackend, LockHold
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
-import type { LockMember, LockState } from '../lockState';
+import { members, type LockMember, type LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
-import { acquire, type ZooKeeperHold } from './acquire';
+import { startAcquire, type ZooKeeperHold } from './acquire';
 import { ZkConnection, ensembleOf, openSession } from './connect';
 import type { ZooKeeperServer } from './url';
 import type { SessionSpec, ZkClient } from './client';
@@ -20,6 +20,7 @@ import { ZooKeeperLockWatch } from './liveWatch';
 import { ZnodeTree, distinctRoots, rootOf } from './znodeTree';
 import { ZOOKEEPER_CAPABILITIES } from './capabilities';
 import { readConnections, withConnections } from './cons';
+import { acquireLockOrPermit } from './semaphoreAcquire';
 
 export class ZooKeeperBackend implements LockBackend {
   readonly kind = 'zookeeper' as const;
@@ -62,16 +63,20 @@ export class ZooKeeperBackend implements LockBackend {
     return { revision: null, locks, lease: () => undefined, ...(hidden ? { hidden } : {}) };
   }
 
-  /** Locks and read/write locks; an election (a leader latch) is not joined. */
+  /**
+   * Locks, read/write locks and kazoo's semaphores; not an election (a leader latch), nor a Curator semaphore, whose
+   * acquire needs the limit its clients are given (`permitLimit`), which the store does not record.
+   */
   acquirable(lock: LockState): boolean {
-    return lock.kind === 'queue' || lock.kind === 'readwrite';
+    return lock.kind === 'queue' || lock.kind === 'readwrite' || members(lock).some((m) => m.convention === 'kazoo-semaphore');
   }
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
     this.checkOpen();
     const ownerSession = options.owner && this.sessionOf(options.owner);
     const context = { openSession: (timeoutMs: number) => this.openSession(timeoutMs), ownerSession };
-    return this.scope.hold(await acquire(context, name, { ...options, signal: this.scope.signal(options.signal) }));
+    const scoped = { ...options, signal: this.scope.signal(options.signal) };
+    return this.scope.hold(await acquireLockOrPermit(await startAcquire(context, name, scoped), scoped));
   }
 
   /** One session for several locks, as one kazoo client holds several: its timeout is the TTL asked for. */
