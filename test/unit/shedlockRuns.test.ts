@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { ObserveOptions } from '../../src/core/holdObservation';
+import type { LeaseInfo } from '../../src/core/leaseInfo';
 import { LockEvents } from '../../src/core/lockEvents';
 import { LockClock, lockHealth } from '../../src/core/lockHealth';
 import type { ChangeSet, LockState } from '../../src/core/lockState';
@@ -8,6 +9,7 @@ import { layoutsOf, type CatalogColumn } from '../../src/core/sql/tableLayouts';
 import { releaseStatement } from '../../src/core/sql/tableRelease';
 import { rowLock, rowNameOf } from '../../src/core/sql/tableRows';
 import { writerZone } from '../../src/core/sql/writerZone';
+import { TimelineReducer } from '../../src/core/timeline';
 
 /**
  * Each ShedLock run is a hold: the same row written again with a new locked_at, by the same locked_by, is a new
@@ -64,6 +66,54 @@ describe('ShedLock runs', () => {
     const { sql, params } = releaseStatement('postgres', layout, rowNameOf(layout, lock)!, lock.holder!);
     assert.match(sql, /^UPDATE "public"."shedlock" SET "lock_until" = "locked_at" WHERE "name" = \? /);
     assert.deepEqual(params, ['nightly', 'nightly', 'scheduler-1', '2030-01-01 10:00:50']);
+  });
+});
+
+describe('how a ShedLock run ends', () => {
+  const sample = (ttl: number, at: number, grantedTtl = 60): LeaseInfo => ({
+    id: 'shedlock/nightly',
+    state: 'alive',
+    grantedTtl,
+    ttl,
+    observedAt: at,
+    firstSeenAt: 0,
+    refreshes: [],
+    stalled: false,
+    keys: [],
+  });
+  const gone: ChangeSet = { revision: 0, changed: [], removed: [run(0).id], resynced: false };
+
+  /** The run's hold events, the timeline's end of its bar, and its samples in turn, the row then read free at `freeAt`. */
+  function ended(samples: readonly LeaseInfo[], freeAt: number): { events: string; timeline: string } {
+    let last: LeaseInfo | undefined;
+    const lease = () => last;
+    const clock = new LockClock();
+    const events = new LockEvents('db');
+    const timeline = new TimelineReducer({ longHoldMs: 60_000, keepEndedMs: 600_000 });
+    const source = (locks: LockState[]) => [{ connection: 'db', hasLeases: false, locks, lease, clock }];
+    const options = { ...OPTIONS, lease };
+    for (const [i, s] of samples.entries()) {
+      last = s;
+      if (i === 0) {
+        clock.observe(changed(run(0)), s.observedAt);
+        events.observe(changed(run(0)), options, s.observedAt);
+      }
+      events.observeLeases([s]);
+      timeline.update(source([run(0)]), s.observedAt);
+    }
+    last = undefined;
+    clock.observe(gone, freeAt);
+    const [end] = events.observe(gone, options, freeAt).events;
+    const diff = timeline.update(source([]), freeAt);
+    return { events: end.type === 'holdEnded' ? String(end.how) : end.type, timeline: diff.ended.map((e) => e.end).join() };
+  }
+
+  test('unlocked before lockAtMostFor (lock_until moved back to lockAtLeastFor), it is released when that passes', () => {
+    assert.deepEqual(ended([sample(59, 1000), sample(1.5, 3000, 3.5)], 4600), { events: 'released', timeline: 'released' });
+  });
+
+  test('lock_until never moved (a job still running at lockAtMostFor, or lockAtLeastFor as long): it ran out, expired', () => {
+    assert.deepEqual(ended([sample(19, 1000, 20), sample(17, 3000, 20)], 20_200), { events: 'expired', timeline: 'expired' });
   });
 });
 
