@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createConnection } from 'mysql2/promise';
 import type { LockBackend, LockWatch } from '../../src/core/backend';
+import { isLockLensError } from '../../src/core/errors';
 import type { ObserveOptions } from '../../src/core/holdObservation';
 import { keyId } from '../../src/core/keys';
 import type { HoldEnded, HoldStarted } from '../../src/core/lockEventTypes';
@@ -171,6 +172,8 @@ function suite(label: string, open: () => Promise<Database>): void {
         assert.deepEqual(holds, keys.map((k) => [k, true, true, 'released']), "Lock History's holds");
         assert.equal(seen.timelineRowIds.size, SCHEDULE.runs, 'a timeline bar per run');
         assert.deepEqual([...seen.troubles], [], 'no long hold, no expired TTL');
+        // Free, the row is still ShedLock's to take: LockLens takes no lock of its name in the store's own kind.
+        await assert.rejects(db.backend.acquire(Buffer.from(`shedlock/${NAME}`), { ttlSeconds: 10, tryOnly: true }), (e) => isLockLensError(e, 'INVALID_ARGUMENT'));
       } finally {
         job.dispose();
         watch.dispose();
