@@ -9,14 +9,14 @@ import { PythonPeer } from './pythonPeer';
  * insert the first time, then the update that takes the row only where `lock_until <= now`, and at the end of the job
  * the unlock that keeps the row locked until `locked_at + lockAtLeastFor`.
  *
- * Run i starts once the test allows it (`allow(i)`, or at once with `free-running`, every `period` ms); it prints
+ * Run i starts once the test allows it (`allow(i)`: a scheduler's next tick, ordered by what the test saw); it prints
  * `locked i <locked_at>` (or `busy i` when the row was not free), `unlocked i` after its work, and `free i` once
  * the database's clock has passed the row's lock_until, as ShedLock's next update would find it; after its last run,
  * `done`.
  */
 const PEER = String.raw`
 import os, sys, time
-gate, dialect, target, name, locked_by, runs, at_most_ms, at_least_ms, work_ms, period_ms = sys.argv[1:11]
+gate, dialect, target, name, locked_by, runs, at_most_ms, at_least_ms, work_ms = sys.argv[1:10]
 params = {'name': name, 'lockedBy': locked_by}
 if dialect == 'postgres':
     import psycopg2
@@ -68,13 +68,9 @@ def query(sql):
     return row
 
 created = False
-start = time.time()
 for i in range(int(runs)):
-    if period_ms == 'gated':
-        while not os.path.exists(os.path.join(os.path.dirname(gate), 'run-%d' % i)):
-            time.sleep(0.02)
-    else:
-        time.sleep(max(0, start + i * int(period_ms) / 1000 - time.time()))
+    while not os.path.exists(os.path.join(os.path.dirname(gate), 'run-%d' % i)):
+        time.sleep(0.02)
     # StorageBasedLockProvider: the insert until it knows the row exists, then only the update.
     locked = (execute(INSERT) > 0) if not created else False
     created = True
@@ -100,18 +96,16 @@ export interface ShedLockSchedule {
   readonly lockAtMostForMs: number;
   readonly lockAtLeastForMs: number;
   readonly workMs: number;
-  /** A run every this many ms; 'gated': each when the test allows it. */
-  readonly periodMs: number | 'gated';
 }
 
 export class ShedLockJob extends PythonPeer {
   constructor(target: ShedLockTarget, name: string, lockedBy: string, schedule: ShedLockSchedule) {
     const connect = target.dialect === 'postgres' ? target.dsn : ['127.0.0.1', target.port, target.user, target.password, target.database].join(' ');
-    const { runs, lockAtMostForMs, lockAtLeastForMs, workMs, periodMs } = schedule;
-    super('ShedLock job', PEER, [target.dialect, connect, name, lockedBy, String(runs), String(lockAtMostForMs), String(lockAtLeastForMs), String(workMs), String(periodMs)]);
+    const { runs, lockAtMostForMs, lockAtLeastForMs, workMs } = schedule;
+    super('ShedLock job', PEER, [target.dialect, connect, name, lockedBy, String(runs), String(lockAtMostForMs), String(lockAtLeastForMs), String(workMs)]);
   }
 
-  /** Lets run `i` of a gated job start. */
+  /** Lets run `i` start. */
   allow(i: number): void {
     writeFileSync(join(dirname(this.gate), `run-${i}`), '');
   }
