@@ -178,7 +178,7 @@ empty prefix). A member's owner is its session: the backend pid, shown with its 
 | \`${POSTGRES_LOCKS.incident}\` | **stuck**: \`${INCIDENT_HOLDER}\` holds \`pg_advisory_lock(42)\` for minutes, its session idle; ${INCIDENT_WAITERS.map((w) => `\`${w}\``).join(' and ')} wait behind it | the incident: a holder and two waiters in queue order |
 | \`${POSTGRES_LOCKS.contended}\` | three \`sync-worker\` sessions in \`pg_advisory_lock(7, 1)\` (an int pair) | a holder that changes every few seconds |
 | \`${POSTGRES_LOCKS.liquibase}\` | **stuck**: Liquibase's lock row, locked by \`${LIQUIBASE_LOCKED_BY}\`, a migration that was killed | locked forever: no session holds it, nothing will unlock it |
-| \`${POSTGRES_LOCKS.shedlock}\` | a ShedLock job, locked for 20 s every 30 s | held until its \`lock_until\`, then expired |
+| \`${POSTGRES_LOCKS.shedlock}\` | a ShedLock job, locked for 20 s every 30 s | each run a hold of its own until its \`lock_until\`, then free until the next |
 
 7. **Release the stuck Liquibase lock.** Right-click the holder of \`${POSTGRES_LOCKS.liquibase}\` → **Force Release…**:
    Liquibase's own release (LOCKED false), only if the row still says what you saw. A migration crashes holding it

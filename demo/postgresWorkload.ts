@@ -14,8 +14,9 @@ import { PythonServices, type PythonServicesOptions, type ReportLevel } from './
  * - `databasechangeloglock/1`: Liquibase's lock table, made with Liquibase's own DDL for PostgreSQL, its row 1 locked
  *   by `migrator-7f3c (10.0.4.17)` as a migration killed mid-way leaves it: nothing will ever unlock it. Once someone
  *   does (LOCKED false), a migration crashes holding it again 30 s later;
- * - `shedlock/nightly-report`: ShedLock's table, the job locked with ShedLock's own statements (the database's clock,
- *   lockAtMostFor = lockAtLeastFor = 20 s) every 30 s: held for 20 s, then expired for 10.
+ * - `shedlock/nightly-report`: ShedLock's table, the job locked with ShedLock's own statements (the database's clock)
+ *   every 30 s: lockAtMostFor 60 s, well beyond the job's few seconds as ShedLock advises, and lockAtLeastFor 20 s, so
+ *   its unlock moves lock_until back to 20 s after locked_at: each run held for 20 s, then free for 10.
  */
 
 export const POSTGRES_LOCKS = {
@@ -140,8 +141,8 @@ def shedlock(name, locked_by):
         cur = conn.cursor()
         # ShedLock's documented table for PostgreSQL.
         cur.execute('CREATE TABLE IF NOT EXISTS shedlock(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))')
-        # lockAtLeastFor = lockAtMostFor: the unlock after the job leaves the row held until then.
-        params = {'name': name, 'lockedBy': locked_by, 'lockAtMostForInterval': '20000 milliseconds', 'lockAtLeastForInterval': '20000 milliseconds'}
+        # The unlock after the job leaves the row held until lockAtLeastFor; lockAtMostFor is only for a job that hangs.
+        params = {'name': name, 'lockedBy': locked_by, 'lockAtMostForInterval': '60000 milliseconds', 'lockAtLeastForInterval': '20000 milliseconds'}
         while True:
             started = time.time()
             cur.execute(SHEDLOCK_LOCK, params)

@@ -11,6 +11,8 @@
  *   expired; not told, the key was deleted. Otherwise a key whose PTTL countdown had run out expired, and one that went
  *   with time left was deleted (released); one found gone whose countdown is not known may have done either (null).
  * - A member with nothing to expire with can only have been deleted.
+ * - A TTL that a sample found below the last one's countdown was moved earlier by its owner (ShedLock's unlock, which
+ *   leaves its row locked until lockAtLeastFor): its running out is the end its owner set, a release.
  * - A member that ends with its owner's ZooKeeper session or SQL connection (a kazoo node, a PostgreSQL advisory
  *   lock, a GET_LOCK), whose time left cannot be read: the watch's read right after it went decides. Its session or
  *   connection still there (PostgreSQL's pg_stat_activity, MySQL's processlist; in ZooKeeper a server's `cons`
@@ -47,6 +49,8 @@ export interface EndEvidence {
   readonly endsWithOwner?: boolean;
   /** ...which was still there at the read that found it gone (see `LockWatch.ownerLives`); undefined: nothing told. */
   readonly ownerLives?: boolean;
+  /** While it held, a sample found its TTL below the last one's countdown (see `fellBelow`). */
+  readonly shortened?: boolean;
 }
 
 export interface StoreEvidence {
@@ -59,6 +63,7 @@ export interface StoreEvidence {
 export function endOfGone(e: EndEvidence, store: StoreEvidence): HoldEnd | null {
   if (e.expiryTold) return 'expired';
   if (e.endsWithOwner) return e.ownerLives === undefined ? null : e.ownerLives ? 'released' : 'ownerLost';
+  if (e.shortened) return 'released';
   if (!e.lease || e.expiryEvents) return 'released';
   if (e.secondsLeft === undefined) {
     if (store.hasLeases) return e.leaseGone ? 'revokedOrExpired' : null;
@@ -66,6 +71,14 @@ export function endOfGone(e: EndEvidence, store: StoreEvidence): HoldEnd | null 
     return store.sampledTtls && !e.leaseGone ? 'released' : null;
   }
   return e.secondsLeft <= EXPIRY_SLACK_S ? 'expired' : 'released';
+}
+
+/**
+ * Whether a TTL sampled at `ttl` seconds `at` is below what the last sample counts down to by then: its owner moved
+ * its expiry earlier. A second of slack, as for a refresh (leaseInfo.ts): etcd reports whole seconds.
+ */
+export function fellBelow(last: { readonly ttl: number; readonly observedAt: number }, ttl: number, at: number): boolean {
+  return ttl < last.ttl - (at - last.observedAt) / 1000 - 1;
 }
 
 /** The evidence of the last sample of what a member expired with (undefined: none was taken). */

@@ -8,7 +8,7 @@
  * neither is measured, so no figure is made up.
  */
 import type { HoldEnd } from './history';
-import { endOfGone, type EndEvidence } from './holdEndEvidence';
+import { endOfGone, fellBelow, type EndEvidence } from './holdEndEvidence';
 import { displayKey, keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
 import { endsWithOwner, members, type LockMember, type LockState } from './lockState';
@@ -81,6 +81,8 @@ interface TtlSample {
   /** The store sends expiry events for it (see LeaseInfo), and whether it sent one. */
   readonly expiryEvents: boolean;
   readonly expiryTold: boolean;
+  /** A sample of this hold found the TTL moved earlier (holdEndEvidence.ts's `fellBelow`). */
+  readonly shortened: boolean;
 }
 
 export interface Wait {
@@ -227,9 +229,12 @@ export function observeHolderLease(r: LockRecord, info: LeaseInfo): boolean {
 /** A gone sample keeps the countdown of the last one that found the lease alive: that tells an expiry from a delete. */
 function sampleOf(info: LeaseInfo, previous: TtlSample | null): TtlSample | null {
   const told = { expiryEvents: info.expiryEvents ?? false, expiryTold: info.expiryTold ?? false };
-  if (info.state === 'alive') return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled, ...told };
+  if (info.state === 'alive') {
+    const shortened = (previous?.shortened ?? false) || (previous !== null && !previous.gone && fellBelow(previous, info.ttl, info.observedAt));
+    return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled, ...told, shortened };
+  }
   if (previous) return { ...previous, gone: true, expiryTold: previous.expiryTold || told.expiryTold };
-  return told.expiryTold ? { ttl: 0, observedAt: info.observedAt, gone: true, stalled: false, ...told } : null;
+  return told.expiryTold ? { ttl: 0, observedAt: info.observedAt, gone: true, stalled: false, ...told, shortened: false } : null;
 }
 
 function endHold(r: LockRecord, at: Moment, end: HoldEnd | null): void {
@@ -265,6 +270,7 @@ function evidenceOf({ lease, endsWithOwner: withOwner, sample: s }: NonNullable<
     leaseGone: s?.gone ?? false,
     expiryEvents: s?.expiryEvents ?? false,
     expiryTold: s?.expiryTold ?? false,
+    shortened: s?.shortened ?? false,
   };
 }
 

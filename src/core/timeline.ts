@@ -1,7 +1,7 @@
 import { compareRows, type PastMessage, type TimelineDiff, type TimelineEnd, type TimelineRow, type TimelineRowEnd } from '../shared/timelineData';
 import type { LockHistory } from './history';
 import { displayKey, keyId } from './keys';
-import { endOfGone, evidenceOf } from './holdEndEvidence';
+import { endOfGone, evidenceOf, fellBelow } from './holdEndEvidence';
 import type { LeaseInfo } from './leaseInfo';
 import { lockHealth, type LockClock } from './lockHealth';
 import { endsWithOwner, members, type LockState } from './lockState';
@@ -179,7 +179,11 @@ export class TimelineReducer {
         const sent = this.rows.get(fresh.id);
         const next = sent && sent.endedAt === undefined ? merge(sent, fresh) : fresh;
         if (!sent || !sameRow(sent, next)) {
-          if (next.leaseState === 'alive' && next.ttl !== undefined && next.observedAt !== undefined) this.countdowns.set(next.id, { ttl: next.ttl, observedAt: next.observedAt });
+          if (next.leaseState === 'alive' && next.ttl !== undefined && next.observedAt !== undefined) {
+            const last = this.countdowns.get(next.id);
+            const shortened = (last?.shortened ?? false) || (last !== undefined && fellBelow(last, next.ttl, next.observedAt));
+            this.countdowns.set(next.id, { ttl: next.ttl, observedAt: next.observedAt, shortened });
+          }
           this.rows.set(next.id, next);
           upserts.push(next);
         }
@@ -248,6 +252,8 @@ export class TimelineReducer {
 interface Countdown {
   readonly ttl: number;
   readonly observedAt: number;
+  /** A sample of the row found it moved earlier (holdEndEvidence.ts's `fellBelow`). */
+  readonly shortened: boolean;
 }
 
 /** The evidence of a row that ends with its owner's session or connection: only whether that lived tells. */
@@ -265,7 +271,14 @@ function endOf(row: TimelineRow, countdown: Countdown | undefined, source: Timel
   if (row.endsWithOwner) return endOfGone({ ...GONE_WITH_OWNER, ownerLives: source.ownerLives?.(row.owner) }, store) ?? 'unknown';
   if (source.hasLeases) return endOfGone(evidenceOf(row.lease, row.lease ? source.lease(row.lease) : undefined, now), store) ?? 'unknown';
   const secondsLeft = countdown && countdown.ttl - (now - countdown.observedAt) / 1000;
-  const evidence = { lease: row.ttl === undefined ? '' : row.key, secondsLeft, leaseGone: row.leaseState === 'expired', expiryEvents: false, expiryTold: false };
+  const evidence = {
+    lease: row.ttl === undefined ? '' : row.key,
+    secondsLeft,
+    leaseGone: row.leaseState === 'expired',
+    expiryEvents: false,
+    expiryTold: false,
+    shortened: countdown?.shortened ?? false,
+  };
   return endOfGone(evidence, store) ?? 'unknown';
 }
 

@@ -132,7 +132,7 @@ export function troubleLabel(trouble: Trouble, owner: OwnerKind): string {
 export function troubleText(trouble: MemberTrouble, health: MemberHealth, longHoldMs: number, owner: OwnerKind, now = Date.now()): string {
   switch (trouble) {
     case 'leaseExpired':
-      if (owner === 'connection') return vscode.l10n.t('Its expiry time has passed: the lock counts as free, though its row is still there (ShedLock keeps its rows; the next holder overwrites it).');
+      if (owner === 'connection') return vscode.l10n.t('Its expiry time has passed, but its row is still there: its clients may count the lock as free, or wait until the row is deleted (a ShedLock row past its lock_until is free, and not listed).');
       return owner === 'lease'
         ? vscode.l10n.t('Lease {0} has expired, but its key is still listed: etcd is deleting it, or the data is stale.', health.member.lease)
         : vscode.l10n.t('Its TTL has run out, but it is still listed: the store is removing it, or the data is stale.');

@@ -3,8 +3,9 @@
  * statistics, the report and serve's metrics. Outside the core, with no Node types, because the timeline's protocol
  * and so its browser bundle need the list too. What evidence decides each, per store, is src/core/holdEndEvidence.ts's.
  *
- * - `released`: its owner let go while it lived: its key deleted (an unlock), or its etcd lease revoked before its
- *   time (a session closed). A store cannot say who deleted a key, so someone else's plain delete reads so too.
+ * - `released`: its owner let go while it lived: its key deleted (an unlock), its etcd lease revoked before its
+ *   time (a session closed), or its expiry moved earlier by its owner and reached (ShedLock's unlock leaving its row
+ *   locked until lockAtLeastFor). A store cannot say who deleted a key, so someone else's plain delete reads so too.
  * - `expired`: what it expired with ran out: the store said so (a Redis `expired` event), or LockLens watched its TTL
  *   count down to nothing (a lease or key nobody renewed).
  * - `forceReleased`: LockLens ended it (Force Release, Revoke, `locklens unlock --force`), as its audit says, with by

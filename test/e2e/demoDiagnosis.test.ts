@@ -1,9 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { demoConnections } from '../../demo/connections';
+import { POSTGRES_LOCKS } from '../../demo/postgresWorkload';
 import { REDIS_LOCKS } from '../../demo/redisWorkload';
 import { TRANSFER_LOCKS } from '../../demo/transfers';
 import type { ConnectionSettings } from '../../src/core/connectionSettings';
+import { keyId } from '../../src/core/keys';
+import { lockHealth } from '../../src/core/lockHealth';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { DiagnosedWatch, type Findings } from '../harness/diagnosedWatch';
 import { sleep } from '../harness/etcd';
@@ -13,11 +16,14 @@ import { sleep } from '../harness/etcd';
  * services) watched for a minute and diagnosed as VS Code diagnoses it (DiagnosedWatch), every few seconds: the one
  * deadlock the demo plants is found, and only it; the redis-py lock whose timeout is shorter than its jobs is flagged
  * by the TTL fit; and nothing else in the normal traffic is said to be a deadlock, a lock-order inversion, a TTL
- * too short, or a holder that is gone.
+ * too short, or a holder that is gone. The ShedLock job is a hold per run, never a long one.
  */
 
 const WATCH_MS = 60_000;
 const SAMPLE_MS = 3000;
+/** The demo's `locklens.longHoldSeconds` (demo/editor.ts). */
+const DEMO_LONG_HOLD_MS = 60_000;
+const SHEDLOCK_ID = keyId(Buffer.from(POSTGRES_LOCKS.shedlock));
 
 /** Every finding seen at any sample, by connection, in words a failure can print. */
 interface Seen {
@@ -46,6 +52,8 @@ describe('the demo\'s traffic, diagnosed for a minute as VS Code diagnoses it', 
   const found = new Map<string, Seen>();
   /** What the last sample said, by connection. */
   const last = new Map<string, Findings>();
+  /** The troubles the ShedLock job's holder had at any sample, at the demo's long-hold threshold. */
+  const shedlockTroubles = new Set<string>();
 
   before(async () => {
     demo = await startDemo(['--no-editor', '--no-monitor']);
@@ -59,6 +67,8 @@ describe('the demo\'s traffic, diagnosed for a minute as VS Code diagnoses it', 
       for (const w of watched) {
         last.set(w.name, w.findings());
         note(found.get(w.name)!, last.get(w.name)!);
+        const job = w.watch.lock(SHEDLOCK_ID);
+        if (job) for (const h of lockHealth(job, w.clock, (id) => w.watch.lease(id), { longHoldMs: DEMO_LONG_HOLD_MS })) h.troubles.forEach((t) => shedlockTroubles.add(t));
       }
     }
   });
@@ -91,6 +101,12 @@ describe('the demo\'s traffic, diagnosed for a minute as VS Code diagnoses it', 
     assert.deepEqual(last.get('demo-redis')!.ttlFits.map((f) => [f.lock.name, f.level]), [[REDIS_LOCKS.shortTtl, 'exceeds']], fits.join('\n'));
     assert.ok(fits.some((f) => f.startsWith(`demo-redis: ${REDIS_LOCKS.shortTtl}: holds run up to `) && /expires after 8 s with nothing renewing it; \d+ of \d+ holds ran until it expired/.test(f)), fits.join('\n'));
     assert.deepEqual(fits.filter((f) => !f.startsWith(`demo-redis: ${REDIS_LOCKS.shortTtl}: `)), []);
+  });
+
+  test('the ShedLock job: a hold per run (30 s apart), none a long hold or an expired TTL', () => {
+    const holds = watched.find((w) => w.name === 'demo-postgres')!.stats.holds('demo-postgres', SHEDLOCK_ID);
+    assert.ok(new Set(holds.map((h) => h.key)).size >= 2, JSON.stringify(holds));
+    assert.deepEqual([...shedlockTroubles], []);
   });
 
   test('no holder is said to be gone; the only one said paused is the short-TTL lock\'s, which nothing renews', () => {

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { endOfGone, evidenceOf, goneOwners, type EndEvidence } from '../../src/core/holdEndEvidence';
+import { endOfGone, evidenceOf, fellBelow, goneOwners, type EndEvidence } from '../../src/core/holdEndEvidence';
 import { observeLease } from '../../src/core/leaseInfo';
 import { LockEvents } from '../../src/core/lockEvents';
 import type { LockMember, LockState } from '../../src/core/lockState';
@@ -37,6 +37,15 @@ describe('how a hold whose key went ended', () => {
     assert.equal(endOfGone({ ...none, secondsLeft: 0.1 }, REDIS), 'expired');
     assert.equal(endOfGone(none, REDIS), 'released', 'never sampled: deleted');
     assert.equal(endOfGone({ ...none, leaseGone: true }, REDIS), null);
+  });
+
+  test('a TTL its owner moved earlier (ShedLock\'s unlock) runs out as a release; a store\'s own expiry event still decides', () => {
+    assert.equal(endOfGone({ ...none, secondsLeft: -0.3, shortened: true }, SQL), 'released');
+    assert.equal(endOfGone({ ...none, secondsLeft: -0.3 }, SQL), 'expired', 'never moved: it ran out');
+    assert.equal(endOfGone({ ...none, expiryEvents: true, expiryTold: true, shortened: true }, REDIS), 'expired');
+    assert.equal(fellBelow({ ttl: 58, observedAt: 1000 }, 15, 3000), true, 'an unlock leaving lockAtLeastFor');
+    assert.equal(fellBelow({ ttl: 58, observedAt: 1000 }, 55.5, 3000), false, 'counting down, within a second');
+    assert.equal(fellBelow({ ttl: 58, observedAt: 1000 }, 60, 3000), false, 'a renewal');
   });
 
   test('a session whose time left cannot be read tells nothing', () => {

@@ -69,7 +69,7 @@ describe('lock table recognition', () => {
     assert.deepEqual(layouts[2].shown, ['id', 'desc', 'update_time', 'ctid'], "PostgreSQL's row address besides");
     assert.deepEqual(layouts[2].guard, ['id', 'update_time', 'ctid']);
     assert.deepEqual(layoutsOf(SEED, [], 'mysql').layouts[0].guard, ['id', 'update_time']);
-    assert.deepEqual(layouts[0].expiry, { column: 'lock_until', utc: true, since: 'locked_at' });
+    assert.deepEqual(layouts[0].expiry, { column: 'lock_until', utc: true, since: 'locked_at', freeWhenPast: true });
   });
 
   test('not recognised: a lock table whose lock_name is not unique, a ShedLock table missing a column, other tables', () => {
@@ -151,7 +151,7 @@ describe('lock table rows', () => {
     assert.equal(lock.kind, 'single');
     assert.deepEqual(lock.waiters, []);
     const m = lock.holder!;
-    assert.deepEqual([m.key.toString(), m.convention, m.owner, m.lease, m.token, m.holds, m.session], ['report-job', 'shedlock', 'host-a', 'shedlock/report-job', null, null, undefined]);
+    assert.deepEqual([m.key.toString(), m.convention, m.owner, m.lease, m.token, m.holds, m.session], ['report-job@2030-01-01 10:00:00.5', 'shedlock', 'host-a', 'shedlock/report-job', null, null, undefined]);
     assert.deepEqual(shownValues(m), { name: 'report-job', lock_until: '2030-01-01 10:00:30.5', locked_at: '2030-01-01 10:00:00.5', locked_by: 'host-a' });
     assert.deepEqual(expiry, { ttl: 29.75, granted: 30, shown: '2030-01-01 10:00:30.5', written: '2030-01-01 10:00:00.5' });
   });
@@ -184,7 +184,7 @@ describe('lock table releases', () => {
   test("ShedLock's row: lock_until set back to its locked_at (same clock and zone, so past), guarded on the name, holder and lock_until shown", () => {
     const shedlock = layout(SHEDLOCK, 'shedlock');
     const { lock } = rowLock(shedlock, { n: 'job', v0: '2030-01-01 10:00:30.5', v1: '2030-01-01 10:00:00', v2: 'host-a', ttl: 1, granted: 30 });
-    assert.deepEqual(releaseStatement('postgres', shedlock, lock.holder!), {
+    assert.deepEqual(releaseStatement('postgres', shedlock, 'job', lock.holder!), {
       sql:
         'UPDATE "public"."shedlock" SET "lock_until" = "locked_at" WHERE "name" = ? AND CAST("name" AS text) IS NOT DISTINCT FROM ? ' +
         'AND CAST("locked_by" AS text) IS NOT DISTINCT FROM ? AND CAST("lock_until" AS text) IS NOT DISTINCT FROM ?',
@@ -195,7 +195,7 @@ describe('lock table releases', () => {
   test("Liquibase's releaseLock, only while LOCKED; the seed table's and a user's rows deleted", () => {
     const liquibase = layoutsOf(LIQUIBASE, [], 'mysql').layouts[0];
     const held = rowLock(liquibase, { n: '1', v0: '2024-05-01 12:00:00', v1: 'ci (10.0.0.7)' }).lock.holder!;
-    assert.deepEqual(releaseStatement('mysql', liquibase, held), {
+    assert.deepEqual(releaseStatement('mysql', liquibase, '1', held), {
       sql:
         'UPDATE `public`.`DATABASECHANGELOGLOCK` SET `LOCKED` = FALSE, `LOCKGRANTED` = NULL, `LOCKEDBY` = NULL WHERE `ID` = ? ' +
         'AND CAST(CAST(`ID` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) AND CAST(CAST(`LOCKEDBY` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) ' +
@@ -204,7 +204,7 @@ describe('lock table releases', () => {
     });
     const seed = layout(SEED, 'lock-table');
     const row = rowLock(seed, { n: 'a', v0: '7', v1: null, v2: '2024-01-01 00:00:00', v3: '(0,3)' }).lock.holder!;
-    assert.deepEqual(releaseStatement('postgres', seed, row), {
+    assert.deepEqual(releaseStatement('postgres', seed, 'a', row), {
       sql:
         'DELETE FROM "public"."lock" WHERE "lock_name" = ? AND CAST("lock_name" AS text) IS NOT DISTINCT FROM ? AND CAST("id" AS text) IS NOT DISTINCT FROM ? ' +
         'AND CAST("update_time" AS text) IS NOT DISTINCT FROM ? AND CAST("ctid" AS text) IS NOT DISTINCT FROM ?',
@@ -212,11 +212,11 @@ describe('lock table releases', () => {
     });
     const custom = layout(CUSTOM, 'custom-table', [SPEC]);
     const nobody = rowLock(custom, { n: 'x', v0: null, v1: null, v2: '(0,1)' }).lock.holder!;
-    assert.deepEqual(releaseStatement('postgres', custom, nobody).params, ['x', 'x', null, null, '(0,1)'], 'NULLs compared as NULL');
+    assert.deepEqual(releaseStatement('postgres', custom, 'x', nobody).params, ['x', 'x', null, null, '(0,1)'], 'NULLs compared as NULL');
     // On MySQL, compared as bytes (not in a _ci collation), and one row deleted at most.
     const mysqlCustom = layoutsOf(CUSTOM.map((c) => (c.column === 'expires_at' ? { ...c, type: 'datetime' } : c)), [SPEC], 'mysql').layouts[0];
     const shownRow = rowLock(mysqlCustom, { n: 'x', v0: 'w', v1: '2030-01-01 00:00:00.000' }).lock.holder!;
-    assert.deepEqual(releaseStatement('mysql', mysqlCustom, shownRow), {
+    assert.deepEqual(releaseStatement('mysql', mysqlCustom, 'x', shownRow), {
       sql:
         'DELETE FROM `public`.`job_locks` WHERE `job` = ? AND CAST(CAST(`job` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) ' +
         'AND CAST(CAST(`owner_id` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) AND CAST(CAST(`expires_at` AS CHAR) AS BINARY) <=> CAST(? AS BINARY) LIMIT 1',
@@ -229,12 +229,12 @@ describe('lock table releases', () => {
     const owner = 'o'.repeat(1000);
     const m = rowLock(custom, { n: 'x', v0: owner, v1: '2030-01-01 00:00:00+00', ttl: 3 }).lock.holder!;
     assert.equal(shownValues(m).owner_id!.length, PREVIEW_VALUE_CHARS + 1);
-    assert.equal(releaseStatement('postgres', custom, m).params[2], owner);
+    assert.equal(releaseStatement('postgres', custom, 'x', m).params[2], owner);
   });
 
   test('a member that is not a row LockLens showed is refused', () => {
     const custom = layout(CUSTOM, 'custom-table', [SPEC]);
     const m = { ...rowLock(custom, { n: 'x', v0: 'o', v1: null }).lock.holder!, valuePreview: Buffer.from('ADDED:2024@host') };
-    assert.throws(() => releaseStatement('postgres', custom, m), invalid(/not a lock-table row/));
+    assert.throws(() => releaseStatement('postgres', custom, 'x', m), invalid(/not a lock-table row/));
   });
 });

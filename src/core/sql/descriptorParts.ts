@@ -14,7 +14,7 @@ export const LOCK_TABLE_CONVENTION_NAMES: Readonly<Record<LockTableConvention, s
 };
 
 export const LOCK_TABLE_LIST =
-  "Lock tables of the URL's database (ShedLock, Liquibase, a lock table with a unique lock_name, --lock-table) are read too, named TABLE/ROW, with the row's expiry as TTL (a past one: expired; none: held until the row is cleared).";
+  "Lock tables of the URL's database (ShedLock, Liquibase, a lock table with a unique lock_name, --lock-table) are read too, named TABLE/ROW, with the row's expiry as TTL (a ShedLock row past it is free, one run a hold; your own table's: expired; none: held until the row is cleared).";
 
 /** How `locklens watch` follows a SQL store: its locks are in tables and views no server notifies of. */
 export const SQL_WATCH = (name: string) => `${name} is read again every second: no table of its locks sends notifications.`;

@@ -3,14 +3,16 @@
  * table, and tables the user describes (`LockTableSpec`). Shared by the PostgreSQL and MySQL/MariaDB stores, which
  * pass their session and merge `read()` into their own reading (see tableLayouts.ts for what is recognised and how).
  *
- * A row is a 'single' lock named `<table>/<row name>`; its member's key is the row's name, its owner the holder column
- * ('' where there is none), its lease the lock's name where the row expires ('' where it never does: held forever if
- * its owner died). The member's valuePreview is the row as shown, JSON of the values read as text: the release reads
- * its guard values back from there and compares them as text, so what is released is exactly the row that was shown.
+ * A row is a 'single' lock named `<table>/<row name>`; its member's key is the row's name (with, for ShedLock, the
+ * run's `locked_at`: see tableRows.ts), its owner the holder column ('' where there is none), its lease the lock's
+ * name where the row expires ('' where it never does: held forever if its owner died). A ShedLock row past its
+ * `lock_until` is no lock at all, as a Liquibase row not LOCKED is none: free, its row kept for the next run. The
+ * member's valuePreview is the row as shown, JSON of the values read as text: the release reads its guard values back
+ * from there and compares them as text, so what is released is exactly the row that was shown.
  */
 import type { ForceReleaseResult } from '../backend';
 import { LockLensError, isLockLensError } from '../errors';
-import { displayKey, keyId } from '../keys';
+import { displayKey } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import type { LockTableSpec } from '../profile';
 import type { ExpirySample } from './pollingWatch';
@@ -18,7 +20,8 @@ import type { SqlWriteSession } from './session';
 import { catalogColumn, catalogQuery } from './tableCatalog';
 import { LOCK_TABLE_CONVENTIONS, checkSpec, layoutsOf, type TableLayout } from './tableLayouts';
 import { releaseStatement, shownValues } from './tableRelease';
-import { lockName, rowLock, rowsQuery } from './tableRows';
+import { rowLock, rowNameOf, rowsQuery } from './tableRows';
+import { writerZone, type WriterZone } from './writerZone';
 
 export { LOCK_TABLE_CONVENTIONS, type LockTableConvention } from './tableLayouts';
 
@@ -36,9 +39,6 @@ export interface LockTablesReading {
  */
 const REDISCOVER_EVERY_READS = 30;
 
-/** More than any clock skew between the database and its clients, less than any time zone's offset from UTC. */
-const ZONE_SKEW_S = 15 * 60;
-
 export class LockTables {
   private layouts: TableLayout[] | undefined;
   /** Why a spec is not read: its names, once; its table's columns, at each discovery. */
@@ -51,8 +51,8 @@ export class LockTables {
    * its granted TTL; forgotten when the row's expiry changes or the row goes.
    */
   private firstTtls = new Map<string, { readonly shown: string; readonly ttl: number }>();
-  /** When the last read was, and what each row said it was written at (ShedLock's locked_at) with its zone note. */
-  private lastRead: { readonly at: number; readonly rows: ReadonlyMap<string, { readonly written: string; readonly note?: string }> } | undefined;
+  /** When the last read was, and what each row said it was written at (ShedLock's locked_at) with its writer's zone. */
+  private lastRead: { readonly at: number; readonly rows: ReadonlyMap<string, { readonly written: string; readonly zone?: WriterZone }> } | undefined;
 
   /**
    * `specs` are the user's, given to every SQL connection: a spec with names LockLens would not put in a statement is
@@ -109,7 +109,7 @@ export class LockTables {
     const expiries: ExpirySample[] = [];
     const seen = new Map<string, { name: Buffer; rows: number }>();
     const firstTtls = new Map<string, { shown: string; ttl: number }>();
-    const written = new Map<string, { written: string; note?: string }>();
+    const written = new Map<string, { written: string; zone?: WriterZone }>();
     const zoned = new Map<string, string[]>();
     const readAt = Date.now();
     for (const layout of layouts) {
@@ -119,8 +119,10 @@ export class LockTables {
         const rows = seen.get(lock.id);
         seen.set(lock.id, { name: lock.name, rows: (rows?.rows ?? 0) + 1 });
         if (rows) continue;
-        locks.push(lock);
-        if (!expiry) continue;
+        if (!expiry) {
+          locks.push(lock);
+          continue;
+        }
         const id = lock.holder!.lease;
         let granted = expiry.granted;
         if (granted === undefined) {
@@ -129,12 +131,19 @@ export class LockTables {
           firstTtls.set(id, kept);
           granted = kept.ttl;
         }
-        expiries.push({ id, ttl: expiry.ttl, grantedTtl: granted, keys: [lock.name] });
+        // Seconds left on the clock its writer compares the expiry with (see tableLayouts.ts).
+        let ttl = expiry.ttl;
         if (expiry.written !== undefined) {
-          const note = this.zoneOffset(lock, expiry.written, granted - expiry.ttl, readAt);
-          written.set(id, { written: expiry.written, note });
-          if (note) zoned.set(note, [...(zoned.get(note) ?? []), displayKey(lock.name)]);
+          const zone = this.writerZone(lock, expiry.written, granted - expiry.ttl, readAt);
+          written.set(id, { written: expiry.written, zone });
+          if (zone) {
+            zoned.set(zone.note, [...(zoned.get(zone.note) ?? []), displayKey(lock.name)]);
+            ttl += zone.offset;
+          }
         }
+        if (layout.expiry!.freeWhenPast && ttl <= 0) continue;
+        locks.push(lock);
+        expiries.push({ id, ttl, grantedTtl: granted, keys: [lock.name] });
       }
     }
     this.firstTtls = firstTtls;
@@ -145,28 +154,22 @@ export class LockTables {
     const notes = [...zoned].map(
       ([off, names]) =>
         `${names.length > 3 ? `${names.slice(0, 3).join(', ')} and ${names.length - 3} more were` : `${names.join(', ')} ${names.length > 1 ? 'were' : 'was'}`} ` +
-        `written ${off} the database's UTC clock: the writer may keep its local time zone (ShedLock without usingDbTime()), and the TTL is off by as much`,
+        `written ${off} the database's UTC clock: the writer may keep its local time zone (ShedLock without usingDbTime()), whose clock ShedLock ` +
+        `compares lock_until with, and the TTL is read on that clock`,
     );
     const hidden = [...[...this.specProblems, ...this.tableProblems].map((p) => `${p}, so its rows are not read`), ...shared, ...notes];
     return { locks, expiries, ...(hidden.length ? { hidden: hidden.join('; ') } : {}) };
   }
 
   /**
-   * How far from the database's UTC clock a row seems written ('5.0 h behind'), where its writer seems to keep another
-   * time zone than the one its TTL is read against (see tableLayouts.ts); `age` is the database's now less when the row
-   * says it was written, in seconds. A row written ahead of the database's clock is one; so is a row written since the
-   * last read (new, or its `written` changed) long before that read. A writer west of UTC is seen only that way,
-   * writing while LockLens reads: an old row is not otherwise told from one just written hours behind; once seen, the
-   * offset stays said while the row does. Clocks off by less than ZONE_SKEW_S are not zones.
+   * The zone a row's writer keeps (see writerZone.ts), from its `age` in seconds: asked as seen written since the last
+   * read where it is new or its `written` changed; once told, it stays while the row does.
    */
-  private zoneOffset(lock: LockState, written: string, age: number, readAt: number): string | undefined {
+  private writerZone(lock: LockState, written: string, age: number, readAt: number): WriterZone | undefined {
     const last = this.lastRead;
     const before = last?.rows.get(lock.holder!.lease);
-    if (before?.written === written && before.note) return before.note;
-    const behind = last && before?.written !== written ? age - (readAt - last.at) / 1000 : 0;
-    const off = age < -ZONE_SKEW_S ? age : behind > ZONE_SKEW_S ? behind : 0;
-    if (off === 0) return undefined;
-    return `${(Math.abs(off) / 3600).toFixed(1)} h ${off < 0 ? 'ahead of' : 'behind'}`;
+    if (before?.written === written && before.zone) return before.zone;
+    return writerZone(age, last && before?.written !== written ? (readAt - last.at) / 1000 : undefined);
   }
 
   /**
@@ -188,7 +191,7 @@ export class LockTables {
   }
 
   private cachedLayout(lock: LockState, member: LockMember): TableLayout | undefined {
-    return this.layouts?.find((l) => l.convention === member.convention && keyId(lockName(l, member.key.toString('utf8'))) === lock.id);
+    return this.layouts?.find((l) => l.convention === member.convention && rowNameOf(l, lock) !== undefined);
   }
 
   private async layoutOf(lock: LockState, member: LockMember): Promise<TableLayout> {
@@ -208,7 +211,7 @@ export class LockTables {
   /** The library's own release of the row, only while it is as shown; LOCK_CHANGED (nothing written) when it is not. */
   async forceRelease(lock: LockState, member: LockMember): Promise<ForceReleaseResult> {
     const layout = await this.layoutOf(lock, member);
-    const { sql, params } = releaseStatement(this.db.dialect, layout, member);
+    const { sql, params } = releaseStatement(this.db.dialect, layout, rowNameOf(layout, lock)!, member);
     const changed = await this.db.execute(sql, params);
     if (changed === 0) {
       throw new LockLensError('LOCK_CHANGED', `${displayKey(lock.name)} is no longer the row that was shown (released, taken again or changed since): nothing was changed`);
@@ -220,7 +223,7 @@ export class LockTables {
     const layout = this.cachedLayout(lock, member);
     const shown = shownValues(member);
     const guards = layout?.guard.map((c) => ` and ${c} ${shown[c] ?? 'NULL'}`).join('') ?? '';
-    const row = `row '${displayKey(member.key)}'`;
+    const row = `row '${layout ? rowNameOf(layout, lock)! : displayKey(member.key)}'`;
     switch (member.convention) {
       case 'shedlock':
         return (

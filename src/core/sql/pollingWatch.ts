@@ -2,7 +2,8 @@
  * Keeps a SQL store's locks current by reading them whole every poll interval (databases push nothing about advisory
  * locks or lock rows). Reads go through a SnapshotModel, so a quiet poll emits nothing and a change emits only the locks
  * that moved, coalesced as the other stores' change sets are. Lock-table rows with an expiry are sampled as TTLs; they
- * are never renewed by their owners the way leases are (ShedLock sets `lock_until` once), so none is ever "stalled".
+ * are never renewed by their owners the way leases are (ShedLock sets `lock_until` at each run, and its unlock moves it
+ * to now or to the end of lockAtLeastFor), so none is ever "stalled".
  */
 import type { Listing, WatchOptions } from '../backend';
 import { LockLensError, errorMessage } from '../errors';

@@ -8,9 +8,12 @@
  * - ShedLock JDBC: `shedlock(name, lock_until, locked_at, locked_by)`; rows are never deleted, a row is held while
  *   `lock_until` is ahead of ShedLock's now. LockLens's TTL is `lock_until` less the database's clock: its UTC wall
  *   clock (`timezone('utc', CURRENT_TIMESTAMP)`, `UTC_TIMESTAMP(6)`) for a column without a time zone, the instant for
- *   a `timestamptz`. That assumes the writer's clock is UTC, as it is with ShedLock's usingDbTime(); without it ShedLock
- *   writes its JVM's local time (pgjdbc also sets the session's TimeZone to the JVM's), which shifts the TTL by the
- *   JVM's offset: lockTables.ts notes it where `locked_at` gives it away. Past `lock_until`, a row is shown expired.
+ *   a `timestamptz`. That is ShedLock's own now with usingDbTime(), whose statements compare `lock_until <=` that very
+ *   expression; without it ShedLock compares with its JVM's clock in the JVM's zone (pgjdbc also sets the session's
+ *   TimeZone to the JVM's), which is the database's UTC for a JVM in UTC and otherwise off by the JVM's offset:
+ *   lockTables.ts reads the TTL on the writer's clock where `locked_at` gives that offset away. Past `lock_until` a
+ *   row is a free lock, as ShedLock reads it (its next run takes the row by `UPDATE … WHERE lock_until <= now`), and
+ *   each `locked_at` is one run: one hold.
  * - Liquibase: `DATABASECHANGELOGLOCK(ID, LOCKED, LOCKGRANTED, LOCKEDBY)`, a lock while LOCKED; never expires.
  * - The seed article's `lock(id, lock_name UNIQUE, desc, update_time)`: a row is a held lock with no holder and no
  *   expiry, released (deleted) only while its id and update_time are as shown. Only a table named `lock` whose `lock_name` alone has a unique index: any other table is described by the
@@ -40,8 +43,16 @@ export interface TableLayout {
     readonly column: string;
     /** Compared with the UTC wall clock (ShedLock's now for a column without a time zone), else the session's now. */
     readonly utc: boolean;
-    /** The column saying when the row was written: its distance to the expiry is the granted TTL. */
+    /**
+     * The column saying when the row was taken: its distance to the expiry is the granted TTL, and a new value is a
+     * new hold (ShedLock's `locked_at`, written at every run into the same row).
+     */
     readonly since?: string;
+    /**
+     * Past the expiry the row is a free lock, not a holder whose TTL ran out: ShedLock's reading. Absent for a user's
+     * table, which is not known to be read so by its clients: its expired rows stay shown.
+     */
+    readonly freeWhenPast?: true;
   };
   /** The row as shown besides its name, in order; the holder and the guard columns are among them. */
   readonly shown: readonly string[];
@@ -155,7 +166,7 @@ function recognise(table: FoundTable, dialect: SqlDialect): TableLayout | undefi
         convention: 'shedlock',
         nameColumn: name.column,
         holderColumn: by.column,
-        expiry: { column: until.column, utc, since: at.column },
+        expiry: { column: until.column, utc, since: at.column, freeWhenPast: true },
         shown: [until.column, at.column, by.column],
         guard: [until.column],
       };

@@ -19,9 +19,10 @@ export function shownValues(member: LockMember): Record<string, string | null> {
 }
 
 /**
- * The library's own release, on the row only while it is as shown: its name, its holder and its guard columns, compared
- * as the text that was read (null-safe, byte for byte). ShedLock: `lock_until` set back to `locked_at`; Liquibase: the lock cleared
- * (its releaseLock); the seed table and the user's tables: the row deleted.
+ * The library's own release, on the row named `name` (the lock's, not the member's key: a ShedLock member is a run)
+ * only while it is as shown: its name, its holder and its guard columns, compared as the text that was read (null-safe,
+ * byte for byte). ShedLock: `lock_until` set back to `locked_at`; Liquibase: the lock cleared (its releaseLock); the
+ * seed table and the user's tables: the row deleted.
  *
  * ShedLock's own unlock sets `lock_until` to max(its now, `locked_at` + lockAtLeastFor), in the clock and zone it
  * wrote the row with: the database's UTC with usingDbTime(), else the JVM's local time. LockLens knows neither that
@@ -30,14 +31,13 @@ export function shownValues(member: LockMember): Record<string, string | null> {
  * the lock was taken, so it is at or before ShedLock's now whatever the zone: ShedLock's next `lock_until <= now`
  * takes the row at once. (Skipping lockAtLeastFor is what a force release is for.)
  */
-export function releaseStatement(dialect: SqlDialect, layout: TableLayout, member: LockMember): { sql: string; params: unknown[] } {
+export function releaseStatement(dialect: SqlDialect, layout: TableLayout, name: string, member: LockMember): { sql: string; params: unknown[] } {
   const shown = shownValues(member);
   const q = (c: string) => quoteIdent(dialect, c);
   // MySQL compares text in the column's or connection's collation, case-, accent- and trailing-space-insensitive
   // (`_ci`, PAD SPACE): as bytes, 'Job' and 'job ' are not the 'job' shown. The name's `=` lets an index find the row.
   const same = (c: string) =>
     dialect === 'postgres' ? `${asText(dialect, c)} IS NOT DISTINCT FROM ?` : `CAST(${asText(dialect, c)} AS BINARY) <=> CAST(? AS BINARY)`;
-  const name = member.key.toString('utf8');
   const where = [`${q(layout.nameColumn)} = ?`, same(layout.nameColumn)];
   const params: unknown[] = [name, name];
   if (layout.holderColumn !== undefined) {

@@ -64,6 +64,23 @@ export function lockName(layout: TableLayout, rowName: string): Buffer {
   return Buffer.from(`${layout.label}/${rowName}`, 'utf8');
 }
 
+/** The row's name in the layout's table, from its lock's name; undefined when the lock is not one of its rows. */
+export function rowNameOf(layout: TableLayout, lock: LockState): string | undefined {
+  const name = lock.name.toString('utf8');
+  return name.startsWith(`${layout.label}/`) ? name.slice(layout.label.length + 1) : undefined;
+}
+
+/**
+ * The member's key: the row's name, and where the row says when it was taken, that too. ShedLock writes the same row
+ * at every run, often with the same locked_by: with the name alone, a run taking the row within a poll of the last
+ * one's lock_until would read as the last hold going on, and every view that tells holds apart by member (the tree's
+ * age, the timeline's bars, the statistics, the recorded history) would join the two runs. `locked_at` is new at each
+ * run and kept by ShedLock's extend and unlock, so it marks one run, and nothing else changes it.
+ */
+function memberKey(rowName: string, taken: string | null): Buffer {
+  return Buffer.from(taken === null ? rowName : `${rowName}@${taken}`, 'utf8');
+}
+
 export function rowLock(layout: TableLayout, row: SqlRow): RowLock {
   // Never NULL: rowsQuery reads only rows whose name IS NOT NULL.
   const rowName = rowText(row.n)!;
@@ -78,8 +95,9 @@ export function rowLock(layout: TableLayout, row: SqlRow): RowLock {
   });
   const holder = layout.holderColumn === undefined ? null : values[layout.shown.indexOf(layout.holderColumn)];
   const expiryShown = layout.expiry ? values[layout.shown.indexOf(layout.expiry.column)] : null;
+  const written = layout.expiry?.since === undefined ? null : values[layout.shown.indexOf(layout.expiry.since)];
   const member: LockMember = {
-    key: Buffer.from(rowName, 'utf8'),
+    key: memberKey(rowName, written),
     convention: layout.convention,
     owner: holder ?? '',
     expiresWith: layout.expiry && expiryShown !== null ? 'ttl' : 'nothing',
@@ -92,6 +110,5 @@ export function rowLock(layout: TableLayout, row: SqlRow): RowLock {
   const lock: LockState = { id: keyId(name), name, kind: 'single', holder: member, waiters: [] };
   if (!layout.expiry || expiryShown === null) return { lock };
   const granted = row.granted === undefined || row.granted === null ? undefined : Number(row.granted);
-  const written = layout.expiry.since === undefined ? null : values[layout.shown.indexOf(layout.expiry.since)];
   return { lock, expiry: { ttl: Number(row.ttl), granted, shown: expiryShown, ...(written !== null ? { written } : {}) } };
 }
