@@ -16,6 +16,10 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
     'redisson-rwlock': 'Redisson RReadWriteLock',
     shedlock: 'ShedLock',
     'redis-token': 'token lock: redis-py Lock, redlock, Spring, SET NX PX',
+    'redis-semaphore': 'redis-semaphore Semaphore (npm)',
+    'redis-multi-semaphore': 'redis-semaphore MultiSemaphore (npm)',
+    'redisson-semaphore': 'Redisson RSemaphore',
+    'redisson-permit-semaphore': 'Redisson RPermitExpirableSemaphore',
   },
   checkEndpoints(endpoints) {
     if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no Redis URL given');
