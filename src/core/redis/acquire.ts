@@ -14,19 +14,22 @@ import { acquireFair } from './acquire/fairLock';
 import type { RenewingHold } from './acquire/hold';
 import type { AcquireContext } from './acquire/context';
 import { acquireReadWrite } from './acquire/readWriteLock';
+import { acquireRedisSemaphore } from './acquire/redisSemaphore';
 import { acquireRedisson } from './acquire/redissonLock';
 import { acquireToken } from './acquire/tokenLock';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
 import { lockQueueKey } from './redissonNames';
+import { SEMAPHORE_CONVENTIONS, isRedisSemaphoreKey } from './semaphores';
 
-type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw';
+type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw' | 'redis-semaphore';
 
 /** What a name is now, for a sentence: "… is a token lock". */
 const LAYOUT_NAMES: Record<Exclude<Layout, 'free' | 'redisson-rw'>, string> = {
   token: 'a token lock (SET NX PX: redis-py, redlock, the classic recipe)',
   redisson: 'a Redisson lock (RLock)',
   'redisson-fair': 'a Redisson fair lock (RFairLock)',
+  'redis-semaphore': 'a redis-semaphore Semaphore (npm)',
 };
 
 async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
@@ -34,6 +37,7 @@ async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
   if (queueLen > 0 && (type === 'hash' || type === 'none')) return 'redisson-fair';
   if (type === 'none') return 'free';
   if (type === 'string') return 'token';
+  if (type === 'zset' && isRedisSemaphoreKey(name)) return 'redis-semaphore';
   if (type === 'hash') {
     const size = await client.hlen(name);
     // A read/write lock has one field per reader: many readers are normal, and its `mode` field says what it is.
@@ -51,6 +55,26 @@ async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
   throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} holds a Redis ${type} that is not a lock layout LockLens knows: it will not overwrite it`);
 }
 
+/**
+ * A free name is taken as a redis-semaphore permit when a limit or that layout is asked for; redis-semaphore's clients
+ * look for `semaphore:<key>`, so a name without that prefix would be a semaphore none of them sees.
+ */
+function wantsSemaphore(name: Buffer, options: AcquireOptions): boolean {
+  if (options.permitLimit === undefined && options.layout !== SEMAPHORE_CONVENTIONS.redisSemaphore) return false;
+  if (!isRedisSemaphoreKey(name)) {
+    throw new LockLensError('INVALID_ARGUMENT', `redis-semaphore keeps Semaphore(client, 'KEY', limit) at semaphore:KEY: take ${displayKey(name)}'s permit as semaphore:${displayKey(name)}`);
+  }
+  return true;
+}
+
+/** The limit every redis-semaphore call states, which the store does not keep. */
+function permitLimitOf(name: Buffer, options: AcquireOptions): number {
+  const limit = options.permitLimit;
+  if (limit === undefined) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES['redis-semaphore']}, whose limit only its clients know: say how many permits it has`);
+  if (!Number.isInteger(limit) || limit < 1) throw new LockLensError('INVALID_ARGUMENT', `a semaphore has a whole number of permits, at least 1, not ${limit}`);
+  return limit;
+}
+
 export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<RenewingHold> {
   const name = Buffer.from(nameBytes);
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL must be positive');
@@ -60,12 +84,17 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000));
   try {
     if (ctx.clients.length > 1) {
+      if (options.permitLimit !== undefined) throw new LockLensError('INVALID_ARGUMENT', `LockLens takes a redis-semaphore permit on one Redis, not on ${ctx.clients.length} independent instances`);
       if (mode) {
         throw new LockLensError('INVALID_ARGUMENT', `a Redisson read/write lock lives on one Redis: ${displayKey(name)} cannot be taken for ${mode} on ${ctx.clients.length} independent instances`);
       }
       return await acquireToken(ctx.clients, name, ttlMs, options);
     }
     const layout = await layoutOf(ctx.clients[0], name);
+    if (layout === 'redis-semaphore' || (layout === 'free' && wantsSemaphore(name, options))) {
+      if (mode) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a semaphore: take a permit without a read or write mode`);
+      return await acquireRedisSemaphore(ctx.clients[0], name, permitLimitOf(name, options), ttlMs, options);
+    }
     if (mode) {
       if (layout !== 'free' && layout !== 'redisson-rw') {
         throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES[layout]}, not a read/write lock: take it without a read or write mode`);

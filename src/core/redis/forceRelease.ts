@@ -11,6 +11,8 @@ import type { LockMember, LockState } from '../lockState';
 import { storeError } from './keyspaceReader';
 import { CONVENTIONS } from './recognize';
 import { lockChannel, lockQueueKey, lockTimeoutKey, rwLockChannel } from './redissonNames';
+import { REDISSON_PERMIT_RELEASE } from './semaphoreScripts';
+import { permitTimeoutKey, semaphoreChannel } from './semaphores';
 import { FAIR_FORCE_UNLOCK, READ_UNLOCK_MESSAGE, REDISSON_FORCE_UNLOCK, TOKEN_RELEASE, UNLOCK_MESSAGE } from './scripts';
 
 function isHolder(lock: LockState, member: LockMember): boolean {
@@ -47,6 +49,11 @@ export function describeForceRelease(lock: LockState, member: LockMember): strin
       return `Deletes ${name} only if it still holds ${member.convention === CONVENTIONS.shedlock ? 'the value' : 'token'} ${shortValue(member)}${member.quorum ? `, on every one of the ${member.quorum.of} instances where it does` : ''}. ${tail}`;
     case CONVENTIONS.redissonRwLock:
       return `Deletes the read/write lock hash ${name} only if ${member.owner} still holds it in ${member.mode ?? 'its'} mode, then publishes Redisson's unlock message so its waiters retry at once. Every ${lock.sharedWith?.length ? 'reader' : 'holder'} loses it. ${tail}`;
+    case CONVENTIONS.redisSemaphore:
+    case CONVENTIONS.redisMultiSemaphore:
+      return `Removes the permit ${member.key.toString('utf8')} from the semaphore ${name}, only if it is still there: one permit comes free, the other holders keep theirs, and the next client to poll takes it. ${tail}`;
+    case CONVENTIONS.redissonPermitSemaphore:
+      return `Gives back the permit ${member.owner} of the semaphore ${name}, only if it is still held, as Redisson's release does: the count of free permits goes up by one and its waiters are told. The other holders keep theirs. ${tail}`;
     case CONVENTIONS.redissonFairLock:
       return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then wakes the first waiter in its queue as Redisson's forceUnlock does. ${tail}`;
     default:
@@ -93,6 +100,18 @@ export async function forceRelease(clients: readonly Redis[], lock: LockState, m
         const { deleted: n } = await onEvery(clients, (c) => c.eval(REDISSON_FORCE_UNLOCK, 2, lock.name, lockChannel(lock.name), member.key, UNLOCK_MESSAGE, ''));
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the lock hash and woke its waiters' + where(n, clients.length) };
+      }
+      case CONVENTIONS.redisSemaphore:
+      case CONVENTIONS.redisMultiSemaphore: {
+        // The token is the permit: removing that exact member is the compare-and-remove.
+        const { deleted: n } = await onEvery(clients, (c) => c.zrem(lock.name, member.key));
+        if (n === 0) throw changed();
+        return { keys: [lock.name], action: 'removed that permit from the semaphore' };
+      }
+      case CONVENTIONS.redissonPermitSemaphore: {
+        const { deleted: n } = await onEvery(clients, (c) => c.eval(REDISSON_PERMIT_RELEASE, 3, lock.name, semaphoreChannel(lock.name), permitTimeoutKey(lock.name), member.key));
+        if (n === 0) throw changed();
+        return { keys: [lock.name, permitTimeoutKey(lock.name)], action: 'gave that permit back and told the waiters' };
       }
       default:
         throw new LockLensError('INVALID_ARGUMENT', `LockLens does not know how to release a '${member.convention}' member safely`);
