@@ -23,7 +23,7 @@ describe('Redis semaphore recognition', () => {
     const [lock] = locks;
     assert.equal(lock.kind, 'semaphore');
     assert.deepEqual(lock.permits, { limit: null, free: null, holdersRecorded: true });
-    assert.deepEqual([lock.holder, ...lock.sharedWith!].map((m) => m!.owner), ['tok-a', 'tok-b'], 'oldest first');
+    assert.deepEqual([lock.holder, ...lock.sharedWith!].map((m) => m!.owner), ['tok-a', 'tok-b'], 'by token: a refresh moves a score');
     assert.equal(lock.holder?.convention, CONVENTIONS.redisSemaphore);
     assert.equal(lock.holder?.expiresWith, 'ttl');
     assert.equal(ttls.get(permitTtlId(b('semaphore:jobs'), b('tok-a')))?.ms, 6000);

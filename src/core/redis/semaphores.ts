@@ -111,8 +111,9 @@ export function redisSemaphoreLock(record: SemaphoreRecord, ttls: Map<string, Pe
   if (!entries.every(([, score]) => Number.isInteger(score) && score > EPOCH_MS_FLOOR && score < now + DAY_MS)) return undefined;
   const newest = Math.max(...entries.map(([, score]) => score));
   const lockTimeout = Math.max(0, now + record.pttl - newest);
+  // By token, not by score: every refresh moves a holder's score, and the rows would change places with it.
   const holders = [...entries]
-    .sort((a, b) => a[1] - b[1] || Buffer.compare(a[0], b[0]))
+    .sort((a, b) => Buffer.compare(a[0], b[0]))
     .map(([id, score]) => {
       const multi = MULTI_PERMIT.exec(id.toString('latin1'));
       const convention = multi ? SEMAPHORE_CONVENTIONS.redisMultiSemaphore : SEMAPHORE_CONVENTIONS.redisSemaphore;
