@@ -129,6 +129,8 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     assert.deepEqual(await t.raw.zrangeBuffer(permitTimeoutKey(b(name)), '0', '-1'), [id2]);
     await eventually(() => messages.includes('2'), 10_000, "Redisson's waiters told");
     await assert.rejects(t.backend.forceRelease(lock, lock.holder!), (e) => isLockLensError(e) && e.code === 'LOCK_CHANGED');
+    assert.equal(t.backend.acquirable(lock), false);
+    await assert.rejects(t.backend.acquire(b(name), { ttlSeconds: 10 }), (e) => isLockLensError(e) && e.code === 'INVALID_ARGUMENT' && /Redisson semaphore/.test(e.message));
   });
 
   test("Redisson's RSemaphore: an integer is a semaphore while a Redisson client waits on its channel, holders not recorded", async () => {

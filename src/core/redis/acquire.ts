@@ -20,6 +20,7 @@ import { acquireToken } from './acquire/tokenLock';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
 import { lockQueueKey } from './redissonNames';
+import { isRedissonSemaphore } from './semaphoreReads';
 import { SEMAPHORE_CONVENTIONS, isRedisSemaphoreKey } from './semaphores';
 
 type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw' | 'redis-semaphore';
@@ -36,7 +37,12 @@ async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
   const [type, queueLen] = await Promise.all([client.type(name), client.llen(lockQueueKey(name))]);
   if (queueLen > 0 && (type === 'hash' || type === 'none')) return 'redisson-fair';
   if (type === 'none') return 'free';
-  if (type === 'string') return 'token';
+  if (type === 'string') {
+    if (await isRedissonSemaphore(client, name)) {
+      throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a Redisson semaphore (RSemaphore or RPermitExpirableSemaphore): LockLens shows its permits but does not take them`);
+    }
+    return 'token';
+  }
   if (type === 'zset' && isRedisSemaphoreKey(name)) return 'redis-semaphore';
   if (type === 'hash') {
     const size = await client.hlen(name);

@@ -42,3 +42,9 @@ export async function readSemaphoreParts(client: Redis, records: KeyRecord[], ex
   });
   return records;
 }
+
+/** Whether a string is a Redisson semaphore's counter, by the same signs a read goes by (see semaphores.ts). */
+export async function isRedissonSemaphore(client: Redis, name: Buffer): Promise<boolean> {
+  const [ids, subs] = await Promise.all([client.exists(permitTimeoutKey(name)), client.call('PUBSUB', 'NUMSUB', semaphoreChannel(name)) as Promise<[unknown, number]>]);
+  return ids > 0 || Number(subs[1]) > 0;
+}
