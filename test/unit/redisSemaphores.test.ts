@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CONVENTIONS, recognize, type FairQueue, type KeyRecord } from '../../src/core/redis/recognize';
+import { TtlTable } from '../../src/core/redis/ttlTable';
 import { NON_EXPIRABLE, permitTimeoutKey, permitTtlId, semaphoreChannel } from '../../src/core/redis/semaphores';
 
 const b = (s: string) => Buffer.from(s);
@@ -28,6 +29,7 @@ describe('Redis semaphore recognition', () => {
     assert.equal(lock.holder?.expiresWith, 'ttl');
     assert.equal(ttls.get(permitTtlId(b('semaphore:jobs'), b('tok-a')))?.ms, 6000);
     assert.equal(ttls.get(permitTtlId(b('semaphore:jobs'), b('tok-b')))?.deadline, NOW + 9000);
+    assert.equal(ttls.get(permitTtlId(b('semaphore:jobs'), b('tok-b')))?.stallFraction, 0.1, 'refreshed with a fifth left: late only under a tenth');
     assert.deepEqual(lock.waiters, []);
   });
 
@@ -79,5 +81,15 @@ describe('Redis semaphore recognition', () => {
     const { locks } = recognize([counter('lock:a', '1')], none, ALL, NOW);
     assert.equal(locks[0].kind, 'single');
     assert.equal(locks[0].holder?.convention, CONVENTIONS.token);
+  });
+
+  test("a redis-semaphore permit with a fifth of its TTL left is not late: its client refreshes then", () => {
+    const stalled = (stallFraction?: number) => {
+      const table = new TtlTable();
+      table.observe([{ id: 'p', ms: 10_000, keys: [b('k')], ...(stallFraction ? { stallFraction } : {}) }], 0);
+      return table.observe([{ id: 'p', ms: 3000, keys: [b('k')], ...(stallFraction ? { stallFraction } : {}) }], 7000)[0].stalled;
+    };
+    assert.equal(stalled(), true, 'below half: a Redisson watchdog would have renewed');
+    assert.equal(stalled(0.1), false);
   });
 });

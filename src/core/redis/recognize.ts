@@ -53,6 +53,8 @@ export interface TtlSource {
   readonly nodes?: readonly string[];
   /** Sample the PTTL only while the key still holds this value (a redlock token: another token's TTL is not ours). */
   readonly value?: Buffer;
+  /** Below this share of its TTL left its holder is late renewing, where its client renews late (see semaphores.ts). */
+  readonly stallFraction?: number;
 }
 
 export interface Recognized {

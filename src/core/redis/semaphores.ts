@@ -36,7 +36,14 @@ interface PermitTtl {
   readonly ms: number;
   readonly keys: readonly Buffer[];
   readonly deadline?: number;
+  readonly stallFraction?: number;
 }
+
+/**
+ * redis-semaphore refreshes a permit when 80% of its lockTimeout has passed (refreshInterval's default), with a fifth
+ * left: a holder is late only when less than a tenth is left, not below the half that tells a Redisson watchdog late.
+ */
+const REDIS_SEMAPHORE_STALL_FRACTION = 0.1;
 
 export const SEMAPHORE_CONVENTIONS = {
   redisSemaphore: 'redis-semaphore',
@@ -77,11 +84,11 @@ export function isIntegerValue(value: Buffer | undefined): boolean {
 /** The id a permit's expiry is counted down under: it cannot be a key's (NUL, a tag, then the permit). */
 export const permitTtlId = (name: Uint8Array, permit: Uint8Array): string => `${keyId(name)}\u0000permit\u0000${keyId(permit)}`;
 
-function permitMember(name: Buffer, permit: Buffer, owner: string, convention: string, expiresAt: number | undefined, now: number, ttls: Map<string, PermitTtl>): LockMember {
+function permitMember(name: Buffer, permit: Buffer, owner: string, convention: string, expiresAt: number | undefined, now: number, ttls: Map<string, PermitTtl>, stallFraction?: number): LockMember {
   let lease = '';
   if (expiresAt !== undefined) {
     lease = permitTtlId(name, permit);
-    ttls.set(lease, { id: lease, ms: Math.max(0, expiresAt - now), keys: [name], deadline: expiresAt });
+    ttls.set(lease, { id: lease, ms: Math.max(0, expiresAt - now), keys: [name], deadline: expiresAt, ...(stallFraction ? { stallFraction } : {}) });
   }
   return {
     key: permit,
@@ -118,7 +125,7 @@ export function redisSemaphoreLock(record: SemaphoreRecord, ttls: Map<string, Pe
       const multi = MULTI_PERMIT.exec(id.toString('latin1'));
       const convention = multi ? SEMAPHORE_CONVENTIONS.redisMultiSemaphore : SEMAPHORE_CONVENTIONS.redisSemaphore;
       const owner = multi ? id.subarray(0, Buffer.byteLength(multi[1], 'latin1')).toString('utf8') : id.toString('utf8');
-      return permitMember(record.key, id, owner, convention, score + lockTimeout, now, ttls);
+      return permitMember(record.key, id, owner, convention, score + lockTimeout, now, ttls, REDIS_SEMAPHORE_STALL_FRACTION);
     });
   return semaphore(record, holders, { limit: null, free: null, holdersRecorded: true });
 }
