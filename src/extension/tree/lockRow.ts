@@ -58,7 +58,10 @@ export function lockDescription(node: PrefixedRow, lock: LockState, health: read
   const parts: string[] = node.connection.staleSince ? [vscode.l10n.t('stale')] : [];
   const permits = permitCount(lock);
   if (permits) {
-    // Each holder has its own row, age and owner: the lock's row counts the permits.
+    // Each holder has its own row, age and owner: the lock's row says since when it has been held (its oldest hold),
+    // and counts the permits.
+    const holds = health.filter((h) => h.position === 0).map((h) => h.since);
+    if (holds.length) parts.push(vscode.l10n.t('held {0}', coarseAge(holds.reduce((a, b) => (b.at < a.at ? b : a)))));
     parts.push(permitsText(permits));
     if (lock.waiters.length) parts.push(waitersText(lock));
     if (lock.altName) parts.push(lock.altName);
@@ -80,15 +83,15 @@ export function lockDescription(node: PrefixedRow, lock: LockState, health: read
   return parts.join(' · ');
 }
 
-/** "2/3 permits held", "2 permits held", "1 permit left, holders not recorded". */
+/** "2/3 permits", "2 permits", "free", "1 permit left, holders not recorded". */
 export function permitsText(p: PermitCount): string {
   if (!p.holdersRecorded) {
     if (p.free === null) return vscode.l10n.t('holders not recorded');
     return p.free === 1 ? vscode.l10n.t('1 permit left, holders not recorded') : vscode.l10n.t('{0} permits left, holders not recorded', p.free);
   }
   if (p.held === 0) return vscode.l10n.t('free');
-  if (p.limit !== null) return vscode.l10n.t('{0}/{1} permits held', p.held ?? '?', p.limit);
-  return p.held === 1 ? vscode.l10n.t('1 permit held') : vscode.l10n.t('{0} permits held', p.held ?? '?');
+  if (p.limit !== null) return vscode.l10n.t('{0}/{1} permits', p.held ?? '?', p.limit);
+  return p.held === 1 ? vscode.l10n.t('1 permit') : vscode.l10n.t('{0} permits', p.held ?? '?');
 }
 
 export function lockTooltip(connection: StoreConnection, lock: LockState, health: readonly MemberHealth[], figures: LockFigures | undefined, findings: LockFindings): vscode.MarkdownString {
