@@ -12,6 +12,21 @@ import { redisSuite } from '../harness/redisSuite';
 
 const b = (s: string) => Buffer.from(s);
 
+/** RedissonPermitExpirableSemaphore's tryAcquire and tryRelease scripts, verbatim (Redisson 3.x): the peer's side. */
+const REDISSON_TRY_ACQUIRE =
+  "local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, ARGV[1]); " +
+  "if #expiredIds > 0 then redis.call('zrem', KEYS[2], unpack(expiredIds)); local value = redis.call('incrby', KEYS[1], #expiredIds); " +
+  "if tonumber(value) > 0 then redis.call(ARGV[5], KEYS[3], value); end;end; " +
+  "local value = redis.call('get', KEYS[1]); " +
+  "if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then redis.call('decrby', KEYS[1], ARGV[1]); " +
+  "for i = 6, #ARGV, 1 do redis.call('zadd', KEYS[2], ARGV[2], ARGV[i]); end; " +
+  "local ttl = redis.call('pttl', KEYS[1]); if ttl > 0 then redis.call('pexpire', KEYS[2], ttl); end; return 'OK'; end; " +
+  "local v = redis.call('zrange', KEYS[2], 0, 0, 'WITHSCORES'); if v[1] ~= nil and v[2] ~= ARGV[4] then return ':' .. tostring(v[2]); end return nil;";
+const REDISSON_TRY_RELEASE =
+  "local expire = redis.call('zscore', KEYS[3], ARGV[1]);local removed = redis.call('zrem', KEYS[3], ARGV[1]);" +
+  "if tonumber(removed) ~= 1 then return 0;end;local value = redis.call('incrby', KEYS[1], ARGV[2]); redis.call(ARGV[4], KEYS[2], value); " +
+  "if tonumber(expire) <= tonumber(ARGV[3]) then return 0;end;return 1;";
+
 /**
  * Semaphores on a real redis-server: npm redis-semaphore's Semaphore and MultiSemaphore as real peers, both ways (they
  * hold every permit and LockLens waits; LockLens holds one and a peer at the limit waits), a permit force-released
@@ -129,8 +144,41 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     assert.deepEqual(await t.raw.zrangeBuffer(permitTimeoutKey(b(name)), '0', '-1'), [id2]);
     await eventually(() => messages.includes('2'), 10_000, "Redisson's waiters told");
     await assert.rejects(t.backend.forceRelease(lock, lock.holder!), (e) => isLockLensError(e) && e.code === 'LOCK_CHANGED');
-    assert.equal(t.backend.acquirable(lock), false);
-    await assert.rejects(t.backend.acquire(b(name), { ttlSeconds: 10 }), (e) => isLockLensError(e) && e.code === 'INVALID_ARGUMENT' && /Redisson semaphore/.test(e.message));
+  });
+
+  test("Redisson's RPermitExpirableSemaphore taken from LockLens with its scripts: it waits for a permit given back, and gives its own back to a Redisson waiter", async () => {
+    const name = `pool${++n}`;
+    const keys = [name, permitTimeoutKey(b(name)), semaphoreChannel(b(name))];
+    const redissonAcquire = (id: Buffer) => t.raw.eval(REDISSON_TRY_ACQUIRE, 3, ...keys, 1, Date.now() + 60_000, Date.now(), NON_EXPIRABLE, 'publish', id);
+    const redissonRelease = (id: Buffer) => t.raw.eval(REDISSON_TRY_RELEASE, 3, name, semaphoreChannel(b(name)), permitTimeoutKey(b(name)), id, 1, Date.now(), 'publish');
+    await t.raw.set(name, '2');
+    const [a, c, late] = [Buffer.alloc(16, 0xa), Buffer.alloc(16, 0xc), Buffer.alloc(16, 0xd)];
+    assert.equal(await redissonAcquire(a), 'OK');
+    assert.equal(await redissonAcquire(c), 'OK');
+    const positions: number[] = [];
+    const pending = t.backend.acquire(b(name), { ttlSeconds: 10, onQueue: (p) => positions.push(p.ahead) });
+    t.defer(async () => (await pending.catch(() => undefined))?.release().catch(() => undefined));
+    await eventually(() => positions.includes(1), 10_000, 'LockLens waiting for a permit');
+    assert.equal(await redissonRelease(a), 1);
+    const hold = await pending;
+    assert.equal(await t.raw.get(name), '0');
+    const ids = await t.raw.zrangeBuffer(permitTimeoutKey(b(name)), '0', '-1', 'WITHSCORES');
+    assert.deepEqual(ids.filter((_, i) => i % 2 === 0).map((id) => id.toString('hex')).sort(), [c.toString('hex'), hold.owner].sort(), 'our id beside the one Redisson kept');
+    assert.ok(Number(ids[ids.findIndex((id) => id.toString('hex') === hold.owner) + 1]) > Date.now(), 'our permit expires with its TTL, renewed while held');
+    assert.notEqual(await redissonAcquire(late), 'OK', 'no permit free for Redisson while LockLens holds one (it answers when the next expires)');
+    assert.equal(await hold.release(), true);
+    assert.equal(await redissonAcquire(late), 'OK', 'the permit we gave back');
+  });
+
+  test('every permit of an RPermitExpirableSemaphore free, it is a bare counter: taken as one only when its layout is asked for', async () => {
+    const name = `pool${++n}`;
+    await t.raw.set(name, '1');
+    await assert.rejects(t.backend.acquire(b(name), { ttlSeconds: 10, tryOnly: true }), (e) => isLockLensError(e) && e.code === 'LOCKED', 'read as a token lock');
+    const hold = await t.backend.acquire(b(name), { ttlSeconds: 10, tryOnly: true, layout: CONVENTIONS.redissonPermitSemaphore });
+    t.defer(() => hold.release().catch(() => undefined));
+    assert.equal(await t.raw.get(name), '0');
+    assert.equal((await listed(name))?.holder?.owner, hold.owner);
+    await assert.rejects(t.backend.acquire(b(name), { ttlSeconds: 10, tryOnly: true }), (e) => isLockLensError(e) && e.code === 'LOCKED' && /no permit/.test(e.message));
   });
 
   test("Redisson's RSemaphore: an integer is a semaphore while a Redisson client waits on its channel, holders not recorded", async () => {
@@ -144,5 +192,7 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     assert.equal(lock?.kind, 'semaphore');
     assert.equal(holderCount(lock), 0);
     assert.deepEqual(lock.permits, { limit: null, free: 0, holdersRecorded: false });
+    assert.equal(t.backend.acquirable(lock), false);
+    await assert.rejects(t.backend.acquire(b(name), { ttlSeconds: 10 }), (e) => isLockLensError(e) && e.code === 'INVALID_ARGUMENT' && /RSemaphore/.test(e.message));
   });
 });

@@ -15,15 +15,16 @@ import type { RenewingHold } from './acquire/hold';
 import type { AcquireContext } from './acquire/context';
 import { acquireReadWrite } from './acquire/readWriteLock';
 import { acquireRedisSemaphore } from './acquire/redisSemaphore';
+import { acquireRedissonPermit } from './acquire/redissonPermitSemaphore';
 import { acquireRedisson } from './acquire/redissonLock';
 import { acquireToken } from './acquire/tokenLock';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
 import { lockQueueKey } from './redissonNames';
-import { isRedissonSemaphore } from './semaphoreReads';
-import { SEMAPHORE_CONVENTIONS, isRedisSemaphoreKey } from './semaphores';
+import { redissonSemaphoreKind } from './semaphoreReads';
+import { SEMAPHORE_CONVENTIONS, isIntegerValue, isRedisSemaphoreKey } from './semaphores';
 
-type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw' | 'redis-semaphore';
+type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw' | 'redis-semaphore' | 'redisson-permits';
 
 /** What a name is now, for a sentence: "… is a token lock". */
 const LAYOUT_NAMES: Record<Exclude<Layout, 'free' | 'redisson-rw'>, string> = {
@@ -31,15 +32,19 @@ const LAYOUT_NAMES: Record<Exclude<Layout, 'free' | 'redisson-rw'>, string> = {
   redisson: 'a Redisson lock (RLock)',
   'redisson-fair': 'a Redisson fair lock (RFairLock)',
   'redis-semaphore': 'a redis-semaphore Semaphore (npm)',
+  'redisson-permits': 'a Redisson RPermitExpirableSemaphore',
 };
 
-async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
+async function layoutOf(client: Redis, name: Buffer, layout?: string): Promise<Layout> {
   const [type, queueLen] = await Promise.all([client.type(name), client.llen(lockQueueKey(name))]);
   if (queueLen > 0 && (type === 'hash' || type === 'none')) return 'redisson-fair';
   if (type === 'none') return 'free';
   if (type === 'string') {
-    if (await isRedissonSemaphore(client, name)) {
-      throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a Redisson semaphore (RSemaphore or RPermitExpirableSemaphore): LockLens shows its permits but does not take them`);
+    const semaphore = await redissonSemaphoreKind(client, name);
+    // With every permit free an RPermitExpirableSemaphore is its counter alone: only the layout asked for tells it.
+    if (semaphore === 'permits' || (layout === SEMAPHORE_CONVENTIONS.redissonPermitSemaphore && isIntegerValue((await client.getBuffer(name)) ?? undefined))) return 'redisson-permits';
+    if (semaphore === 'counter') {
+      throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a Redisson RSemaphore, whose holders Redis does not record: LockLens shows its permits left but does not take one`);
     }
     return 'token';
   }
@@ -96,11 +101,12 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
       }
       return await acquireToken(ctx.clients, name, ttlMs, options);
     }
-    const layout = await layoutOf(ctx.clients[0], name);
-    if (layout === 'redis-semaphore' || (layout === 'free' && wantsSemaphore(name, options))) {
-      if (mode) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a semaphore: take a permit without a read or write mode`);
-      return await acquireRedisSemaphore(ctx.clients[0], name, permitLimitOf(name, options), ttlMs, options);
-    }
+    const layout = await layoutOf(ctx.clients[0], name, options.layout);
+    const semaphore = layout === 'redis-semaphore' || layout === 'redisson-permits' || (layout === 'free' && wantsSemaphore(name, options));
+    if (semaphore && mode) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a semaphore: take a permit without a read or write mode`);
+    // Redisson keeps the limit (free plus held): a permit is taken while the counter has one, whatever --permits says.
+    if (layout === 'redisson-permits') return await acquireRedissonPermit(ctx.clients[0], name, ttlMs, options);
+    if (semaphore) return await acquireRedisSemaphore(ctx.clients[0], name, permitLimitOf(name, options), ttlMs, options);
     if (mode) {
       if (layout !== 'free' && layout !== 'redisson-rw') {
         throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES[layout]}, not a read/write lock: take it without a read or write mode`);

@@ -18,7 +18,6 @@ import type { RenewingHold } from './acquire/hold';
 import { ReadWriteHolds } from './acquire/readWriteHold';
 import { clientSpecs, isClusterNode, openClient, openCluster, type ClientSpec } from './connect';
 import { describeForceRelease, forceRelease } from './forceRelease';
-import { isRedisSemaphoreKey } from './semaphores';
 import type { ReadOptions } from './keyspaceReader';
 import { RedisLockWatch } from './liveWatch';
 import { Subscriber } from './subscriber';
@@ -111,8 +110,8 @@ export class RedisBackend implements LockBackend {
 
   /** Redisson locks (plain, fair, read/write: the last with a mode) and token keys. */
   acquirable(lock: LockState): boolean {
-    // A semaphore's permits are taken in redis-semaphore's layout only (Redisson's are shown, not taken).
-    return lock.kind === 'queue' || lock.kind === 'single' || lock.kind === 'readwrite' || (lock.kind === 'semaphore' && isRedisSemaphoreKey(lock.name));
+    // A semaphore's permits are taken where their holders are recorded (not an RSemaphore's: Redis has no trace of them).
+    return lock.kind === 'queue' || lock.kind === 'single' || lock.kind === 'readwrite' || (lock.kind === 'semaphore' && lock.permits?.holdersRecorded === true);
   }
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {

@@ -43,8 +43,12 @@ export async function readSemaphoreParts(client: Redis, records: KeyRecord[], ex
   return records;
 }
 
-/** Whether a string is a Redisson semaphore's counter, by the same signs a read goes by (see semaphores.ts). */
-export async function isRedissonSemaphore(client: Redis, name: Buffer): Promise<boolean> {
+/**
+ * Which Redisson semaphore a string is the counter of, by the same signs a read goes by (see semaphores.ts): `permits`
+ * (RPermitExpirableSemaphore: its ids beside it), `counter` (RSemaphore: a client waits on its channel), or neither.
+ */
+export async function redissonSemaphoreKind(client: Redis, name: Buffer): Promise<'permits' | 'counter' | undefined> {
   const [ids, subs] = await Promise.all([client.exists(permitTimeoutKey(name)), client.call('PUBSUB', 'NUMSUB', semaphoreChannel(name)) as Promise<[unknown, number]>]);
-  return ids > 0 || Number(subs[1]) > 0;
+  if (ids > 0) return 'permits';
+  return Number(subs[1]) > 0 ? 'counter' : undefined;
 }

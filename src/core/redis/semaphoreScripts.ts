@@ -42,3 +42,38 @@ if tonumber(redis.call('zrem', KEYS[3], ARGV[1])) ~= 1 then return 0 end
 local value = redis.call('incrby', KEYS[1], 1)
 redis.call('publish', KEYS[2], value)
 return 1`;
+
+/**
+ * Expired permit ids given back to the counter, told on the channel (RPermitExpirableSemaphore's scripts all begin so).
+ * KEYS the counter, `{name}:timeout`, the channel; ARGV[3] now.
+ */
+const REDISSON_RECLAIM_EXPIRED = `
+local expiredIds = redis.call('zrangebyscore', KEYS[2], 0, ARGV[3], 'limit', 0, -1)
+if #expiredIds > 0 then
+  redis.call('zrem', KEYS[2], unpack(expiredIds))
+  local value = redis.call('incrby', KEYS[1], #expiredIds)
+  if tonumber(value) > 0 then redis.call('publish', KEYS[3], value) end
+end`;
+
+/**
+ * RPermitExpirableSemaphore.tryAcquireAsync for one permit: a permit is taken when the counter has one, the id scored
+ * by when it expires. KEYS as REDISSON_RECLAIM_EXPIRED; ARGV the id's bytes, its expiry (epoch ms), now. 1 when taken.
+ */
+export const REDISSON_PERMIT_ACQUIRE = `${REDISSON_RECLAIM_EXPIRED}
+local value = redis.call('get', KEYS[1])
+if value ~= false and tonumber(value) >= 1 then
+  redis.call('decrby', KEYS[1], 1)
+  redis.call('zadd', KEYS[2], ARGV[2], ARGV[1])
+  local ttl = redis.call('pttl', KEYS[1])
+  if ttl > 0 then redis.call('pexpire', KEYS[2], ttl) end
+  return 1
+end
+return 0`;
+
+/** RPermitExpirableSemaphore.updateLeaseTimeAsync: the id's new expiry, if it still holds. ARGV as the acquire's. */
+export const REDISSON_PERMIT_UPDATE_LEASE = `${REDISSON_RECLAIM_EXPIRED}
+if redis.call('zscore', KEYS[2], ARGV[1]) ~= false then
+  redis.call('zadd', KEYS[2], ARGV[2], ARGV[1])
+  return 1
+end
+return 0`;
