@@ -187,8 +187,9 @@ def wait_gone(name, value):
     while r.get(name) == value:
         time.sleep(1)
 
-# npm redis-semaphore 5.8's Semaphore: its acquire and refresh Lua, verbatim (semaphore/acquire/lua.js, refresh/lua.js).
-SEM_ACQUIRE = '''
+# npm redis-semaphore 5.8's Semaphore: its acquire and refresh Lua, verbatim (semaphore/acquire/lua.js, refresh/lua.js),
+# which differ only in the test before the hold.
+SEM_BEGIN = '''
   local key = KEYS[1]
   local limit = tonumber(ARGV[1])
   local identifier = ARGV[2]
@@ -197,31 +198,18 @@ SEM_ACQUIRE = '''
   local expiredTimestamp = now - lockTimeout
 
   redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)
-
-  if redis.call('zcard', key) < limit then
+'''
+SEM_HOLD = '''
     redis.call('zadd', key, now, identifier)
     redis.call('pexpire', key, lockTimeout)
     return 1
   else
     return 0
   end'''
-SEM_REFRESH = '''
-  local key = KEYS[1]
-  local limit = tonumber(ARGV[1])
-  local identifier = ARGV[2]
-  local lockTimeout = tonumber(ARGV[3])
-  local now = tonumber(ARGV[4])
-  local expiredTimestamp = now - lockTimeout
-
-  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)
-
-  if redis.call('zscore', key, identifier) then
-    redis.call('zadd', key, now, identifier)
-    redis.call('pexpire', key, lockTimeout)
-    return 1
-  else
-    return 0
-  end'''
+SEM_ACQUIRE = SEM_BEGIN + '''
+  if redis.call('zcard', key) < limit then''' + SEM_HOLD
+SEM_REFRESH = SEM_BEGIN + '''
+  if redis.call('zscore', key, identifier) then''' + SEM_HOLD
 LOCK_TIMEOUT_MS = 10000
 
 def semaphore(key, who, limit):

@@ -4,33 +4,29 @@
  */
 
 /**
- * redis-semaphore's acquire (semaphore/acquire/lua.js): drop the permits whose holder stopped refreshing, then take one
- * if fewer than the limit are held. KEYS[1] the sorted set; ARGV limit, token, lockTimeout ms, now (the client's clock,
- * as redis-semaphore scores it).
+ * How redis-semaphore's scripts begin: the permits whose holder stopped refreshing dropped. KEYS[1] the sorted set;
+ * ARGV limit, token, lockTimeout ms, now (the client's clock, as redis-semaphore scores it).
  */
-export const REDIS_SEMAPHORE_ACQUIRE = `
+const REDIS_SEMAPHORE_EXPIRED = `
 local key = KEYS[1]
-local limit = tonumber(ARGV[1])
 local now = tonumber(ARGV[4])
-redis.call('zremrangebyscore', key, '-inf', now - tonumber(ARGV[3]))
-if redis.call('zcard', key) < limit then
+redis.call('zremrangebyscore', key, '-inf', now - tonumber(ARGV[3]))`;
+
+/** The token scored now and the set's expiry pushed back a lockTimeout: a permit taken or kept. */
+const REDIS_SEMAPHORE_HOLD = `
   redis.call('zadd', key, now, ARGV[2])
   redis.call('pexpire', key, ARGV[3])
   return 1
 end
 return 0`;
 
+/** redis-semaphore's acquire (semaphore/acquire/lua.js): a permit taken if fewer than the limit are held. */
+export const REDIS_SEMAPHORE_ACQUIRE = `${REDIS_SEMAPHORE_EXPIRED}
+if redis.call('zcard', key) < tonumber(ARGV[1]) then${REDIS_SEMAPHORE_HOLD}`;
+
 /** redis-semaphore's refresh (semaphore/refresh/lua.js): the same arguments; 0 when the token is no longer there. */
-export const REDIS_SEMAPHORE_REFRESH = `
-local key = KEYS[1]
-local now = tonumber(ARGV[4])
-redis.call('zremrangebyscore', key, '-inf', now - tonumber(ARGV[3]))
-if redis.call('zscore', key, ARGV[2]) then
-  redis.call('zadd', key, now, ARGV[2])
-  redis.call('pexpire', key, ARGV[3])
-  return 1
-end
-return 0`;
+export const REDIS_SEMAPHORE_REFRESH = `${REDIS_SEMAPHORE_EXPIRED}
+if redis.call('zscore', key, ARGV[2]) then${REDIS_SEMAPHORE_HOLD}`;
 
 /**
  * RPermitExpirableSemaphore.tryReleaseAsync(permitId) for one permit: removes that id alone, gives its permit back to
