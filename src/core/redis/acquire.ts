@@ -1,7 +1,8 @@
 /**
  * Taking a lock from LockLens so that it excludes the services that use the same name: a name that is a Redisson lock
  * now is taken with Redisson's own scripts and field format (its waiters wake when we release); a read/write lock (or
- * a free name, asked for with a mode) with RedissonReadLock's and RedissonWriteLock's; any other name with the token
+ * a free name, asked for with a mode) with RedissonReadLock's and RedissonWriteLock's; a semaphore's permit with its
+ * client's scripts (redis-semaphore's, or RPermitExpirableSemaphore's: see semaphores.ts); any other name with the token
  * recipe redis-py, redlock, Spring and the classic article share (SET NX PX, compare-and-delete), on a majority of the
  * instances when several are configured (redlock). Each recipe is a module of acquire/; this one picks it by what the
  * name holds now.
