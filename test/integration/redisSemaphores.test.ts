@@ -124,6 +124,25 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     assert.equal(await t.raw.zcard(name), 2);
   });
 
+  test("a MultiSemaphore holder's permits are force-released together: its refresh would bring one back alone", async () => {
+    const key = fresh();
+    const name = `semaphore:${key}`;
+    const multi = new MultiSemaphore(t.raw, key, 3, 2, { acquireTimeout: 60_000, retryInterval: 20, refreshInterval: 0 });
+    t.defer(() => multi.release().catch(() => undefined));
+    await multi.acquire();
+    const single = peer(key, 3);
+    await single.acquire();
+    const lock = (await listed(name))!;
+    const shown = holders(lock).find((m) => m.key.toString() === `${multi.identifier}_1`)!;
+    assert.match(t.backend.describeForceRelease(lock, shown), /Removes the 2 permits of the MultiSemaphore holder/);
+    const result = await t.backend.forceRelease(lock, shown);
+    assert.match(result.action, /removed that holder's 2 permits/);
+    assert.deepEqual(await t.raw.zrange(name, '0', '-1'), [single.identifier]);
+    const next = new MultiSemaphore(t.raw, key, 3, 2, { acquireAttemptsLimit: 1 });
+    t.defer(() => next.release().catch(() => undefined));
+    assert.equal(await next.tryAcquire(), true, 'both permits free for another MultiSemaphore');
+  });
+
   test("Redisson's RPermitExpirableSemaphore: the ids held, the free count; a permit force-released as Redisson's release does", async () => {
     const name = `pool${++n}`;
     const [id1, id2] = [Buffer.alloc(16, 1), Buffer.alloc(16, 2)];
