@@ -31,6 +31,8 @@ export function lockItem(node: PrefixedRow, shown?: { lock: LockState; health: r
   item.contextValue = lockContext(lock.kind, shown.acquirable);
   item.iconPath = troubleIcon(shown.trouble, LOCK_ICONS[lock.kind]);
   item.description = lockDescription(node, lock, shown.health);
+  // A semaphore whose holders the store does not record has no member rows to open.
+  if (members(lock).length === 0) item.collapsibleState = vscode.TreeItemCollapsibleState.None;
   return item;
 }
 

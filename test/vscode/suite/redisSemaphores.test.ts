@@ -46,6 +46,7 @@ describe('Redis semaphores in the Locks tree', function () {
     suite.peer({ dispose: () => void Promise.all(peers.map((p) => p.release())) });
     await sync();
     assert.match(String(lockRow().item.description), /^held (<1m|\d+m) · 2 permits$/);
+    assert.equal(lockRow().item.contextValue, 'lock+semaphore+acquirable');
     assert.match(tooltip(), /Kind: semaphore \(redis-semaphore Semaphore \(npm\)\)/);
     assert.match(tooltip(), /Permits: 2 held, limit not recorded \(its clients state it\)/);
     assert.deepEqual(suite.rowsUnder(lockRow().node).map((r) => r.item.label).sort(), peers.map((p) => p.identifier).sort());
@@ -64,5 +65,20 @@ describe('Redis semaphores in the Locks tree', function () {
     await vscode.commands.executeCommand('locklens.forceRelease', shown.node);
     assert.match(confirmations().at(-1)?.message ?? '', /semaphore:jobs/);
     assert.deepEqual((await client.zrange('semaphore:jobs', '0', '-1')).sort(), [peers[0].identifier, held.hold.owner].sort(), 'only the permit shown went');
+  });
+
+  it("an RSemaphore's row says how many permits are left and that its holders are not recorded, with nothing to open", async () => {
+    // Under the prefix as a Redisson RSemaphore named so: a counter, and a Redisson client waiting on its channel.
+    await client.set('semaphore:slots', '1');
+    const waiter = new Redis(redis.url, { protocol: 2 });
+    suite.peer({ dispose: () => waiter.disconnect() });
+    await waiter.subscribe('redisson_sc:{semaphore:slots}');
+    await sync();
+    const node = suite.lockRow('semaphore:slots');
+    assert.ok(node && isLockNode(node));
+    const item = suite.api.tree.getTreeItem(node);
+    assert.equal(item.description, '1 permit left, holders not recorded');
+    assert.equal(item.collapsibleState, vscode.TreeItemCollapsibleState.None);
+    assert.equal(item.contextValue, 'lock+semaphore', 'no Acquire: a permit taken could not be told from the others');
   });
 });
