@@ -6,6 +6,7 @@ import { incidentReport } from '../../src/core/incidentReport';
 import { keyId } from '../../src/core/keys';
 import { LockClock, lockHealth } from '../../src/core/lockHealth';
 import type { ChangeSet, LockState, Permits } from '../../src/core/lockState';
+import { LockEvents } from '../../src/core/lockEvents';
 import { LockStats } from '../../src/core/lockStats';
 import { permitCount, permitsSummary } from '../../src/core/permitCount';
 import { timelineRows } from '../../src/core/timeline';
@@ -97,6 +98,15 @@ describe('semaphores in the views', () => {
       ['a', 3000, false, 4000, 'released'],
     ]);
     assert.equal(stats.figures('c', keyId(Buffer.from('/s')), 4000)?.hold?.count, 1, 'only the hold seen whole is measured');
+  });
+
+  test("serve's events follow one permit holder too: a holder joining is no end of another's hold", () => {
+    const events = new LockEvents('c');
+    const opts = { hasLeases: false, hasRevisions: false, sampledTtls: true, lease: noLease };
+    const step = (lock: LockState, now: number) => events.observe(live(lock, now), opts, now).events.map((e) => `${e.type} ${e.member.owner}${e.exact ? '' : ' (found)'}`);
+    assert.deepEqual(step(semaphore('/s', ['m']), 1000), ['holdStarted m']);
+    assert.deepEqual(step(semaphore('/s', ['a', 'm']), 2000), []);
+    assert.deepEqual(step(semaphore('/s', ['a']), 3000), ['holdEnded m', 'holdStarted a (found)']);
   });
 
   test('the incident report counts the permits, and a semaphore whose holders are not recorded is not called free', () => {
