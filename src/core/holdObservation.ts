@@ -152,8 +152,9 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
   const present = new Set(members(lock as LockState).map(identityOf));
   const holder = followedHolder(r, lock, present);
   const holderId = holder && identityOf(holder);
+  const semaphore = lock.kind !== undefined && isSemaphore(lock as LockState);
   // A semaphore's record moving on to a holder it did not follow does not know when that one took its permit.
-  const foundHolding = r.current !== null && holder !== null && lock.kind !== undefined && isSemaphore(lock as LockState);
+  const foundHolding = semaphore && r.current !== null && holder !== null;
   if (r.current && r.current.member !== holderId) {
     // An end found by a (re)load happened at some unseen time: no TTL sample can say how (but LockLens knows its own).
     const open = r.holds[r.holds.length - 1];
@@ -166,9 +167,11 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
     const id = identityOf(w);
     if (!r.waits.has(id)) r.waits.set(id, { since: at.now, exact: at.exact, who: whoOf(w) });
   }
-  // A wait that ends without holding (given up, expired) is a wait all the same.
+  // A wait that ends without holding (given up, expired) is a wait all the same; so is a semaphore's waiter that took a
+  // permit the record does not follow.
+  const queued = semaphore ? new Set(lock.waiters.map(identityOf)) : present;
   for (const [id, wait] of r.waits) {
-    if (present.has(id)) continue;
+    if (queued.has(id)) continue;
     r.waits.delete(id);
     if (wait.exact && at.exact) sampleWait(r, at.now - wait.since, wait.who);
   }

@@ -98,6 +98,9 @@ describe('semaphores in the views', () => {
       ['a', 3000, false, 4000, 'released'],
     ]);
     assert.equal(stats.figures('c', keyId(Buffer.from('/s')), 4000)?.hold?.count, 1, 'only the hold seen whole is measured');
+    step(semaphore('/s', ['a'], ['w']), 5000);
+    step(semaphore('/s', ['a', 'w']), 6500);
+    assert.deepEqual(stats.figures('c', keyId(Buffer.from('/s')), 6500)?.wait?.p50, 1500, "a waiter's wait ends when it takes a permit the record does not follow");
   });
 
   test("serve's events follow one permit holder too: a holder joining is no end of another's hold", () => {
@@ -107,6 +110,10 @@ describe('semaphores in the views', () => {
     assert.deepEqual(step(semaphore('/s', ['m']), 1000), ['holdStarted m']);
     assert.deepEqual(step(semaphore('/s', ['a', 'm']), 2000), []);
     assert.deepEqual(step(semaphore('/s', ['a']), 3000), ['holdEnded m', 'holdStarted a (found)']);
+    // w queues, then takes the permit m2 gives back while the record follows a: its wait ends, granted.
+    assert.deepEqual(step(semaphore('/s', ['a', 'm2'], ['w']), 4000), ['waitStarted w']);
+    const ended = events.observe(live(semaphore('/s', ['a', 'w']), 5000), opts, 5000).events;
+    assert.deepEqual(ended.map((e) => [e.type, e.member.owner, e.type === 'waitEnded' && e.granted, e.type === 'waitEnded' && e.waitedMs]), [['waitEnded', 'w', true, 1000]]);
   });
 
   test('the incident report counts the permits, and a semaphore whose holders are not recorded is not called free', () => {
