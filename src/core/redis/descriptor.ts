@@ -18,7 +18,6 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
     'redis-token': 'token lock: redis-py Lock, redlock, Spring, SET NX PX',
     'redis-semaphore': 'redis-semaphore Semaphore (npm)',
     'redis-multi-semaphore': 'redis-semaphore MultiSemaphore (npm)',
-    'redisson-semaphore': 'Redisson RSemaphore',
     'redisson-permit-semaphore': 'Redisson RPermitExpirableSemaphore',
   },
   checkEndpoints(endpoints) {

@@ -48,7 +48,6 @@ const REDIS_SEMAPHORE_STALL_FRACTION = 0.1;
 export const SEMAPHORE_CONVENTIONS = {
   redisSemaphore: 'redis-semaphore',
   redisMultiSemaphore: 'redis-multi-semaphore',
-  redissonSemaphore: 'redisson-semaphore',
   redissonPermitSemaphore: 'redisson-permit-semaphore',
 } as const;
 
