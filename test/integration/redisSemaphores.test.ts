@@ -213,5 +213,13 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     assert.deepEqual(lock.permits, { limit: null, free: 0, holdersRecorded: false });
     assert.equal(t.backend.acquirable(lock), false);
     await assert.rejects(t.backend.acquire(b(name), { ttlSeconds: 10 }), (e) => isLockLensError(e) && e.code === 'INVALID_ARGUMENT' && /RSemaphore/.test(e.message));
+    // Once seen so, it stays a semaphore when nobody waits, while it holds an integer; something else, it is forgotten.
+    await sub.unsubscribe();
+    await t.raw.set(name, '1');
+    assert.deepEqual((await listed(name))?.permits, { limit: null, free: 1, holdersRecorded: false });
+    await t.raw.set(name, 'tok-x');
+    assert.equal((await listed(name))?.kind, 'single');
+    await t.raw.set(name, '1');
+    assert.equal((await listed(name))?.kind, 'single', 'forgotten: an integer nobody waits on is a token again');
   });
 });

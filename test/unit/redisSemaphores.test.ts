@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CONVENTIONS, recognize, type FairQueue, type KeyRecord } from '../../src/core/redis/recognize';
 import { TtlTable } from '../../src/core/redis/ttlTable';
-import { NON_EXPIRABLE, permitTimeoutKey, permitTtlId, semaphoreChannel } from '../../src/core/redis/semaphores';
+import { NON_EXPIRABLE, SemaphoreCounters, permitTimeoutKey, permitTtlId, semaphoreChannel } from '../../src/core/redis/semaphores';
 
 const b = (s: string) => Buffer.from(s);
 const NOW = 1_700_000_000_000;
@@ -91,5 +91,23 @@ describe('Redis semaphore recognition', () => {
     };
     assert.equal(stalled(), true, 'below half: a Redisson watchdog would have renewed');
     assert.equal(stalled(0.1), false);
+  });
+
+  test('a counter seen as an RSemaphore stays one between its waiters, until a read under its prefix finds it something else', () => {
+    const counters = new SemaphoreCounters();
+    const read = (records: KeyRecord[], scope: Parameters<SemaphoreCounters['note']>[1]) => {
+      const { locks } = recognize(counters.mark(records), none, ALL, NOW);
+      counters.note(locks, scope);
+      return locks.map((l) => l.kind);
+    };
+    assert.deepEqual(read([counter('slots', '2', { semaphoreWaiters: 1 }), counter('other', '2')], { prefixes: ALL }), ['single', 'semaphore']);
+    assert.deepEqual(read([counter('slots', '3')], { names: [b('slots')] }), ['semaphore'], 'nobody waits now: still one');
+    assert.deepEqual(read([counter('other', '2')], { prefixes: [b('oth')] }), ['single'], 'a read elsewhere keeps it');
+    assert.deepEqual(read([counter('slots', '3')], { prefixes: ALL }), ['semaphore']);
+    assert.deepEqual(read([counter('slots', 'tok')], { names: [b('slots')] }), ['single']);
+    assert.deepEqual(read([counter('slots', '3')], { prefixes: ALL }), ['single'], 'forgotten once it was something else');
+    assert.deepEqual(read([counter('gone', '1', { semaphoreWaiters: 1 })], { prefixes: ALL }), ['semaphore']);
+    read([], { prefixes: ALL });
+    assert.deepEqual(read([counter('gone', '1')], { names: [b('gone')] }), ['single'], 'a full read without it forgot it');
   });
 });

@@ -12,7 +12,7 @@
 import type Redis from 'ioredis';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix, keyId, normalizePrefixes } from '../keys';
-import { parseScored } from './semaphores';
+import { parseScored, type SemaphoreCounters } from './semaphores';
 import { MAX_LOCK_HASH_FIELDS, MAX_TOKEN_BYTES, parseDeadlines, queueOwnerName, recognize, type FairQueue, type KeyRecord, type Recognized } from './recognize';
 import type { ReadCost } from './pollPacing';
 import { lockQueueKey, lockTimeoutKey } from './redissonNames';
@@ -236,6 +236,6 @@ export async function readLocks(client: Redis, names: readonly Buffer[]): Promis
   }
 }
 
-export function recognizeSnapshot(raw: RawSnapshot, prefixes: readonly Uint8Array[], now = Date.now()): Recognized {
-  return recognize(raw.records, raw.queues, prefixes, now);
+export function recognizeSnapshot(raw: RawSnapshot, prefixes: readonly Uint8Array[], now = Date.now(), counters?: SemaphoreCounters): Recognized {
+  return recognize(counters ? counters.mark(raw.records) : raw.records, raw.queues, prefixes, now);
 }

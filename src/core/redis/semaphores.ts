@@ -9,10 +9,11 @@
  * - Redisson `RPermitExpirableSemaphore`: a string counter of free permits under the name and a sorted set
  *   `{name}:timeout` of the permit ids held, scored by when each expires. Told by that sorted set beside an integer.
  * - Redisson `RSemaphore`: a bare integer of free permits; who holds them is nowhere in Redis. An integer is also the
- *   value of many a `SET name 1 NX PX` token lock, so it is read as a semaphore only while a Redisson client waits on
- *   its channel `redisson_sc:{name}` (PUBSUB NUMSUB > 0); otherwise it stays what it was, a token lock.
+ *   value of many a `SET name 1 NX PX` token lock, so it is read as a semaphore only once a Redisson client has been
+ *   seen waiting on its channel `redisson_sc:{name}` (PUBSUB NUMSUB > 0), and from then on by the same connection
+ *   while it holds an integer (SemaphoreCounters); otherwise it stays what it was, a token lock.
  */
-import { keyId } from '../keys';
+import { hasPrefix, keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import { redissonPrefixName, rwKeyPrefix } from './redissonNames';
 
@@ -28,6 +29,8 @@ export interface SemaphoreRecord {
   readonly permitIds?: readonly (readonly [Buffer, number])[];
   /** How many clients listen on an integer string's Redisson semaphore channel (PUBSUB NUMSUB). */
   readonly semaphoreWaiters?: number;
+  /** This connection saw it as an RSemaphore before, and it has held an integer since (see SemaphoreCounters). */
+  readonly seenAsSemaphore?: boolean;
 }
 
 /** A TTL to count down (recognize.ts's TtlSource). */
@@ -142,7 +145,7 @@ export function redissonSemaphoreLock(record: SemaphoreRecord, ttls: Map<string,
     );
     return semaphore(record, holders, { limit: Math.max(0, free) + holders.length, free, holdersRecorded: true });
   }
-  if ((record.semaphoreWaiters ?? 0) > 0) return semaphore(record, [], { limit: null, free, holdersRecorded: false });
+  if ((record.semaphoreWaiters ?? 0) > 0 || record.seenAsSemaphore) return semaphore(record, [], { limit: null, free, holdersRecorded: false });
   return undefined;
 }
 
@@ -154,4 +157,28 @@ export function parseScored(pairs: readonly Buffer[]): [Buffer, number][] {
     if (Number.isFinite(score)) out.push([pairs[i], score]);
   }
   return out;
+}
+
+/**
+ * The names a connection has seen as RSemaphore counters, so that one stays a semaphore between its waiters (it is
+ * told by them alone) while it holds an integer. A read forgets the names under its prefixes (or among the names it
+ * read) that are no counter in it: deleted, or something else now.
+ */
+export class SemaphoreCounters {
+  private readonly names = new Map<string, Buffer>();
+
+  /** The records, those of names seen as counters marked so (the same array when there are none). */
+  mark<R extends SemaphoreRecord>(records: R[]): R[] {
+    if (this.names.size === 0) return records;
+    return records.map((r) => (this.names.has(keyId(r.key)) ? { ...r, seenAsSemaphore: true } : r));
+  }
+
+  /** Folds in what a read recognised: of every name under `prefixes`, or of `names` only. */
+  note(locks: readonly LockState[], read: { readonly prefixes: readonly Uint8Array[] } | { readonly names: readonly Uint8Array[] }): void {
+    const within = 'names' in read ? new Set(read.names.map((n) => keyId(n))) : undefined;
+    for (const [id, name] of this.names) {
+      if (within ? within.has(id) : 'prefixes' in read && read.prefixes.some((p) => hasPrefix(name, p))) this.names.delete(id);
+    }
+    for (const lock of locks) if (lock.permits?.holdersRecorded === false) this.names.set(lock.id, lock.name);
+  }
 }
