@@ -1,4 +1,4 @@
-import { REDIS_PREFIX } from './redisWorkload';
+import { REDIS_PREFIX, REDIS_SEMAPHORE_PREFIX } from './redisWorkload';
 import { PREFIXES } from './workload';
 import { ZOOKEEPER_PREFIX } from './zookeeperWorkload';
 
@@ -10,7 +10,7 @@ import { ZOOKEEPER_PREFIX } from './zookeeperWorkload';
  */
 export function demoConnections(endpoints: readonly string[], redisUrl?: string, zookeeperUrl?: string, postgresUrl?: string): Record<string, unknown>[] {
   const connections: Record<string, unknown>[] = [{ name: 'demo', endpoints: [...endpoints], prefixes: [...PREFIXES] }];
-  if (redisUrl) connections.push({ name: 'demo-redis', store: 'redis', endpoints: [redisUrl], prefixes: [REDIS_PREFIX] });
+  if (redisUrl) connections.push({ name: 'demo-redis', store: 'redis', endpoints: [redisUrl], prefixes: [REDIS_PREFIX, REDIS_SEMAPHORE_PREFIX] });
   if (zookeeperUrl) connections.push({ name: 'demo-zookeeper', store: 'zookeeper', endpoints: [zookeeperUrl], prefixes: [ZOOKEEPER_PREFIX] });
   // The empty prefix: every advisory lock and lock-table row of the database.
   if (postgresUrl) connections.push({ name: 'demo-postgres', store: 'postgres', endpoints: [postgresUrl], prefixes: [''] });

@@ -5,7 +5,7 @@ import { baseSettings, checkInstalled, copyExtension, repoRoot, startCodeServer,
 import { demoConnections } from './connections';
 import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS } from './postgresWorkload';
 import { Group, RUN_VAR } from './processes';
-import { REDIS_LOCKS, REDIS_PREFIX, REDISSON_KEYS } from './redisWorkload';
+import { REDIS_LOCKS, REDIS_PREFIX, REDIS_SEMAPHORE_PREFIX, REDISSON_KEYS, THUMBNAIL_PERMITS } from './redisWorkload';
 import { LOCKS } from './workload';
 import { ZOOKEEPER_LOCKS, ZOOKEEPER_PREFIX } from './zookeeperWorkload';
 
@@ -129,7 +129,7 @@ function redisReadme(url: string): string {
 ## Redis
 
 A local Redis (\`${url}\`, keyspace notifications on) with real clients' lock layouts: the \`demo-redis\` connection
-watches \`${REDIS_PREFIX}\`.
+watches \`${REDIS_PREFIX}\` and \`${REDIS_SEMAPHORE_PREFIX}\`.
 
 | lock | who | what to look at |
 | --- | --- | --- |
@@ -137,10 +137,13 @@ watches \`${REDIS_PREFIX}\`.
 | \`${REDIS_LOCKS.report}\` | a Redisson \`RFairLock\` | a holder and two waiters in \`${REDISSON_KEYS.queue}\`, deadlines in \`${REDISSON_KEYS.timeout}\` |
 | \`${REDIS_LOCKS.export}\` | three redis-py \`Lock(timeout=8)\` processes | a token that changes every few seconds |
 | \`${REDIS_LOCKS.stuck}\` | **stuck**: a redis-py token with no expiry, its process gone | held forever: nothing will ever release it |
+| \`${REDIS_LOCKS.thumbnails}\` | five workers using npm redis-semaphore's \`Semaphore\` (its own Lua), ${THUMBNAIL_PERMITS} permits | a semaphore: ${THUMBNAIL_PERMITS}/${THUMBNAIL_PERMITS} permits held, each holder with its own age and TTL; the two left over poll, unseen |
 
 4. **Force-release the stuck token.** Right-click the holder of \`${REDIS_LOCKS.stuck}\` → **Force Release…**: it
    deletes the key only if it still holds the token you saw. The job crashes holding it again 30 s later.
 5. **Force-release the fair lock.** The head of its queue takes it and a new waiter joins the tail.
+6. **Take a permit.** **LockLens: Acquire Lock…** on \`${REDIS_LOCKS.thumbnails}\` asks for its limit (${THUMBNAIL_PERMITS}: the
+   store does not keep it), then waits, as the workers do, until one gives a permit back.
 `;
 }
 

@@ -36,7 +36,8 @@ etcdctl election, one stuck holder to revoke, and two transfer services deadlock
 their holds); a local Redis (Debian's redis-server, on a free loopback port,
 nothing persisted, keyspace notifications on) with locks under ${REDIS_PREFIX} (a Redisson re-entrant lock, a Redisson
 fair lock with two waiters, contending redis-py locks, redis-py locks whose 8 s timeout is shorter than their jobs, and
-one stuck redis-py token with no expiry to force-release);
+one stuck redis-py token with no expiry to force-release; and, under semaphore:app:, a redis-semaphore Semaphore of 3
+permits contended by five workers);
 a local ZooKeeper (Debian's, run from its jar on a free loopback port, data in the temp dir) with kazoo clients under
 ${ZOOKEEPER_PREFIX} (three kazoo Lock processes contending, a kazoo read/write lock, and one stuck holder in Curator's layout
 that keeps its session alive, with a kazoo waiter behind it, to force-release); a local PostgreSQL (Debian's 15, a

@@ -21,17 +21,26 @@ import { PythonServices, type PythonServicesOptions } from './pythonServices';
  *   gets in; their release then fails (redis-py's LockNotOwnedError). LockLens's TTL fit flags it once it has
  *   measured a hold from start to end;
  * - `app:stuck-migration`: the incident: a redis-py token (`uuid1().hex`) set with `SET NX` and no expiry by a
- *   process that then exits, so it is held forever. Once someone force-releases it, it comes back 30 s later.
+ *   process that then exits, so it is held forever. Once someone force-releases it, it comes back 30 s later;
+ * - `semaphore:app:thumbnails` (under a prefix of its own, `semaphore:app:`, as npm redis-semaphore names a
+ *   `Semaphore(client, 'app:thumbnails', 3)`): five workers (`thumbnailer-1..5`) contending for 3 permits with
+ *   redis-semaphore's own acquire and refresh Lua, each a random identifier in the sorted set scored by its last
+ *   refresh (every 8 s of its 10 s lockTimeout), holding 4-12 s, then `ZREM`; the two left over poll every 100 ms.
  */
 
 export const REDIS_PREFIX = 'app:';
+/** Where redis-semaphore keeps the demo's semaphores (`semaphore:` + their key), watched beside REDIS_PREFIX. */
+export const REDIS_SEMAPHORE_PREFIX = 'semaphore:app:';
 export const REDIS_LOCKS = {
   billing: 'app:billing-lock',
   report: 'app:report-fair-lock',
   export: 'app:export-job',
   stuck: 'app:stuck-migration',
   shortTtl: 'app:sync-invoices',
+  thumbnails: 'semaphore:app:thumbnails',
 } as const;
+/** The thumbnail semaphore's limit, which every one of its clients states (Acquire Lock asks for it). */
+export const THUMBNAIL_PERMITS = 3;
 /** The Redisson fair lock's waiter queue and deadlines (they are outside the prefix's lock names but under `redisson_lock_`). */
 export const REDISSON_KEYS = {
   channel: `redisson_lock__channel:{${REDIS_LOCKS.billing}}`,
@@ -178,7 +187,50 @@ def wait_gone(name, value):
     while r.get(name) == value:
         time.sleep(1)
 
-MODES = {'redisson': redisson, 'fair': fair, 'token': token, 'short-ttl': short_ttl, 'stuck': stuck, 'wait-gone': wait_gone}
+# npm redis-semaphore 5.8's Semaphore: its acquire and refresh Lua, verbatim (semaphore/acquire/lua.js, refresh/lua.js),
+# which differ only in the test before the hold.
+SEM_BEGIN = '''
+  local key = KEYS[1]
+  local limit = tonumber(ARGV[1])
+  local identifier = ARGV[2]
+  local lockTimeout = tonumber(ARGV[3])
+  local now = tonumber(ARGV[4])
+  local expiredTimestamp = now - lockTimeout
+
+  redis.call('zremrangebyscore', key, '-inf', expiredTimestamp)
+'''
+SEM_HOLD = '''
+    redis.call('zadd', key, now, identifier)
+    redis.call('pexpire', key, lockTimeout)
+    return 1
+  else
+    return 0
+  end'''
+SEM_ACQUIRE = SEM_BEGIN + '''
+  if redis.call('zcard', key) < limit then''' + SEM_HOLD
+SEM_REFRESH = SEM_BEGIN + '''
+  if redis.call('zscore', key, identifier) then''' + SEM_HOLD
+LOCK_TIMEOUT_MS = 10000
+
+def semaphore(key, who, limit):
+    # redis-semaphore's defaults: a random UUID identifier, retry every few ms (here 100), refresh at 80% of lockTimeout.
+    limit = int(limit)
+    ms = lambda: int(time.time() * 1000)
+    while True:
+        ident = str(uuid.uuid4())
+        while r.eval(SEM_ACQUIRE, 1, key, limit, ident, LOCK_TIMEOUT_MS, ms()) != 1:
+            time.sleep(0.1)
+        say('debug', 'holds a permit of %s as %s' % (key, ident))
+        end = time.time() + random.uniform(4, 12)
+        while time.time() < end:
+            time.sleep(min(LOCK_TIMEOUT_MS * 0.8 / 1000, end - time.time()))
+            if time.time() < end and r.eval(SEM_REFRESH, 1, key, limit, ident, LOCK_TIMEOUT_MS, ms()) != 1:
+                say('info', 'lost its permit of %s' % key)
+                break
+        r.zrem(key, ident)
+        time.sleep(random.uniform(0.2, 1.0))
+
+MODES = {'redisson': redisson, 'fair': fair, 'token': token, 'short-ttl': short_ttl, 'stuck': stuck, 'wait-gone': wait_gone, 'semaphore': semaphore}
 `;
 
 export class RedisWorkload extends PythonServices {
@@ -209,6 +261,7 @@ export class RedisWorkload extends PythonServices {
     for (const who of ['billing-worker-1', 'billing-worker-2']) this.run(who, () => this.peer(who, ['redisson', REDIS_LOCKS.billing, who]));
     for (const who of ['export-a', 'export-b', 'export-c']) this.run(who, () => this.peer(who, ['token', REDIS_LOCKS.export, who]));
     for (const who of ['invoice-sync-1', 'invoice-sync-2']) this.run(who, () => this.peer(who, ['short-ttl', REDIS_LOCKS.shortTtl, who]));
+    for (let i = 1; i <= 5; i++) this.run(`thumbnailer-${i}`, () => this.peer(`thumbnailer-${i}`, ['semaphore', REDIS_LOCKS.thumbnails, `thumbnailer-${i}`, String(THUMBNAIL_PERMITS)]));
     await Promise.race([ready, sleep(20_000, this.abort.signal)]);
     if (!this.stopping && !(this.stuckToken && this.fairReady)) {
       throw new Error(`the Redis workload did not set up ${!this.stuckToken ? REDIS_LOCKS.stuck : REDIS_LOCKS.report} within 20 s`);

@@ -2,7 +2,8 @@ import type { Capabilities } from '../core/backend';
 import { displayKey, isUtf8 } from '../core/keys';
 import { remainingTtl, type LeaseInfo } from '../core/leaseInfo';
 import { memberLiveness, type Liveness } from '../core/liveness';
-import type { LockKind, LockMember, LockState, SessionInfo } from '../core/lockState';
+import type { LockKind, LockMember, LockState, Permits, SessionInfo } from '../core/lockState';
+import { permitCount, permitsSummary } from '../core/permitCount';
 import { queryPreview, sessionWho } from '../core/sessionInfo';
 
 /**
@@ -68,6 +69,10 @@ export interface LockJson {
   kind: LockState['kind'];
   holder: EntryJson | null;
   waiters: EntryJson[];
+  /** Semaphores only: the permits as the store records them (null: only the clients know). */
+  permits?: Permits;
+  /** Semaphores only: every permit holder, `holder` first (empty where the store does not record them). */
+  holders?: EntryJson[];
 }
 
 /** A key as the JSON documents give it: text, and its exact bytes in `keyBase64` when they are not UTF-8. */
@@ -101,16 +106,28 @@ function sessionJson(s: SessionInfo): SessionJson {
   return JSON.parse(JSON.stringify(json)) as SessionJson;
 }
 
-/** A lock as JSON; a read lock's other readers, when there are any, are in `sharedWith`. */
+/**
+ * A lock as JSON; a read lock's other readers, when there are any, are in `sharedWith`. A semaphore has its `permits`
+ * and all its `holders` too.
+ */
 export function lockJson(lock: LockState, lease: (id: string) => LeaseInfo | undefined, capabilities: Capabilities): LockJson & { sharedWith?: EntryJson[] } {
+  const holder = lock.holder ? entryJson(lock.holder, lease, capabilities) : null;
+  const sharedWith = (lock.sharedWith ?? []).map((m) => entryJson(m, lease, capabilities));
   return {
     name: displayKey(lock.name),
     ...(lock.altName ? { altName: lock.altName } : {}),
     kind: lock.kind,
-    holder: lock.holder ? entryJson(lock.holder, lease, capabilities) : null,
-    ...(lock.sharedWith?.length ? { sharedWith: lock.sharedWith.map((m) => entryJson(m, lease, capabilities)) } : {}),
+    holder,
+    ...(sharedWith.length ? { sharedWith } : {}),
     waiters: lock.waiters.map((w) => entryJson(w, lease, capabilities)),
+    ...(lock.permits ? { permits: { ...lock.permits }, holders: holder ? [holder, ...sharedWith] : [] } : {}),
   };
+}
+
+/** ", 2/3 permits held": a semaphore's part of its heading in a listing. */
+function permitsHeading(lock: LockState): string {
+  const p = permitCount(lock);
+  return p ? `, ${permitsSummary(p)}` : '';
 }
 
 /**
@@ -164,7 +181,7 @@ export function lockText(lock: LockState, lease: (id: string) => LeaseInfo | und
     return parts.join('  ');
   };
   return [
-    `${displayKey(lock.name)}${lock.altName ? ` = ${lock.altName}` : ''}  (${lock.kind}, ${lock.waiters.length} waiting)`,
+    `${displayKey(lock.name)}${lock.altName ? ` = ${lock.altName}` : ''}  (${lock.kind}${permitsHeading(lock)}, ${lock.waiters.length} waiting)`,
     ...(lock.holder ? [line(roles[0], lock.holder)] : []),
     ...(lock.sharedWith ?? []).map((e) => line(roles[0], e)),
     ...lock.waiters.map((w) => line(roles[1], w)),

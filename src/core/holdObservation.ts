@@ -11,7 +11,7 @@ import type { HoldEnd } from './history';
 import { endOfGone, fellBelow, type EndEvidence } from './holdEndEvidence';
 import { displayKey, keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
-import { endsWithOwner, members, type LockMember, type LockState } from './lockState';
+import { endsWithOwner, isSemaphore, members, type LockMember, type LockState } from './lockState';
 
 /** One hold as LockLens saw it. Plain data (JSON as it is): the records are saved as they are. */
 export interface ObservedHold {
@@ -149,11 +149,14 @@ export function newRecord(now: number): LockRecord {
 }
 
 /** Folds in one state of the lock (its holder and waiters now), as seen `at`. */
-export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'waiters'>, at: Moment): void {
+export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'waiters'> & Partial<Pick<LockState, 'kind' | 'sharedWith'>>, at: Moment): void {
   if (at.exact) r.lastActive = at.now;
   const present = new Set(members(lock as LockState).map(identityOf));
-  const holder = lock.holder;
+  const holder = followedHolder(r, lock, present);
   const holderId = holder && identityOf(holder);
+  const semaphore = lock.kind !== undefined && isSemaphore(lock as LockState);
+  // A semaphore's record moving on to a holder it did not follow does not know when that one took its permit.
+  const foundHolding = semaphore && r.current !== null && holder !== null;
   if (r.current && r.current.member !== holderId) {
     // An end found by a (re)load happened at some unseen time: no TTL sample can say how (but LockLens knows its own).
     const open = r.holds[r.holds.length - 1];
@@ -161,17 +164,30 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
     const end = present.has(r.current.member) ? 'released' : own ? 'forceReleased' : at.exact ? endOfGone(evidenceOf(r.current, at), at.options) : null;
     endHold(r, at, end);
   }
-  if (holder && holderId && !r.current) startHold(r, holder, holderId, at);
+  if (holder && holderId && !r.current) startHold(r, holder, holderId, foundHolding ? { ...at, exact: false, revision: null } : at);
   for (const w of lock.waiters) {
     const id = identityOf(w);
     if (!r.waits.has(id)) r.waits.set(id, { since: at.now, exact: at.exact, who: whoOf(w) });
   }
-  // A wait that ends without holding (given up, expired) is a wait all the same.
+  // A wait that ends without holding (given up, expired) is a wait all the same; so is a semaphore's waiter that took a
+  // permit the record does not follow.
+  const queued = semaphore ? new Set(lock.waiters.map(identityOf)) : present;
   for (const [id, wait] of r.waits) {
-    if (present.has(id)) continue;
+    if (queued.has(id)) continue;
     r.waits.delete(id);
     if (wait.exact && at.exact) sampleWait(r, at.now - wait.since, wait.who);
   }
+}
+
+/**
+ * The holder a record follows. A semaphore has several, each with a permit of its own: the record follows one from its
+ * start to its end (the one it follows while that one holds, else the first), so that another's coming or going never
+ * reads as its end. The others' holds are not recorded: a semaphore's figures are over the holds it followed.
+ */
+function followedHolder(r: LockRecord, lock: Pick<LockState, 'holder'> & Partial<Pick<LockState, 'kind' | 'sharedWith'>>, present: ReadonlySet<string>): LockMember | null {
+  if (!lock.sharedWith?.length || !r.current || !present.has(r.current.member) || !isSemaphore(lock as LockState)) return lock.holder;
+  const followed = r.current.member;
+  return [lock.holder!, ...lock.sharedWith].find((m) => identityOf(m) === followed) ?? lock.holder;
 }
 
 /**

@@ -9,6 +9,7 @@ import type { TtlFit } from './diagnosis/ttlFit';
 import type { MemberHealth, MemberTrouble } from './lockHealth';
 import { ENDS_COUNTED_OVER, holdBound, type LockFigures, type Spread } from './lockFigures';
 import type { LockState } from './lockState';
+import { permitCount, permitsSummary } from './permitCount';
 import { HOLD_END_TEXT } from '../shared/holdEnds';
 
 /**
@@ -71,8 +72,11 @@ export function incidentReport(input: IncidentInput): string {
 }
 
 function nowLines({ lock, health, owner }: NonNullable<IncidentInput['live']>, now: number): string[] {
-  if (health.length === 0) return ['Free: no holder, nobody waiting.'];
-  const lines = lock.holder ? [] : ['Free: no holder.'];
+  const permits = permitCount(lock);
+  // A semaphore whose holders the store does not record is not free for having no holder shown.
+  const lines = permits ? [`Semaphore: ${permitsSummary(permits)}. The figures below follow one permit holder at a time.`, ''] : [];
+  if (health.length === 0) return permits?.holdersRecorded === false ? lines : [...lines, 'Free: no holder, nobody waiting.'];
+  if (!lock.holder && permits?.holdersRecorded !== false) lines.push('Free: no holder.');
   for (const h of health) {
     const who = h.position === 0 ? `**${h.role}**` : `${h.role} #${h.position}`;
     const parts = [`${who} ${code(displayKey(h.member.key))}`];

@@ -8,7 +8,7 @@ import { displayKey } from './keys';
 import { identityOf, newRecord, observeHolderLease, observeLock, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
 import type { LeaseInfo } from './leaseInfo';
 import type { EventMember, HoldEnded, LockEvent } from './lockEventTypes';
-import type { ChangeSet, LockKind, LockState } from './lockState';
+import { holderCount, members, type ChangeSet, type LockKind, type LockState } from './lockState';
 
 /** A hold that ended without the store saying how (an etcd key deleted while its lease had time left): ask about `lease`. */
 export interface Unsettled {
@@ -122,7 +122,7 @@ export class LockEvents {
       if (r.waits.has(identity)) continue;
       const member = t.waiters.get(identity)!;
       t.waiters.delete(identity);
-      const granted = started !== undefined && r.current!.member === identity;
+      const granted = (started !== undefined && r.current!.member === identity) || (lock !== undefined && holdsNow(lock, identity));
       out.events.push({ ...base(member, at.now, at.exact), type: 'waitEnded', granted, waitedMs: wait.exact && at.exact ? at.now - wait.since : null });
     }
     if (started) {
@@ -148,6 +148,11 @@ export class LockEvents {
     if (locks?.size === 0) this.holding.delete(before);
     if (after) this.holding.set(after, (this.holding.get(after) ?? new Set()).add(id));
   }
+}
+
+/** Whether the member `identity` holds the lock now (a semaphore's waiter may take a permit nobody's record follows). */
+function holdsNow(lock: LockState, identity: string): boolean {
+  return members(lock).slice(0, holderCount(lock)).some((m) => identityOf(m) === identity);
 }
 
 function memberOf(h: ObservedHold): EventMember {

@@ -1,7 +1,7 @@
 import { identityOf } from './holdObservation';
 import { keyId } from './keys';
 import { remainingTtl, type LeaseInfo } from './leaseInfo';
-import { hasMajority, holderCount, members, type ChangeSet, type LockMember, type LockState } from './lockState';
+import { hasMajority, holderCount, isSemaphore, members, type ChangeSet, type LockMember, type LockState } from './lockState';
 
 /** What can be wrong with one member of a lock. */
 /** `noMajority`: a holder seen on too few of a redlock's independent instances to hold the lock in redlock's sense. */
@@ -53,6 +53,8 @@ export interface HealthOptions {
 export class LockClock {
   private readonly firstSeen = new Map<string, Since>();
   private readonly holderSince = new Map<string, { holder: string; since: Since }>();
+  /** A semaphore's holders, by key: each took a permit of its own, at its own time. */
+  private readonly permitSince = new Map<string, Since>();
   private readonly keysOfLock = new Map<string, Set<string>>();
 
   /** Folds a change set in; call it for every change set, in order. */
@@ -64,6 +66,9 @@ export class LockClock {
         const kid = keyId(m.key);
         current.add(kid);
         if (!this.firstSeen.has(kid)) this.firstSeen.set(kid, { at: now, exact });
+      }
+      if (isSemaphore(lock)) {
+        for (const m of members(lock).slice(0, holderCount(lock))) if (!this.permitSince.has(keyId(m.key))) this.permitSince.set(keyId(m.key), { at: now, exact });
       }
       // Who holds, not only which key: a Redis token lock's next holder sets the same key with a token of its own.
       const holder = lock.holder && identityOf(lock.holder);
@@ -87,18 +92,31 @@ export class LockClock {
     return this.firstSeen.get(keyId(member.key)) ?? { at: Date.now(), exact: false };
   }
 
+  /** When a semaphore's holder took its permit. */
+  permitHeldSince(member: LockMember): Since {
+    return this.permitSince.get(keyId(member.key)) ?? this.seen(member);
+  }
+
   /** When the lock's current holder became the holder. */
   heldSince(lock: LockState): Since | undefined {
     return this.holderSince.get(lock.id)?.since;
   }
 
   private forgetGone(lock: LockState, current: Set<string>): void {
-    for (const kid of this.keysOfLock.get(lock.id) ?? []) if (!current.has(kid)) this.firstSeen.delete(kid);
+    for (const kid of this.keysOfLock.get(lock.id) ?? []) {
+      if (!current.has(kid)) {
+        this.firstSeen.delete(kid);
+        this.permitSince.delete(kid);
+      }
+    }
     this.keysOfLock.set(lock.id, current);
   }
 
   private forgetLock(id: string): void {
-    for (const kid of this.keysOfLock.get(id) ?? []) this.firstSeen.delete(kid);
+    for (const kid of this.keysOfLock.get(id) ?? []) {
+      this.firstSeen.delete(kid);
+      this.permitSince.delete(kid);
+    }
     this.keysOfLock.delete(id);
   }
 }
@@ -112,12 +130,16 @@ export function lockHealth(
   now = Date.now(),
 ): MemberHealth[] {
   const holders = holderCount(lock);
+  // A semaphore's holders each took a permit of their own, each at its own time.
+  const ownHolds = isSemaphore(lock);
   return members(lock).map((member, i) => {
     // Every holder of a read lock is at position 0; waiters count from 1.
     const position = i < holders ? 0 : i - holders + 1;
     const info = member.lease ? lease(member.lease) : undefined;
     const role = roleOf(lock, position);
-    const since = i === 0 && holders ? (clock.heldSince(lock) ?? clock.seen(member)) : clock.seen(member);
+    let since = clock.seen(member);
+    if (i < holders && ownHolds) since = clock.permitHeldSince(member);
+    else if (i === 0 && holders) since = clock.heldSince(lock) ?? since;
     const troubles: MemberTrouble[] = [];
     if (info?.state === 'expired') troubles.push('leaseExpired');
     else if (info?.stalled) troubles.push('stalled');

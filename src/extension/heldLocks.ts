@@ -20,6 +20,8 @@ export interface AcquireRequest {
   readonly ttl: number;
   /** A read/write lock: for reading or writing. */
   readonly mode?: LockMode;
+  /** A semaphore's limit where its store does not keep it (see AcquireOptions.permitLimit). */
+  readonly permitLimit?: number;
   readonly signal?: AbortSignal;
   readonly onQueue?: (position: QueuePosition) => void;
 }
@@ -75,7 +77,7 @@ export class HeldLocks implements vscode.Disposable {
       try {
         const backend = await connection.open();
         ownerKind = backend.capabilities.owner;
-        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue, mode: request.mode });
+        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue, mode: request.mode, permitLimit: request.permitLimit });
         if (hold.lost) throw hold.lost;
         if (signal.aborted) throw new LockLensError('CANCELLED', 'cancelled');
         const lock: HeldLock = { connection, name, hold, ownerKind };

@@ -9,6 +9,7 @@ import { eventually, sleep } from '../harness/etcd';
 import { scrape, valueOf } from '../harness/serve';
 import type { LockJson } from '../../src/cli/lockJson';
 import { INCIDENT_HOLDER, INCIDENT_WAITERS, LIQUIBASE_LOCKED_BY, POSTGRES_LOCKS } from '../../demo/postgresWorkload';
+import { REDIS_LOCKS, REDIS_SEMAPHORE_PREFIX, THUMBNAIL_PERMITS } from '../../demo/redisWorkload';
 
 /**
  * `npm run demo -- --no-editor` (dist/demo.js, built by npm test) as a user runs it: it starts its own etcd, its own
@@ -168,6 +169,16 @@ describe('npm run demo -- --no-editor', { timeout: 5 * 60_000 }, () => {
       if (h && /^[0-9a-f]{32}$/.test(h.owner)) owners.add(h.owner);
       return owners.size >= 2;
     }, 30_000, 'two different app:export-job tokens');
+  });
+
+  test('locklens list --url redis://… --prefix semaphore:app: shows the contended redis-semaphore, every permit held by a worker', async () => {
+    await seenOnce('the Redis semaphore', () => listUrl(redisUrl, REDIS_SEMAPHORE_PREFIX), {
+      [`${REDIS_LOCKS.thumbnails}: ${THUMBNAIL_PERMITS} permits held, each by a worker's identifier`]: (m) => {
+        const l = m.get(REDIS_LOCKS.thumbnails);
+        const holders = l?.holders ?? [];
+        return l?.kind === 'semaphore' && holders.length === THUMBNAIL_PERMITS && holders.every((h) => h.convention === 'redis-semaphore' && /^[0-9a-f-]{36}$/.test(h.owner));
+      },
+    });
   });
 
   test('it starts ZooKeeper on loopback and names the stuck session and its node', () => {

@@ -2,7 +2,10 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import * as zookeeper from 'node-zookeeper-client';
+import { Semaphore } from 'redis-semaphore';
+import type { LockJson } from '../../src/cli/lockJson';
 import { show } from '../harness/cli';
 import { fixture, HEX_KEY, linesOf, MARK_WAIT_MARK, WAIT_THEN_APPEND } from '../harness/cliFixture';
 import { eventually } from '../harness/etcd';
@@ -349,6 +352,31 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     assert.deepEqual(readFileSync(log, 'utf8').trim().split('\n'), ['read-start', 'read-end', 'redisson-read-unlock', 'write-start', 'write-end']);
     assert.equal(await redisson.writeLock(name, 2), null, 'released: the Redisson writer takes it');
     assert.equal(await redisson.writeUnlock(name, 2), 1);
+  });
+
+  test('locklens acquire semaphore:KEY --permits N waits while redis-semaphore holds every permit, and runs once one is given back', async () => {
+    const client = new Redis(url(), { protocol: 2 });
+    f.procs.defer(() => client.disconnect());
+    const peers = [0, 1].map(() => new Semaphore(client, 'cli', 2, { acquireTimeout: 60_000 }));
+    for (const p of peers) await p.acquire();
+    f.procs.defer(() => Promise.all(peers.map((p) => p.release())));
+    const listed = await f.procs.run(['list', '--url', url(), '--prefix', 'semaphore:', '--json']);
+    const lock = (JSON.parse(listed.stdout) as { locks: LockJson[] }).locks.find((l) => l.name === 'semaphore:cli');
+    assert.equal(lock?.kind, 'semaphore', show(listed));
+    assert.deepEqual(lock.permits, { limit: null, free: null, holdersRecorded: true });
+    assert.deepEqual(lock.holders?.map((h) => h.owner).sort(), peers.map((p) => p.identifier).sort());
+    const busy = await f.procs.run(['acquire', 'semaphore:cli', '--permits', '2', '--try', '--url', url()]);
+    assert.equal(busy.code, 6, show(busy));
+    assert.match(busy.stderr, /all 2 permits of semaphore:cli are held/, show(busy));
+
+    const log = join(f.dir, 'permit');
+    const ours = f.procs.locklens(['acquire', 'semaphore:cli', '--permits', '2', '--url', url(), '--', 'sh', '-c', 'echo command >> "$1"', 'sh', log]);
+    writeFileSync(log, 'peer-released\n');
+    await peers[0].release();
+    const r = await ours.wait();
+    assert.equal(r.code, 0, show(r));
+    assert.deepEqual(readFileSync(log, 'utf8').trim().split('\n'), ['peer-released', 'command']);
+    assert.deepEqual(await client.zrange('semaphore:cli', '0', '-1'), [peers[1].identifier], 'our permit given back when the command exited');
   });
 
   test('locklens acquire --try on a lock redis-py holds exits 6 naming the holder, and leaves the token alone', async () => {

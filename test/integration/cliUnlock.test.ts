@@ -1,5 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import Redis from 'ioredis';
+import { Semaphore } from 'redis-semaphore';
 import { show } from '../harness/cli';
 import { fixture, HEX_KEY } from '../harness/cliFixture';
 import { DATABASE } from '../harness/mariadb';
@@ -69,6 +71,21 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     assert.equal(await f.server.cli(['EXISTS', 'app:stuck']), '0');
     py.release();
     assert.equal(await py.until(['released', 'release-failed']), 'release-failed LockNotOwnedError', 'redis-py learns at release that it had lost the lock');
+  });
+  test('a semaphore with several permit holders needs --member: only that permit is freed, the other peer keeps its own', async () => {
+    const client = new Redis(url(), { protocol: 2 });
+    f.procs.defer(() => client.disconnect());
+    const peers = [0, 1].map(() => new Semaphore(client, 'cleanup', 2, { acquireTimeout: 10_000 }));
+    for (const p of peers) await p.acquire();
+    f.procs.defer(() => Promise.all(peers.map((p) => p.release())));
+    const unnamed = await f.procs.run(['unlock', 'semaphore:cleanup', '--force', '--yes', '--url', url()]);
+    assert.equal(unnamed.code, 2, show(unnamed));
+    assert.match(unnamed.stderr, /has 2 permit holders: name the one to release with --member KEY/, show(unnamed));
+    const r = await f.procs.run(['unlock', 'semaphore:cleanup', '--member', peers[0].identifier, '--force', '--yes', '--url', url()]);
+    assert.equal(r.code, 0, show(r));
+    assert.deepEqual(await client.zrange('semaphore:cleanup', '0', '-1'), [peers[1].identifier]);
+    const gone = await f.procs.run(['unlock', 'semaphore:cleanup', '--member', peers[0].identifier, '--force', '--yes', '--url', url()]);
+    assert.equal(gone.code, 9, show(gone));
   });
 });
 

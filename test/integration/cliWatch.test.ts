@@ -1,5 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import Redis from 'ioredis';
+import { Semaphore } from 'redis-semaphore';
 import { show } from '../harness/cli';
 import { fixture, HEX_KEY, LOCK_KEYS, sorted, type Lock, type LockJson } from '../harness/cliFixture';
 import { postgresCli } from '../harness/postgresCli';
@@ -87,6 +89,20 @@ describe('locklens over Redis (--url), against redis-py and Redisson layouts', (
     await py.until(['released']);
     const removed = await w.until(() => parsed().find((l) => l.removed !== undefined), 'a removed line');
     assert.equal(removed.removed, 'wt:job');
+    w.signal('SIGINT');
+    assert.equal((await w.wait()).code, 0);
+  });
+
+  test('locklens watch names every permit holder of a redis-semaphore, in text', async () => {
+    const client = new Redis(url(), { protocol: 2 });
+    f.procs.defer(() => client.disconnect());
+    const peers = [0, 1].map(() => new Semaphore(client, 'watched', 2, { acquireTimeout: 10_000 }));
+    for (const p of peers) await p.acquire();
+    f.procs.defer(() => Promise.all(peers.map((p) => p.release())));
+    const w = f.procs.locklens(['watch', '--url', url(), '--prefix', 'semaphore:']);
+    const ids = peers.map((p) => p.identifier).sort();
+    const line = await w.until((p) => p.lines.find((l) => l.includes('semaphore:watched')), 'the semaphore printed');
+    assert.match(line, new RegExp(`^\\d+  semaphore:watched  semaphore  2 permits held \\(limit not recorded\\)  holders ${ids.join(', ')}  waiting 0$`));
     w.signal('SIGINT');
     assert.equal((await w.wait()).code, 0);
   });

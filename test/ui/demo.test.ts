@@ -43,7 +43,7 @@ const BILLING = '/locks/billing-batch';
 /** The rows of every lock the demo's services take, by connection, as the tree names them (folders take their directory). */
 const EVERY_LOCK_ROW: Record<string, readonly string[]> = {
   demo: ['billing-batch', 'cron-leader-single', 'migrations', 'reconcile', 'report-export', 'transfer-alice', 'transfer-bob', 'scheduler'],
-  'demo-redis': ['billing-lock', 'export-job', 'report-fair-lock', 'stuck-migration', 'sync-invoices'],
+  'demo-redis': ['billing-lock', 'export-job', 'report-fair-lock', 'stuck-migration', 'sync-invoices', 'thumbnails'],
   'demo-zookeeper': ['catalog', 'export-slots', 'ledger-migration', 'nightly-report'],
   'demo-postgres': ['42', '7:1', '1', 'nightly-report'],
 };

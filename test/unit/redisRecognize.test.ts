@@ -286,7 +286,8 @@ describe('Redis endpoints and patterns', () => {
     assert.equal(keyspaceNotificationsOn('KEA'), true);
     assert.equal(keyspaceNotificationsOn('AK'), true);
     assert.equal(keyspaceNotificationsOn('EA'), false, 'keyevent only: LockLens listens to keyspace channels');
-    assert.equal(keyspaceNotificationsOn('Kg$hx'), true);
+    assert.equal(keyspaceNotificationsOn('Kg$hzx'), true);
+    assert.equal(keyspaceNotificationsOn('Kg$hx'), false, 'without sorted set events a semaphore\'s permits would go unseen');
     assert.equal(keyspaceNotificationsOn('Kg$h'), false, 'without expired events an expired lock would linger');
   });
 

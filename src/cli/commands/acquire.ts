@@ -16,7 +16,7 @@ const DEFAULT_TTL = 10;
 export const acquire: Command = {
   name: 'acquire',
   summary: "take a lock the way its store's clients do (etcd: Go's Mutex and etcdctl lock); run a command while holding it",
-  help: `Usage: locklens acquire NAME [NAME...] [--ttl S] [--try] [--timeout D] [--mode read|write] [-- COMMAND ARGS...]
+  help: `Usage: locklens acquire NAME [NAME...] [--ttl S] [--try] [--timeout D] [--mode read|write] [--permits N] [-- COMMAND ARGS...]
 
 ${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.acquire)).join('\n')}
 
@@ -48,11 +48,13 @@ later if it is still running) and locklens exits 7. As with etcdctl, processes t
                  read/write lock is refused (exit 2), as is --mode on another lock or store. Redis: a read hold's
                  lease is Redisson's 30 s watchdog whatever --ttl says: every reader's renewal sets every reader's
                  lease
+  --permits N    a semaphore's limit where its store does not keep it (redis-semaphore's semaphore:KEY; every
+                 client's call states it): one permit is taken while fewer than N are held; a free NAME becomes one
 
 ${CONNECTION_HELP}`,
   argument: "the lock's NAME",
   repeatable: true,
-  options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' } },
+  options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' }, permits: { type: 'string' } },
   async run(argv, connect, out) {
     const dash = argv.indexOf('--');
     const command = dash >= 0 ? argv.slice(dash + 1) : [];
@@ -61,6 +63,7 @@ ${CONNECTION_HELP}`,
     const ttl = parsePositiveInt(values.ttl as string | undefined, '--ttl', DEFAULT_TTL);
     const timeoutMs = values.timeout === undefined ? undefined : parseDuration(values.timeout as string, '--timeout');
     const mode = parseMode(values.mode as string | undefined);
+    const permitLimit = values.permits === undefined ? undefined : parsePositiveInt(values.permits as string, '--permits', 1);
 
     const names = positionals.map((name) => Buffer.from(name));
     const repeated = positionals.find((name, i) => positionals.indexOf(name) !== i);
@@ -86,7 +89,7 @@ ${CONNECTION_HELP}`,
       const ends = [stop.signal, ...(names.length > 1 ? [lost.signal] : []), ...(timeoutMs === undefined ? [] : [timeoutSignal(timeoutMs)])];
       const signal = ends.length === 1 ? ends[0] : AbortSignal.any(ends);
       if (names.length > 1) owner = await openOwner(backend, ttl);
-      const options = { ttlSeconds: ttl, signal, tryOnly: values.try === true, mode, owner };
+      const options = { ttlSeconds: ttl, signal, tryOnly: values.try === true, mode, owner, permitLimit };
       for (const [i, name] of names.entries()) {
         const last = i === names.length - 1;
         const hold = await backend.acquire(name, {

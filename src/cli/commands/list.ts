@@ -21,7 +21,8 @@ ${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.list)).join('\n')}
                 pings stopped while what ends it lives on), "gone" (its ZooKeeper session has no client
                 connected) or "unknown" (a TTL that ran out ends the hold but tells nothing of its holder), with
                 what was seen; and "hidden" when the store would not show everything (a role
-                that may not see other sessions), said on stderr too
+                that may not see other sessions), said on stderr too. A semaphore also has "permits" {limit, free,
+                holdersRecorded} (null where only its clients know) and "holders", every permit holder
 
 ${CONNECTION_HELP}`,
   options: { prefix: { type: 'string', multiple: true }, json: { type: 'boolean' } },

@@ -3,7 +3,7 @@ import { errorMessage, LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { HistoryStore } from '../../core/recording/historyStore';
 import { STORE_KINDS, STORES } from '../../core/stores';
-import { isSingleKey, type LockState } from '../../core/lockState';
+import { isSemaphore, isSingleKey, members, holderCount, type LockMember, type LockState } from '../../core/lockState';
 import { entryJson, ownerText } from '../lockJson';
 import { confirmOnTerminal } from '../confirm';
 import { CONNECTION_HELP, parse, profileFrom, wrap } from '../options';
@@ -12,7 +12,7 @@ import type { Command } from './command';
 export const unlock: Command = {
   name: 'unlock',
   summary: "force-release someone else's hold on a lock (a stuck holder), the store's safe way",
-  help: `Usage: locklens unlock NAME --force [--yes] [--data DIR [--connection-name C]]
+  help: `Usage: locklens unlock NAME --force [--member KEY] [--yes] [--data DIR [--connection-name C]]
 
 Frees the lock NAME from its current holder, only if it is still the holder this command read (the same key, owner
 and token): a lock that changed hands meanwhile is left alone (exit 9).
@@ -22,6 +22,8 @@ theirs, not their own). Resources that check fencing tokens reject it. Without -
 with no terminal to ask on, it refuses.
 
   --force                required: this releases a lock that is not yours
+  --member KEY           a semaphore's permit holder to release, by its key as list shows it: required when several
+                         hold its permits (only that one permit is freed)
   --yes                  do not ask
   --data DIR             also note the force release (connection, lock, holder, your OS user, when) in the history
                          locklens serve records in DIR (default $LOCKLENS_DATA): the hold's recorded end then says
@@ -30,7 +32,7 @@ with no terminal to ask on, it refuses.
 
 ${CONNECTION_HELP}`,
   argument: "the lock's NAME",
-  options: { force: { type: 'boolean' }, yes: { type: 'boolean', short: 'y' }, data: { type: 'string' }, 'connection-name': { type: 'string' } },
+  options: { force: { type: 'boolean' }, member: { type: 'string' }, yes: { type: 'boolean', short: 'y' }, data: { type: 'string' }, 'connection-name': { type: 'string' } },
   async run(args, connect, out) {
     const { values, positionals } = parse(args, this);
     if (!values.force) throw new LockLensError('INVALID_ARGUMENT', `unlock releases another process's hold: pass --force (a lock you hold with 'locklens acquire' is released when it exits)`);
@@ -39,7 +41,7 @@ ${CONNECTION_HELP}`,
     try {
       const listing = await backend.list([name]);
       const lock = heldLockNamed(listing.locks, name);
-      const holder = lock.holder!;
+      const holder = holderToRelease(lock, values.member as string | undefined);
       const shown = entryJson(holder, (id) => listing.lease(id), backend.capabilities);
       const what = backend.describeForceRelease(lock, holder);
       // A ZooKeeper session or a database connection is named as one (a persistent node has none); etcd's lease and
@@ -83,6 +85,9 @@ function heldLockNamed(locks: readonly LockState[], name: Buffer): LockState {
   const held = named.filter((l) => l.holder);
   if (held.length === 1) return held[0];
   if (held.length > 1) throw new LockLensError('INVALID_ARGUMENT', `'${displayKey(name)}' names ${held.length} held locks (${held.map((l) => l.kind).join(', ')}): free them with the store's own tools`);
+  if (named.some((l) => l.permits?.holdersRecorded === false)) {
+    throw new LockLensError('INVALID_ARGUMENT', `'${displayKey(name)}' is a semaphore whose holders the store does not record: no permit can be taken back from one of them`);
+  }
   throw new LockLensError('INVALID_ARGUMENT', named.length ? `'${displayKey(name)}' is not held by anyone: nothing to release` : `no lock named '${displayKey(name)}'`);
 }
 
@@ -104,4 +109,21 @@ function osUser(): string {
   } catch {
     return process.env.USER ?? process.env.USERNAME ?? String(process.getuid?.() ?? 'unknown');
   }
+}
+
+/**
+ * The holder to free: the lock's, or the semaphore's permit holder named by `member` (its key as listed). A
+ * semaphore with several holders needs it: each holds a permit of its own, and none is "the" holder.
+ */
+function holderToRelease(lock: LockState, member: string | undefined): LockMember {
+  const holders = members(lock).slice(0, holderCount(lock));
+  if (member === undefined) {
+    if (isSemaphore(lock) && holders.length > 1) {
+      throw new LockLensError('INVALID_ARGUMENT', `${displayKey(lock.name)} has ${holders.length} permit holders: name the one to release with --member KEY (${holders.map((h) => displayKey(h.key)).join(', ')})`);
+    }
+    return lock.holder!;
+  }
+  const named = holders.find((h) => displayKey(h.key) === member);
+  if (!named) throw new LockLensError('LOCK_CHANGED', `${member} does not hold ${displayKey(lock.name)} now: nothing was released`);
+  return named;
 }

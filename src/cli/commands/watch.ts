@@ -1,4 +1,5 @@
 import { displayKey, normalizePrefixes } from '../../core/keys';
+import { permitCount, permitsSummary } from '../../core/permitCount';
 import { lockJson, ownerText, type LockJson } from '../lockJson';
 import { STORE_KINDS, STORES } from '../../core/stores';
 import { CONNECTION_HELP, parse, wrap } from '../options';
@@ -15,7 +16,7 @@ export const watch: Command = {
   help: `Usage: locklens watch --prefix P [--prefix P2 ...] [--json]
 
 Prints every lock under the prefixes once, then one line for every lock that changes (holder, queue), until
-interrupted. Reconnects and resyncs by itself; connection trouble goes to stderr.
+interrupted; a semaphore's line counts its permits and names every holder. Reconnects and resyncs by itself; connection trouble goes to stderr.
 ${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.watch)).join('\n')}
 ${wrap(REVISIONS)}
 
@@ -36,15 +37,20 @@ ${CONNECTION_HELP}`,
       const who = ownerText(h, backend.capabilities.owner);
       return h.token === null ? who : `${who}, token ${h.token}`;
     };
-    const print = (revision: number, lock: LockJson | undefined, removedId?: string) => {
+    /** A semaphore's line counts its permits and names every holder, none of which is "the" holder. */
+    const permitsLine = (revision: number, lock: LockJson, permits: string) =>
+      `${revision}  ${lock.name}  ${lock.kind}  ${permits}  holders ${lock.holders?.map((h) => h.key).join(', ') || '-'}  waiting ${lock.waiters.length}`;
+    const print = (revision: number, lock: LockJson | undefined, removedId?: string, permits?: string) => {
       if (values.json) out.stdout(JSON.stringify(lock ? { revision, lock } : { revision, removed: names.get(removedId!) }));
+      else if (lock && permits !== undefined) out.stdout(permitsLine(revision, lock, permits));
       else if (lock) out.stdout(`${revision}  ${lock.name}  ${lock.kind}  holder ${lock.holder?.key ?? '-'}${lock.holder ? ` (${holderText(lock)})` : ''}  waiting ${lock.waiters.length}`);
       else out.stdout(`${revision}  ${names.get(removedId!)}  free (no keys left)`);
     };
     live.onDidChangeLocks((changes) => {
       for (const lock of changes.changed) {
         names.set(lock.id, displayKey(lock.name));
-        print(changes.revision, lockJson(lock, () => undefined, backend.capabilities));
+        const count = permitCount(lock);
+        print(changes.revision, lockJson(lock, () => undefined, backend.capabilities), undefined, count && permitsSummary(count));
       }
       for (const id of changes.removed) {
         print(changes.revision, undefined, id);

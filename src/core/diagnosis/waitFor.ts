@@ -14,12 +14,15 @@
  * - a wait on oneself (two threads of one ZooKeeper session or Go Session in one lock): the process's own queue.
  * A wait the store does not show (a Redisson lock that is not fair has no visible queue) is an edge missing: a cycle
  * can be missed, never made up. A waiter on a read/write lock waits for the holders it conflicts with: a reader for
- * the writers, a writer for all. An owner is what the store names, which threads of one process may share (a Go
+ * the writers, a writer for all. A waiter on a semaphore waits for whichever holder gives a permit back first, not for
+ * each: an edge to each holder would make a cycle of one holder's waits while the others may still release. It waits
+ * for its holders only when no permit is free and they are all one owner (a MultiSemaphore holder, a limit of one),
+ * else it has no edge. An owner is what the store names, which threads of one process may share (a Go
  * Session, a ZooKeeper session); a cycle then says that each owner waits for what another holds.
  */
 import { identityOf } from '../holdObservation';
 import { displayKey } from '../keys';
-import { isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
+import { holderCount, isSemaphore, isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import { cycleOf, type Cycle, type LockRef, type MemberRef, type WaitBegun, type WaitEdge } from './cycle';
 import { cyclesThrough, MAX_CYCLES, type Adjacency, type Edge } from './cycleSearch';
 
@@ -201,7 +204,7 @@ function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined
   const owners = holders.length === 1 ? [holders[0].owner] : [...new Set(holders.map((h) => h.owner))];
   if (!queued) return { ref, holders: owners, waits: NO_WAITS, edges: NO_EDGES };
   // Each member's identity is made once, however many edges it is in.
-  const held = holders.map((h) => ({ member: h, identity: identityOf(h) }));
+  const held = (isSemaphore(lock) ? semaphoreBlockers(lock, holders) : holders).map((h) => ({ member: h, identity: identityOf(h) }));
   const waits = new Map<string, string>();
   const edges: Wait[] = [];
   const next = lock.waiters[0].owner;
@@ -216,6 +219,14 @@ function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined
     }
   });
   return { ref, holders: owners, waits, edges };
+}
+
+/** The holders a semaphore's waiter certainly waits for (see the comment at the top). */
+function semaphoreBlockers(lock: LockState, holders: readonly LockMember[]): readonly LockMember[] {
+  const permits = lock.permits;
+  const free = permits?.free ?? (permits?.limit != null ? permits.limit - holderCount(lock) : 0);
+  if (free > 0 || holders.length === 0) return NO_MEMBERS;
+  return holders.every((h) => h.owner === holders[0].owner) ? holders : NO_MEMBERS;
 }
 
 /** The lock is held by one owner alone and nobody takes part in waiting, before as now. */

@@ -1,7 +1,8 @@
 /**
  * Taking a lock from LockLens so that it excludes the services that use the same name: a name that is a Redisson lock
  * now is taken with Redisson's own scripts and field format (its waiters wake when we release); a read/write lock (or
- * a free name, asked for with a mode) with RedissonReadLock's and RedissonWriteLock's; any other name with the token
+ * a free name, asked for with a mode) with RedissonReadLock's and RedissonWriteLock's; a semaphore's permit with its
+ * client's scripts (redis-semaphore's, or RPermitExpirableSemaphore's: see semaphores.ts); any other name with the token
  * recipe redis-py, redlock, Spring and the classic article share (SET NX PX, compare-and-delete), on a majority of the
  * instances when several are configured (redlock). Each recipe is a module of acquire/; this one picks it by what the
  * name holds now.
@@ -14,26 +15,41 @@ import { acquireFair } from './acquire/fairLock';
 import type { RenewingHold } from './acquire/hold';
 import type { AcquireContext } from './acquire/context';
 import { acquireReadWrite } from './acquire/readWriteLock';
+import { acquireRedisSemaphore } from './acquire/redisSemaphore';
+import { acquireRedissonPermit } from './acquire/redissonPermitSemaphore';
 import { acquireRedisson } from './acquire/redissonLock';
 import { acquireToken } from './acquire/tokenLock';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
 import { lockQueueKey } from './redissonNames';
+import { redissonSemaphoreKind } from './semaphoreReads';
+import { SEMAPHORE_CONVENTIONS, isIntegerValue, isRedisSemaphoreKey } from './semaphores';
 
-type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw';
+type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw' | 'redis-semaphore' | 'redisson-permits';
 
 /** What a name is now, for a sentence: "… is a token lock". */
 const LAYOUT_NAMES: Record<Exclude<Layout, 'free' | 'redisson-rw'>, string> = {
   token: 'a token lock (SET NX PX: redis-py, redlock, the classic recipe)',
   redisson: 'a Redisson lock (RLock)',
   'redisson-fair': 'a Redisson fair lock (RFairLock)',
+  'redis-semaphore': 'a redis-semaphore Semaphore (npm)',
+  'redisson-permits': 'a Redisson RPermitExpirableSemaphore',
 };
 
-async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
+async function layoutOf(client: Redis, name: Buffer, layout?: string): Promise<Layout> {
   const [type, queueLen] = await Promise.all([client.type(name), client.llen(lockQueueKey(name))]);
   if (queueLen > 0 && (type === 'hash' || type === 'none')) return 'redisson-fair';
   if (type === 'none') return 'free';
-  if (type === 'string') return 'token';
+  if (type === 'string') {
+    const semaphore = await redissonSemaphoreKind(client, name);
+    // With every permit free an RPermitExpirableSemaphore is its counter alone: only the layout asked for tells it.
+    if (semaphore === 'permits' || (layout === SEMAPHORE_CONVENTIONS.redissonPermitSemaphore && isIntegerValue((await client.getBuffer(name)) ?? undefined))) return 'redisson-permits';
+    if (semaphore === 'counter') {
+      throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a Redisson RSemaphore, whose holders Redis does not record: LockLens shows its permits left but does not take one`);
+    }
+    return 'token';
+  }
+  if (type === 'zset' && isRedisSemaphoreKey(name)) return 'redis-semaphore';
   if (type === 'hash') {
     const size = await client.hlen(name);
     // A read/write lock has one field per reader: many readers are normal, and its `mode` field says what it is.
@@ -51,6 +67,26 @@ async function layoutOf(client: Redis, name: Buffer): Promise<Layout> {
   throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} holds a Redis ${type} that is not a lock layout LockLens knows: it will not overwrite it`);
 }
 
+/**
+ * A free name is taken as a redis-semaphore permit when a limit or that layout is asked for; redis-semaphore's clients
+ * look for `semaphore:<key>`, so a name without that prefix would be a semaphore none of them sees.
+ */
+function wantsSemaphore(name: Buffer, options: AcquireOptions): boolean {
+  if (options.permitLimit === undefined && options.layout !== SEMAPHORE_CONVENTIONS.redisSemaphore) return false;
+  if (!isRedisSemaphoreKey(name)) {
+    throw new LockLensError('INVALID_ARGUMENT', `redis-semaphore keeps Semaphore(client, 'KEY', limit) at semaphore:KEY: take ${displayKey(name)}'s permit as semaphore:${displayKey(name)}`);
+  }
+  return true;
+}
+
+/** The limit every redis-semaphore call states, which the store does not keep. */
+function permitLimitOf(name: Buffer, options: AcquireOptions): number {
+  const limit = options.permitLimit;
+  if (limit === undefined) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES['redis-semaphore']}, whose limit only its clients know: say how many permits it has`);
+  if (!Number.isInteger(limit) || limit < 1) throw new LockLensError('INVALID_ARGUMENT', `a semaphore has a whole number of permits, at least 1, not ${limit}`);
+  return limit;
+}
+
 export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<RenewingHold> {
   const name = Buffer.from(nameBytes);
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL must be positive');
@@ -60,12 +96,18 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000));
   try {
     if (ctx.clients.length > 1) {
+      if (options.permitLimit !== undefined) throw new LockLensError('INVALID_ARGUMENT', `LockLens takes a redis-semaphore permit on one Redis, not on ${ctx.clients.length} independent instances`);
       if (mode) {
         throw new LockLensError('INVALID_ARGUMENT', `a Redisson read/write lock lives on one Redis: ${displayKey(name)} cannot be taken for ${mode} on ${ctx.clients.length} independent instances`);
       }
       return await acquireToken(ctx.clients, name, ttlMs, options);
     }
-    const layout = await layoutOf(ctx.clients[0], name);
+    const layout = await layoutOf(ctx.clients[0], name, options.layout);
+    const semaphore = layout === 'redis-semaphore' || layout === 'redisson-permits' || (layout === 'free' && wantsSemaphore(name, options));
+    if (semaphore && mode) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is a semaphore: take a permit without a read or write mode`);
+    // Redisson keeps the limit (free plus held): a permit is taken while the counter has one, whatever --permits says.
+    if (layout === 'redisson-permits') return await acquireRedissonPermit(ctx.clients[0], name, ttlMs, options);
+    if (semaphore) return await acquireRedisSemaphore(ctx.clients[0], name, permitLimitOf(name, options), ttlMs, options);
     if (mode) {
       if (layout !== 'free' && layout !== 'redisson-rw') {
         throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES[layout]}, not a read/write lock: take it without a read or write mode`);

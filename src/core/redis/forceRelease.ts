@@ -12,6 +12,8 @@ import { storeError } from './keyspaceReader';
 import { CONVENTIONS } from './recognize';
 import { wakePortWaiters } from './portWake';
 import { lockChannel, lockQueueKey, lockTimeoutKey, rwLockChannel } from './redissonNames';
+import { REDISSON_PERMIT_RELEASE } from './semaphoreScripts';
+import { permitTimeoutKey, semaphoreChannel } from './semaphores';
 import { FAIR_FORCE_UNLOCK, READ_UNLOCK_MESSAGE, REDISSON_FORCE_UNLOCK, TOKEN_RELEASE, UNLOCK_MESSAGE } from './scripts';
 
 function isHolder(lock: LockState, member: LockMember): boolean {
@@ -39,6 +41,14 @@ function shortValue(member: LockMember): string {
   return text.length > 80 ? `${text.slice(0, 77)}…` : text;
 }
 
+/**
+ * A MultiSemaphore holder's permits (`<identifier>_<i>`) as shown: its refresh re-adds them all while `_0` is there,
+ * so one of them removed alone would come back, maybe past the limit.
+ */
+function multiPermits(lock: LockState, member: LockMember): Buffer[] {
+  return [lock.holder, ...(lock.sharedWith ?? [])].filter((m): m is LockMember => !!m && m.convention === member.convention && m.owner === member.owner).map((m) => m.key);
+}
+
 export function describeForceRelease(lock: LockState, member: LockMember): string {
   const name = displayKey(lock.name);
   const tail = "The holder's process is not told and may still believe it holds the lock.";
@@ -48,6 +58,12 @@ export function describeForceRelease(lock: LockState, member: LockMember): strin
       return `Deletes ${name} only if it still holds ${member.convention === CONVENTIONS.shedlock ? 'the value' : 'token'} ${shortValue(member)}${member.quorum ? `, on every one of the ${member.quorum.of} instances where it does` : ''}. ${tail}`;
     case CONVENTIONS.redissonRwLock:
       return `Deletes the read/write lock hash ${name} only if ${member.owner} still holds it in ${member.mode ?? 'its'} mode, then publishes Redisson's unlock message so its waiters retry at once. Every ${lock.sharedWith?.length ? 'reader' : 'holder'} loses it. ${tail}`;
+    case CONVENTIONS.redisSemaphore:
+      return `Removes the permit ${member.key.toString('utf8')} from the semaphore ${name}, only if it is still there: one permit comes free, the other holders keep theirs, and the next client to poll takes it. ${tail}`;
+    case CONVENTIONS.redisMultiSemaphore:
+      return `Removes the ${multiPermits(lock, member).length} permits of the MultiSemaphore holder ${member.owner} from the semaphore ${name}, only those still there: its client refreshes them together, so they go together; the other holders keep theirs. ${tail}`;
+    case CONVENTIONS.redissonPermitSemaphore:
+      return `Gives back the permit ${member.owner} of the semaphore ${name}, only if it is still held, as Redisson's release does: the count of free permits goes up by one and its waiters are told. The other holders keep theirs. ${tail}`;
     case CONVENTIONS.redissonFairLock:
       return `Deletes the lock hash ${name} only if ${member.owner} still holds it, then wakes the first waiter in its queue as Redisson's forceUnlock does. ${tail}`;
     case CONVENTIONS.redissonPortLock:
@@ -102,6 +118,19 @@ export async function forceRelease(clients: readonly Redis[], lock: LockState, m
         });
         if (n === 0) throw changed();
         return { keys: [lock.name], action: 'deleted the lock hash and woke its waiters' + where(n, clients.length) };
+      }
+      case CONVENTIONS.redisSemaphore:
+      case CONVENTIONS.redisMultiSemaphore: {
+        // The token is the permit: removing those exact members is the compare-and-remove.
+        const permits = member.convention === CONVENTIONS.redisMultiSemaphore ? multiPermits(lock, member) : [member.key];
+        const { deleted: n } = await onEvery(clients, async (c) => Math.min(1, await c.zrem(lock.name, ...permits)));
+        if (n === 0) throw changed();
+        return { keys: [lock.name], action: permits.length === 1 ? 'removed that permit from the semaphore' : `removed that holder's ${permits.length} permits from the semaphore` };
+      }
+      case CONVENTIONS.redissonPermitSemaphore: {
+        const { deleted: n } = await onEvery(clients, (c) => c.eval(REDISSON_PERMIT_RELEASE, 3, lock.name, semaphoreChannel(lock.name), permitTimeoutKey(lock.name), member.key));
+        if (n === 0) throw changed();
+        return { keys: [lock.name, permitTimeoutKey(lock.name)], action: 'gave that permit back and told the waiters' };
       }
       default:
         throw new LockLensError('INVALID_ARGUMENT', `LockLens does not know how to release a '${member.convention}' member safely`);

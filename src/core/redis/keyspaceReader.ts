@@ -12,9 +12,11 @@
 import type Redis from 'ioredis';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix, keyId, normalizePrefixes } from '../keys';
+import { parseScored, type SemaphoreCounters } from './semaphores';
 import { MAX_LOCK_HASH_FIELDS, MAX_TOKEN_BYTES, parseDeadlines, queueOwnerName, recognize, type FairQueue, type KeyRecord, type Recognized } from './recognize';
 import type { ReadCost } from './pollPacing';
 import { lockQueueKey, lockTimeoutKey } from './redissonNames';
+import { readSemaphoreParts, semaphoreCommand } from './semaphoreReads';
 
 /** Keys SCAN looks at per call: few round trips, each still a short step for the server (well under a millisecond). */
 export const SCAN_COUNT = 1000;
@@ -94,7 +96,7 @@ export async function readKeys(client: Redis, keys: readonly Buffer[], queues?: 
   records.forEach((r, i) => {
     if (r.type === 'hash') second.hlen(r.key);
     else if (r.type === 'string') second.strlen(r.key);
-    else return;
+    else if (!semaphoreCommand(second, r)) return;
     sized.push(i);
   });
   if (sized.length === 0) return records;
@@ -106,11 +108,11 @@ export async function readKeys(client: Redis, keys: readonly Buffer[], queues?: 
     const size = ok<number>(sizes[j]);
     const r = records[index];
     if (size === undefined) return;
-    records[index] = r.type === 'hash' ? { ...r, fieldCount: size } : { ...r, valueSize: size };
+    records[index] = r.type === 'hash' ? { ...r, fieldCount: size } : r.type === 'string' ? { ...r, valueSize: size } : r;
     if (size === 0) return;
     if (r.type === 'hash' && size <= MAX_LOCK_HASH_FIELDS) third.callBuffer('HGETALL', r.key);
     else if (r.type === 'string' && size <= MAX_TOKEN_BYTES) third.getBuffer(r.key);
-    else return;
+    else if (!semaphoreCommand(third, r, size)) return;
     reads.push(index);
     if (queues && r.type === 'hash' && size === 1) fair.push(r.key);
   });
@@ -127,10 +129,12 @@ export async function readKeys(client: Redis, keys: readonly Buffer[], queues?: 
       records[index] = { ...rec, fields, fieldCount: fields.length };
     } else if (rec.type === 'string' && Buffer.isBuffer(reply)) {
       records[index] = { ...rec, value: reply, valueSize: reply.length };
+    } else if (rec.type === 'zset' && Array.isArray(reply)) {
+      records[index] = { ...rec, entries: parseScored(reply as Buffer[]) };
     }
   });
   if (queues) parseQueues(fair, contents.slice(reads.length), queues);
-  return records;
+  return readSemaphoreParts(client, records, exec);
 }
 
 function queueCommands(p: ReturnType<Redis['pipeline']>, name: Buffer): void {
@@ -232,6 +236,6 @@ export async function readLocks(client: Redis, names: readonly Buffer[]): Promis
   }
 }
 
-export function recognizeSnapshot(raw: RawSnapshot, prefixes: readonly Uint8Array[], now = Date.now()): Recognized {
-  return recognize(raw.records, raw.queues, prefixes, now);
+export function recognizeSnapshot(raw: RawSnapshot, prefixes: readonly Uint8Array[], now = Date.now(), counters?: SemaphoreCounters): Recognized {
+  return recognize(counters ? counters.mark(raw.records) : raw.records, raw.queues, prefixes, now);
 }

@@ -84,6 +84,7 @@ export function mergeInstances(reads: readonly (Recognized | undefined)[], label
       holder: holder ?? null,
       ...(sharedWith.length ? { sharedWith } : {}),
       waiters: base.waiters,
+      ...(base.permits ? { permits: base.permits } : {}),
     });
   }
   locks.sort((a, b) => Buffer.compare(a.name, b.name));

@@ -13,11 +13,14 @@ import type { RedisNode, Topology } from './topology';
 
 const FAIR_WAKE_SUFFIX = /:[0-9a-f-]{36}:\d+$/;
 
-/** Whether `notify-keyspace-events` sends keyspace events for generic, string, hash and expired events. */
+/**
+ * Whether `notify-keyspace-events` sends keyspace events for generic, string, hash, sorted set (redis-semaphore's
+ * permits) and expired events.
+ */
 export function keyspaceNotificationsOn(flags: string): boolean {
   if (!flags.includes('K')) return false;
   const all = flags.includes('A');
-  return ['g', '$', 'h', 'x'].every((c) => all || flags.includes(c));
+  return ['g', '$', 'h', 'z', 'x'].every((c) => all || flags.includes(c));
 }
 
 /**

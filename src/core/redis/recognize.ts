@@ -6,6 +6,7 @@
 import { displayKey, hasPrefix, keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import { PORT_FIELD, REDISSON_FIELD, REDISSON_WRITE_FIELD, RW_TIMEOUT_SUFFIX, UNLOCK_LATCH, redissonNameFromPrefixed } from './redissonNames';
+import { SEMAPHORE_CONVENTIONS, parseScored, redisSemaphoreLock, redissonSemaphoreLock, type SemaphoreRecord } from './semaphores';
 
 /** Hashes with more fields than this are never read whole: no lock layout has more than a handful. */
 export const MAX_LOCK_HASH_FIELDS = 256;
@@ -15,7 +16,7 @@ export const MAX_TOKEN_BYTES = 1024;
 export type KeyType = 'string' | 'hash' | 'list' | 'set' | 'zset' | 'stream' | 'none' | (string & {});
 
 /** One key as read: what the read found, with nothing when the key changed type or vanished in between. */
-export interface KeyRecord {
+export interface KeyRecord extends SemaphoreRecord {
   readonly key: Buffer;
   readonly type: KeyType;
   /** PTTL in ms: -1 no expiry, -2 gone. */
@@ -52,6 +53,8 @@ export interface TtlSource {
   readonly nodes?: readonly string[];
   /** Sample the PTTL only while the key still holds this value (a redlock token: another token's TTL is not ours). */
   readonly value?: Buffer;
+  /** Below this share of its TTL left its holder is late renewing, where its client renews late (see semaphores.ts). */
+  readonly stallFraction?: number;
 }
 
 export interface Recognized {
@@ -68,6 +71,7 @@ export const CONVENTIONS = {
   redissonRwLock: 'redisson-rwlock',
   shedlock: 'shedlock',
   token: 'redis-token',
+  ...SEMAPHORE_CONVENTIONS,
 } as const;
 
 export type RedisConvention = (typeof CONVENTIONS)[keyof typeof CONVENTIONS];
@@ -263,7 +267,8 @@ export function recognize(
     if (locks.has(id)) continue;
     let lock: LockState | undefined;
     if (record.type === 'hash') lock = hashLock(record, queues.get(id), ttls, now);
-    else if (record.type === 'string') lock = stringLock(record, ttls);
+    else if (record.type === 'string') lock = redissonSemaphoreLock(record, ttls, now) ?? stringLock(record, ttls);
+    else if (record.type === 'zset') lock = redisSemaphoreLock(record, ttls, now);
     if (lock) locks.set(id, lock);
   }
   for (const [id, queue] of queues) {
@@ -279,12 +284,7 @@ export function recognize(
 
 /** Parses the reply pairs of a fair queue's ZSET (ZRANGE … WITHSCORES as bytes) into keyId(field) → ms. */
 export function parseDeadlines(pairs: readonly Buffer[]): Map<string, number> {
-  const out = new Map<string, number>();
-  for (let i = 0; i + 1 < pairs.length; i += 2) {
-    const score = Number(pairs[i + 1].toString('latin1'));
-    if (Number.isFinite(score)) out.set(keyId(pairs[i]), score);
-  }
-  return out;
+  return new Map(parseScored(pairs).map(([field, ms]) => [keyId(field), ms]));
 }
 
 /** The lock name a Redisson fair queue LIST belongs to (`redisson_lock_queue:{name}`). */

@@ -110,7 +110,8 @@ export class RedisBackend implements LockBackend {
 
   /** Redisson locks (plain, fair, read/write: the last with a mode) and token keys. */
   acquirable(lock: LockState): boolean {
-    return lock.kind === 'queue' || lock.kind === 'single' || lock.kind === 'readwrite';
+    // A semaphore's permits are taken where their holders are recorded (not an RSemaphore's: Redis has no trace of them).
+    return lock.kind === 'queue' || lock.kind === 'single' || lock.kind === 'readwrite' || (lock.kind === 'semaphore' && lock.permits?.holdersRecorded === true);
   }
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {

@@ -16,6 +16,7 @@ import { readLocks, readSnapshot, recognizeSnapshot, storeError, type ReadOption
 import type { ReadCost } from './pollPacing';
 import { mergeInstances, mergeNodes } from './merge';
 import type { Recognized, TtlSource } from './recognize';
+import { SemaphoreCounters } from './semaphores';
 
 export interface RedisNode {
   /** host:port (and /db), as messages and `quorum.instances` show it. */
@@ -60,6 +61,9 @@ function nodeLabel(host: string, port: number): string {
 const PTTL_IF_VALUE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pttl', KEYS[1]) end return -2`;
 
 export class Topology {
+  /** The names its reads saw as RSemaphore counters, which stay so between their waiters (semaphores.ts). */
+  private readonly counters = new SemaphoreCounters();
+
   private constructor(
     readonly kind: TopologyKind,
     private readonly instances: readonly RedisNode[],
@@ -128,7 +132,7 @@ export class Topology {
   async read(prefixes: readonly Buffer[], options: ReadOptions = {}, plan?: ReadPlan): Promise<ReadResult> {
     const nodes = this.nodes();
     if (nodes.length === 0) throw new LockLensError('UNREACHABLE', 'the Redis Cluster has no reachable master');
-    const read = await this.gather(nodes, (n) => readSnapshot(n.client, prefixes, options, plan), prefixes);
+    const read = await this.gather(nodes, (n) => readSnapshot(n.client, prefixes, options, plan), prefixes, { prefixes });
     const missing = this.missingMasters(nodes);
     return missing.length ? { ...read, down: [...read.down, ...missing] } : read;
   }
@@ -136,18 +140,20 @@ export class Topology {
   /** Reads the named locks again. Undefined for a cluster: its names live on different masters, so read it whole. */
   async readNames(names: readonly Buffer[], prefixes: readonly Buffer[]): Promise<ReadResult | undefined> {
     if (this.cluster) return undefined;
-    return this.gather(this.nodes(), (n) => readLocks(n.client, names), prefixes);
+    return this.gather(this.nodes(), (n) => readLocks(n.client, names), prefixes, { names });
   }
 
-  private async gather(nodes: readonly RedisNode[], readOne: (n: RedisNode) => ReturnType<typeof readSnapshot>, prefixes: readonly Buffer[]): Promise<ReadResult> {
+  /** `scope`: what the read covers, which the names seen as RSemaphore counters are updated over. */
+  private async gather(nodes: readonly RedisNode[], readOne: (n: RedisNode) => ReturnType<typeof readSnapshot>, prefixes: readonly Buffer[], scope: Parameters<SemaphoreCounters['note']>[1]): Promise<ReadResult> {
     const settled = await Promise.allSettled(nodes.map(readOne));
     const now = Date.now();
     const down: Unreachable[] = [];
     const reads = settled.map((r, i) => {
-      if (r.status === 'fulfilled') return recognizeSnapshot(r.value, prefixes, now);
+      if (r.status === 'fulfilled') return recognizeSnapshot(r.value, prefixes, now, this.counters);
       down.push({ label: nodes[i].label, error: storeError(r.reason) });
       return undefined;
     });
+    this.counters.note(reads.flatMap((r) => r?.locks ?? []), scope);
     if (down.length === nodes.length) throw down[0].error;
     const cost = totalCost(settled.flatMap((r) => (r.status === 'fulfilled' && r.value.cost ? [r.value.cost] : [])));
     const labels = nodes.map((n) => n.label);

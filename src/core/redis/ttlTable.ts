@@ -34,7 +34,7 @@ export class TtlTable {
         peak = peak === undefined || refreshed ? ttl : Math.max(peak, ttl);
         this.peaks.set(s.id, peak);
       }
-      const info = observeLease(previous, s.id, { ttl, grantedTtl: peak ?? 0, keys: s.keys, at });
+      const info = observeLease(previous, s.id, { ttl, grantedTtl: peak ?? 0, keys: s.keys, at }, s.stallFraction);
       this.infos.set(s.id, info);
       out.push(info);
     }

@@ -7,7 +7,7 @@ import { ownerLabel } from '../format';
 import { LockNode, type LockTreeNode } from '../tree/nodes';
 import { pickConnection } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
-import { askLockName, askMode, askTtl, confirmJoin } from './acquirePrompts';
+import { askLockName, askMode, askPermitLimit, askTtl, confirmJoin } from './acquirePrompts';
 import { connectionNamed, writable, type LockCommandContext } from './lockCommandContext';
 
 /** What `locklens.acquireLock` accepts from scripts and tests instead of asking. */
@@ -17,6 +17,8 @@ export interface AcquireInput {
   readonly ttl?: number;
   /** A read/write lock (where the store has them): take it for reading or writing. */
   readonly mode?: LockMode;
+  /** A semaphore whose store does not keep its limit: how many permits it has. */
+  readonly permits?: number;
 }
 
 export function registerAcquireLock(register: RegisterCommand, { registry, heldLocks, tree }: LockCommandContext): vscode.Disposable {
@@ -29,9 +31,10 @@ export function registerAcquireLock(register: RegisterCommand, { registry, heldL
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
     const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
+    const permitLimit = input ? input.permits : await askPermitLimit(connection, name, lockOfNode);
     // A read hold's lease is the store's own (Redisson's watchdog): there is no TTL to ask.
     const ttl = input?.ttl ?? (mode === 'read' ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
-    if (!input && !(await confirmJoin(connection, backend, name, mode))) return;
+    if (!input && !(await confirmJoin(connection, backend, name, mode, permitLimit))) return;
     const controller = new AbortController();
     const label = displayKey(name);
     const held = await vscode.window.withProgress(
@@ -43,6 +46,7 @@ export function registerAcquireLock(register: RegisterCommand, { registry, heldL
           name,
           ttl,
           mode,
+          permitLimit,
           signal: controller.signal,
           onQueue: ({ ahead, fencingToken }) => progress.report({ message: queueMessage(ahead, fencingToken, backend.capabilities.queuedAcquire) }),
         });

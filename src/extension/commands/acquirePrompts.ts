@@ -1,7 +1,8 @@
 import * as vscode from 'vscode';
 import type { LockBackend, LockMode } from '../../core/backend';
 import { displayKey } from '../../core/keys';
-import { isReadWrite, type LockState } from '../../core/lockState';
+import { isReadWrite, isSemaphore, type LockState } from '../../core/lockState';
+import { permitCount } from '../../core/permitCount';
 import type { StoreConnection } from '../connections';
 import { acceptQuickPick, holderName, lockSummary, orCancel } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
@@ -61,11 +62,29 @@ export async function askMode(connection: StoreConnection, backend: LockBackend,
   return orCancel(picked).mode;
 }
 
+/**
+ * A semaphore's limit, asked where its store does not keep it (a redis-semaphore's: every client's call states it), so
+ * that LockLens counts the permits as its clients do. Undefined for anything else.
+ */
+export async function askPermitLimit(connection: StoreConnection, name: Buffer, shown: LockState | undefined): Promise<number | undefined> {
+  const lock = shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
+  if (!lock || !isSemaphore(lock) || lock.permits?.limit !== null) return undefined;
+  const text = orCancel(
+    await vscode.window.showInputBox({
+      title: vscode.l10n.t('Permits of "{0}"', displayKey(name)),
+      prompt: vscode.l10n.t("The semaphore's limit, as its clients state it (the store does not keep it): you get a permit only while fewer are held."),
+      validateInput: (v) => (/^\d+$/.test(v) && Number(v) >= 1 ? undefined : vscode.l10n.t('A whole number of permits, at least 1')),
+    }),
+  );
+  return Number(text);
+}
+
 /** Joining a lock others use makes them wait while you hold: say who, and ask. Reading beside other readers waits for no one. */
-export async function confirmJoin(connection: StoreConnection, backend: LockBackend, name: Buffer, mode: LockMode | undefined): Promise<boolean> {
+export async function confirmJoin(connection: StoreConnection, backend: LockBackend, name: Buffer, mode: LockMode | undefined, permitLimit?: number): Promise<boolean> {
   const lock = connection.watch?.locks().find((l) => backend.acquirable(l) && l.name.equals(name));
   if (!lock?.holder) return true;
   if (mode === 'read' && lock.holder.mode === 'read') return true;
+  if (isSemaphore(lock)) return confirmPermitWait(lock, permitLimit);
   const queued = backend.capabilities.queuedAcquire;
   const join = queued ? vscode.l10n.t('Join Queue') : vscode.l10n.t('Wait');
   const answer = await vscode.window.showWarningMessage(
@@ -81,4 +100,19 @@ export async function confirmJoin(connection: StoreConnection, backend: LockBack
     join,
   );
   return answer === join;
+}
+
+/** A semaphore with a permit free is taken at once; with none, waiting for one is asked. */
+async function confirmPermitWait(lock: LockState, permitLimit: number | undefined): Promise<boolean> {
+  const count = permitCount(lock);
+  const limit = count?.limit ?? permitLimit;
+  const held = count?.held ?? 0;
+  if (limit === undefined || held < limit) return true;
+  const wait = vscode.l10n.t('Wait');
+  const answer = await vscode.window.showWarningMessage(
+    vscode.l10n.t('All {0} permits of "{1}" are held. Wait for one?', limit, displayKey(lock.name)),
+    { modal: true, detail: vscode.l10n.t('You get the next permit given back; while you hold it, one more of its clients waits.') },
+    wait,
+  );
+  return answer === wait;
 }

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { worstTrouble, type LockTrouble, type MemberHealth, type Trouble } from '../../core/lockHealth';
 import type { LockFigures } from '../../core/lockFigures';
 import { isElection, members, type LockState } from '../../core/lockState';
+import { permitCount, type PermitCount } from '../../core/permitCount';
 import type { StoreConnection } from '../connections';
 import { conventionLabel } from '../../core/stores';
 import { appendUntrusted, formatSpan, formatTtl, roleLabel, showsTtl, tooltip, troubleIcon, troubleText } from '../format';
@@ -30,6 +31,8 @@ export function lockItem(node: PrefixedRow, shown?: { lock: LockState; health: r
   item.contextValue = lockContext(lock.kind, shown.acquirable);
   item.iconPath = troubleIcon(shown.trouble, LOCK_ICONS[lock.kind]);
   item.description = lockDescription(node, lock, shown.health);
+  // A semaphore whose holders the store does not record has no member rows to open.
+  if (members(lock).length === 0) item.collapsibleState = vscode.TreeItemCollapsibleState.None;
   return item;
 }
 
@@ -55,6 +58,17 @@ export function lockDescription(node: PrefixedRow, lock: LockState, health: read
   const election = isElection(lock);
   const holder = lock.holder && health[0];
   const parts: string[] = node.connection.staleSince ? [vscode.l10n.t('stale')] : [];
+  const permits = permitCount(lock);
+  if (permits) {
+    // Each holder has its own row, age and owner: the lock's row says since when it has been held (its oldest hold),
+    // and counts the permits.
+    const holds = health.filter((h) => h.position === 0).map((h) => h.since);
+    if (holds.length) parts.push(vscode.l10n.t('held {0}', coarseAge(holds.reduce((a, b) => (b.at < a.at ? b : a)))));
+    parts.push(permitsText(permits));
+    if (lock.waiters.length) parts.push(waitersText(lock));
+    if (lock.altName) parts.push(lock.altName);
+    return parts.join(' · ');
+  }
   if (holder) {
     const age = coarseAge(holder.since);
     parts.push(election ? vscode.l10n.t('elected {0} ago', age) : vscode.l10n.t('held {0}', age));
@@ -71,6 +85,17 @@ export function lockDescription(node: PrefixedRow, lock: LockState, health: read
   return parts.join(' · ');
 }
 
+/** "2/3 permits", "2 permits", "free", "1 permit left, holders not recorded". */
+export function permitsText(p: PermitCount): string {
+  if (!p.holdersRecorded) {
+    if (p.free === null) return vscode.l10n.t('holders not recorded');
+    return p.free === 1 ? vscode.l10n.t('1 permit left, holders not recorded') : vscode.l10n.t('{0} permits left, holders not recorded', p.free);
+  }
+  if (p.held === 0) return vscode.l10n.t('free');
+  if (p.limit !== null) return vscode.l10n.t('{0}/{1} permits', p.held ?? '?', p.limit);
+  return p.held === 1 ? vscode.l10n.t('1 permit') : vscode.l10n.t('{0} permits', p.held ?? '?');
+}
+
 export function lockTooltip(connection: StoreConnection, lock: LockState, health: readonly MemberHealth[], figures: LockFigures | undefined, findings: LockFindings): vscode.MarkdownString {
   const caps = capabilities(connection);
   const { owner } = caps;
@@ -78,6 +103,8 @@ export function lockTooltip(connection: StoreConnection, lock: LockState, health
   appendUntrusted(md, lock.name);
   if (lock.altName) appendUntrusted(md.appendMarkdown(' = '), lock.altName);
   md.appendMarkdown(`\n\n${vscode.l10n.t('Kind')}: ${kindLabel(lock)}\n\n`);
+  const permits = permitCount(lock);
+  if (permits) md.appendMarkdown(`${vscode.l10n.t('Permits')}: ${permitsLine(permits)}\n\n`);
   for (const h of health) {
     md.appendMarkdown(`- ${roleLabel(h.role)}${h.position ? ` #${h.position}` : ''}: `);
     appendUntrusted(md, h.member.key);
@@ -89,6 +116,16 @@ export function lockTooltip(connection: StoreConnection, lock: LockState, health
   for (const h of health) for (const t of h.troubles) md.appendMarkdown(`\n\n$(warning) ${escapeOwn(troubleText(t, h, longHoldMs(), owner))}`);
   if (figures) md.appendMarkdown(`\n\n$(graph) ${escapeOwn(figuresLine(figures))}`);
   return md;
+}
+
+/** "2 of 3 held, 1 free"; "1 free; the store does not record who holds the others". */
+function permitsLine(p: PermitCount): string {
+  const parts: string[] = [];
+  if (p.holdersRecorded) parts.push(p.limit !== null ? vscode.l10n.t('{0} of {1} held', p.held ?? '?', p.limit) : vscode.l10n.t('{0} held, limit not recorded (its clients state it)', p.held ?? '?'));
+  else if (p.limit !== null) parts.push(vscode.l10n.t('{0} in all', p.limit));
+  if (p.free !== null) parts.push(vscode.l10n.t('{0} free', p.free));
+  const line = parts.join(', ');
+  return p.holdersRecorded ? line : [line, vscode.l10n.t('the store does not record who holds them')].filter(Boolean).join('; ');
 }
 
 /** The figures in one line: "12 holds seen · hold p50 3 s, p95 8 s · wait p50 1 s, p95 4 s · 2.0 handoffs/min · 1 stall". */
