@@ -3,6 +3,7 @@ import type { LockLensError } from './errors';
 import type { HistoryOperations } from './history';
 import type { LeaseInfo } from './leaseInfo';
 import type { ChangeSet, LockMember, LockState } from './lockState';
+import type { FreeNameLayouts } from './storeLayouts';
 
 /**
  * The one contract between LockLens and a store that keeps locks. Every store (etcd, Redis, …) implements it in its
@@ -203,6 +204,11 @@ export interface LockBackend extends Disposable {
   readonly leases?: LeaseOperations;
   /** Present where the store keeps its past and can replay a lock's holds from it (etcd's MVCC revisions). */
   readonly history?: HistoryOperations;
+  /**
+   * Present where this connection takes fewer layouts than its store's descriptor lists (several independent Redis
+   * instances take token locks only); `layoutsOf` in stores.ts reads one or the other.
+   */
+  readonly freeNameLayouts?: FreeNameLayouts;
   /** Follows the locks under `prefixes` (bytes, as the store's keys are). */
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch;
   list(prefixes: readonly Uint8Array[]): Promise<Listing>;
