@@ -134,7 +134,10 @@ export interface AcquireOptions {
   readonly owner?: LockOwner;
   /**
    * The layout to take a free name in, by the id a store's descriptor lists for it (see issue 20's layouts of a free
-   * name); ignored when the name holds a lock already, whose own layout is then taken. Absent: the store decides.
+   * name); ignored when the name holds a lock already, whose own layout is then taken. An id the store does not list
+   * is INVALID_ARGUMENT. Absent: the layout the store took before layouts could be chosen (Redis: a token, ZooKeeper:
+   * kazoo's, etcd: Go's Mutex); the CLI and VS Code always pass one, the descriptor's default where nothing else
+   * decides (freeNameLayout.ts).
    */
   readonly layout?: string;
   /**

@@ -1,4 +1,4 @@
-import type { AcquireOptions, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, LockOwner, WatchOptions } from '../backend';
+import type { AcquireOptions, QueuePosition, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, LockOwner, WatchOptions } from '../backend';
 import { Emitter } from '../emitter';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -12,6 +12,10 @@ import { LeaseTracker, sampleLease } from './leases';
 import { normalizePrefixes } from '../keys';
 import { LockModel } from './lockModel';
 import { Mutex, type Hold } from './mutex';
+import { SingleKeyLock } from './singleKey';
+import { prefixRange } from './keyRange';
+import { defaultLayout, layoutById } from '../freeNameLayout';
+import { ETCD_LAYOUTS } from './layouts';
 import { revokeLease } from './revoke';
 import { Session } from './session';
 import { ETCD_CAPABILITIES } from './capabilities';
@@ -57,9 +61,9 @@ export class EtcdBackend implements LockBackend {
     return { revision: read.revision, locks, lease: (id) => leases.get(id) };
   }
 
-  /** The Go Mutex layout is a queue: single keys and elections are other clients' locks, not ours to join. */
+  /** A Go Mutex queue is joined in its layout, a single key waited for in its own; elections are leadership, not locks. */
   acquirable(lock: LockState): boolean {
-    return lock.kind === 'queue';
+    return lock.kind === 'queue' || lock.kind === 'single';
   }
 
   async acquire(name: Uint8Array, options: AcquireOptions): Promise<LockHold> {
@@ -71,13 +75,17 @@ export class EtcdBackend implements LockBackend {
     // Releasing revokes this session's lease; with the call open beforehand, that is one write when the time comes.
     if (!shared) session.prepareRevoke();
     try {
-      const mutex = new Mutex(session, name);
       // The backend's onQueue hears `ahead: 0` once, when the lock is ours, with the revision it became ours at
       // (synchronously, before the hold is set up: the CLI lets its command run there).
       const onQueue = options.onQueue;
-      const hold = options.tryOnly
-        ? await mutex.tryAcquire()
-        : await mutex.acquire({ signal: options.signal, onQueue: onQueue && ((p) => p.ahead > 0 && onQueue(p)), onHeld: onQueue });
+      const waiting = { signal: options.signal, onQueue: onQueue && ((p: QueuePosition) => p.ahead > 0 && onQueue(p)), onHeld: onQueue };
+      let hold: Hold;
+      if ((await layoutOfName(this.connection, name, options.layout)) === 'single-key') {
+        hold = await new SingleKeyLock(session, name).acquire({ ...waiting, tryOnly: options.tryOnly });
+      } else {
+        const mutex = new Mutex(session, name);
+        hold = options.tryOnly ? await mutex.tryAcquire() : await mutex.acquire(waiting);
+      }
       return new EtcdHold(Buffer.from(name), hold, shared ? undefined : session);
     } catch (e) {
       // A shared lease lives on: the Mutex has already deleted the key it queued with.
@@ -138,6 +146,22 @@ class EtcdOwner implements LockOwner {
   close(): Promise<void> {
     return this.session.revoke();
   }
+}
+
+/**
+ * The layout `name` is taken in: a queue when keys are queued under `<name>/` (also beside a key `<name>`, as before
+ * there were layouts), a single key when the key `<name>` alone is there, else the one asked for or the default.
+ */
+async function layoutOfName(conn: EtcdConnection, name: Uint8Array, asked: string | undefined): Promise<string> {
+  const layout = asked === undefined ? defaultLayout(ETCD_LAYOUTS) : layoutById(ETCD_LAYOUTS, asked);
+  const key = conn.toEtcd(Buffer.from(name));
+  const [single, queued] = await Promise.all([
+    call(conn.client.kv.range({ key, count_only: true })),
+    call(conn.client.kv.range({ ...prefixRange(Buffer.concat([key, Buffer.from('/')])), count_only: true })),
+  ]);
+  if (Number(queued.count) > 0) return 'go-mutex';
+  if (Number(single.count) > 0) return 'single-key';
+  return layout.id;
 }
 
 function sessionOf(owner: LockOwner): Session {

@@ -260,18 +260,30 @@ export class Mutex {
     void this.readQueue(createRevision).catch(() => undefined);
   }
 
-  /** Owner-only delete: only the key this session created at that revision, never a newer one of the same name. */
-  async deleteOwnKey(createRevision: number): Promise<boolean> {
-    const key = this.session.conn.toEtcd(this.key);
-    const res = await call(
-      this.session.conn.client.kv.txn({
-        compare: [{ key, target: 'Create', result: 'Equal', create_revision: createRevision }],
-        success: [{ request_delete_range: { key } }],
-        failure: [],
-      }),
-    );
-    return res.succeeded;
+  deleteOwnKey(createRevision: number): Promise<boolean> {
+    return deleteIfCreatedAt(this.session, this.key, createRevision);
   }
+}
+
+/** Owner-only delete: only the key created at that revision, never a newer one of the same name. */
+export async function deleteIfCreatedAt(session: Session, userKey: Buffer, createRevision: number): Promise<boolean> {
+  const key = session.conn.toEtcd(userKey);
+  const res = await call(
+    session.conn.client.kv.txn({
+      compare: [{ key, target: 'Create', result: 'Equal', create_revision: createRevision }],
+      success: [{ request_delete_range: { key } }],
+      failure: [],
+    }),
+  );
+  return res.succeeded;
+}
+
+/** The key a hold is: a Mutex's queue key, or a single-key lock's key (singleKey.ts). */
+export interface HeldKey {
+  readonly key: Buffer;
+  readonly session: Session;
+  /** See deleteIfCreatedAt. */
+  deleteOwnKey(createRevision: number): Promise<boolean>;
 }
 
 /** Per session, the lock keys (by keyId) it is still trying to delete after a waiter gave up (see Mutex.leaveQueue). */
@@ -305,7 +317,7 @@ export class Hold implements Disposable {
   readonly acquiredAt = Date.now();
 
   constructor(
-    readonly mutex: Mutex,
+    readonly mutex: HeldKey,
     /** The fencing token: the key's create revision. Resources should reject writes carrying an older one. */
     readonly fencingToken: number,
     /** The revision at which this session became the holder. */

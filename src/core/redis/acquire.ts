@@ -4,11 +4,12 @@
  * a free name, asked for with a mode) with RedissonReadLock's and RedissonWriteLock's; any other name with the token
  * recipe redis-py, redlock, Spring and the classic article share (SET NX PX, compare-and-delete), on a majority of the
  * instances when several are configured (redlock). Each recipe is a module of acquire/; this one picks it by what the
- * name holds now.
+ * name holds now, and for a name that holds nothing by `AcquireOptions.layout` (else the descriptor's default).
  */
 import type Redis from 'ioredis';
 import type { AcquireOptions } from '../backend';
 import { LockLensError, throwIfAborted } from '../errors';
+import { layoutById } from '../freeNameLayout';
 import { displayKey } from '../keys';
 import { acquireFair } from './acquire/fairLock';
 import type { RenewingHold } from './acquire/hold';
@@ -18,6 +19,7 @@ import { acquireRedisson } from './acquire/redissonLock';
 import { acquireToken } from './acquire/tokenLock';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
+import { REDIS_LAYOUTS, REDLOCK_LAYOUTS } from './layouts';
 import { lockQueueKey } from './redissonNames';
 
 type Layout = 'free' | 'token' | 'redisson' | 'redisson-fair' | 'redisson-rw';
@@ -58,6 +60,7 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   if (mode !== undefined && mode !== 'read' && mode !== 'write') throw new LockLensError('INVALID_ARGUMENT', `the mode is read or write, not '${String(mode)}'`);
   throwIfAborted(options.signal);
   const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000));
+  const asked = options.layout === undefined ? undefined : layoutById(ctx.clients.length > 1 ? REDLOCK_LAYOUTS : REDIS_LAYOUTS, options.layout).id;
   try {
     if (ctx.clients.length > 1) {
       if (mode) {
@@ -66,14 +69,16 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
       return await acquireToken(ctx.clients, name, ttlMs, options);
     }
     const layout = await layoutOf(ctx.clients[0], name);
+    // No layout given (a caller that does not choose one: the CLI and VS Code always do): the token recipe, as before
+    // layouts could be chosen.
+    if (layout === 'free') return await acquireFree(ctx, name, ttlMs, options, asked ?? (mode ? 'redisson-rw' : 'token'));
     if (mode) {
-      if (layout !== 'free' && layout !== 'redisson-rw') {
+      if (layout !== 'redisson-rw') {
         throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES[layout]}, not a read/write lock: take it without a read or write mode`);
       }
       return await acquireReadWrite(ctx, name, ttlMs, options, mode);
     }
     switch (layout) {
-      case 'free':
       case 'token':
         return await acquireToken(ctx.clients, name, ttlMs, options);
       case 'redisson-rw':
@@ -85,5 +90,23 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
     }
   } catch (e) {
     throw e instanceof LockLensError ? e : storeError(e);
+  }
+}
+
+/** A name that holds nothing, taken in the layout asked for (see the descriptor's freeNameLayouts). */
+function acquireFree(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, layout: string): Promise<RenewingHold> {
+  if (options.mode && layout !== 'redisson-rw') {
+    throw new LockLensError('INVALID_ARGUMENT', `the layout ${layout} has no read/write form: ${displayKey(name)} is taken for ${options.mode} as redisson-rw`);
+  }
+  switch (layout) {
+    case 'redisson':
+      return acquireRedisson(ctx, name, ttlMs, options);
+    case 'redisson-fair':
+      return acquireFair(ctx, name, ttlMs, options);
+    case 'redisson-rw':
+      if (!options.mode) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is free: a Redisson read/write lock is taken for reading or writing (a mode)`);
+      return acquireReadWrite(ctx, name, ttlMs, options, options.mode);
+    default:
+      return acquireToken(ctx.clients, name, ttlMs, options);
   }
 }

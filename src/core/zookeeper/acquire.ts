@@ -21,8 +21,10 @@ import { Emitter, type Disposable, type Event } from '../emitter';
 import { LockLensError, abortError, errorMessage, throwIfAborted } from '../errors';
 import { displayKey } from '../keys';
 import { sleep } from '../sleep';
+import { layoutById } from '../freeNameLayout';
 import { zkCode, type ZkClient } from './client';
 import { bySequence, contenderPrefix, familyOf, joinPath, kindOf, parseContender, predecessorIndex, type ContenderName, type Family } from './conventions';
+import { ZOOKEEPER_LAYOUTS } from './layouts';
 import { zxidNumber } from './lockOfChildren';
 import { rootOf } from './znodeTree';
 
@@ -60,13 +62,13 @@ const FAMILY_NAMES: Record<Family, string> = {
 
 /**
  * The family whose node names a new contender takes: the one already there (Curator, else kazoo, else the recipe,
- * when several are mixed), and kazoo's layout for a name nobody uses yet: kazoo's names are what the Debian-packaged
- * peer and most scripts use, and Curator's InterProcessMutex sees only Curator's names while kazoo can be told to see
- * others (`extra_lock_patterns`).
+ * when several are mixed), and for a name nobody uses yet the layout asked for, else kazoo's, as before layouts could
+ * be chosen (the CLI and VS Code always choose one: see layouts.ts for the default they take).
  */
-function layoutOf(name: string, contenders: readonly Contender[], mode: LockMode | undefined): { family: Family; read: boolean | undefined } {
+function layoutOf(name: string, contenders: readonly Contender[], mode: LockMode | undefined, asked: Family | undefined): { family: Family; read: boolean | undefined } {
   const families = new Set(contenders.map((c) => familyOf(c.convention)));
-  const family: Family = families.has('curator') ? 'curator' : families.has('kazoo') ? 'kazoo' : families.has('recipe') ? 'recipe' : 'kazoo';
+  const free = asked ?? 'kazoo';
+  const family: Family = families.has('curator') ? 'curator' : families.has('kazoo') ? 'kazoo' : families.has('recipe') ? 'recipe' : free;
   const kind = kindOf(contenders.map((c) => c.convention));
   const what = `${displayKey(Buffer.from(name))} is a ${FAMILY_NAMES[family]}`;
   if (kind === 'election') throw new LockLensError('INVALID_ARGUMENT', `${what} leader latch (an election): LockLens takes locks, not leadership`);
@@ -112,11 +114,13 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   if (name === '/') throw new LockLensError('INVALID_ARGUMENT', "the root znode is no lock: name the lock's path");
   if (!(options.ttlSeconds > 0)) throw new LockLensError('INVALID_ARGUMENT', 'the TTL (the session timeout) must be positive');
   throwIfAborted(options.signal);
+  // The descriptor's ids are the families' names.
+  const asked = options.layout === undefined ? undefined : (layoutById(ZOOKEEPER_LAYOUTS, options.layout).id as Family);
   const shared = ctx.ownerSession;
   const session = shared ?? (await ctx.openSession(Math.max(1, Math.round(options.ttlSeconds * 1000))));
   let ours: string | undefined;
   try {
-    const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode);
+    const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode, asked);
     ours = await createContender(session, name, contenderPrefix(family, randomUUID(), read));
     const ourName = ours.slice(ours.lastIndexOf('/') + 1);
     const created = await session.exists(ours);
