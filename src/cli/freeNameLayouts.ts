@@ -17,6 +17,8 @@ export async function freeNameLayouts(backend: LockBackend, names: readonly Buff
   const store = storeOf(backend.kind);
   const layouts = layoutsOf(backend);
   if (asked !== undefined) layoutById(layouts, asked);
+  // One layout (a SQL store's own lock) leaves nothing to choose or to say.
+  else if (layouts.layouts.length === 1) return names.map(() => undefined);
   // One listing per prefix: a name's siblings, and whether the name itself holds a lock. A name at the top has no
   // siblings to go by, and its own lock is read under the name itself.
   const listings = new Map<string, Promise<readonly LockState[]>>();
