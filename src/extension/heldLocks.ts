@@ -20,6 +20,8 @@ export interface AcquireRequest {
   readonly ttl: number;
   /** A read/write lock: for reading or writing. */
   readonly mode?: LockMode;
+  /** The layout a free name is taken in (`AcquireOptions.layout`). */
+  readonly layout?: string;
   readonly signal?: AbortSignal;
   readonly onQueue?: (position: QueuePosition) => void;
 }
@@ -75,7 +77,7 @@ export class HeldLocks implements vscode.Disposable {
       try {
         const backend = await connection.open();
         ownerKind = backend.capabilities.owner;
-        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue, mode: request.mode });
+        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue, mode: request.mode, layout: request.layout });
         if (hold.lost) throw hold.lost;
         if (signal.aborted) throw new LockLensError('CANCELLED', 'cancelled');
         const lock: HeldLock = { connection, name, hold, ownerKind };

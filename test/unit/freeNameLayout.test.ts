@@ -1,7 +1,10 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chooseLayout, layoutOfLock, layoutsInOrder, prefixOf, reasonText } from '../../src/core/freeNameLayout';
+import { LockModel } from '../../src/core/etcd/lockModel';
+import type { KeyRecord } from '../../src/core/etcd/records';
 import type { LockMember, LockState } from '../../src/core/lockState';
+import { LockStats } from '../../src/core/lockStats';
 import { STORES } from '../../src/core/stores';
 import type { FreeNameLayouts } from '../../src/core/storeLayouts';
 
@@ -89,5 +92,26 @@ describe('the layout of a free name', () => {
       assert.ok(layouts.layouts.some((l) => l.id === layouts.defaultId), store.kind);
       for (const l of layouts.layouts) for (const c of l.conventions) assert.ok(Object.hasOwn(conventions, c), `${store.kind} ${l.id} ${c}`);
     }
+  });
+
+  test("the records give the holds seen on a name with their layouts: an etcd queue's and the single key of the same name, not a longer name's", () => {
+    const key = (k: string, create: number): KeyRecord => ({ key: Buffer.from(k), valuePreview: Buffer.alloc(0), valueSize: 0, createRevision: create, modRevision: create, version: 1, lease: 'a1' });
+    const model = new LockModel();
+    const stats = new LockStats();
+    const options = { hasLeases: true, hasRevisions: true, sampledTtls: true, lease: () => undefined };
+    const step = (now: number, record: KeyRecord) => {
+      model.put(record);
+      stats.observe('c', model.takeChanges(), options, now);
+    };
+    step(1_000, key('/locks/job/a1', 1));
+    step(2_000, key('/locks/job', 2));
+    step(3_000, key('/locks/jobs/a1', 3));
+    const seen = stats.holdsNamed('c', Buffer.from('/locks/job'));
+    assert.deepEqual(seen.sort((a, b) => a.at - b.at), [
+      { convention: 'go-mutex', at: 1_000 },
+      { convention: 'single-key', at: 2_000 },
+    ]);
+    assert.deepEqual(stats.holdsNamed('other', Buffer.from('/locks/job')), []);
+    assert.equal(chooseLayout(STORES.etcd.freeNameLayouts, { name: Buffer.from('/locks/job'), seen, separator: '/' }).layout.id, 'single-key');
   });
 });

@@ -2,12 +2,14 @@ import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
 import type { LockMode } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
+import { layoutById } from '../../core/freeNameLayout';
 import { displayKey } from '../../core/keys';
+import { layoutsOf } from '../../core/stores';
 import { ownerLabel } from '../format';
 import { LockNode, type LockTreeNode } from '../tree/nodes';
 import { pickConnection } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
-import { askLockName, askMode, askTtl, confirmJoin } from './acquirePrompts';
+import { askLockName, askMode, askTtl, chooseFreeLayout, confirmJoin } from './acquirePrompts';
 import { connectionNamed, writable, type LockCommandContext } from './lockCommandContext';
 
 /** What `locklens.acquireLock` accepts from scripts and tests instead of asking. */
@@ -17,9 +19,11 @@ export interface AcquireInput {
   readonly ttl?: number;
   /** A read/write lock (where the store has them): take it for reading or writing. */
   readonly mode?: LockMode;
+  /** The layout a free name is taken in (a store descriptor's layout id); absent: the backend's (AcquireOptions.layout). */
+  readonly layout?: string;
 }
 
-export function registerAcquireLock(register: RegisterCommand, { registry, heldLocks, tree }: LockCommandContext): vscode.Disposable {
+export function registerAcquireLock(register: RegisterCommand, { registry, heldLocks, tree, records }: LockCommandContext): vscode.Disposable {
   return register('locklens.acquireLock', async (arg?: LockTreeNode | AcquireInput) => {
     writable();
     const input = arg && isInput(arg) ? arg : undefined;
@@ -28,7 +32,13 @@ export function registerAcquireLock(register: RegisterCommand, { registry, heldL
     const lockOfNode = node instanceof LockNode ? tree.lock(node) : undefined;
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
-    const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
+    // A script names its layout or leaves it to the backend (see AcquireOptions.layout); a user is asked.
+    const layout = input
+      ? input.layout === undefined
+        ? undefined
+        : layoutById(layoutsOf(backend), input.layout)
+      : await chooseFreeLayout(connection, backend, name, records.stats.holdsNamed(connection.name, name));
+    const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode, layout);
     // A read hold's lease is the store's own (Redisson's watchdog): there is no TTL to ask.
     const ttl = input?.ttl ?? (mode === 'read' ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
     if (!input && !(await confirmJoin(connection, backend, name, mode))) return;
@@ -43,6 +53,7 @@ export function registerAcquireLock(register: RegisterCommand, { registry, heldL
           name,
           ttl,
           mode,
+          layout: layout?.id,
           signal: controller.signal,
           onQueue: ({ ahead, fencingToken }) => progress.report({ message: queueMessage(ahead, fencingToken, backend.capabilities.queuedAcquire) }),
         });
