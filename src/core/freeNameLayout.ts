@@ -69,11 +69,14 @@ export function layoutOfLock(layouts: FreeNameLayouts, lock: LockState): FreeNam
   return found.size === 1 ? only : undefined;
 }
 
-/** The part of `name` up to and including its last separator ("jobs/" of "jobs/nightly"); '' for a name without one. */
+/**
+ * The part of `name` up to and including its last separator ("jobs/" of "jobs/nightly"); '' for a name without one, or
+ * whose only separator leads it ("/nightly"): the root is every lock of the store, not a family (and not cheap to read).
+ */
 export function prefixOf(name: Buffer, separator: string): string {
   const text = displayKey(name);
   const at = text.lastIndexOf(separator, text.length - separator.length - 1);
-  return at < 0 ? '' : text.slice(0, at + separator.length);
+  return at <= 0 ? '' : text.slice(0, at + separator.length);
 }
 
 export function chooseLayout(layouts: FreeNameLayouts, evidence: LayoutEvidence): LayoutChoice {
@@ -91,10 +94,7 @@ function layoutOfConvention(layouts: FreeNameLayouts, convention: string): FreeN
   return layouts.layouts.find((l) => (l.conventions as readonly string[]).includes(convention));
 }
 
-/**
- * The layout of the other locks under the name's prefix, when every one of them is in the same listed layout. A
- * name at the top (no prefix) has no siblings to go by: every lock of the store is not a family.
- */
+/** The layout of the other locks under the name's prefix (see prefixOf), when every one of them is in the same listed layout. */
 function siblingLayout(layouts: FreeNameLayouts, evidence: LayoutEvidence): LayoutChoice | undefined {
   const prefix = prefixOf(evidence.name, evidence.separator);
   if (!prefix) return undefined;

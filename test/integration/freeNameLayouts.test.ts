@@ -9,6 +9,7 @@ import { eventually } from '../harness/etcd';
 import { PythonEtcd3Lock } from '../harness/pythonEtcd3';
 import { EtcdBackend } from '../../src/core/etcd/etcdBackend';
 import { redisCli } from '../harness/redisCli';
+import { FakeRedisson, REDISSON_UUID } from '../harness/redisson';
 import { zookeeperCli } from '../harness/zookeeperCli';
 
 /**
@@ -90,6 +91,20 @@ describe('a free Redis name, taken in a layout, against node-redisson and redis-
     await redisPyWaitsFor(name, ours);
   });
 
+  test("--layout redisson-fair: Redisson's fair lock script queues behind locklens and holds once locklens released", async () => {
+    const name = 'jobs:fair';
+    const ours = await holding(f.procs, f.dir, [name, '--layout', 'redisson-fair', '--url', url()]);
+    const fair = FakeRedisson.connect(url());
+    f.defer(() => fair.dispose());
+    assert.notEqual(await fair.fairLock(name, 1), null, 'refused: locklens holds');
+    const queued = await list(name);
+    assert.equal(queued[0].holder?.convention, 'redisson-fair-lock');
+    assert.deepEqual(queued[0].waiters.map((w) => w.owner), [`${REDISSON_UUID}:1`], 'the Redisson thread queues behind locklens');
+    ours.release();
+    assert.equal((await ours.proc.wait()).code, 0);
+    assert.equal(await fair.fairLock(name, 1), null, 'the head of the queue takes it');
+  });
+
   test('the siblings under the prefix decide when they agree; a contradicting --layout on a held name and an unknown one exit 2', async () => {
     const py = peer('tok:one', 'hold');
     await py.until(['acquired']);
@@ -125,6 +140,16 @@ describe('a free ZooKeeper path, taken in a layout, against kazoo', { timeout: 1
     assert.equal((await ours.proc.wait()).code, 0);
     await waiter.until(['acquired']);
     assert.deepEqual(await waiter.contenders(), ['kazoo-waiter']);
+  });
+
+  test("a free path whose siblings are kazoo locks is taken in kazoo's names, which kazoo's Lock counts", async () => {
+    const sibling = kazoo('/sib/one', { identifier: 'sibling' });
+    await sibling.until(['acquired']);
+    const ours = await holding(f.procs, f.dir, ['/sib/two', '--url', url()]);
+    assert.match(ours.proc.stderr, /^locklens: \/sib\/two holds no lock: taking it as kazoo: .* \(layout kazoo: the other lock under \/sib\/ is in this layout\)$/m);
+    assert.equal(await kazoo('/sib/two', { mode: 'try' }).until(['busy', 'acquired']), 'busy');
+    ours.release();
+    assert.equal((await ours.proc.wait()).code, 0);
   });
 
   test("--layout kazoo: kazoo's own Lock waits and gets it after the release", async () => {

@@ -51,6 +51,7 @@ describe('the layout of a free name', () => {
   test('a name at the top has no siblings: every lock of the store is not a family', () => {
     assert.deepEqual(choose('nightly', { locks: [lock('other', 'redis-token'), lock('third', 'redis-token')] }).reason, { kind: 'default' });
     assert.equal(prefixOf(Buffer.from('nightly'), ':'), '');
+    assert.equal(prefixOf(Buffer.from('/nightly'), '/'), '', 'the root is no family');
     assert.equal(prefixOf(Buffer.from('/locks/jobs/nightly'), '/'), '/locks/jobs/');
     // A trailing separator belongs to the name: its prefix is the one before.
     assert.equal(prefixOf(Buffer.from('/locks/jobs/'), '/'), '/locks/');
