@@ -7,6 +7,7 @@ import { show, type Proc } from '../harness/cli';
 import { fixture, linesOf, MARK_WAIT_MARK } from '../harness/cliFixture';
 import { eventually } from '../harness/etcd';
 import { PythonEtcd3Lock } from '../harness/pythonEtcd3';
+import { Etcd3, EtcdLockFailedError } from 'etcd3';
 import { EtcdBackend } from '../../src/core/etcd/etcdBackend';
 import { redisCli } from '../harness/redisCli';
 import { FakeRedisson, REDISSON_UUID } from '../harness/redisson';
@@ -186,6 +187,17 @@ describe('a free etcd name, taken in a layout, against python-etcd3 and etcdctl 
     await waiter.until(['acquired']);
     waiter.release();
     assert.equal(await waiter.until(['released', 'release-failed']), 'released');
+  });
+
+  test("--layout single-key: npm etcd3's Lock, which does not wait, is refused while locklens holds and takes it after", async () => {
+    const ours = await holding(f.procs, f.dir, ['npm/report', '--layout', 'single-key', '--endpoints', f.ep]);
+    const client = new Etcd3({ hosts: f.etcd.url });
+    f.procs.defer(() => client.close());
+    await assert.rejects(client.lock('npm/report').acquire(), EtcdLockFailedError);
+    ours.release();
+    assert.equal((await ours.proc.wait()).code, 0);
+    const lock = await client.lock('npm/report').acquire();
+    await lock.release();
   });
 
   test('a name python-etcd3 holds is taken in its single-key layout: refused while held, waited for, taken once deleted', async () => {
