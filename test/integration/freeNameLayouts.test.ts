@@ -11,6 +11,8 @@ import { Etcd3, EtcdLockFailedError } from 'etcd3';
 import { EtcdBackend } from '../../src/core/etcd/etcdBackend';
 import { redisCli } from '../harness/redisCli';
 import { FakeRedisson, REDISSON_UUID } from '../harness/redisson';
+import { RedisBackend } from '../../src/core/redis/redisBackend';
+import { lockChannel } from '../../src/core/redis/redissonNames';
 import { zookeeperCli } from '../harness/zookeeperCli';
 
 /**
@@ -104,6 +106,29 @@ describe('a free Redis name, taken in a layout, against node-redisson and redis-
     ours.release();
     assert.equal((await ours.proc.wait()).code, 0);
     assert.equal(await fair.fairLock(name, 1), null, 'the head of the queue takes it');
+  });
+
+  test('a waiter whose Redisson lock became a token meanwhile takes it as a token, instead of failing with WRONGTYPE', async () => {
+    const name = 'jobs:switch';
+    const fair = FakeRedisson.connect(url());
+    f.defer(() => fair.dispose());
+    assert.equal(await fair.lock(name, 1, 60_000), null);
+    const backend = await RedisBackend.open({ store: 'redis', endpoints: [url()] });
+    f.defer(() => backend.close());
+    // Told once as a Redisson waiter, and again as a token waiter once it has looked again.
+    const waits: (() => void)[] = [];
+    const told = [0, 1].map((i) => new Promise<void>((resolve) => (waits[i] = resolve)));
+    let times = 0;
+    const taking = backend.acquire(Buffer.from(name), { ttlSeconds: 10, onQueue: (p) => p.ahead > 0 && waits[times++]?.() });
+    await told[0];
+    // A token client takes the name the moment the Redisson holder lets go; the waiter is woken by the unlock message.
+    await f.server.cli(['EVAL', "redis.call('del', KEYS[1]); return redis.call('set', KEYS[1], 'token-client', 'PX', 60000)", '1', name]);
+    await f.server.cli(['PUBLISH', lockChannel(Buffer.from(name)).toString(), '0']);
+    await told[1];
+    await f.server.cli(['DEL', name]);
+    const hold = await taking;
+    assert.equal(await f.server.cli(['GET', name]), hold.owner, 'held as a token, with its own');
+    assert.equal(await hold.release(), true);
   });
 
   test('the siblings under the prefix decide when they agree; a contradicting --layout on a held name and an unknown one exit 2', async () => {

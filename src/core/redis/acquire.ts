@@ -89,6 +89,10 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
         return await acquireFair(ctx, name, ttlMs, options);
     }
   } catch (e) {
+    // The name changed layout under us: a token client took it between our look and our Redisson script (a free
+    // name), or while we waited for a Redisson holder, and the script met a string. Look again, and take the name in
+    // what it holds now.
+    if (e instanceof Error && e.message.startsWith('WRONGTYPE') && !options.signal?.aborted) return acquire(ctx, nameBytes, options);
     throw e instanceof LockLensError ? e : storeError(e);
   }
 }
