@@ -14,8 +14,8 @@ import { benchSession, createContender } from './zkNodeOwner';
 /**
  * The ZooKeeper store's scenarios, against one Debian ZooKeeper server started here (standalone, loopback, the test
  * harness's settings) and, for the handoff, kazoo's own `Lock` (Debian's python3-kazoo, /usr/bin/python3) in the same
- * run. Every contender node is named as kazoo names its own (`<uuid4 hex>__lock__<seq>`), the layout LockLens takes
- * on a free name.
+ * run. Every contender node is named as kazoo names its own (`<uuid4 hex>__lock__<seq>`), the layout LockLens joins
+ * a lock in when its holder is a kazoo node, as the handoff's barrier is (a free name it takes in Curator's by default).
  */
 
 export async function withZooKeeper<T>(f: (server: ZooKeeperServer) => Promise<T>): Promise<T> {

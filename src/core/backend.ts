@@ -3,6 +3,7 @@ import type { LockLensError } from './errors';
 import type { HistoryOperations } from './history';
 import type { LeaseInfo } from './leaseInfo';
 import type { ChangeSet, LockMember, LockState } from './lockState';
+import type { FreeNameLayouts } from './storeLayouts';
 
 /**
  * The one contract between LockLens and a store that keeps locks. Every store (etcd, Redis, …) implements it in its
@@ -133,7 +134,10 @@ export interface AcquireOptions {
   readonly owner?: LockOwner;
   /**
    * The layout to take a free name in, by the id a store's descriptor lists for it (see issue 20's layouts of a free
-   * name); ignored when the name holds a lock already, whose own layout is then taken. Absent: the store decides.
+   * name); ignored when the name holds a lock already, whose own layout is then taken. An id the store does not list
+   * is INVALID_ARGUMENT. Absent: the layout the store took before layouts could be chosen (Redis: a token, ZooKeeper:
+   * kazoo's, etcd: Go's Mutex); the CLI and VS Code always pass one, the descriptor's default where nothing else
+   * decides (freeNameLayout.ts).
    */
   readonly layout?: string;
   /**
@@ -203,6 +207,11 @@ export interface LockBackend extends Disposable {
   readonly leases?: LeaseOperations;
   /** Present where the store keeps its past and can replay a lock's holds from it (etcd's MVCC revisions). */
   readonly history?: HistoryOperations;
+  /**
+   * Present where this connection takes fewer layouts than its store's descriptor lists (several independent Redis
+   * instances take token locks only); `layoutsOf` in stores.ts reads one or the other.
+   */
+  readonly freeNameLayouts?: FreeNameLayouts;
   /** Follows the locks under `prefixes` (bytes, as the store's keys are). */
   watch(prefixes: readonly Uint8Array[], options?: WatchOptions): LockWatch;
   list(prefixes: readonly Uint8Array[]): Promise<Listing>;

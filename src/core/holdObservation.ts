@@ -17,6 +17,8 @@ import { endsWithOwner, isSemaphore, members, type LockMember, type LockState } 
 export interface ObservedHold {
   /** The member that held, as display text. */
   readonly key: string;
+  /** Its layout (`LockMember.convention`); absent in records saved before it was kept. */
+  readonly convention?: string;
   readonly owner: string;
   /** What it expired with (an etcd lease in hex, a Redis key), '' for nothing. */
   readonly lease: string;
@@ -214,6 +216,7 @@ function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Mome
   r.holdsSeen++;
   r.holds.push({
     key: displayKey(holder.key),
+    convention: holder.convention,
     owner: holder.owner,
     lease: holder.lease,
     token: holder.token,

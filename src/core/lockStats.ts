@@ -1,6 +1,8 @@
 import { Emitter, type Event } from './emitter';
 import type { HoldEnd } from './history';
 import { newRecord, observeHolderLease, observeLock, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
+import type { SeenHold } from './freeNameLayout';
+import { keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
 import { figuresOf, type LockFigures } from './lockFigures';
 import type { ChangeSet } from './lockState';
@@ -133,6 +135,19 @@ export class LockStats {
   /** The holds of a lock seen so far, oldest first. */
   holds(connection: string, lockId: string): readonly ObservedHold[] {
     return this.byConnection.get(connection)?.locks.get(lockId)?.holds.map((h) => ({ ...h })) ?? [];
+  }
+
+  /**
+   * The holds seen of the locks named `name`, with their layouts, for the layout a free name is taken in
+   * (freeNameLayout.ts). A lock's id is its name's keyId, or that and one mark above latin1 where one name holds two
+   * locks (an etcd single key and the queue under it: etcd/lockModel.ts).
+   */
+  holdsNamed(connection: string, name: Uint8Array): SeenHold[] {
+    const id = keyId(name);
+    const locks = this.byConnection.get(connection)?.locks ?? new Map<string, LockRecord>();
+    return [...locks]
+      .filter(([lockId]) => lockId === id || (lockId.length === id.length + 1 && lockId.startsWith(id) && lockId.charCodeAt(id.length) > 0xff))
+      .flatMap(([, r]) => r.holds.flatMap((h) => (h.convention ? [{ convention: h.convention, at: h.acquiredAt }] : [])));
   }
 
   figures(connection: string, lockId: string, now = Date.now()): LockFigures | undefined {

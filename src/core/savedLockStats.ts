@@ -72,6 +72,7 @@ function isHold(v: unknown): boolean {
   return (
     isObj(v) &&
     typeof v.key === 'string' &&
+    (v.convention === undefined || typeof v.convention === 'string') &&
     typeof v.owner === 'string' &&
     typeof v.lease === 'string' &&
     isNumOrNull(v.token) &&

@@ -15,6 +15,7 @@
  */
 import type { Capabilities, LockBackend } from './backend';
 import type { ConnectionProfile } from './profile';
+import type { FreeNameLayouts } from './storeLayouts';
 
 export interface StoreDescriptor<Convention extends string = string> {
   /** The store's id in settings (`"store": "redis"`), package names and bundle file names. */
@@ -26,6 +27,8 @@ export interface StoreDescriptor<Convention extends string = string> {
   readonly capabilities: Capabilities;
   /** Library names (not translated) for each layout its recognisers report in `LockMember.convention`. */
   readonly conventions: Readonly<Record<Convention, string>>;
+  /** The layouts a name that holds nothing can be taken in (`AcquireOptions.layout`), and which one by default. */
+  readonly freeNameLayouts: FreeNameLayouts<Convention>;
   /** Throws INVALID_ARGUMENT, saying what to write, unless every endpoint is one this store can connect to. */
   checkEndpoints(endpoints: readonly string[]): void;
   /** Whether these endpoints ask for TLS by themselves (`https://`, `rediss://`, `sslmode=require`). */

@@ -10,6 +10,7 @@ import { postgresStore } from './postgres/descriptor';
 import type { ConnectionProfile } from './profile';
 import { redisStore } from './redis/descriptor';
 import type { StoreDescriptor } from './storeDescriptor';
+import type { FreeNameLayouts } from './storeLayouts';
 import { zookeeperStore } from './zookeeper/descriptor';
 
 export const STORES = {
@@ -46,6 +47,11 @@ export function storeOf(kind: string | undefined): StoreDescriptor & { readonly 
  */
 export function openBackend(profile: ConnectionProfile): Promise<LockBackend> {
   return storeOf(profile.store).open(profile);
+}
+
+/** The layouts a free name can be taken in through this backend (see `LockBackend.freeNameLayouts`). */
+export function layoutsOf(backend: LockBackend): FreeNameLayouts {
+  return backend.freeNameLayouts ?? storeOf(backend.kind).freeNameLayouts;
 }
 
 /** The store a connection URL names by its scheme, or undefined for a plain `host:port` (the default store's). */

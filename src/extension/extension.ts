@@ -90,7 +90,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<LockLe
     stores,
     new HeldLocksStatus(heldLocks),
     ...registerConnectionCommands(register, registry, secrets, stores),
-    ...registerLockCommands(register, registry, heldLocks, tree, audit),
+    ...registerLockCommands(register, registry, heldLocks, tree, audit, records),
     ...timeline.disposables,
     records,
     diagnoses,

@@ -22,6 +22,8 @@ export interface AcquireRequest {
   readonly mode?: LockMode;
   /** A semaphore's limit where its store does not keep it (see AcquireOptions.permitLimit). */
   readonly permitLimit?: number;
+  /** The layout a free name is taken in (`AcquireOptions.layout`). */
+  readonly layout?: string;
   readonly signal?: AbortSignal;
   readonly onQueue?: (position: QueuePosition) => void;
 }
@@ -77,7 +79,7 @@ export class HeldLocks implements vscode.Disposable {
       try {
         const backend = await connection.open();
         ownerKind = backend.capabilities.owner;
-        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue, mode: request.mode, permitLimit: request.permitLimit });
+        hold = await backend.acquire(name, { ttlSeconds: ttl, signal, onQueue: request.onQueue, mode: request.mode, permitLimit: request.permitLimit, layout: request.layout });
         if (hold.lost) throw hold.lost;
         if (signal.aborted) throw new LockLensError('CANCELLED', 'cancelled');
         const lock: HeldLock = { connection, name, hold, ownerKind };

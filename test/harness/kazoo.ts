@@ -10,7 +10,7 @@ import { PythonPeer, STAY_PY } from './pythonPeer';
 const PEER = STAY_PY + String.raw`
 import json, os, sys, time
 from kazoo.client import KazooClient
-gate, hosts, path, kind, mode, ident, timeout, log = sys.argv[1:9]
+gate, hosts, path, kind, mode, ident, timeout, log, extra = sys.argv[1:10]
 zk = KazooClient(hosts=hosts, timeout=float(timeout))
 zk.start(timeout=15)
 def say(*words):
@@ -19,7 +19,7 @@ def mark(word):
     if log:
         with open(log, 'a') as f:
             f.write('%s %s\n' % (ident, word))
-lock = {'lock': zk.Lock, 'read': zk.ReadLock, 'write': zk.WriteLock}[kind](path, ident)
+lock = {'lock': zk.Lock, 'read': zk.ReadLock, 'write': zk.WriteLock}[kind](path, ident, extra_lock_patterns=json.loads(extra))
 session = '%x' % zk.client_id[0]
 if mode == 'try':
     ok = lock.acquire(blocking=False)
@@ -46,10 +46,17 @@ export type KazooKind = 'lock' | 'read' | 'write';
 
 export class KazooLock extends PythonPeer {
   /** `hosts`: kazoo's `host:port[,…][/chroot]`; `sessionSeconds`: kazoo's session timeout; `log`: see above. */
-  /** `stay`: its session lives on after the release, until `leave()`. */
-  constructor(hosts: string, path: string, options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; sessionSeconds?: number; log?: string; stay?: boolean } = {}) {
-    const { kind = 'lock', mode = 'hold', identifier = 'kazoo-peer', sessionSeconds = 4, log = '', stay = false } = options;
-    super('kazoo', PEER, [hosts, path, kind, mode, identifier, String(sessionSeconds), log], stay);
+  /**
+   * `stay`: its session lives on after the release, until `leave()`; `extraLockPatterns`: kazoo's own option, the
+   * node names of other clients it counts as contenders (`-lock-`: Curator's).
+   */
+  constructor(
+    hosts: string,
+    path: string,
+    options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; sessionSeconds?: number; log?: string; stay?: boolean; extraLockPatterns?: readonly string[] } = {},
+  ) {
+    const { kind = 'lock', mode = 'hold', identifier = 'kazoo-peer', sessionSeconds = 4, log = '', stay = false, extraLockPatterns = [] } = options;
+    super('kazoo', PEER, [hosts, path, kind, mode, identifier, String(sessionSeconds), log, JSON.stringify(extraLockPatterns)], stay);
   }
 
   /** The identifiers kazoo's `contenders()` listed when it acquired (or, `atRelease`, when told to release), in its order. */

@@ -192,6 +192,19 @@ export function viewHelpers(page: () => Page) {
         `quick input ${title} accepted`,
       );
     },
+    /**
+     * Acquire Lock…'s question for a name that holds no lock: picks the layout whose label starts with `label`, typed
+     * as the pick's filter and accepted once it is the only row left.
+     */
+    pickLayout: async (label: string): Promise<void> => {
+      const title = /^Layout of /;
+      await eventually(() => quickInputShowing(title), 20_000, 'the layout pick');
+      await page().locator('.quick-input-widget input').fill(label);
+      const rows = page().locator('.quick-input-list .monaco-list-row');
+      await eventually(async () => (await rows.count()) === 1 && ((await rows.first().textContent()) ?? '').includes(label), 20_000, `only the layout ${label} left`);
+      await page().keyboard.press('Enter');
+      await eventually(async () => !(await quickInputShowing(title)), 20_000, 'the layout picked');
+    },
     /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */
     toast: (text: string | RegExp): Locator => page().locator('.notification-toast.notification-fade-in-done').filter({ hasText: text }).first(),
     /** Expands a collapsed tree row with a click on its twistie (again, until it says it is expanded). */

@@ -30,7 +30,7 @@ export function zookeeperCli() {
   return Object.assign(f, {
     url,
     list,
-    kazoo: (path: string, options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; log?: string } = {}) => {
+    kazoo: (path: string, options: { kind?: KazooKind; mode?: 'hold' | 'try'; identifier?: string; log?: string; extraLockPatterns?: readonly string[] } = {}) => {
       const peer = new KazooLock(`127.0.0.1:${f.server.port}`, path, options);
       f.defer(() => peer.dispose());
       return peer;

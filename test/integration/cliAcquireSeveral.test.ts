@@ -183,10 +183,10 @@ describe('locklens acquire with several NAMEs over Redis', () => {
     assert.equal(await redis.exists('rw:a', 'rw:b'), 0);
   });
 
-  test('free NAMEs without a mode are token locks, each with a token of its own', async () => {
+  test('free NAMEs taken as token locks (--layout token) have a token each of their own', async () => {
     const redis = FakeRedisson.connect(f.server.url).client;
     f.defer(() => redis.disconnect());
-    const p = f.procs.locklens(['acquire', 'tk:a', 'tk:b', '--url', f.server.url]);
+    const p = f.procs.locklens(['acquire', 'tk:a', 'tk:b', '--layout', 'token', '--url', f.server.url]);
     await p.until((q) => q.lines.length === 4, 'both held');
     const [a, b] = [await redis.get('tk:a'), await redis.get('tk:b')];
     assert.ok(a && b && a !== b, `${a} ${b}`);

@@ -180,7 +180,7 @@ describe('etcd peers: npm etcd3, python-etcd3 and Go elections against a real et
   describe('python-etcd3 Lock', () => {
     const peers: PythonEtcd3Lock[] = [];
     const peer = (name: string) => {
-      const p = new PythonEtcd3Lock(t.etcd.endpoint, name, 30);
+      const p = new PythonEtcd3Lock(t.etcd.endpoint, name);
       peers.push(p);
       return p;
     };

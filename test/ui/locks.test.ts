@@ -52,7 +52,7 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     }, 20_000, `etcdctl ${args.join(' ')}`);
   }
 
-  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast } = viewHelpers(() => page);
+  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast, pickLayout } = viewHelpers(() => page);
 
   /** Expands a collapsed tree row with a click. */
   async function expand(row: Locator): Promise<void> {
@@ -127,6 +127,8 @@ describe('Locks view, commands and status bar (code-server + Chromium + etcd)', 
     // The typed name becomes a "new lock" item once the extension has seen the value.
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'new lock' }).first().waitFor({ state: 'visible', timeout: 20_000 });
     await page.keyboard.press('Enter');
+    // A new name is taken in a layout, asked next (the README's layout of a free name).
+    await pickLayout('queue <name>/<lease>');
     // The TTL input box, with the default filled in.
     await acceptInputTitled(/Lease TTL/);
 

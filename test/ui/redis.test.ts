@@ -49,7 +49,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
   let page: Page;
   let renewer: NodeJS.Timeout | undefined;
 
-  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast, expand, cleanShot: shot } = viewHelpers(() => page);
+  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast, pickLayout, expand, cleanShot: shot } = viewHelpers(() => page);
 
 
 
@@ -167,6 +167,8 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     // The typed name becomes a "new lock" item once the extension has seen the value.
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'new lock' }).first().waitFor({ state: 'visible', timeout: 20_000 });
     await page.keyboard.press('Enter');
+    // A new name is taken in a layout, asked next (the README's layout of a free name).
+    await pickLayout('token:');
     // The TTL input box, with the default filled in.
     await quickInputTitled(/TTL/);
     const ttl = Number(await page.locator('.quick-input-widget input').inputValue());

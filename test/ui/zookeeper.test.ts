@@ -42,7 +42,7 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
   let ui: LockLensUi | undefined;
   let page: Page;
 
-  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast, expand, cleanShot: shot } = viewHelpers(() => page);
+  const { rowLabelled, rowLabels, description, quickInputTitled, acceptInputTitled, toast, pickLayout, expand, cleanShot: shot } = viewHelpers(() => page);
   const leaf = (path: string) => path.slice(path.lastIndexOf('/') + 1);
   const exists = async (path: string) => (await raw.client.data(path)) !== undefined;
 
@@ -126,6 +126,8 @@ describe('Locks view on a ZooKeeper connection (code-server + Chromium + ZooKeep
     await page.locator('.quick-input-widget input').fill(BY_HAND);
     await page.locator('.quick-input-list .monaco-list-row', { hasText: 'new lock' }).first().waitFor({ state: 'visible', timeout: 20_000 });
     await page.keyboard.press('Enter');
+    // A new name is taken in a layout, asked next (the README's layout of a free name).
+    await pickLayout('kazoo:');
     await quickInputTitled(/Session timeout/);
     await acceptInputTitled(/Session timeout/);
     const item = page.locator('.part.statusbar .statusbar-item', { hasText: BY_HAND });

@@ -2,12 +2,17 @@ import type { LockBackend, LockHold, LockMode, LockOwner, QueuePosition } from '
 import { LockLensError } from '../../core/errors';
 import { displayKey } from '../../core/keys';
 import { STORE_KINDS, STORES, storeOf } from '../../core/stores';
+import { layoutIds } from '../../core/freeNameLayout';
+import { freeNameLayouts } from '../freeNameLayouts';
 import { GatedCommand } from '../gatedCommand';
 import { CONNECTION_HELP, parseDuration, parse, parsePositiveInt, wrap } from '../options';
 import type { Command, Output } from './command';
 
 /** What each store's fencing token is, or that it has none; and when each store's hold counts as lost. */
 const FENCING_TOKENS = STORE_KINDS.map((kind) => `${STORES[kind].displayName}: ${STORES[kind].cli.fencingToken ?? 'none'}`).join('; ');
+/** Each store's layouts of a free NAME, and why its default is the default. */
+const INDENT = ' '.repeat(17);
+const LAYOUTS = STORE_KINDS.map((kind) => INDENT + wrap(`${STORES[kind].displayName}: ${layoutIds(STORES[kind].freeNameLayouts)}: the default because ${STORES[kind].freeNameLayouts.why()}.`, INDENT)).join('\n');
 const LOSSES = STORE_KINDS.flatMap((kind) => (STORES[kind].cli.lost ? [`${STORES[kind].displayName}: ${STORES[kind].cli.lost}`] : [])).join('; ');
 
 /** etcdctl lock's default, so a crashed holder frees the lock as soon as with etcdctl. */
@@ -16,7 +21,7 @@ const DEFAULT_TTL = 10;
 export const acquire: Command = {
   name: 'acquire',
   summary: "take a lock the way its store's clients do (etcd: Go's Mutex and etcdctl lock); run a command while holding it",
-  help: `Usage: locklens acquire NAME [NAME...] [--ttl S] [--try] [--timeout D] [--mode read|write] [--permits N] [-- COMMAND ARGS...]
+  help: `Usage: locklens acquire NAME [NAME...] [--ttl S] [--try] [--timeout D] [--mode read|write] [--permits N] [--layout L] [-- COMMAND ARGS...]
 
 ${STORE_KINDS.map((kind) => wrap(STORES[kind].cli.acquire)).join('\n')}
 
@@ -50,11 +55,17 @@ later if it is still running) and locklens exits 7. As with etcdctl, processes t
                  lease
   --permits N    a semaphore's limit where its store does not keep it (redis-semaphore's semaphore:KEY; every
                  client's call states it): one permit is taken while fewer than N are held; a free NAME becomes one
+  --layout L     the layout a NAME that holds no lock is taken in, so that the services that use that name count it
+                 (a Redisson client fails with WRONGTYPE on a token's string, say). Without it: the layout of the other
+                 locks under the NAME's prefix (up to its last separator) when they all have one, else the store's
+                 default; stderr says which it took and why. A NAME that holds a lock is taken in that lock's layout
+                 (a --layout that contradicts it exits 2). The layouts:
+${LAYOUTS}
 
 ${CONNECTION_HELP}`,
   argument: "the lock's NAME",
   repeatable: true,
-  options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' }, permits: { type: 'string' } },
+  options: { ttl: { type: 'string' }, try: { type: 'boolean' }, timeout: { type: 'string' }, mode: { type: 'string' }, permits: { type: 'string' }, layout: { type: 'string' } },
   async run(argv, connect, out) {
     const dash = argv.indexOf('--');
     const command = dash >= 0 ? argv.slice(dash + 1) : [];
@@ -65,11 +76,17 @@ ${CONNECTION_HELP}`,
     const mode = parseMode(values.mode as string | undefined);
     const permitLimit = values.permits === undefined ? undefined : parsePositiveInt(values.permits as string, '--permits', 1);
 
+    if (permitLimit !== undefined && values.layout !== undefined) throw new LockLensError('INVALID_ARGUMENT', "--layout chooses a lock's layout; --permits takes a semaphore's permit: give one of them");
     const names = positionals.map((name) => Buffer.from(name));
     const repeated = positionals.find((name, i) => positionals.indexOf(name) !== i);
     if (repeated !== undefined) throw new LockLensError('INVALID_ARGUMENT', `${repeated} is named twice: a lock is taken once`);
 
     const backend = await connect(values);
+    // A semaphore's permit (--permits) is taken in its clients' layout, which the store's semaphore recipe knows.
+    const layouts = permitLimit !== undefined ? names.map(() => undefined) : await freeNameLayouts(backend, names, values.layout as string | undefined, mode, out).catch((e: unknown) => {
+      backend.close();
+      throw e;
+    });
     // Redisson's readers share one lease; elsewhere (ZooKeeper: a session of the hold's own) --ttl is the reader's own.
     const readTtlIgnored = storeOf(backend.kind).cli.readTtlIgnored;
     if (mode === 'read' && values.ttl !== undefined && readTtlIgnored) out.stderr(`locklens: ${readTtlIgnored}`);
@@ -94,6 +111,7 @@ ${CONNECTION_HELP}`,
         const last = i === names.length - 1;
         const hold = await backend.acquire(name, {
           ...options,
+          layout: layouts[i],
           onQueue: (position) => {
             const { key, ahead } = position;
             if (last && command.length && !gate) gate = new GatedCommand(command, lockEnv(holds, position));

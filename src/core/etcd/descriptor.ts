@@ -2,6 +2,7 @@ import * as l10n from '@vscode/l10n';
 import { parseEndpoints } from '../profile';
 import type { StoreDescriptor } from '../storeDescriptor';
 import { ETCD_CAPABILITIES } from './capabilities';
+import { ETCD_LAYOUTS } from './layouts';
 import type { Convention } from './conventions';
 
 export const etcdStore: StoreDescriptor<Convention> = {
@@ -16,6 +17,7 @@ export const etcdStore: StoreDescriptor<Convention> = {
     'recipe-uuid': 'revision-ordered recipe with UUID keys',
     'single-key': 'single-key try-lock: npm etcd3 Lock, python-etcd3',
   },
+  freeNameLayouts: ETCD_LAYOUTS,
   checkEndpoints: (endpoints) => void parseEndpoints(endpoints),
   endpointsAskTls: (endpoints) => parseEndpoints(endpoints).wantsTls,
   open: (profile) => (require('./etcdBackend') as typeof import('./etcdBackend')).EtcdBackend.open(profile),
@@ -48,7 +50,7 @@ export const etcdStore: StoreDescriptor<Convention> = {
     list: 'etcd: every key under the prefixes, read at one revision: queue locks (Go Mutex, etcdctl, jetcd), UUID recipes, single-key try-locks and elections; each member\'s owner is its lease, its token the key\'s create revision, its TTL the lease\'s.',
     watch: 'etcd is watched from the revision it was read at, and read again after a broken watch or a compaction.',
     revision: "etcd's",
-    acquire: 'etcd: queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock and jetcd on the same name).',
+    acquire: 'etcd: queues for the lock NAME with the key NAME/<lease hex> (compatible with Go concurrency.Mutex, etcdctl lock and jetcd on the same name); a NAME that is a single key (python-etcd3, npm etcd3 Lock) is waited for and put with our lease once deleted, and a free NAME is taken in --layout\'s layout.',
     severalNames: "etcd: on one lease, kept alive for all of them (Go's concurrency.NewSession under several Mutexes): every key is NAME/<that lease hex>, so others see one owner.",
     unlock: "etcd: deletes the holder's key (its lease lives on; 'locklens revoke' ends the lease and all its keys).",
     fencingToken: "the key's create revision",

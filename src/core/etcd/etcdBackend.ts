@@ -1,4 +1,4 @@
-import type { AcquireOptions, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, LockOwner, WatchOptions } from '../backend';
+import type { AcquireOptions, QueuePosition, ForceReleaseResult, LeaseOperations, Listing, LockBackend, LockHold, LockOwner, WatchOptions } from '../backend';
 import { Emitter } from '../emitter';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
@@ -12,7 +12,12 @@ import { LeaseTracker, sampleLease } from './leases';
 import { normalizePrefixes } from '../keys';
 import { LockModel } from './lockModel';
 import { Mutex, type Hold } from './mutex';
-import { isSingleKeyLock, SingleKeyLock } from './singleKey';
+import { SingleKeyLock } from './singleKey';
+import { prefixRange } from './keyRange';
+import { defaultLayout, layoutById } from '../freeNameLayout';
+import { ETCD_LAYOUTS } from './layouts';
+import { placeKey } from './conventions';
+import { toKeyRecord } from './records';
 import { revokeLease } from './revoke';
 import { Session } from './session';
 import { ETCD_CAPABILITIES } from './capabilities';
@@ -58,10 +63,7 @@ export class EtcdBackend implements LockBackend {
     return { revision: read.revision, locks, lease: (id) => leases.get(id) };
   }
 
-  /**
-   * A Go Mutex queue is joined; a single key (npm etcd3's, python-etcd3's Lock) is waited for and then taken as one
-   * key, as those clients do. An election is its candidates' to win, not ours to join.
-   */
+  /** A Go Mutex queue is joined in its layout, a single key waited for in its own; elections are leadership, not locks. */
   acquirable(lock: LockState): boolean {
     return lock.kind === 'queue' || lock.kind === 'single';
   }
@@ -78,15 +80,13 @@ export class EtcdBackend implements LockBackend {
       // The backend's onQueue hears `ahead: 0` once, when the lock is ours, with the revision it became ours at
       // (synchronously, before the hold is set up: the CLI lets its command run there).
       const onQueue = options.onQueue;
+      const waiting = { signal: options.signal, onQueue: onQueue && ((p: QueuePosition) => p.ahead > 0 && onQueue(p)), onHeld: onQueue };
       let hold: Hold;
-      if (await isSingleKeyLock(this.connection, name)) {
-        // Held as one key (npm etcd3's or python-etcd3's Lock): a queue key beside it would exclude nobody.
-        hold = await new SingleKeyLock(session, name).acquire({ signal: options.signal, tryOnly: options.tryOnly, onWait: onQueue, onHeld: onQueue });
+      if ((await layoutOfName(this.connection, name, options.layout)) === 'single-key') {
+        hold = await new SingleKeyLock(session, name).acquire({ ...waiting, tryOnly: options.tryOnly });
       } else {
         const mutex = new Mutex(session, name);
-        hold = options.tryOnly
-          ? await mutex.tryAcquire()
-          : await mutex.acquire({ signal: options.signal, onQueue: onQueue && ((p) => p.ahead > 0 && onQueue(p)), onHeld: onQueue });
+        hold = options.tryOnly ? await mutex.tryAcquire() : await mutex.acquire(waiting);
       }
       return new EtcdHold(Buffer.from(name), hold, shared ? undefined : session);
     } catch (e) {
@@ -148,6 +148,24 @@ class EtcdOwner implements LockOwner {
   close(): Promise<void> {
     return this.session.revoke();
   }
+}
+
+/**
+ * The layout `name` is taken in: a queue when keys are queued under `<name>/` (also beside a key `<name>`, as before
+ * there were layouts), a single key when the key `<name>` alone is there, else the one asked for or the default.
+ */
+async function layoutOfName(conn: EtcdConnection, name: Uint8Array, asked: string | undefined): Promise<string> {
+  const layout = asked === undefined ? defaultLayout(ETCD_LAYOUTS) : layoutById(ETCD_LAYOUTS, asked);
+  const key = conn.toEtcd(Buffer.from(name));
+  const [single, queued] = await Promise.all([
+    call(conn.client.kv.range({ key })),
+    call(conn.client.kv.range({ ...prefixRange(Buffer.concat([key, Buffer.from('/')])), count_only: true })),
+  ]);
+  if (Number(queued.count) > 0) return 'go-mutex';
+  // The key itself may be a member of its parent's queue (`a/b` in lock `a`): only a key that is a lock of its own.
+  const kv = single.kvs[0];
+  if (kv && placeKey(toKeyRecord(kv, conn.namespace.length)).convention === 'single-key') return 'single-key';
+  return layout.id;
 }
 
 function sessionOf(owner: LockOwner): Session {

@@ -1,6 +1,6 @@
 import type { IKeyValue } from 'etcd3';
 import type { QueuePosition } from '../backend';
-import { call, type EtcdConnection } from './connect';
+import { call } from './connect';
 import { Emitter, type Disposable } from '../emitter';
 import { LockLensError, throwIfAborted } from '../errors';
 import { displayKey, keyId, leaseDecimal } from '../keys';
@@ -260,23 +260,30 @@ export class Mutex {
     void this.readQueue(createRevision).catch(() => undefined);
   }
 
-  /** Owner-only delete: only the key this session created at that revision, never a newer one of the same name. */
   deleteOwnKey(createRevision: number): Promise<boolean> {
-    return deleteKeyCreatedAt(this.session.conn, this.key, createRevision);
+    return deleteIfCreatedAt(this.session, this.key, createRevision);
   }
 }
 
-/** Deletes `key` only if it is the one created at `createRevision`, never a newer one of the same name. */
-export async function deleteKeyCreatedAt(conn: EtcdConnection, name: Buffer, createRevision: number): Promise<boolean> {
-  const key = conn.toEtcd(name);
+/** Owner-only delete: only the key created at that revision, never a newer one of the same name. */
+export async function deleteIfCreatedAt(session: Session, userKey: Buffer, createRevision: number): Promise<boolean> {
+  const key = session.conn.toEtcd(userKey);
   const res = await call(
-    conn.client.kv.txn({
+    session.conn.client.kv.txn({
       compare: [{ key, target: 'Create', result: 'Equal', create_revision: createRevision }],
       success: [{ request_delete_range: { key } }],
       failure: [],
     }),
   );
   return res.succeeded;
+}
+
+/** The key a hold is: a Mutex's queue key, or a single-key lock's key (singleKey.ts). */
+export interface HeldKey {
+  readonly key: Buffer;
+  readonly session: Session;
+  /** See deleteIfCreatedAt. */
+  deleteOwnKey(createRevision: number): Promise<boolean>;
 }
 
 /** Per session, the lock keys (by keyId) it is still trying to delete after a waiter gave up (see Mutex.leaveQueue). */
@@ -297,14 +304,6 @@ function keysAhead(kvs: IKeyValue[], createRevision: number): Buffer[] {
     .map((kv) => kv.key);
 }
 
-/** What a hold needs of the lock it came from: a Mutex, or a SingleKeyLock (singleKey.ts). */
-export interface HeldKeyLock {
-  readonly session: Session;
-  readonly key: Buffer;
-  /** Deletes the key only if it is still the one created at `createRevision`. */
-  deleteOwnKey(createRevision: number): Promise<boolean>;
-}
-
 /**
  * A held lock. It fires `onDidLose` the moment its key is deleted by anyone else (a revoke, an expiry) or the lease
  * can no longer be trusted: a holder is never silently assumed.
@@ -318,7 +317,7 @@ export class Hold implements Disposable {
   readonly acquiredAt = Date.now();
 
   constructor(
-    readonly mutex: HeldKeyLock,
+    readonly mutex: HeldKey,
     /** The fencing token: the key's create revision. Resources should reject writes carrying an older one. */
     readonly fencingToken: number,
     /** The revision at which this session became the holder. */

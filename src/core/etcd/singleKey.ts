@@ -1,29 +1,19 @@
-import { call, type EtcdConnection } from './connect';
+/**
+ * A lock that is one key held while it exists, as python-etcd3's Lock (`/locks/<name>`) and npm etcd3's Lock write it:
+ * put the key with our lease only if it was never created (create revision 0), else wait for its delete and try again.
+ * There is no queue: like those clients, a waiter may be overtaken by another that tries first. The key's create
+ * revision is the fencing token, as for a Mutex key.
+ */
+import { hostname } from 'node:os';
+import { call } from './connect';
 import { LockLensError, abortError, throwIfAborted } from '../errors';
-import { displayKey, leaseDecimal, leaseHex } from '../keys';
-import { placeKey } from './conventions';
-import { toKeyRecord } from './records';
+import { displayKey, leaseDecimal } from '../keys';
 import type { QueuePosition } from '../backend';
-import { deleteKeyCreatedAt, Hold, type HeldPosition } from './mutex';
+import { Hold, deleteIfCreatedAt, type HeldPosition } from './mutex';
 import { OwnKeyGuard } from './ownKeyGuard';
 import type { Session } from './session';
 import { WatchStream } from './watchStream';
 
-export interface SingleKeyAcquireOptions {
-  readonly signal?: AbortSignal;
-  readonly tryOnly?: boolean;
-  /** Told each time the key is found held, before waiting for it to go. */
-  readonly onWait?: (position: QueuePosition) => void;
-  /** As Mutex's `onHeld`: the moment the key is ours, before `acquire` resolves. */
-  readonly onHeld?: (position: HeldPosition) => void;
-}
-
-/**
- * A lock that is one key, held while it exists, as npm `etcd3`'s `Lock` (`<name>`) and python-etcd3's `Lock`
- * (`/locks/<name>`) write it: put with a lease if the key was never created (`Create == 0`), else wait for it to go.
- * These clients keep no queue, so neither does this: a waiter watches the key and tries again when it is deleted, and
- * whoever's put lands first holds. The fencing token is the key's create revision, as for a Mutex.
- */
 export class SingleKeyLock {
   readonly key: Buffer;
 
@@ -31,85 +21,64 @@ export class SingleKeyLock {
     readonly session: Session,
     name: Uint8Array,
   ) {
-    if (name.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'a lock name cannot be empty');
     this.key = Buffer.from(name);
   }
 
-  /** Takes the key when it is free; `tryOnly` throws LOCKED naming the holder's lease instead of waiting. */
-  async acquire(options: SingleKeyAcquireOptions = {}): Promise<Hold> {
+  /** As Mutex.acquire's options; a waiter has no fencing token until it holds (null), nor a place in any queue. */
+  async acquire(options: { readonly signal?: AbortSignal; readonly tryOnly?: boolean; readonly onQueue?: (p: QueuePosition) => void; readonly onHeld?: (p: HeldPosition) => void } = {}): Promise<Hold> {
+    const conn = this.session.conn;
+    const key = conn.toEtcd(this.key);
+    // What the other clients put there is their own token; ours says who holds it, for whoever lists it.
+    const value = Buffer.from(`LockLens ${hostname()} pid ${process.pid}`);
+    let waiting = false;
     for (;;) {
       throwIfAborted(options.signal);
       if (this.session.lost) throw this.session.lost;
-      const attempt = await this.tryPut();
-      if (attempt.created) {
-        options.onHeld?.({ key: this.key, ahead: 0, fencingToken: attempt.revision, revision: attempt.revision });
-        const guard = new OwnKeyGuard(this.session.conn, this.key, attempt.revision, attempt.revision + 1);
-        return new Hold(this, attempt.revision, attempt.revision, guard);
+      const res = await call(
+        conn.client.kv.txn({
+          compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+          success: [{ request_put: { key, value, lease: leaseDecimal(this.session.leaseId) } }],
+          failure: [{ request_range: { key } }],
+        }),
+      );
+      const revision = Number(res.header.revision);
+      if (res.succeeded) {
+        if (options.signal?.aborted) {
+          await this.deleteOwnKey(revision).catch(() => undefined);
+          throw abortError(options.signal);
+        }
+        options.onHeld?.({ key: this.key, ahead: 0, fencingToken: revision, revision });
+        return new Hold(this, revision, revision, new OwnKeyGuard(conn, this.key, revision, revision + 1));
       }
+      const holder = res.responses[0].response_range.kvs[0];
       if (options.tryOnly) {
-        const owner = attempt.holderLease ? `lease ${attempt.holderLease}` : 'a key without a lease';
-        throw new LockLensError('LOCKED', `'${displayKey(this.key)}' is held by ${owner}`);
+        throw new LockLensError('LOCKED', `'${displayKey(this.key)}' is held${holder?.lease && holder.lease !== '0' ? ` by lease ${BigInt(holder.lease).toString(16)}` : ''}`);
       }
-      // No queue: one ahead (the holder), and the token is the create revision of a put not made yet.
-      options.onWait?.({ key: this.key, ahead: 1, fencingToken: null });
-      await this.deleted(attempt.revision + 1, options.signal);
+      if (!waiting) options.onQueue?.({ key: this.key, ahead: 1, fencingToken: null });
+      waiting = true;
+      // A delete after the revision we found it at frees it; if it went in between, the watch delivers that delete.
+      await deleted(this, key, revision + 1, options.signal);
     }
   }
 
   deleteOwnKey(createRevision: number): Promise<boolean> {
-    return deleteKeyCreatedAt(this.session.conn, this.key, createRevision);
-  }
-
-  /** One transaction: the key with our lease if it was never created, else the holder's lease. */
-  private async tryPut(): Promise<{ created: boolean; revision: number; holderLease?: string }> {
-    const conn = this.session.conn;
-    const key = conn.toEtcd(this.key);
-    const res = await call(
-      conn.client.kv.txn({
-        compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
-        success: [{ request_put: { key, value: Buffer.alloc(0), lease: leaseDecimal(this.session.leaseId) } }],
-        failure: [{ request_range: { key, keys_only: true } }],
-      }),
-    );
-    const revision = Number(res.header.revision);
-    if (res.succeeded) return { created: true, revision };
-    const lease = leaseHex(res.responses[0].response_range.kvs[0]?.lease ?? '0');
-    return { created: false, revision, holderLease: lease || undefined };
-  }
-
-  /** Resolves at the key's next delete from `from` on (a broken watch just tries again); rejects on abort or loss. */
-  private deleted(from: number, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise((resolve, reject) => {
-      let watch: WatchStream | undefined;
-      let settled = false;
-      const settle = (finish: () => void) => {
-        if (settled) return;
-        settled = true;
-        watch?.close();
-        signal?.removeEventListener('abort', onAbort);
-        lost.dispose();
-        finish();
-      };
-      const onAbort = () => settle(() => reject(abortError(signal!)));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const lost = this.session.onDidLose((e) => settle(() => reject(e)));
-      WatchStream.open(this.session.conn, { key: this.session.conn.toEtcd(this.key), startRevision: from, noPut: true }, {
-        onEvents: (events) => events.some((e) => e.type === 'Delete') && settle(resolve),
-      }).then(
-        (stream) => {
-          if (settled) return stream.close();
-          watch = stream;
-          void stream.ended.then(() => settle(resolve));
-        },
-        () => settle(resolve),
-      );
-    });
+    return deleteIfCreatedAt(this.session, this.key, createRevision);
   }
 }
 
-/** Whether `name` is now a lock of one key (not a queue member, nor free): a name acquire takes in that layout. */
-export async function isSingleKeyLock(conn: EtcdConnection, name: Uint8Array): Promise<boolean> {
-  const res = await call(conn.client.kv.range({ key: conn.toEtcd(name) }));
-  const kv = res.kvs[0];
-  return kv !== undefined && placeKey(toKeyRecord(kv, conn.namespace.length)).convention === 'single-key';
+/** Resolves at the key's first delete from `startRevision` on, at our session's loss, or at a broken watch (to look again). */
+async function deleted(lock: SingleKeyLock, key: Buffer, startRevision: number, signal: AbortSignal | undefined): Promise<void> {
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => (wake = resolve));
+  const watch = await WatchStream.open(lock.session.conn, { key, startRevision, noPut: true }, { onEvents: () => wake() });
+  const lost = lock.session.onDidLose(() => wake());
+  const onAbort = () => wake();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    await Promise.race([woken, watch.ended]);
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    lost.dispose();
+    watch.close();
+  }
 }

@@ -1,5 +1,5 @@
 import * as l10n from '@vscode/l10n';
-import { LOCK_TABLE_CONVENTION_NAMES, LOCK_TABLE_LIST, LOCK_TABLE_UNLOCK, SQL_WATCH, sqlEndpoints } from '../sql/descriptorParts';
+import { LOCK_TABLE_CONVENTION_NAMES, LOCK_TABLE_LIST, LOCK_TABLE_UNLOCK, SQL_WATCH, nativeLayout, sqlEndpoints } from '../sql/descriptorParts';
 import type { LockTableConvention } from '../sql/tableLayouts';
 import type { StoreDescriptor } from '../storeDescriptor';
 import { MYSQL_CAPABILITIES } from './capabilities';
@@ -12,6 +12,7 @@ export const mysqlStore: StoreDescriptor<'mysql-get-lock' | LockTableConvention>
   schemes: ['mysql', 'mariadb'],
   capabilities: MYSQL_CAPABILITIES,
   conventions: { 'mysql-get-lock': 'MySQL/MariaDB GET_LOCK: Flyway, golang-migrate', ...LOCK_TABLE_CONVENTION_NAMES },
+  freeNameLayouts: nativeLayout('mysql-get-lock', 'GET_LOCK: pymysql, Flyway, golang-migrate'),
   ...endpoints,
   open: (profile) => (require('./mysqlBackend') as typeof import('./mysqlBackend')).MysqlBackend.open(profile),
   namespaces: false,

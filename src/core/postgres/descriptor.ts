@@ -1,5 +1,5 @@
 import * as l10n from '@vscode/l10n';
-import { LOCK_TABLE_CONVENTION_NAMES, LOCK_TABLE_LIST, LOCK_TABLE_UNLOCK, SQL_WATCH, sqlEndpoints } from '../sql/descriptorParts';
+import { LOCK_TABLE_CONVENTION_NAMES, LOCK_TABLE_LIST, LOCK_TABLE_UNLOCK, SQL_WATCH, nativeLayout, sqlEndpoints } from '../sql/descriptorParts';
 import type { LockTableConvention } from '../sql/tableLayouts';
 import type { StoreDescriptor } from '../storeDescriptor';
 import { POSTGRES_CAPABILITIES } from './capabilities';
@@ -12,6 +12,7 @@ export const postgresStore: StoreDescriptor<'pg-advisory' | LockTableConvention>
   schemes: ['postgres', 'postgresql'],
   capabilities: POSTGRES_CAPABILITIES,
   conventions: { 'pg-advisory': 'PostgreSQL advisory lock: pg_advisory_lock, Flyway, Rails, golang-migrate', ...LOCK_TABLE_CONVENTION_NAMES },
+  freeNameLayouts: nativeLayout('pg-advisory', 'advisory lock: pg_advisory_lock, psycopg2, Flyway, Rails, golang-migrate, npm advisory-lock'),
   ...endpoints,
   open: (profile) => (require('./postgresBackend') as typeof import('./postgresBackend')).PostgresBackend.open(profile),
   namespaces: false,

@@ -5,11 +5,12 @@
  * client's scripts (redis-semaphore's, or RPermitExpirableSemaphore's: see semaphores.ts); any other name with the token
  * recipe redis-py, redlock, Spring and the classic article share (SET NX PX, compare-and-delete), on a majority of the
  * instances when several are configured (redlock). Each recipe is a module of acquire/; this one picks it by what the
- * name holds now.
+ * name holds now, and for a name that holds nothing by `AcquireOptions.layout` (else the descriptor's default).
  */
 import type Redis from 'ioredis';
 import type { AcquireOptions } from '../backend';
 import { LockLensError, throwIfAborted } from '../errors';
+import { layoutById } from '../freeNameLayout';
 import { displayKey } from '../keys';
 import { acquireFair } from './acquire/fairLock';
 import type { RenewingHold } from './acquire/hold';
@@ -21,6 +22,7 @@ import { acquireRedisson } from './acquire/redissonLock';
 import { acquireToken } from './acquire/tokenLock';
 import { storeError } from './keyspaceReader';
 import { redissonLockField, redissonRwShape } from './recognize';
+import { REDIS_LAYOUTS, REDLOCK_LAYOUTS } from './layouts';
 import { lockQueueKey } from './redissonNames';
 import { redissonSemaphoreKind } from './semaphoreReads';
 import { SEMAPHORE_CONVENTIONS, isIntegerValue, isRedisSemaphoreKey } from './semaphores';
@@ -96,6 +98,7 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
   const ttlMs = Math.max(1, Math.round(options.ttlSeconds * 1000));
   try {
     if (ctx.clients.length > 1) {
+      if (options.layout !== undefined) layoutById(REDLOCK_LAYOUTS, options.layout);
       if (options.permitLimit !== undefined) throw new LockLensError('INVALID_ARGUMENT', `LockLens takes a redis-semaphore permit on one Redis, not on ${ctx.clients.length} independent instances`);
       if (mode) {
         throw new LockLensError('INVALID_ARGUMENT', `a Redisson read/write lock lives on one Redis: ${displayKey(name)} cannot be taken for ${mode} on ${ctx.clients.length} independent instances`);
@@ -108,14 +111,16 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
     // Redisson keeps the limit (free plus held): a permit is taken while the counter has one, whatever --permits says.
     if (layout === 'redisson-permits') return await acquireRedissonPermit(ctx.clients[0], name, ttlMs, options);
     if (semaphore) return await acquireRedisSemaphore(ctx.clients[0], name, permitLimitOf(name, options), ttlMs, options);
+    // No layout given (a caller that does not choose one: the CLI and VS Code always do): the token recipe, as before
+    // layouts could be chosen.
+    if (layout === 'free') return await acquireFree(ctx, name, ttlMs, options, freeLayout(options.layout) ?? (mode ? 'redisson-rw' : 'token'));
     if (mode) {
-      if (layout !== 'free' && layout !== 'redisson-rw') {
+      if (layout !== 'redisson-rw') {
         throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES[layout]}, not a read/write lock: take it without a read or write mode`);
       }
       return await acquireReadWrite(ctx, name, ttlMs, options, mode);
     }
     switch (layout) {
-      case 'free':
       case 'token':
         return await acquireToken(ctx.clients, name, ttlMs, options);
       case 'redisson-rw':
@@ -126,6 +131,33 @@ export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, option
         return await acquireFair(ctx, name, ttlMs, options);
     }
   } catch (e) {
+    // The name changed layout under us: a token client took it between our look and our Redisson script (a free
+    // name), or while we waited for a Redisson holder, and the script met a string. Look again, and take the name in
+    // what it holds now.
+    if (e instanceof Error && e.message.startsWith('WRONGTYPE') && !options.signal?.aborted) return acquire(ctx, nameBytes, options);
     throw e instanceof LockLensError ? e : storeError(e);
+  }
+}
+
+/** The descriptor's layout asked for (`--layout`), checked; a semaphore's layouts are taken before (see acquire). */
+function freeLayout(asked: string | undefined): string | undefined {
+  return asked === undefined ? undefined : layoutById(REDIS_LAYOUTS, asked).id;
+}
+
+/** A name that holds nothing, taken in the layout asked for (see the descriptor's freeNameLayouts). */
+function acquireFree(ctx: AcquireContext, name: Buffer, ttlMs: number, options: AcquireOptions, layout: string): Promise<RenewingHold> {
+  if (options.mode && layout !== 'redisson-rw') {
+    throw new LockLensError('INVALID_ARGUMENT', `the layout ${layout} has no read/write form: ${displayKey(name)} is taken for ${options.mode} as redisson-rw`);
+  }
+  switch (layout) {
+    case 'redisson':
+      return acquireRedisson(ctx, name, ttlMs, options);
+    case 'redisson-fair':
+      return acquireFair(ctx, name, ttlMs, options);
+    case 'redisson-rw':
+      if (!options.mode) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is free: a Redisson read/write lock is taken for reading or writing (a mode)`);
+      return acquireReadWrite(ctx, name, ttlMs, options, options.mode);
+    default:
+      return acquireToken(ctx.clients, name, ttlMs, options);
   }
 }

@@ -3,6 +3,7 @@ import { LockLensError } from '../errors';
 import type { StoreDescriptor } from '../storeDescriptor';
 import { REDIS_CAPABILITIES } from './capabilities';
 import { parseRedisEndpoint } from './endpoints';
+import { REDIS_LAYOUTS } from './layouts';
 import type { RedisConvention } from './recognize';
 
 export const redisStore: StoreDescriptor<RedisConvention> = {
@@ -21,6 +22,7 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
     'redis-multi-semaphore': 'redis-semaphore MultiSemaphore (npm)',
     'redisson-permit-semaphore': 'Redisson RPermitExpirableSemaphore',
   },
+  freeNameLayouts: REDIS_LAYOUTS,
   checkEndpoints(endpoints) {
     if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no Redis URL given');
     for (const text of endpoints) parseRedisEndpoint(text);
@@ -50,7 +52,7 @@ export const redisStore: StoreDescriptor<RedisConvention> = {
     list: 'Redis (--url redis://…): every key under the prefixes: Redisson locks (hold counts, fair-lock queues, read/write locks) and node-redisson\'s, ShedLock, token locks (redis-py, redlock, SET NX PX) and semaphores (redis-semaphore under semaphore:, Redisson RSemaphore and RPermitExpirableSemaphore), with each key\'s remaining TTL.',
     watch: 'Redis is followed by keyspace notifications when the server has them on, else by reading again every second.',
     acquire:
-      "Redis (--url redis://…): takes NAME with Redisson's own script and field when a Redisson lock holds that name, else with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe), renewed while held and released only if still ours; several --url instances: held on a majority (redlock). --mode takes Redisson's RReadWriteLock. A semaphore's permit: redis-semaphore's (semaphore:KEY, with --permits N: its limit is not stored) and Redisson's RPermitExpirableSemaphore, each with its own scripts; an RSemaphore (holders not recorded) is refused.",
+      "Redis (--url redis://…): takes NAME with Redisson's own script and field when a Redisson lock holds that name, with SET NX PX and a random token (redis-py Lock, redlock, the classic recipe) when a token does, and a free NAME in --layout's layout; renewed while held and released only if still ours; several --url instances: token locks held on a majority (redlock). --mode takes Redisson's RReadWriteLock. A semaphore's permit: redis-semaphore's (semaphore:KEY, with --permits N: its limit is not stored) and Redisson's RPermitExpirableSemaphore, each with its own scripts; an RSemaphore (holders not recorded) is refused.",
     severalNames:
       "Redis: as one Redisson owner <uuid>:<n>, as one thread of Redisson's MultiLock: every Redisson lock among the NAMEs (plain, fair, read/write) holds that field, so others see one owner (and a deadlock in fair locks, whose waiters are visible, is found). A token lock (a NAME that is one, or free) keeps a random token of its own: the token is all its key holds, so others cannot see that one owner holds it, and its waiters spin unseen.",
     unlock: "Redis: compare-and-delete on the token shown; a Redisson lock is deleted and its channel told, as Redisson's forceUnlock does, so its waiters wake; a semaphore's permit shown is removed alone (an RPermitExpirableSemaphore's given back as Redisson's release does).",

@@ -24,6 +24,8 @@ import { Subscriber } from './subscriber';
 import { Topology } from './topology';
 import { TtlTable } from './ttlTable';
 import { REDIS_CAPABILITIES } from './capabilities';
+import { REDLOCK_LAYOUTS } from './layouts';
+import type { FreeNameLayouts } from '../storeLayouts';
 
 export class RedisBackend implements LockBackend {
   readonly kind = 'redis' as const;
@@ -43,7 +45,11 @@ export class RedisBackend implements LockBackend {
     private readonly specs: readonly ClientSpec[],
     /** Where the keys live: one instance, independent instances (redlock), or a cluster's masters. */
     readonly topology: Topology,
-  ) {}
+  ) {
+    if (topology.writeClients.length > 1) this.freeNameLayouts = REDLOCK_LAYOUTS;
+  }
+
+  readonly freeNameLayouts?: FreeNameLayouts;
 
   /**
    * Connects to every endpoint and checks each answers PING, or throws a LockLensError saying why not. A server that

@@ -2,7 +2,9 @@
  * What the PostgreSQL and MySQL/MariaDB descriptors share: both read the same lock tables, take one URL with a TLS
  * mode in it, and free a lock-table row the same way.
  */
+import * as l10n from '@vscode/l10n';
 import type { StoreDescriptor } from '../storeDescriptor';
+import type { FreeNameLayouts } from '../storeLayouts';
 import type { LockTableConvention } from './tableLayouts';
 import { parseSqlUrl, sqlUrlOf, type SqlDialect } from './url';
 
@@ -21,6 +23,19 @@ export const SQL_WATCH = (name: string) => `${name} is read again every second: 
 
 export const LOCK_TABLE_UNLOCK =
   "A lock-table row (ShedLock, Liquibase, your own) is released with the library's own unlock statement, only while the row still has the holder and times shown.";
+
+/**
+ * A free name is taken as the server's own lock, the one layout: LockLens acquires no lock-table row (each table's
+ * clients write rows of their own columns and rules), so a name that services lock with a table is taken there only
+ * by its own clients.
+ */
+export function nativeLayout<C extends string>(convention: C, label: string): FreeNameLayouts<C> {
+  return {
+    layouts: [{ id: 'native', label, conventions: [convention] }],
+    defaultId: 'native',
+    why: () => l10n.t("the server's own lock is the only layout LockLens takes: it acquires no lock-table rows"),
+  };
+}
 
 /** The URL checks and TLS handling of a SQL store. */
 export function sqlEndpoints(dialect: SqlDialect, tlsOption: string): Pick<StoreDescriptor, 'checkEndpoints' | 'endpointsAskTls'> & { withTls(endpoint: string): string } {

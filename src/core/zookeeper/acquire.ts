@@ -21,8 +21,10 @@ import { Emitter, type Disposable, type Event } from '../emitter';
 import { LockLensError, abortError, errorMessage, throwIfAborted } from '../errors';
 import { displayKey } from '../keys';
 import { sleep } from '../sleep';
+import { layoutById } from '../freeNameLayout';
 import { zkCode, type ZkClient } from './client';
 import { CONVENTIONS, bySequence, contenderPrefix, familyOf, joinPath, kindOf, parseContender, predecessorIndex, type ContenderName, type Family } from './conventions';
+import { ZOOKEEPER_LAYOUTS } from './layouts';
 import { zxidNumber } from './lockOfChildren';
 import { rootOf } from './znodeTree';
 
@@ -60,14 +62,13 @@ const FAMILY_NAMES: Record<Family, string> = {
 
 /**
  * The family whose node names a new contender takes: the one already there (Curator, else kazoo, else the recipe,
- * when several are mixed), and for a name nobody uses yet the one `layout` names, else kazoo's: kazoo's names are what
- * the Debian-packaged peer and most scripts use, and Curator's InterProcessMutex sees only Curator's names while kazoo
- * can be told to see others (`extra_lock_patterns`).
+ * when several are mixed), and for a name nobody uses yet the layout asked for, else kazoo's, as before layouts could
+ * be chosen (the CLI and VS Code always choose one: see layouts.ts for the default they take).
  */
-function layoutOf(name: string, contenders: readonly Contender[], mode: LockMode | undefined, layout: string | undefined): { family: Family; read: boolean | undefined } {
+function layoutOf(name: string, contenders: readonly Contender[], mode: LockMode | undefined, asked: Family | undefined): { family: Family; read: boolean | undefined } {
   const families = new Set(contenders.map((c) => familyOf(c.convention)));
-  const fresh = CONVENTIONS.find((c) => c === layout);
-  const family: Family = families.has('curator') ? 'curator' : families.has('kazoo') ? 'kazoo' : families.has('recipe') ? 'recipe' : fresh ? familyOf(fresh) : 'kazoo';
+  const free = asked ?? 'kazoo';
+  const family: Family = families.has('curator') ? 'curator' : families.has('kazoo') ? 'kazoo' : families.has('recipe') ? 'recipe' : free;
   const kind = kindOf(contenders.map((c) => c.convention));
   const what = `${displayKey(Buffer.from(name))} is a ${FAMILY_NAMES[family]}`;
   if (kind === 'election') throw new LockLensError('INVALID_ARGUMENT', `${what} leader latch (an election): LockLens takes locks, not leadership`);
@@ -126,11 +127,21 @@ export async function startAcquire(ctx: AcquireContext, nameBytes: Uint8Array, o
   return { name, session, shared: shared !== undefined };
 }
 
+/**
+ * The family a free name's nodes are named in: a layout of the descriptor's (`--layout`: its ids are the families'
+ * names), or a convention (a semaphore's own lock is taken in its clients' names: semaphoreAcquire.ts).
+ */
+function askedFamily(layout: string | undefined): Family | undefined {
+  if (layout === undefined) return undefined;
+  const convention = CONVENTIONS.find((c) => c === layout);
+  return convention ? familyOf(convention) : (layoutById(ZOOKEEPER_LAYOUTS, layout).id as Family);
+}
+
 /** Joins the lock at `name` on the acquire's session; on failure nothing of ours is left, its own session closed. */
 export async function acquire({ name, session, shared }: Acquiring, options: AcquireOptions): Promise<ZooKeeperHold> {
   let ours: string | undefined;
   try {
-    const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode, options.layout);
+    const { family, read } = layoutOf(name, contendersOf((await session.children(name)) ?? []), options.mode, askedFamily(options.layout));
     ours = await createContender(session, name, contenderPrefix(family, randomUUID(), read));
     const ourName = ours.slice(ours.lastIndexOf('/') + 1);
     const created = await session.exists(ours);

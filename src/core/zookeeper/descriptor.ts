@@ -2,6 +2,7 @@ import * as l10n from '@vscode/l10n';
 import { LockLensError } from '../errors';
 import type { StoreDescriptor } from '../storeDescriptor';
 import { ZOOKEEPER_CAPABILITIES } from './capabilities';
+import { ZOOKEEPER_LAYOUTS } from './layouts';
 import type { Convention } from './conventions';
 import { parseZooKeeperUrl } from './url';
 
@@ -21,6 +22,7 @@ export const zookeeperStore: StoreDescriptor<Convention> = {
     'kazoo-semaphore': 'kazoo Semaphore',
     'zk-recipe': 'ZooKeeper lock recipe (-lock-<sequence>)',
   },
+  freeNameLayouts: ZOOKEEPER_LAYOUTS,
   checkEndpoints(endpoints) {
     if (endpoints.length === 0) throw new LockLensError('INVALID_ARGUMENT', 'no ZooKeeper URL given: write zookeeper://host:port[,host:port][/chroot]');
     for (const text of endpoints) parseZooKeeperUrl(text);
@@ -51,7 +53,7 @@ export const zookeeperStore: StoreDescriptor<Convention> = {
     watch:
       'ZooKeeper is followed by watches on the znodes under each path (set again after each event), read again after a reconnect and on a new session when ZooKeeper expired the watching one; a lock whose last contender left is removed.',
     acquire:
-      "ZooKeeper (--url zookeeper://…): NAME is the lock's znode path. Joins it in the layout the lock already has (Curator's _c_<uuid>-lock-, kazoo's <hex>__lock__, or ZooKeeper's recipe's …-lock-), kazoo's for a NAME nobody uses yet: an ephemeral sequential node that watches only the node just ahead of it, so Curator's and kazoo's clients queue with it in sequence order. Each acquire has a ZooKeeper session of its own whose timeout is --ttl (the server grants a timeout within its bounds, by default 2 to 20 ticks: 4 s to 40 s); the node goes with that session, so the lock of a locklens that died is free once the session times out. A leader latch is not joined. --mode takes Curator's InterProcessReadWriteLock or kazoo's ReadLock/WriteLock.",
+      "ZooKeeper (--url zookeeper://…): NAME is the lock's znode path. Joins it in the layout the lock already has (Curator's _c_<uuid>-lock-, kazoo's <hex>__lock__, or ZooKeeper's recipe's …-lock-), --layout's for a NAME nobody uses yet: an ephemeral sequential node that watches only the node just ahead of it, so Curator's and kazoo's clients queue with it in sequence order. Each acquire has a ZooKeeper session of its own whose timeout is --ttl (the server grants a timeout within its bounds, by default 2 to 20 ticks: 4 s to 40 s); the node goes with that session, so the lock of a locklens that died is free once the session times out. A leader latch is not joined. --mode takes Curator's InterProcessReadWriteLock or kazoo's ReadLock/WriteLock.",
     severalNames: 'ZooKeeper: on one session, as one kazoo client or Curator framework takes several locks: every node is that session\'s (its timeout is --ttl), so others see one owner.',
     unlock:
       "ZooKeeper: deletes the holder's node if it is still the one created at the zxid shown (its fencing token), by the session shown; the contender watching it (the next in sequence) wakes and takes the lock. Its session lives on, and so do its other nodes: ZooKeeper offers no way to end another client's session. A semaphore's permit is its lease: only that lease is deleted, and the waiter holding the semaphore's lock takes the permit.",

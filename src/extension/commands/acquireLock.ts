@@ -2,12 +2,14 @@ import * as vscode from 'vscode';
 import type { RegisterCommand } from '../commandRunner';
 import type { LockMode } from '../../core/backend';
 import { LockLensError } from '../../core/errors';
+import { layoutById } from '../../core/freeNameLayout';
 import { displayKey } from '../../core/keys';
+import { layoutsOf } from '../../core/stores';
 import { ownerLabel } from '../format';
 import { LockNode, type LockTreeNode } from '../tree/nodes';
 import { pickConnection } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
-import { askLockName, askMode, askPermitLimit, askTtl, confirmJoin } from './acquirePrompts';
+import { askLockName, askMode, askPermitLimit, askTtl, chooseFreeLayout, confirmJoin } from './acquirePrompts';
 import { connectionNamed, writable, type LockCommandContext } from './lockCommandContext';
 
 /** What `locklens.acquireLock` accepts from scripts and tests instead of asking. */
@@ -19,9 +21,11 @@ export interface AcquireInput {
   readonly mode?: LockMode;
   /** A semaphore whose store does not keep its limit: how many permits it has. */
   readonly permits?: number;
+  /** The layout a free name is taken in (a store descriptor's layout id); absent: the backend's (AcquireOptions.layout). */
+  readonly layout?: string;
 }
 
-export function registerAcquireLock(register: RegisterCommand, { registry, heldLocks, tree }: LockCommandContext): vscode.Disposable {
+export function registerAcquireLock(register: RegisterCommand, { registry, heldLocks, tree, records }: LockCommandContext): vscode.Disposable {
   return register('locklens.acquireLock', async (arg?: LockTreeNode | AcquireInput) => {
     writable();
     const input = arg && isInput(arg) ? arg : undefined;
@@ -30,7 +34,13 @@ export function registerAcquireLock(register: RegisterCommand, { registry, heldL
     const lockOfNode = node instanceof LockNode ? tree.lock(node) : undefined;
     const backend = await connection.open();
     const name = input ? Buffer.from(input.name) : (lockOfNode?.name ?? (await askLockName(connection, backend)));
-    const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode);
+    // A script names its layout or leaves it to the backend (see AcquireOptions.layout); a user is asked.
+    const layout = input
+      ? input.layout === undefined
+        ? undefined
+        : layoutById(layoutsOf(backend), input.layout)
+      : await chooseFreeLayout(connection, backend, name, records.stats.holdsNamed(connection.name, name));
+    const mode = input ? input.mode : await askMode(connection, backend, name, lockOfNode, layout);
     const permitLimit = input ? input.permits : await askPermitLimit(connection, name, lockOfNode);
     // A read hold's lease is the store's own (Redisson's watchdog): there is no TTL to ask.
     const ttl = input?.ttl ?? (mode === 'read' ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
@@ -47,6 +57,7 @@ export function registerAcquireLock(register: RegisterCommand, { registry, heldL
           ttl,
           mode,
           permitLimit,
+          layout: layout?.id,
           signal: controller.signal,
           onQueue: ({ ahead, fencingToken }) => progress.report({ message: queueMessage(ahead, fencingToken, backend.capabilities.queuedAcquire) }),
         });

@@ -1,8 +1,11 @@
 import * as vscode from 'vscode';
 import type { LockBackend, LockMode } from '../../core/backend';
+import { chooseLayout, layoutsInOrder, reasonText, type SeenHold } from '../../core/freeNameLayout';
 import { displayKey } from '../../core/keys';
 import { isReadWrite, isSemaphore, type LockState } from '../../core/lockState';
 import { permitCount } from '../../core/permitCount';
+import type { FreeNameLayout } from '../../core/storeLayouts';
+import { layoutsOf, storeOf } from '../../core/stores';
 import type { StoreConnection } from '../connections';
 import { acceptQuickPick, holderName, lockSummary, orCancel } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
@@ -44,13 +47,36 @@ export async function askTtl(owner: LockBackend['capabilities']['owner']): Promi
 }
 
 /**
- * A read/write lock is taken for reading or for writing: asked where the store has them (its capability) and the name
- * is one now. Anything else is taken without a mode.
+ * The layout a name that holds nothing is taken in, so that the services on that name count it: the one LockLens
+ * infers (freeNameLayout.ts) first, with why, then the others, each named by its clients. Asked only where there is a
+ * choice. A name that holds a lock keeps its own: undefined.
  */
-export async function askMode(connection: StoreConnection, backend: LockBackend, name: Buffer, shown: LockState | undefined): Promise<LockMode | undefined> {
+export async function chooseFreeLayout(connection: StoreConnection, backend: LockBackend, name: Buffer, seen: readonly SeenHold[]): Promise<FreeNameLayout | undefined> {
+  const locks = connection.watch?.locks() ?? [];
+  if (locks.some((l) => l.name.equals(name))) return undefined;
+  const layouts = layoutsOf(backend);
+  const choice = chooseLayout(layouts, { name, seen, locks, separator: storeOf(backend.kind).nameSeparator });
+  if (layouts.layouts.length === 1) return choice.layout;
+  const items = layoutsInOrder(layouts, choice.layout).map((layout) => ({
+    label: layout.label,
+    description: layout === choice.layout ? reasonText(layouts, choice.reason) : undefined,
+    layout,
+  }));
+  const picked = await vscode.window.showQuickPick(items, {
+    title: vscode.l10n.t('Layout of "{0}"', displayKey(name)),
+    placeHolder: vscode.l10n.t('"{0}" holds no lock: take it in the layout of the services that use that name', displayKey(name)),
+  });
+  return orCancel(picked).layout;
+}
+
+/**
+ * A read/write lock is taken for reading or for writing: asked where the store has them (its capability) and the name
+ * is one now, or is free and taken in a read/write layout. Anything else is taken without a mode.
+ */
+export async function askMode(connection: StoreConnection, backend: LockBackend, name: Buffer, shown: LockState | undefined, layout: FreeNameLayout | undefined): Promise<LockMode | undefined> {
   if (!backend.capabilities.readWriteLocks) return undefined;
   const lock = shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
-  if (!lock || !isReadWrite(lock)) return undefined;
+  if (!layout?.readWrite && (!lock || !isReadWrite(lock))) return undefined;
   const items: (vscode.QuickPickItem & { mode: LockMode })[] = [
     { label: vscode.l10n.t('Read'), description: vscode.l10n.t('shared: other readers hold it at the same time; writers wait'), mode: 'read' },
     { label: vscode.l10n.t('Write'), description: vscode.l10n.t('exclusive: waits until every reader and writer has left'), mode: 'write' },

@@ -3,6 +3,7 @@ import { LockLensError } from '../../core/errors';
 import type { AuditLog } from '../audit';
 import type { StoreConnection, ConnectionRegistry } from '../connections';
 import type { HeldLocks } from '../heldLocks';
+import type { LockRecords } from '../lockRecords';
 import type { LockTreeProvider } from '../tree/lockTreeProvider';
 import { isReadOnly } from '../settings';
 
@@ -12,6 +13,8 @@ export interface LockCommandContext {
   readonly heldLocks: HeldLocks;
   readonly tree: LockTreeProvider;
   readonly audit: AuditLog;
+  /** What LockLens saw of each lock: the layout a free name was last held in. */
+  readonly records: LockRecords;
 }
 
 /** The connection a script names, or a clear error. */

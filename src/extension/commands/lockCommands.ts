@@ -3,6 +3,7 @@ import type { RegisterCommand } from '../commandRunner';
 import type { AuditLog } from '../audit';
 import type { ConnectionRegistry } from '../connections';
 import type { HeldLocks } from '../heldLocks';
+import type { LockRecords } from '../lockRecords';
 import type { LockTreeProvider } from '../tree/lockTreeProvider';
 import { registerAcquireLock } from './acquireLock';
 import { registerCopyCommands } from './copyCommands';
@@ -17,8 +18,9 @@ export function registerLockCommands(
   heldLocks: HeldLocks,
   tree: LockTreeProvider,
   audit: AuditLog,
+  records: LockRecords,
 ): vscode.Disposable[] {
-  const context = { registry, heldLocks, tree, audit };
+  const context = { registry, heldLocks, tree, audit, records };
   return [
     registerAcquireLock(register, context),
     registerReleaseLock(register, context),
