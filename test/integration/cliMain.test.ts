@@ -248,7 +248,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
       ],
       acquire: [
         'Joins it in the layout the lock already has',
-        "kazoo's for a NAME nobody uses yet",
+        "--layout's for a NAME nobody uses yet",
         'watches only the node just ahead of it',
         'Each acquire has a ZooKeeper session of its own whose timeout is --ttl',
         "ZooKeeper: the node's creation zxid, czxid",

@@ -112,7 +112,7 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     assert.deepEqual(holder.lines, said, 'the holder heard nothing: it still believes it holds the lock');
   });
 
-  test("on a kazoo Semaphore, unlock --force --yes frees one permit, the holder's shown: the other keeps its, the waiter takes it", async () => {
+  test("on a kazoo Semaphore, unlock --member KEY --force --yes frees that one permit (none without --member): the other keeps its, the waiter takes it", async () => {
     const name = '/unlock/pool';
     const first = f.kazooSemaphore(name, { identifier: 'stuck-exporter', maxLeases: 2 });
     await first.until(['acquired']);
@@ -123,7 +123,10 @@ describe('locklens over ZooKeeper (--url zookeeper://), against kazoo and Curato
     const shown = (await listed(name, (l) => l.kind === 'semaphore' && l.waiters.length === 1, 'the waiter listed')).holder!;
     assert.equal(shown.data, 'stuck-exporter', 'the first to take a permit is listed first');
 
-    const r = await f.procs.run(['unlock', name, '--force', '--yes', '--url', url()]);
+    const which = await f.procs.run(['unlock', name, '--force', '--yes', '--url', url()]);
+    assert.equal(which.code, 2, show(which));
+    assert.match(which.stderr, /has 2 permit holders: name the one to release with --member KEY/);
+    const r = await f.procs.run(['unlock', name, '--member', shown.key, '--force', '--yes', '--url', url()]);
     assert.equal(r.code, 0, show(r));
     assert.match(r.stdout, new RegExp(`^released '${name}' from ${shown.key} \\(session [0-9a-f]+\\): deleted the node created at zxid ${shown.token}\n`));
     await waiter.until(['acquired']);

@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { LockBackend, LockMode } from '../../core/backend';
 import { chooseLayout, layoutsInOrder, reasonText, type SeenHold } from '../../core/freeNameLayout';
 import { displayKey } from '../../core/keys';
-import { isReadWrite, isSemaphore, type LockState } from '../../core/lockState';
+import { isReadWrite, isSemaphore, isSingleKey, type LockState } from '../../core/lockState';
 import { permitCount } from '../../core/permitCount';
 import type { FreeNameLayout } from '../../core/storeLayouts';
 import { layoutsOf, storeOf } from '../../core/stores';
@@ -105,13 +105,21 @@ export async function askPermitLimit(connection: StoreConnection, name: Buffer, 
   return Number(text);
 }
 
+/**
+ * Whether taking `lock` joins a queue: where the store queues acquires, except a lock that is one key (npm etcd3's or
+ * python-etcd3's Lock on etcd), which its clients take by trying again, as LockLens then does.
+ */
+export function joinsQueue(backend: LockBackend, lock: LockState | undefined): boolean {
+  return backend.capabilities.queuedAcquire && !(lock && isSingleKey(lock));
+}
+
 /** Joining a lock others use makes them wait while you hold: say who, and ask. Reading beside other readers waits for no one. */
 export async function confirmJoin(connection: StoreConnection, backend: LockBackend, name: Buffer, mode: LockMode | undefined, permitLimit?: number): Promise<boolean> {
   const lock = connection.watch?.locks().find((l) => backend.acquirable(l) && l.name.equals(name));
   if (!lock?.holder) return true;
   if (mode === 'read' && lock.holder.mode === 'read') return true;
   if (isSemaphore(lock)) return confirmPermitWait(lock, permitLimit);
-  const queued = backend.capabilities.queuedAcquire;
+  const queued = joinsQueue(backend, lock);
   const join = queued ? vscode.l10n.t('Join Queue') : vscode.l10n.t('Wait');
   const answer = await vscode.window.showWarningMessage(
     queued
@@ -121,7 +129,7 @@ export async function confirmJoin(connection: StoreConnection, backend: LockBack
       modal: true,
       detail: queued
         ? vscode.l10n.t('You get the lock after everyone ahead of you; while you hold it, everyone behind you waits.')
-        : vscode.l10n.t('This store keeps no queue: LockLens tries again until the lock is free, and may get it before other waiters. While you hold it, they wait.'),
+        : vscode.l10n.t('No queue is kept for this lock: LockLens tries again until it is free, and may get it before other waiters. While you hold it, they wait.'),
     },
     join,
   );

@@ -8,6 +8,7 @@ import { Procs } from '../../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
 import { activateWithConnection, auditText, menuCommands, removeConnectionSetting, userDataDir, walk } from './fixture';
 import { WindowStubs } from './windowStubs';
+import { confirmJoin, joinsQueue } from '../../../src/extension/commands/acquirePrompts';
 
 /**
  * Keys under a prefix as etcdctl sees them, in create-revision order. The lease is read from the key (Go and etcdctl
@@ -126,6 +127,23 @@ describe('Locks tree and commands against a real etcd', function () {
     assert.ok(held && held.hold.fencingToken! > etcdctlKey.create, 'LockLens queued after etcdctl');
     assert.deepEqual((await keysOf(etcd, '/locks/queue/')).map((k) => k.key), [`/locks/queue/${held.hold.owner}`], 'etcdctl had released');
     await vscode.commands.executeCommand('locklens.releaseLock', held);
+  });
+
+  it("Acquire on a lock that is one key (python-etcd3's, npm etcd3's Lock) asks to wait, not to join a queue", async () => {
+    const lease = /lease ([0-9a-f]+) granted/.exec(await etcd.etcdctl(['lease', 'grant', '60']))![1];
+    await etcd.etcdctl(['put', '/locks/one-key', 'theirs', `--lease=${lease}`]);
+    await sync();
+    const connection = api.registry.get(CONNECTION)!;
+    const backend = await connection.open();
+    const lock = connection.watch!.locks().find((l) => l.name.toString() === '/locks/one-key')!;
+    assert.ok(lock && backend.acquirable(lock), 'a single key is offered to Acquire');
+    assert.equal(joinsQueue(backend, lock), false, 'its clients keep no queue');
+    assert.equal(joinsQueue(backend, undefined), true, "a new name joins Go's Mutex queue");
+    const asked: string[] = [];
+    stubs.warnings((message) => (asked.push(message), undefined));
+    assert.equal(await confirmJoin(connection, backend, lock.name, undefined), false, 'not answered: not taken');
+    assert.match(asked[0], /^"\/locks\/one-key" is held by .*\. Wait for it\?$/);
+    await etcd.etcdctl(['lease', 'revoke', lease]);
   });
 
   it('Revoke lease asks first, listing the keys and the lock it frees; the next waiter takes over', async () => {
