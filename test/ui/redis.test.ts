@@ -209,7 +209,7 @@ describe('Locks view on a Redis connection (code-server + Chromium + redis-serve
     await dialog.waitFor({ state: 'visible', timeout: 20_000 });
     const question = (await dialog.textContent()) ?? '';
     assert.match(question, new RegExp(`"${escapeRegExp(BILLING)}" is held by ${escapeRegExp(BILLING_FIELD)}\\. Wait for it\\?`));
-    assert.match(question, /keeps no queue/);
+    assert.match(question, /No queue is kept for this lock/);
     // The TTL box fades out behind the dialog: the picture without its ghost.
     await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
     await shot('redis-acquire-held');
