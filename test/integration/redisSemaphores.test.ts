@@ -1,5 +1,8 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import { MultiSemaphore, Semaphore } from 'redis-semaphore';
 import type { LockHold, QueuePosition } from '../../src/core/backend';
@@ -9,6 +12,8 @@ import { keyId } from '../../src/core/keys';
 import type { LockEvent } from '../../src/core/lockEventTypes';
 import { LockEvents } from '../../src/core/lockEvents';
 import { LockStats } from '../../src/core/lockStats';
+import { HistoryStore } from '../../src/core/recording/historyStore';
+import { HistoryRecorder } from '../../src/core/recording/recorder';
 import { CONVENTIONS } from '../../src/core/redis/recognize';
 import { NON_EXPIRABLE, permitTimeoutKey, semaphoreChannel } from '../../src/core/redis/semaphores';
 import { holderCount, type LockState } from '../../src/core/lockState';
@@ -102,7 +107,7 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     assert.deepEqual((await t.raw.zrange(name, '0', '-1')).sort(), [first.identifier, late.identifier].sort());
   });
 
-  test("every permit a peer takes is a hold: 3 permits, 5 rotating holders, 5 holds in the statistics and serve's events", async () => {
+  test("every permit a peer takes is a hold: 3 permits, 5 rotating holders, 5 holds in the statistics, serve's events and the recorded history", async () => {
     const key = fresh();
     const name = `semaphore:${key}`;
     const id = keyId(b(name));
@@ -111,6 +116,9 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     const events = new LockEvents('r');
     const seen: LockEvent[] = [];
     const options: ObserveOptions = { hasLeases: false, hasRevisions: false, sampledTtls: true, lease: (l) => watch.lease(l) };
+    const data = mkdtempSync(join(tmpdir(), 'locklens-permits-'));
+    t.defer(() => rmSync(data, { recursive: true, force: true }));
+    const recorder = await HistoryRecorder.open(data);
     watch.onDidChangeLocks((changes) => {
       stats.observe('r', changes, options);
       seen.push(...events.observe(changes, options, Date.now()).events.filter((e) => e.lockId === id));
@@ -146,6 +154,13 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     const started = seen.filter((ev) => ev.type === 'holdStarted').map((ev) => ev.member.owner);
     const ended = seen.filter((ev) => ev.type === 'holdEnded').map((ev) => ev.member.owner);
     assert.deepEqual([started.sort(), ended.sort()], [owners, owners], "serve's events: each permit hold starts and ends once");
+    for (const ev of seen) recorder.record(ev, 'redis');
+    await recorder.close();
+    const reader = await HistoryStore.openReader(data);
+    const recorded = await reader.holds({ lock: name });
+    reader.close();
+    assert.deepEqual(recorded.map((h) => h.owner).sort(), owners, 'a recorded hold per permit taken');
+    assert.ok(recorded.every((h) => h.endedAt !== null && h.end === 'released'));
   });
 
   test('a free semaphore:KEY becomes one with --permits; a name without the prefix, or a limit missing, is refused', async () => {
