@@ -107,7 +107,6 @@ export class LockEvents {
     const open = openHolds(r).filter((h) => h !== undefined);
     const leases = leasesOf(r);
     const queued = new Map(r.waits);
-    r.handoffs = [];
     observeLock(r, lock ?? { holder: null, waiters: [] }, at);
     const base = (member: EventMember, when: number, exact: boolean) => ({ connection: this.connection, lockId: id, lock: t.name, kind: t.kind, member, at: when, exact });
 
@@ -117,17 +116,20 @@ export class LockEvents {
       out.events.push(event);
       if (h.end === null && h.lease && at.options.hasLeases) out.unsettled.push({ event, lease: h.lease });
     }
-    const started = r.holds.filter((h) => h.endedAt === null && !open.includes(h));
-    const holders = new Set(holdingsOf(r).map((h) => h.member));
+    const holds = openHolds(r);
+    const started = holdingsOf(r).flatMap(({ member }, i) => (holds[i] && !open.includes(holds[i]) ? [{ hold: holds[i], member }] : []));
     for (const [identity, wait] of queued) {
       if (r.waits.has(identity)) continue;
       const member = t.waiters.get(identity)!;
       t.waiters.delete(identity);
-      const granted = (started.length > 0 && holders.has(identity)) || (lock !== undefined && holdsNow(lock, identity));
+      const granted = started.some((s) => s.member === identity) || (lock !== undefined && holdsNow(lock, identity));
       out.events.push({ ...base(member, at.now, at.exact), type: 'waitEnded', granted, waitedMs: wait.exact && at.exact ? at.now - wait.since : null });
     }
-    const handoff = ended.length > 0 && r.handoffs.length > 0;
-    for (const h of started) out.events.push({ ...base(memberOf(h), h.acquiredAt, h.acquiredExact), type: 'holdStarted', waitedMs: h.waitedMs, handoff });
+    for (const { hold: h, member } of started) {
+      // A handoff: a member seen queued takes the lock (a permit) as another's hold ends.
+      const handoff = ended.length > 0 && at.exact && queued.has(member);
+      out.events.push({ ...base(memberOf(h), h.acquiredAt, h.acquiredExact), type: 'holdStarted', waitedMs: h.waitedMs, handoff });
+    }
     for (const w of lock?.waiters ?? []) {
       const identity = identityOf(w);
       if (queued.has(identity) || !r.waits.has(identity)) continue;

@@ -86,4 +86,18 @@ describe('every permit hold of a semaphore is a hold', () => {
     assert.deepEqual(ended, EXPECTED);
     assert.equal(events.size, 0, 'a free semaphore keeps nothing');
   });
+
+  test("a handoff is a queued member taking the permit another gave back, not a newcomer's take beside it", () => {
+    const events = new LockEvents('c');
+    const leases = new Map<string, LeaseInfo>();
+    events.observe(live(semaphore('/s', ['a', 'b'], ['w']), 1000), opts(leases), 1000);
+    const taken = events.observe(live(semaphore('/s', ['b', 'w', 'x']), 2000), opts(leases), 2000).events;
+    assert.deepEqual(
+      taken.flatMap((e) => (e.type === 'holdStarted' ? [[e.member.owner, e.handoff, e.waitedMs]] : [])),
+      [
+        ['w', true, 1000],
+        ['x', false, null],
+      ],
+    );
+  });
 });
