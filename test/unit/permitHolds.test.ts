@@ -62,6 +62,11 @@ describe('every permit hold of a semaphore is a hold', () => {
     const leases = new Map<string, LeaseInfo>();
     for (const [lock, now] of ROTATION.slice(0, 4)) stats.observe('c', live(lock, now), opts(leases), now);
     const saved = JSON.parse(JSON.stringify(stats.toJSON()));
+    const [[, record]] = saved.connections.c.locks;
+    assert.deepEqual([record.current.sample, record.otherHolders.length], [null, 2], 'b holds first (a is gone), c and d beside it');
+    const damaged = structuredClone(saved);
+    damaged.connections.c.locks[0][1].otherHolders.push({ member: 'e', lease: 'e', sample: null });
+    assert.throws(() => LockStats.fromJSON(damaged), /damaged/, 'a holder without an open hold of its own');
     const again = LockStats.fromJSON(saved);
     // A restart's first load finds b, c, d holding still; then the rotation goes on live.
     again.observe('c', { ...live(semaphore('/s', ['b', 'c', 'd']), 1900), resynced: true }, opts(leases), 1900);
