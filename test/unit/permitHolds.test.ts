@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { TtlRenewals } from '../../src/core/diagnosis/ttlFit';
 import type { ObserveOptions } from '../../src/core/holdObservation';
 import { keyId } from '../../src/core/keys';
 import type { LeaseInfo } from '../../src/core/leaseInfo';
@@ -90,6 +91,17 @@ describe('every permit hold of a semaphore is a hold', () => {
     const ended = seen.flatMap((e) => (e.type === 'holdEnded' ? [[e.member.owner, e.at - e.heldMs!, e.at, e.how]] : []));
     assert.deepEqual(ended, EXPECTED);
     assert.equal(events.size, 0, 'a free semaphore keeps nothing');
+  });
+
+  test("the TTL fit's renewals: each permit holder's samples are of its own hold, however they interleave", () => {
+    const renewals = new TtlRenewals();
+    // a holds since 100 and renews at 2 s; b, holding since 200 beside it, is sampled between a's samples.
+    renewals.observe('/s', 100, leaseSample('a', 5, 1000));
+    renewals.observe('/s', 200, leaseSample('b', 9, 1500));
+    renewals.observe('/s', 100, leaseSample('a', 10, 2500, { refreshes: [2000] }));
+    renewals.observe('/s', 200, leaseSample('b', 8, 2600));
+    renewals.observe('/s', 100, leaseSample('a', 9, 3500, { refreshes: [2000] }));
+    assert.equal(renewals.of('/s')?.renewal, 'renewed');
   });
 
   test("a handoff is a queued member taking the permit another gave back, not a newcomer's take beside it", () => {
