@@ -1,7 +1,8 @@
 /**
  * What one lock's change sets and TTL samples say about its holds and waits: who held, from when to when, how it
  * ended, how long it had waited. Pure (no store, no timers: `now` is passed in); LockStats keeps a record per lock of
- * each connection and feeds it in order.
+ * each connection and feeds it in order. A semaphore's record follows every permit holder at once: each permit taken
+ * is a hold, from when its holder was first seen holding to when that member went.
  *
  * Only what was seen from its start counts as a sample: a hold or a wait already in place when LockLens looked (the
  * first read, a resync after a disconnection, a new watch) is recorded as inexact, and so is an end found by a reload;
@@ -95,15 +96,28 @@ export interface Wait {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
+/** A member holding now: who it is (see identityOf), its lease, and its last TTL sample (not saved: stale by a restart). */
+export interface Holding {
+  member: string;
+  lease: string;
+  endsWithOwner?: boolean;
+  sample: TtlSample | null;
+}
+
 /** What LockLens keeps of one lock. */
 export interface LockRecord {
   since: number;
   /** When it last changed live (a reload is no activity): which records go first beyond MAX_LOCKS. */
   lastActive: number;
-  /** Oldest first; the last is open while `current` is set. */
+  /** Oldest first; the open ones are the holders' now (see openHolds). */
   holds: Mutable<ObservedHold>[];
-  /** The holder now: who it is (see identityOf), its lease, and its last TTL sample (not saved: stale by a restart). */
-  current: { member: string; lease: string; endsWithOwner?: boolean; sample: TtlSample | null } | null;
+  /** The holder now (a semaphore's first permit holder): see Holding. */
+  current: Holding | null;
+  /**
+   * A semaphore's other permit holders now, in the order they began; absent while there are none (and in records saved
+   * before it was kept). Each has a hold of its own: the open holds are theirs, oldest first, `current`'s the oldest.
+   */
+  otherHolders?: Holding[];
   /** Members queued now, by identity. */
   waits: Map<string, Wait>;
   holdMs: number[];
@@ -150,29 +164,36 @@ export function newRecord(now: number): LockRecord {
   };
 }
 
-/** Folds in one state of the lock (its holder and waiters now), as seen `at`. */
+/** Folds in one state of the lock (its holders and waiters now), as seen `at`. */
 export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'waiters'> & Partial<Pick<LockState, 'kind' | 'sharedWith'>>, at: Moment): void {
   if (at.exact) r.lastActive = at.now;
   const present = new Set(members(lock as LockState).map(identityOf));
-  const holder = followedHolder(r, lock, present);
-  const holderId = holder && identityOf(holder);
   const semaphore = lock.kind !== undefined && isSemaphore(lock as LockState);
-  // A semaphore's record moving on to a holder it did not follow does not know when that one took its permit.
-  const foundHolding = semaphore && r.current !== null && holder !== null;
-  if (r.current && r.current.member !== holderId) {
+  // Each of a semaphore's holders has a permit, and a hold, of its own; another lock's shared holders are not followed.
+  const holders = semaphore ? permitHolders(lock) : lock.holder ? [lock.holder] : [];
+  const holderIds = holders.map(identityOf);
+  const holding = holdingsOf(r);
+  const opens = openHolds(r);
+  holding.forEach((h, i) => {
+    if (holderIds.includes(h.member)) return;
     // An end found by a (re)load happened at some unseen time: no TTL sample can say how (but LockLens knows its own).
-    const open = r.holds[r.holds.length - 1];
+    const open = opens[i];
     const own = open && at.options.ownEnd?.(open.lease, open.owner);
-    const end = present.has(r.current.member) ? 'released' : own ? 'forceReleased' : at.exact ? endOfGone(evidenceOf(r.current, at), at.options) : null;
-    endHold(r, at, end);
-  }
-  if (holder && holderId && !r.current) startHold(r, holder, holderId, foundHolding ? { ...at, exact: false, revision: null } : at);
+    const end = present.has(h.member) ? 'released' : own ? 'forceReleased' : at.exact ? endOfGone(evidenceOf(h, at), at.options) : null;
+    endHold(open, r, at, end);
+  });
+  const staying = holding.filter((h) => holderIds.includes(h.member));
+  const held = new Set(staying.map((h) => h.member));
+  setHoldings(r, staying);
+  holders.forEach((holder, i) => {
+    if (!held.has(holderIds[i])) startHold(r, holder, holderIds[i], at);
+  });
   for (const w of lock.waiters) {
     const id = identityOf(w);
     if (!r.waits.has(id)) r.waits.set(id, { since: at.now, exact: at.exact, who: whoOf(w) });
   }
-  // A wait that ends without holding (given up, expired) is a wait all the same; so is a semaphore's waiter that took a
-  // permit the record does not follow.
+  // A wait that ends without holding (given up, expired) is a wait all the same. A semaphore's waiter that took a
+  // permit ended its wait as it began its hold.
   const queued = semaphore ? new Set(lock.waiters.map(identityOf)) : present;
   for (const [id, wait] of r.waits) {
     if (queued.has(id)) continue;
@@ -181,15 +202,29 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
   }
 }
 
+function permitHolders(lock: Pick<LockState, 'holder'> & Partial<Pick<LockState, 'sharedWith'>>): LockMember[] {
+  return lock.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : [];
+}
+
+/** Who holds now, oldest hold first. */
+export function holdingsOf(r: LockRecord): Holding[] {
+  return r.current ? [r.current, ...(r.otherHolders ?? [])] : [];
+}
+
+function setHoldings(r: LockRecord, holding: Holding[]): void {
+  r.current = holding[0] ?? null;
+  if (holding.length > 1) r.otherHolders = holding.slice(1);
+  else delete r.otherHolders;
+}
+
 /**
- * The holder a record follows. A semaphore has several, each with a permit of its own: the record follows one from its
- * start to its end (the one it follows while that one holds, else the first), so that another's coming or going never
- * reads as its end. The others' holds are not recorded: a semaphore's figures are over the holds it followed.
+ * The open hold of each holder (holdingsOf's order): the open holds are theirs in the same order, since a hold ends as
+ * its holder goes and pruning keeps open holds.
  */
-function followedHolder(r: LockRecord, lock: Pick<LockState, 'holder'> & Partial<Pick<LockState, 'kind' | 'sharedWith'>>, present: ReadonlySet<string>): LockMember | null {
-  if (!lock.sharedWith?.length || !r.current || !present.has(r.current.member) || !isSemaphore(lock as LockState)) return lock.holder;
-  const followed = r.current.member;
-  return [lock.holder!, ...lock.sharedWith].find((m) => identityOf(m) === followed) ?? lock.holder;
+export function openHolds(r: LockRecord): (Mutable<ObservedHold> | undefined)[] {
+  const holding = holdingsOf(r);
+  const open = r.holds.filter((h) => h.endedAt === null);
+  return holding.map((_, i) => open[open.length - holding.length + i]);
 }
 
 /**
@@ -230,19 +265,33 @@ function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Mome
     end: null,
     stalled: false,
   });
-  if (r.holds.length > MAX_HOLDS) r.holds.splice(0, r.holds.length - MAX_HOLDS);
+  pruneHolds(r);
   const info = holder.lease ? at.options.lease(holder.lease) : undefined;
-  r.current = { member: holderId, lease: holder.lease, endsWithOwner: endsWithOwner(holder), sample: info ? sampleOf(info, null) : null };
+  setHoldings(r, [...holdingsOf(r), { member: holderId, lease: holder.lease, endsWithOwner: endsWithOwner(holder), sample: info ? sampleOf(info, null) : null }]);
 }
 
-/** Folds in a TTL sample of the current holder's lease: true when it shows the holder newly stalled. */
+/** Beyond MAX_HOLDS the oldest ended holds go: an open one is its holder's until it ends, however long that is. */
+function pruneHolds(r: LockRecord): void {
+  let excess = r.holds.length - MAX_HOLDS;
+  if (excess > 0) r.holds = r.holds.filter((h) => h.endedAt === null || excess-- <= 0);
+}
+
+/** Folds in a TTL sample of a lease: true when it shows a holder with that lease newly stalled. */
 export function observeHolderLease(r: LockRecord, info: LeaseInfo): boolean {
-  const wasStalled = r.current!.sample?.stalled ?? false;
-  r.current!.sample = sampleOf(info, r.current!.sample);
-  if (!info.stalled || wasStalled) return false;
-  r.stalls++;
-  r.holds[r.holds.length - 1].stalled = true;
-  return true;
+  const holding = holdingsOf(r);
+  const open = openHolds(r);
+  let stalled = false;
+  holding.forEach((h, i) => {
+    if (h.lease !== info.id) return;
+    const wasStalled = h.sample?.stalled ?? false;
+    h.sample = sampleOf(info, h.sample);
+    if (!info.stalled || wasStalled) return;
+    r.stalls++;
+    const hold = open[i];
+    if (hold) hold.stalled = true;
+    stalled = true;
+  });
+  return stalled;
 }
 
 /** A gone sample keeps the countdown of the last one that found the lease alive: that tells an expiry from a delete. */
@@ -256,9 +305,7 @@ function sampleOf(info: LeaseInfo, previous: TtlSample | null): TtlSample | null
   return told.expiryTold ? { ttl: 0, observedAt: info.observedAt, gone: true, stalled: false, ...told, shortened: false } : null;
 }
 
-function endHold(r: LockRecord, at: Moment, end: HoldEnd | null): void {
-  const hold = r.holds[r.holds.length - 1];
-  r.current = null;
+function endHold(hold: Mutable<ObservedHold> | undefined, r: LockRecord, at: Moment, end: HoldEnd | null): void {
   if (!hold || hold.endedAt !== null) return;
   hold.endedAt = at.now;
   hold.endedExact = at.exact;
@@ -280,7 +327,7 @@ function sampleWait(r: LockRecord, ms: number, who: string): void {
 }
 
 /** What the TTL samples of a holder whose key just went, or its owner's session, say of its end (holdEndEvidence.ts decides). */
-function evidenceOf({ lease, endsWithOwner: withOwner, sample: s }: NonNullable<LockRecord['current']>, { now, options }: Moment): EndEvidence {
+function evidenceOf({ lease, endsWithOwner: withOwner, sample: s }: Holding, { now, options }: Moment): EndEvidence {
   return {
     endsWithOwner: withOwner ?? false,
     ownerLives: withOwner ? options.ownerLives?.(lease) : undefined,

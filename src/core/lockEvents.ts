@@ -5,7 +5,7 @@
  * stays small. Pure: no store, no timers (`now` is passed in).
  */
 import { displayKey } from './keys';
-import { identityOf, newRecord, observeHolderLease, observeLock, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
+import { holdingsOf, identityOf, newRecord, observeHolderLease, observeLock, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
 import type { LeaseInfo } from './leaseInfo';
 import type { EventMember, HoldEnded, LockEvent } from './lockEventTypes';
 import { holderCount, members, type ChangeSet, type LockKind, type LockState } from './lockState';
@@ -87,7 +87,7 @@ export class LockEvents {
     const r = t.record;
     let waitingSince: number | null = null;
     for (const w of r.waits.values()) waitingSince = Math.min(waitingSince ?? w.since, w.since);
-    return { heldSince: r.current ? r.holds[r.holds.length - 1].acquiredAt : null, waitingSince };
+    return { heldSince: openHolds(r)[0]?.acquiredAt ?? null, waitingSince };
   }
 
   /** How many locks have a holder or a queue (what this keeps). */
@@ -104,30 +104,31 @@ export class LockEvents {
       this.locks.set(id, t);
     }
     const r = t.record;
-    const open = r.current ? r.holds[r.holds.length - 1] : undefined;
-    const lease = r.current?.lease ?? '';
+    const open = openHolds(r).filter((h) => h !== undefined);
+    const leases = leasesOf(r);
     const queued = new Map(r.waits);
-    r.handoffs = [];
     observeLock(r, lock ?? { holder: null, waiters: [] }, at);
     const base = (member: EventMember, when: number, exact: boolean) => ({ connection: this.connection, lockId: id, lock: t.name, kind: t.kind, member, at: when, exact });
 
-    const ended = open && open.endedAt !== null;
-    if (ended) {
-      const event: HoldEnded = { ...base(memberOf(open), open.endedAt!, open.endedExact), type: 'holdEnded', how: open.end, heldMs: heldMs(open) };
+    const ended = open.filter((h) => h.endedAt !== null);
+    for (const h of ended) {
+      const event: HoldEnded = { ...base(memberOf(h), h.endedAt!, h.endedExact), type: 'holdEnded', how: h.end, heldMs: heldMs(h) };
       out.events.push(event);
-      if (open.end === null && open.lease && at.options.hasLeases) out.unsettled.push({ event, lease: open.lease });
+      if (h.end === null && h.lease && at.options.hasLeases) out.unsettled.push({ event, lease: h.lease });
     }
-    const started = r.current && r.holds[r.holds.length - 1] !== open ? r.holds[r.holds.length - 1] : undefined;
+    const holds = openHolds(r);
+    const started = holdingsOf(r).flatMap(({ member }, i) => (holds[i] && !open.includes(holds[i]) ? [{ hold: holds[i], member }] : []));
     for (const [identity, wait] of queued) {
       if (r.waits.has(identity)) continue;
       const member = t.waiters.get(identity)!;
       t.waiters.delete(identity);
-      const granted = (started !== undefined && r.current!.member === identity) || (lock !== undefined && holdsNow(lock, identity));
+      const granted = started.some((s) => s.member === identity) || (lock !== undefined && holdsNow(lock, identity));
       out.events.push({ ...base(member, at.now, at.exact), type: 'waitEnded', granted, waitedMs: wait.exact && at.exact ? at.now - wait.since : null });
     }
-    if (started) {
-      const handoff = Boolean(ended) && r.handoffs.length > 0;
-      out.events.push({ ...base(memberOf(started), started.acquiredAt, started.acquiredExact), type: 'holdStarted', waitedMs: started.waitedMs, handoff });
+    for (const { hold: h, member } of started) {
+      // A handoff: a member seen queued takes the lock (a permit) as another's hold ends.
+      const handoff = ended.length > 0 && at.exact && queued.has(member);
+      out.events.push({ ...base(memberOf(h), h.acquiredAt, h.acquiredExact), type: 'holdStarted', waitedMs: h.waitedMs, handoff });
     }
     for (const w of lock?.waiters ?? []) {
       const identity = identityOf(w);
@@ -136,21 +137,28 @@ export class LockEvents {
       t.waiters.set(identity, member);
       out.events.push({ ...base(member, at.now, at.exact), type: 'waitStarted' });
     }
-    this.noteLease(id, lease, r.current?.lease ?? '');
+    this.noteLeases(id, leases, leasesOf(r));
     forgetThePast(r);
     if (!r.current && r.waits.size === 0) this.locks.delete(id);
   }
 
-  private noteLease(id: string, before: string, after: string): void {
-    if (before === after) return;
-    const locks = this.holding.get(before);
-    locks?.delete(id);
-    if (locks?.size === 0) this.holding.delete(before);
-    if (after) this.holding.set(after, (this.holding.get(after) ?? new Set()).add(id));
+  private noteLeases(id: string, before: ReadonlySet<string>, after: ReadonlySet<string>): void {
+    for (const lease of before) {
+      if (after.has(lease)) continue;
+      const locks = this.holding.get(lease);
+      locks?.delete(id);
+      if (locks?.size === 0) this.holding.delete(lease);
+    }
+    for (const lease of after) this.holding.set(lease, (this.holding.get(lease) ?? new Set()).add(id));
   }
 }
 
-/** Whether the member `identity` holds the lock now (a semaphore's waiter may take a permit nobody's record follows). */
+/** What the holders expire with. */
+function leasesOf(r: LockRecord): Set<string> {
+  return new Set(holdingsOf(r).flatMap((h) => (h.lease ? [h.lease] : [])));
+}
+
+/** Whether the member `identity` holds the lock now (a reader joining a shared hold is not the holder a record follows). */
 function holdsNow(lock: LockState, identity: string): boolean {
   return members(lock).slice(0, holderCount(lock)).some((m) => identityOf(m) === identity);
 }
@@ -163,9 +171,9 @@ function heldMs(h: ObservedHold): number | null {
   return h.acquiredExact && h.endedExact ? h.endedAt! - h.acquiredAt : null;
 }
 
-/** Keeps of the record only the open hold: the figures over past holds are VS Code's statistics', not the events'. */
+/** Keeps of the record only the open holds: the figures over past holds are VS Code's statistics', not the events'. */
 function forgetThePast(r: LockRecord): void {
-  r.holds = r.current ? r.holds.slice(-1) : [];
+  r.holds = openHolds(r).filter((h) => h !== undefined);
   r.holdMs = [];
   r.waitMs = [];
   r.handoffs = [];

@@ -102,6 +102,11 @@ export class LockClock {
     return this.holderSince.get(lock.id)?.since;
   }
 
+  /** Since when `holder` holds the lock: a semaphore's holder since it took its permit, another lock's holder as heldSince. */
+  holdingSince(lock: LockState, holder: LockMember): Since | undefined {
+    return isSemaphore(lock) ? this.permitHeldSince(holder) : this.heldSince(lock);
+  }
+
   private forgetGone(lock: LockState, current: Set<string>): void {
     for (const kid of this.keysOfLock.get(lock.id) ?? []) {
       if (!current.has(kid)) {

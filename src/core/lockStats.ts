@@ -1,6 +1,6 @@
 import { Emitter, type Event } from './emitter';
 import type { HoldEnd } from './history';
-import { newRecord, observeHolderLease, observeLock, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
+import { holdingsOf, newRecord, observeHolderLease, observeLock, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
 import type { SeenHold } from './freeNameLayout';
 import { keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
@@ -102,7 +102,7 @@ export class LockStats {
     if (!c || infos.length === 0) return;
     const holding = new Map<string, [string, LockRecord][]>();
     for (const [id, r] of c.locks) {
-      if (r.current?.lease) holding.set(r.current.lease, [...(holding.get(r.current.lease) ?? []), [id, r]]);
+      for (const lease of new Set(holdingsOf(r).map((h) => h.lease))) if (lease) holding.set(lease, [...(holding.get(lease) ?? []), [id, r]]);
     }
     const touched: string[] = [];
     for (const info of infos) {

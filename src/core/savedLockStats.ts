@@ -3,7 +3,7 @@
  * checks, strict enough that a damaged file is never half believed.
  */
 import { HOLD_ENDS } from './history';
-import type { LockRecord, Wait } from './holdObservation';
+import type { Holding, LockRecord, Wait } from './holdObservation';
 import type { RevisionTimes } from './revisionTimes';
 
 const FORMAT = 1;
@@ -29,10 +29,16 @@ export interface SavedRecords {
 export function savedRecords(kept: Iterable<[string, KeptConnection]>): SavedRecords {
   const connections: Record<string, SavedConnection> = {};
   for (const [name, c] of kept) {
-    const locks = [...c.locks].map(([id, r]): [string, SavedLock] => [id, { ...r, current: r.current && { ...r.current, sample: null }, waits: [...r.waits] }]);
+    const locks = [...c.locks].map(([id, r]): [string, SavedLock] => [id, withoutSamples(r)]);
     connections[name] = { locks, revisionTimes: c.revisionTimes };
   }
   return { format: FORMAT, connections };
+}
+
+function withoutSamples(r: LockRecord): SavedLock {
+  const unsampled = (h: Holding): Holding => ({ ...h, sample: null });
+  const others = r.otherHolders && { otherHolders: r.otherHolders.map(unsampled) };
+  return { ...r, current: r.current && unsampled(r.current), ...others, waits: [...r.waits] };
 }
 
 /** Records saved by `savedRecords`; throws on anything else. */
@@ -88,18 +94,22 @@ function isHold(v: unknown): boolean {
   );
 }
 
+function isHolding(v: unknown): boolean {
+  return isObj(v) && typeof v.member === 'string' && typeof v.lease === 'string' && (v.sample === null || isSample(v.sample));
+}
+
 function isWait(v: unknown): boolean {
   return Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && isObj(v[1]) && isNum(v[1].since) && typeof v[1].exact === 'boolean' && typeof v[1].who === 'string';
 }
 
 function isSavedLock(v: unknown): v is SavedLock {
   if (!isObj(v) || !Array.isArray(v.holds) || !v.holds.every(isHold) || !Array.isArray(v.waits) || !v.waits.every(isWait)) return false;
-  const current = v.current;
-  const last = v.holds[v.holds.length - 1] as { endedAt: unknown } | undefined;
-  // A current holder is the last hold, still open: anything else would be read as a hold that never ends.
+  const holding = v.current === null ? [] : [v.current, ...(Array.isArray(v.otherHolders) ? v.otherHolders : [])];
+  // Each holder now has an open hold (a semaphore's several): anything else would be read as a hold that never ends.
   const currentOk =
-    current === null ||
-    (isObj(current) && typeof current.member === 'string' && typeof current.lease === 'string' && (current.sample === null || isSample(current.sample)) && last?.endedAt === null);
+    (v.otherHolders === undefined || (Array.isArray(v.otherHolders) && v.current !== null)) &&
+    holding.every(isHolding) &&
+    v.holds.filter((h) => (h as { endedAt: unknown }).endedAt === null).length >= holding.length;
   return (
     currentOk &&
     [v.since, v.lastActive, v.holdsSeen, v.holdCount, v.waitCount, v.transitions, v.stalls].every(isNum) &&

@@ -106,7 +106,7 @@ export class Diagnoses<C extends DiagnosedConnection> implements Disposable {
       w.diagnosis.restart();
       if (cleared.length) this.changeEmitter.fire({ connection, report: { confirmed: [], appeared: [], cleared } });
     }
-    w.diagnosis.observe(changes, Date.now(), (lock) => connection.clock.heldSince(lock)?.at);
+    w.diagnosis.observe(changes, Date.now(), (lock, holder) => connection.clock.holdingSince(lock, holder)?.at);
     if (w.diagnosis.unsettled) this.schedule(connection, w);
   }
 

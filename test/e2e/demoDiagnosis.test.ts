@@ -5,7 +5,7 @@ import { POSTGRES_LOCKS } from '../../demo/postgresWorkload';
 import { REDIS_LOCKS } from '../../demo/redisWorkload';
 import { TRANSFER_LOCKS } from '../../demo/transfers';
 import type { ConnectionSettings } from '../../src/core/connectionSettings';
-import { keyId } from '../../src/core/keys';
+import { displayKey, keyId } from '../../src/core/keys';
 import { lockHealth } from '../../src/core/lockHealth';
 import { startDemo, type RunningDemo } from '../harness/demo';
 import { DiagnosedWatch, type Findings } from '../harness/diagnosedWatch';
@@ -16,7 +16,8 @@ import { sleep } from '../harness/etcd';
  * services) watched for a minute and diagnosed as VS Code diagnoses it (DiagnosedWatch), every few seconds: the one
  * deadlock the demo plants is found, and only it; the redis-py lock whose timeout is shorter than its jobs is flagged
  * by the TTL fit; and nothing else in the normal traffic is said to be a deadlock, a lock-order inversion, a TTL
- * too short, or a holder that is gone. The ShedLock job is a hold per run, never a long one.
+ * too short, or a holder that is gone. The ShedLock job is a hold per run, never a long one; each permit of the
+ * thumbnails semaphore taken is a hold of its own.
  */
 
 const WATCH_MS = 60_000;
@@ -24,6 +25,7 @@ const SAMPLE_MS = 3000;
 /** The demo's `locklens.longHoldSeconds` (demo/editor.ts). */
 const DEMO_LONG_HOLD_MS = 60_000;
 const SHEDLOCK_ID = keyId(Buffer.from(POSTGRES_LOCKS.shedlock));
+const THUMBNAILS_ID = keyId(Buffer.from(REDIS_LOCKS.thumbnails));
 
 /** Every finding seen at any sample, by connection, in words a failure can print. */
 interface Seen {
@@ -107,6 +109,17 @@ describe('the demo\'s traffic, diagnosed for a minute as VS Code diagnoses it', 
     const holds = watched.find((w) => w.name === 'demo-postgres')!.stats.holds('demo-postgres', SHEDLOCK_ID);
     assert.ok(new Set(holds.map((h) => h.key)).size >= 2, JSON.stringify(holds));
     assert.deepEqual([...shedlockTroubles], []);
+  });
+
+  test("the thumbnails semaphore: each permit holder's hold is its own, several at once, and those open are its holders'", () => {
+    const redis = watched.find((w) => w.name === 'demo-redis')!;
+    const lock = redis.watch.lock(THUMBNAILS_ID);
+    const holds = redis.stats.holds('demo-redis', THUMBNAILS_ID);
+    const holders = lock?.holder ? [lock.holder, ...(lock.sharedWith ?? [])] : [];
+    const open = holds.filter((h) => h.endedAt === null);
+    assert.deepEqual(open.map((h) => h.key).sort(), holders.map((m) => displayKey(m.key)).sort(), JSON.stringify(holds));
+    const overlap = holds.some((a, i) => holds.slice(i + 1).some((b) => b.acquiredAt < (a.endedAt ?? Infinity)));
+    assert.ok(overlap, `permits held at once are holds at once: ${JSON.stringify(holds)}`);
   });
 
   test('no holder is said to be gone; the only one said paused is the short-TTL lock\'s, which nothing renews', () => {

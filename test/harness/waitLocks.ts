@@ -1,9 +1,11 @@
 import { keyId } from '../../src/core/keys';
-import type { LockKind, LockMember, LockState } from '../../src/core/lockState';
+import type { LeaseInfo } from '../../src/core/leaseInfo';
+import type { LockKind, LockMember, LockState, Permits } from '../../src/core/lockState';
 
 /**
- * LockStates for the diagnosis's unit tests and benchmark, as a store's reader would make them: a member's key is
- * `<lock>/<owner>` (a Go Mutex's key under its lease), its token a number that is new when it holds or queues again.
+ * LockStates (and lease samples) for unit tests and the benchmark, as a store's reader would make them: a member's key
+ * is `<lock>/<owner>` (a Go Mutex's key under its lease, named by its owner), its token a number that is new when it
+ * holds or queues again.
  */
 export function member(lock: string, owner: string, token = 1, mode?: 'read' | 'write'): LockMember {
   return {
@@ -30,4 +32,15 @@ export function lockOf(name: string, holder: string | null, waiters: readonly st
     holder: holder === null ? null : member(name, holder, token(holder)),
     waiters: waiters.map((w) => member(name, w, token(w))),
   };
+}
+
+/** A semaphore `name` whose permits `holders` hold, with `waiters` in order. */
+export function semaphore(name: string, holders: readonly string[], waiters: readonly string[] = [], permits: Permits = { limit: holders.length, free: 0, holdersRecorded: true }): LockState {
+  const [first, ...rest] = holders.map((h) => member(name, h));
+  return { id: keyId(Buffer.from(name)), name: Buffer.from(name), kind: 'semaphore', holder: first ?? null, sharedWith: rest, waiters: waiters.map((w) => member(name, w)), permits };
+}
+
+/** A TTL sample of the lease `id` (a member's lease is its owner), alive with `ttl` seconds left at `observedAt`. */
+export function leaseSample(id: string, ttl: number, observedAt: number, o: Partial<LeaseInfo> = {}): LeaseInfo {
+  return { id, state: 'alive', grantedTtl: 10, ttl, observedAt, firstSeenAt: 0, refreshes: [], stalled: false, keys: [], ...o };
 }

@@ -1,9 +1,19 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import { MultiSemaphore, Semaphore } from 'redis-semaphore';
 import type { LockHold, QueuePosition } from '../../src/core/backend';
 import { isLockLensError } from '../../src/core/errors';
+import type { ObserveOptions } from '../../src/core/holdObservation';
+import { keyId } from '../../src/core/keys';
+import type { LockEvent } from '../../src/core/lockEventTypes';
+import { LockEvents } from '../../src/core/lockEvents';
+import { LockStats } from '../../src/core/lockStats';
+import { HistoryStore } from '../../src/core/recording/historyStore';
+import { HistoryRecorder } from '../../src/core/recording/recorder';
 import { CONVENTIONS } from '../../src/core/redis/recognize';
 import { NON_EXPIRABLE, permitTimeoutKey, semaphoreChannel } from '../../src/core/redis/semaphores';
 import { holderCount, type LockState } from '../../src/core/lockState';
@@ -30,7 +40,8 @@ const REDISSON_TRY_RELEASE =
 /**
  * Semaphores on a real redis-server: npm redis-semaphore's Semaphore and MultiSemaphore as real peers, both ways (they
  * hold every permit and LockLens waits; LockLens holds one and a peer at the limit waits), a permit force-released
- * alone; Redisson's RPermitExpirableSemaphore and RSemaphore as their Lua leaves them (no Redisson client in the tests).
+ * alone, every permit a rotating peer takes counted as a hold; Redisson's RPermitExpirableSemaphore and RSemaphore as
+ * their Lua leaves them (no Redisson client in the tests).
  */
 describe('Redis semaphores', { timeout: 120_000 }, () => {
   const t = redisSuite();
@@ -94,6 +105,62 @@ describe('Redis semaphores', { timeout: 120_000 }, () => {
     assert.equal(await hold.release(), true);
     await waiting;
     assert.deepEqual((await t.raw.zrange(name, '0', '-1')).sort(), [first.identifier, late.identifier].sort());
+  });
+
+  test("every permit a peer takes is a hold: 3 permits, 5 rotating holders, 5 holds in the statistics, serve's events and the recorded history", async () => {
+    const key = fresh();
+    const name = `semaphore:${key}`;
+    const id = keyId(b(name));
+    const watch = t.backend.watch([b('semaphore:')]);
+    const stats = new LockStats();
+    const events = new LockEvents('r');
+    const seen: LockEvent[] = [];
+    const options: ObserveOptions = { hasLeases: false, hasRevisions: false, sampledTtls: true, lease: (l) => watch.lease(l) };
+    const data = mkdtempSync(join(tmpdir(), 'locklens-permits-'));
+    t.defer(() => rmSync(data, { recursive: true, force: true }));
+    const recorder = await HistoryRecorder.open(data);
+    watch.onDidChangeLocks((changes) => {
+      stats.observe('r', changes, options);
+      seen.push(...events.observe(changes, options, Date.now()).events.filter((e) => e.lockId === id));
+    });
+    watch.onDidChangeLeases((infos) => {
+      stats.observeLeases('r', infos);
+      events.observeLeases(infos);
+    });
+    t.defer(() => watch.dispose());
+    await watch.start();
+    const workers = [0, 1, 2, 3, 4].map(() => peer(key, 3));
+    const holding = async (...held: Semaphore[]) => {
+      await watch.sync();
+      assert.deepEqual(holders(watch.lock(id)).map((m) => m.owner).sort(), held.map((w) => w.identifier).sort());
+    };
+    const [p1, p2, p3, p4, p5] = workers;
+    for (const w of [p1, p2, p3]) await w.acquire();
+    await holding(p1, p2, p3);
+    await p1.release();
+    await p4.acquire();
+    await holding(p2, p3, p4);
+    await p2.release();
+    await p5.acquire();
+    await holding(p3, p4, p5);
+    for (const w of [p3, p4, p5]) await w.release();
+    await watch.sync();
+    assert.equal(watch.lock(id), undefined);
+    const owners = workers.map((w) => w.identifier).sort();
+    const holds = stats.holds('r', id);
+    assert.deepEqual(holds.map((h) => h.owner).sort(), owners, 'a hold per permit taken');
+    assert.ok(holds.every((h) => h.endedAt !== null && h.end === 'released'), 'each ended, released by its own ZREM');
+    assert.equal(stats.figures('r', id)?.holds, 5);
+    const started = seen.filter((ev) => ev.type === 'holdStarted').map((ev) => ev.member.owner);
+    const ended = seen.filter((ev) => ev.type === 'holdEnded').map((ev) => ev.member.owner);
+    assert.deepEqual([started.sort(), ended.sort()], [owners, owners], "serve's events: each permit hold starts and ends once");
+    for (const ev of seen) recorder.record(ev, 'redis');
+    await recorder.close();
+    const reader = await HistoryStore.openReader(data);
+    const recorded = await reader.holds({ lock: name });
+    reader.close();
+    assert.deepEqual(recorded.map((h) => h.owner).sort(), owners, 'a recorded hold per permit taken');
+    assert.ok(recorded.every((h) => h.endedAt !== null && h.end === 'released'));
   });
 
   test('a free semaphore:KEY becomes one with --permits; a name without the prefix, or a limit missing, is refused', async () => {

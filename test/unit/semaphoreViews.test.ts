@@ -11,13 +11,7 @@ import { LockStats } from '../../src/core/lockStats';
 import { permitCount, permitsSummary } from '../../src/core/permitCount';
 import { timelineRows } from '../../src/core/timeline';
 import { lockJson, lockText } from '../../src/cli/lockJson';
-import { lockOf, member } from '../harness/waitLocks';
-
-/** A semaphore `name` whose permits `holders` hold, with `waiters` in order. */
-function semaphore(name: string, holders: readonly string[], waiters: readonly string[] = [], permits: Permits = { limit: holders.length, free: 0, holdersRecorded: true }): LockState {
-  const [first, ...rest] = holders.map((h) => member(name, h));
-  return { id: keyId(Buffer.from(name)), name: Buffer.from(name), kind: 'semaphore', holder: first ?? null, sharedWith: rest, waiters: waiters.map((w) => member(name, w)), permits };
-}
+import { lockOf, semaphore } from '../harness/waitLocks';
 
 const options = { longHoldMs: 60_000 };
 const noLease = () => undefined;
@@ -83,37 +77,46 @@ describe('semaphores in the views', () => {
     assert.deepEqual(rows.map((r) => [r.owner, r.role, r.heldSince]), [['a', 'holder', 1000], ['b', 'holder', 4000]]);
   });
 
-  test("statistics follow one permit holder from its start to its end: another's coming or going is no end of it", () => {
+  test("statistics count every permit holder's hold from its own start to its own end", () => {
     const stats = new LockStats();
     const opts = { hasLeases: false, hasRevisions: false, sampledTtls: true, lease: noLease };
     const step = (lock: LockState, now: number) => stats.observe('c', { ...live(lock, now), removed: [] }, opts, now);
     const gone = (now: number) => stats.observe('c', { revision: now, changed: [], removed: [keyId(Buffer.from('/s'))], resynced: false }, opts, now);
     step(semaphore('/s', ['m']), 1000);
-    step(semaphore('/s', ['a', 'm']), 2000); // a sorts first: the record stays with m
-    step(semaphore('/s', ['a']), 3000); // m gives its permit back; the record moves on to a, found holding
+    step(semaphore('/s', ['a', 'm']), 2000); // a sorts first: m's hold goes on
+    step(semaphore('/s', ['a']), 3000);
     gone(4000);
     const holds = stats.holds('c', keyId(Buffer.from('/s')));
     assert.deepEqual(holds.map((h) => [h.owner, h.acquiredAt, h.acquiredExact, h.endedAt, h.end]), [
       ['m', 1000, true, 3000, 'released'],
-      ['a', 3000, false, 4000, 'released'],
+      ['a', 2000, true, 4000, 'released'],
     ]);
-    assert.equal(stats.figures('c', keyId(Buffer.from('/s')), 4000)?.hold?.count, 1, 'only the hold seen whole is measured');
+    assert.equal(stats.figures('c', keyId(Buffer.from('/s')), 4000)?.hold?.count, 2);
     step(semaphore('/s', ['a'], ['w']), 5000);
     step(semaphore('/s', ['a', 'w']), 6500);
-    assert.deepEqual(stats.figures('c', keyId(Buffer.from('/s')), 6500)?.wait?.p50, 1500, "a waiter's wait ends when it takes a permit the record does not follow");
+    assert.deepEqual(stats.figures('c', keyId(Buffer.from('/s')), 6500)?.wait?.p50, 1500, "a waiter's wait ends when it takes a permit");
+    assert.deepEqual(stats.holds('c', keyId(Buffer.from('/s'))).at(-1)?.waitedMs, 1500);
   });
 
-  test("serve's events follow one permit holder too: a holder joining is no end of another's hold", () => {
+  test("serve's events: a holder joining is no end of another's hold, and each permit hold starts and ends", () => {
     const events = new LockEvents('c');
     const opts = { hasLeases: false, hasRevisions: false, sampledTtls: true, lease: noLease };
     const step = (lock: LockState, now: number) => events.observe(live(lock, now), opts, now).events.map((e) => `${e.type} ${e.member.owner}${e.exact ? '' : ' (found)'}`);
     assert.deepEqual(step(semaphore('/s', ['m']), 1000), ['holdStarted m']);
-    assert.deepEqual(step(semaphore('/s', ['a', 'm']), 2000), []);
-    assert.deepEqual(step(semaphore('/s', ['a']), 3000), ['holdEnded m', 'holdStarted a (found)']);
-    // w queues, then takes the permit m2 gives back while the record follows a: its wait ends, granted.
-    assert.deepEqual(step(semaphore('/s', ['a', 'm2'], ['w']), 4000), ['waitStarted w']);
-    const ended = events.observe(live(semaphore('/s', ['a', 'w']), 5000), opts, 5000).events;
-    assert.deepEqual(ended.map((e) => [e.type, e.member.owner, e.type === 'waitEnded' && e.granted, e.type === 'waitEnded' && e.waitedMs]), [['waitEnded', 'w', true, 1000]]);
+    assert.deepEqual(step(semaphore('/s', ['a', 'm']), 2000), ['holdStarted a']);
+    assert.deepEqual(step(semaphore('/s', ['a']), 3000), ['holdEnded m']);
+    assert.deepEqual(step(semaphore('/s', ['a', 'm2'], ['w']), 4000), ['holdStarted m2', 'waitStarted w']);
+    // w takes the permit m2 gives back: its wait ends, granted, as its hold starts.
+    const handed = events.observe(live(semaphore('/s', ['a', 'w']), 5000), opts, 5000).events;
+    assert.deepEqual(
+      handed.map((e) => [e.type, e.member.owner, e.type === 'waitEnded' ? [e.granted, e.waitedMs] : e.type === 'holdStarted' ? [e.waitedMs, e.handoff] : e.type === 'holdEnded' ? e.heldMs : null]),
+      [
+        ['holdEnded', 'm2', 1000],
+        ['waitEnded', 'w', [true, 1000]],
+        ['holdStarted', 'w', [1000, true]],
+      ],
+    );
+    assert.equal(events.now(keyId(Buffer.from('/s')))?.heldSince, 2000, "held since the oldest hold in place, a's");
   });
 
   test('the incident report counts the permits, and a semaphore whose holders are not recorded is not called free', () => {

@@ -7,7 +7,7 @@
 import { displayKey } from '../keys';
 import type { ObservedHold } from '../holdObservation';
 import type { LeaseInfo } from '../leaseInfo';
-import type { ChangeSet, LockState } from '../lockState';
+import { isSemaphore, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import type { Cycle } from './cycle';
 import { DeadlockDetector, type ConfirmedCycle, type DeadlockReport } from './detector';
 import { LockOrder, type Inversion } from './inversions';
@@ -24,10 +24,13 @@ export class ConnectionDiagnosis {
   private readonly renewals = new TtlRenewals();
   /** A holder's lease → the locks it holds, and since when: where a TTL sample belongs. */
   private readonly holdsOfLease = new Map<string, Map<string, number>>();
-  private readonly leaseOfLock = new Map<string, string>();
+  private readonly leasesOfLock = new Map<string, string[]>();
 
-  /** Every change set of the watch, in order; `heldSince` says since when a lock's holder holds it. */
-  observe(changes: ChangeSet, now: number, heldSince?: (lock: LockState) => number | undefined): void {
+  /**
+   * Every change set of the watch, in order; `heldSince` says since when a holder holds the lock (a semaphore's
+   * holders each since they took their permit).
+   */
+  observe(changes: ChangeSet, now: number, heldSince?: (lock: LockState, holder: LockMember) => number | undefined): void {
     this.order.observe(this.graph.apply(changes), now);
     if (heldSince) this.indexLeases(changes, heldSince);
   }
@@ -58,7 +61,7 @@ export class ConnectionDiagnosis {
     this.graph.clear();
     this.detector.reset();
     this.holdsOfLease.clear();
-    this.leaseOfLock.clear();
+    this.leasesOfLock.clear();
   }
 
   /** Confirmed deadlocks now. */
@@ -92,25 +95,28 @@ export class ConnectionDiagnosis {
     return ttl && ttlFit({ id: lock.id, name: displayKey(lock.name) }, ttl.ttlSeconds, ttl.renewal, holds);
   }
 
-  private indexLeases(changes: ChangeSet, heldSince: (lock: LockState) => number | undefined): void {
+  private indexLeases(changes: ChangeSet, heldSince: (lock: LockState, holder: LockMember) => number | undefined): void {
     const gone = (id: string) => {
-      const lease = this.leaseOfLock.get(id);
-      if (lease === undefined) return;
-      this.leaseOfLock.delete(id);
-      const locks = this.holdsOfLease.get(lease);
-      locks?.delete(id);
-      if (locks?.size === 0) this.holdsOfLease.delete(lease);
+      for (const lease of this.leasesOfLock.get(id) ?? []) {
+        const locks = this.holdsOfLease.get(lease);
+        locks?.delete(id);
+        if (locks?.size === 0) this.holdsOfLease.delete(lease);
+      }
+      this.leasesOfLock.delete(id);
     };
     for (const id of changes.removed) gone(id);
     for (const lock of changes.changed) {
       gone(lock.id);
-      const lease = lock.holder?.lease;
-      const since = heldSince(lock);
-      if (!lease || since === undefined) continue;
-      let locks = this.holdsOfLease.get(lease);
-      if (!locks) this.holdsOfLease.set(lease, (locks = new Map()));
-      locks.set(lock.id, since);
-      this.leaseOfLock.set(lock.id, lease);
+      // A semaphore's holds are every permit holder's (holdObservation.ts): so is the evidence of their renewal.
+      const holders = lock.holder && isSemaphore(lock) ? [lock.holder, ...(lock.sharedWith ?? [])] : lock.holder ? [lock.holder] : [];
+      for (const holder of holders) {
+        const since = heldSince(lock, holder);
+        if (!holder.lease || since === undefined) continue;
+        let locks = this.holdsOfLease.get(holder.lease);
+        if (!locks) this.holdsOfLease.set(holder.lease, (locks = new Map()));
+        locks.set(lock.id, since);
+        this.leasesOfLock.set(lock.id, [...(this.leasesOfLock.get(lock.id) ?? []), holder.lease]);
+      }
     }
   }
 }

@@ -36,20 +36,31 @@ export interface TtlFit {
   readonly text: string;
 }
 
-/** Per lock, what the TTL samples of its holders said while they held. Bounded by `maxLocks` (oldest dropped). */
+/** A semaphore's permit holders whose holds are told apart at once (see TtlRenewals), beyond which the oldest go. */
+const MAX_HOLDS_APART = 16;
+
+/**
+ * Per lock, what the TTL samples of its holders said while they held. Bounded by `maxLocks` (oldest dropped). Each
+ * hold is known by its lease: a semaphore's permit holders hold at once, each its own lease sampled in turn.
+ */
 export class TtlRenewals {
-  private readonly locks = new Map<string, { ttl: number; renewed: boolean; unrenewedMs: number; hold: { since: number; firstAt: number } | null }>();
+  private readonly locks = new Map<string, { ttl: number; renewed: boolean; unrenewedMs: number; holds: Map<string, { since: number; firstAt: number }> }>();
 
   constructor(private readonly maxLocks = 10_000) {}
 
   /** A sample of what the holder of `lockId` (holding since `heldSince`) expires with. */
   observe(lockId: string, heldSince: number, info: LeaseInfo): void {
     if (info.state !== 'alive') return;
-    const r = this.locks.get(lockId) ?? { ttl: 0, renewed: false, unrenewedMs: 0, hold: null };
+    const r = this.locks.get(lockId) ?? { ttl: 0, renewed: false, unrenewedMs: 0, holds: new Map() };
     this.locks.delete(lockId);
     this.locks.set(lockId, r);
-    if (r.hold?.since !== heldSince) r.hold = { since: heldSince, firstAt: info.observedAt };
-    const firstAt = r.hold.firstAt;
+    let hold = r.holds.get(info.id);
+    if (hold?.since !== heldSince) {
+      r.holds.delete(info.id);
+      r.holds.set(info.id, (hold = { since: heldSince, firstAt: info.observedAt }));
+      if (r.holds.size > MAX_HOLDS_APART) r.holds.delete(r.holds.keys().next().value!);
+    }
+    const firstAt = hold.firstAt;
     r.ttl = Math.max(r.ttl, info.grantedTtl);
     const rises = info.refreshes.filter((t) => t > firstAt);
     if (rises.some((t) => t < info.observedAt)) r.renewed = true;
