@@ -1,3 +1,4 @@
+import { LockLensError } from './errors';
 import { holderCount, type LockState } from './lockState';
 
 /**
@@ -28,4 +29,10 @@ export function permitsSummary(p: PermitCount): string {
   if (!p.holdersRecorded) return `${p.free === null ? 'free permits unknown' : `${permits(p.free)} free`}, holders not recorded`;
   const held = p.held ?? 0;
   return p.limit === null ? `${permits(held)} held (limit not recorded)` : `${held}/${p.limit} permits held`;
+}
+
+/** A permit limit a caller gave (`AcquireOptions.permitLimit`), checked alike for every store: a whole number, at least 1. */
+export function checkedPermitLimit(limit: number): number {
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new LockLensError('INVALID_ARGUMENT', `a semaphore has a whole number of permits, at least 1, not ${limit}`);
+  return limit;
 }

@@ -11,6 +11,7 @@ import type Redis from 'ioredis';
 import type { AcquireOptions } from '../backend';
 import { LockLensError, throwIfAborted } from '../errors';
 import { layoutById } from '../freeNameLayout';
+import { checkedPermitLimit } from '../permitCount';
 import { displayKey } from '../keys';
 import { acquireFair } from './acquire/fairLock';
 import type { RenewingHold } from './acquire/hold';
@@ -85,8 +86,7 @@ function wantsSemaphore(name: Buffer, options: AcquireOptions): boolean {
 function permitLimitOf(name: Buffer, options: AcquireOptions): number {
   const limit = options.permitLimit;
   if (limit === undefined) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(name)} is ${LAYOUT_NAMES['redis-semaphore']}, whose limit only its clients know: say how many permits it has`);
-  if (!Number.isInteger(limit) || limit < 1) throw new LockLensError('INVALID_ARGUMENT', `a semaphore has a whole number of permits, at least 1, not ${limit}`);
-  return limit;
+  return checkedPermitLimit(limit);
 }
 
 export async function acquire(ctx: AcquireContext, nameBytes: Uint8Array, options: AcquireOptions): Promise<RenewingHold> {

@@ -19,6 +19,7 @@ import * as zookeeper from 'node-zookeeper-client';
 import type { AcquireOptions } from '../backend';
 import { LockLensError, abortError, throwIfAborted } from '../errors';
 import { displayKey } from '../keys';
+import { checkedPermitLimit } from '../permitCount';
 import { sleep } from '../sleep';
 import { acquire, contenderData, createContender, ZooKeeperHold, type Acquiring } from './acquire';
 import { zkCode, type ZkClient } from './client';
@@ -102,9 +103,7 @@ async function permitLayout({ name, session }: Acquiring, options: AcquireOption
   const curator = options.layout === 'curator-semaphore' || (await session.exists(joinPath(name, CURATOR_LEASES))) !== null;
   if (!curator && options.permitLimit === undefined && !(await session.exists(name + KAZOO_SEMAPHORE_LOCK))) return undefined;
   if (options.mode !== undefined) throw new LockLensError('INVALID_ARGUMENT', `${displayKey(Buffer.from(name))} is a semaphore: take a permit without a read or write mode`);
-  if (options.permitLimit !== undefined && !(Number.isSafeInteger(options.permitLimit) && options.permitLimit > 0)) {
-    throw new LockLensError('INVALID_ARGUMENT', `a semaphore's permit limit is a positive whole number, not ${options.permitLimit}`);
-  }
+  if (options.permitLimit !== undefined) checkedPermitLimit(options.permitLimit);
   return curator ? curatorPermit(session, name, options.permitLimit) : kazooPermit(session, name, await limitOf(session, name, options.permitLimit));
 }
 

@@ -9,7 +9,7 @@ import { ownerLabel } from '../format';
 import { LockNode, type LockTreeNode } from '../tree/nodes';
 import { pickConnection } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
-import { askLockName, askMode, askPermitLimit, askTtl, chooseFreeLayout, confirmJoin, joinsQueue } from './acquirePrompts';
+import { askLockName, askMode, askPermitLimit, askTtl, chooseFreeLayout, confirmJoin, joinsQueue, lockNamed } from './acquirePrompts';
 import { connectionNamed, writable, type LockCommandContext } from './lockCommandContext';
 
 /** What `locklens.acquireLock` accepts from scripts and tests instead of asking. */
@@ -45,7 +45,7 @@ export function registerAcquireLock(register: RegisterCommand, { registry, heldL
     // A read hold's lease is the store's own (Redisson's watchdog): there is no TTL to ask.
     const ttl = input?.ttl ?? (mode === 'read' ? defaultAcquireTtl() : await askTtl(backend.capabilities.owner));
     if (!input && !(await confirmJoin(connection, backend, name, mode, permitLimit))) return;
-    const queued = joinsQueue(backend, connection.watch?.locks().find((l) => l.name.equals(name)));
+    const queued = joinsQueue(backend, lockNamed(connection, name));
     const controller = new AbortController();
     const label = displayKey(name);
     const held = await vscode.window.withProgress(

@@ -75,7 +75,7 @@ export async function chooseFreeLayout(connection: StoreConnection, backend: Loc
  */
 export async function askMode(connection: StoreConnection, backend: LockBackend, name: Buffer, shown: LockState | undefined, layout: FreeNameLayout | undefined): Promise<LockMode | undefined> {
   if (!backend.capabilities.readWriteLocks) return undefined;
-  const lock = shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
+  const lock = lockNamed(connection, name, shown);
   if (!layout?.readWrite && (!lock || !isReadWrite(lock))) return undefined;
   const items: (vscode.QuickPickItem & { mode: LockMode })[] = [
     { label: vscode.l10n.t('Read'), description: vscode.l10n.t('shared: other readers hold it at the same time; writers wait'), mode: 'read' },
@@ -93,7 +93,7 @@ export async function askMode(connection: StoreConnection, backend: LockBackend,
  * that LockLens counts the permits as its clients do. Undefined for anything else.
  */
 export async function askPermitLimit(connection: StoreConnection, name: Buffer, shown: LockState | undefined): Promise<number | undefined> {
-  const lock = shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
+  const lock = lockNamed(connection, name, shown);
   if (!lock || !isSemaphore(lock) || lock.permits?.limit !== null) return undefined;
   const text = orCancel(
     await vscode.window.showInputBox({
@@ -103,6 +103,11 @@ export async function askPermitLimit(connection: StoreConnection, name: Buffer, 
     }),
   );
   return Number(text);
+}
+
+/** The lock named `name`: the row acted on when it is that one, else the watch's. */
+export function lockNamed(connection: StoreConnection, name: Buffer, shown?: LockState): LockState | undefined {
+  return shown?.name.equals(name) ? shown : connection.watch?.locks().find((l) => l.name.equals(name));
 }
 
 /**
