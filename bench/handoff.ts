@@ -57,6 +57,8 @@ export interface RoundOptions {
   readonly onStamps?: (text: string) => void;
   /** The contenders' environment (the bench's own when absent). */
   readonly env?: NodeJS.ProcessEnv;
+  /** The LockLens CLI a 'locklens' contender runs (this build's when absent; bench/handoffBuilds.ts: another build's). */
+  readonly cli?: string;
 }
 
 /** Runs one contender to its end; rejects, naming `tool` and the end of what it said on stderr, unless it exits 0. */
@@ -129,7 +131,7 @@ export async function handoffRound(
 ): Promise<number[]> {
   const argv = (command: string[]): [string, string[]] =>
     tool === 'locklens'
-      ? [process.execPath, [CLI, 'acquire', name, `--endpoints=${endpoint}`, '--', ...command]]
+      ? [process.execPath, [options.cli ?? CLI, 'acquire', name, `--endpoints=${endpoint}`, '--', ...command]]
       : ['etcdctl', [`--endpoints=${endpoint}`, 'lock', name, '--', ...command]];
   const session = await Session.create(conn, 30);
   const barrier = await new Mutex(session, name).acquire();
