@@ -25,11 +25,14 @@ import { displayKey } from '../keys';
 import { holderCount, isSemaphore, isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import { cycleOf, type Cycle, type LockRef, type MemberRef, type WaitBegun, type WaitEdge } from './cycle';
 import { cyclesThrough, MAX_CYCLES, type Adjacency, type Edge } from './cycleSearch';
+import { OwnerHolds } from './ownerHolds';
 
 interface Entry {
   readonly ref: LockRef;
-  /** Its owners; one that alone holds it without waits is changed in place when another owner takes it (see `moved`). */
-  readonly holders: string[];
+  /** Its owners, each once. */
+  readonly owners: readonly string[];
+  /** Their holds' nodes in `holds`, set when indexed; one that alone holds it without waits is moved in place (see `moved`). */
+  nodes: readonly number[];
   /** The waiters' identities (holdObservation's identityOf) and owners. */
   readonly waits: ReadonlyMap<string, string>;
   readonly edges: readonly Wait[];
@@ -49,8 +52,8 @@ export class WaitForGraph {
   private readonly entries = new Map<string, Entry>();
   private readonly out: Adjacency<Wait> = new Map();
   private readonly into: Adjacency<Wait> = new Map();
-  /** Owner → the locks it holds (among locks that take part). */
-  private readonly held = new Map<string, Set<LockRef>>();
+  /** The locks each owner holds (among locks that take part). */
+  private readonly holds = new OwnerHolds();
   private readonly found = new Map<string, Cycle>();
   private incomplete = false;
 
@@ -82,14 +85,8 @@ export class WaitForGraph {
       if (rewaited) this.recheck();
       for (const e of added) this.search(e);
     }
-    return begun.map(({ owner, lock }) => ({ owner, lock, holding: this.heldBesides(owner, lock) }));
-  }
-
-  /** The other locks `owner` holds. A lock's ref is one object while it takes part: that is the lock, its id not read. */
-  private heldBesides(owner: string, lock: LockRef): LockRef[] {
-    const holding: LockRef[] = [];
-    for (const ref of this.held.get(owner) ?? NO_REFS) if (ref !== lock) holding.push(ref);
-    return holding;
+    // A lock's ref is one object while it takes part: that is the lock, its id not read.
+    return begun.map(({ owner, lock }) => ({ owner, lock, holding: this.holds.held(owner, lock) }));
   }
 
   /** A whole read: the locks not in it are gone. */
@@ -105,7 +102,7 @@ export class WaitForGraph {
 
   /** The locks `owner` holds, by name. */
   holding(owner: string): LockRef[] {
-    return [...(this.held.get(owner) ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return this.holds.held(owner).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** A search gave up at its bounds (MAX_CYCLES, or a graph too tangled to walk): there may be more cycles. */
@@ -116,12 +113,12 @@ export class WaitForGraph {
   get size(): { readonly locks: number; readonly owners: number; readonly edges: number } {
     let edges = 0;
     for (const m of this.out.values()) edges += m.size;
-    return { locks: this.entries.size, owners: new Set([...this.held.keys(), ...this.out.keys()]).size, edges };
+    return { locks: this.entries.size, owners: new Set([...this.holds.owners(), ...this.out.keys()]).size, edges };
   }
 
   /** Forgets everything: a new watch of the connection begins. */
   clear(): void {
-    [this.entries, this.out, this.into, this.held, this.found].forEach((m) => m.clear());
+    [this.entries, this.out, this.into, this.holds, this.found].forEach((m) => m.clear());
     this.incomplete = false;
   }
 
@@ -130,8 +127,7 @@ export class WaitForGraph {
    * new waits go to `added`. True when it had waits: the cycles through them are to be checked again.
    */
   private reindex(before: Entry | undefined, entry: Entry | undefined, added: Wait[]): boolean {
-    for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) drop(this.held, owner, before!.ref);
-    for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) add(this.held, owner, entry!.ref);
+    this.rehold(before, entry);
     const was = before?.edges ?? NO_EDGES;
     const is = entry?.edges ?? NO_EDGES;
     // One side's ids are gathered only for the other side's edges to be looked up in (most changes have none on one side).
@@ -150,6 +146,17 @@ export class WaitForGraph {
     return was.length > 0;
   }
 
+  /** Ends the holds of the owners that no longer hold the lock, and begins those of the owners that newly do. */
+  private rehold(before: Entry | undefined, entry: Entry | undefined): void {
+    const kept: number[] = [];
+    for (const node of before?.nodes ?? NO_NODES) {
+      if (entry?.owners.includes(this.holds.owner(node))) kept.push(node);
+      else this.holds.remove(node);
+    }
+    if (!entry) return;
+    entry.nodes = entry.owners.map((owner) => kept.find((node) => this.holds.owner(node) === owner) ?? this.holds.add(owner, entry.ref));
+  }
+
   /**
    * Most changes are a lock held alone and without waits, before as now: the same hold (a renewal, a new revision:
    * nothing to do) or another owner's. Then only the owners' holds change, and its entry is kept, not made anew. False
@@ -157,12 +164,8 @@ export class WaitForGraph {
    */
   private moved(before: Entry, lock: LockState): boolean {
     if (!heldAloneNoWaits(before, lock)) return false;
-    const [was] = before.holders;
-    const owner = lock.holder.owner;
-    if (owner === was) return true;
-    drop(this.held, was, before.ref);
-    add(this.held, owner, before.ref);
-    before.holders[0] = owner;
+    const [node] = before.nodes;
+    if (this.holds.owner(node) !== lock.holder.owner) this.holds.move(node, lock.holder.owner);
     return true;
   }
 
@@ -202,7 +205,7 @@ function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined
   // A lock's id is its name's: the name is made once, and not at each of its changes.
   const ref = known ?? { id: lock.id, name: displayKey(lock.name) };
   const owners = holders.length === 1 ? [holders[0].owner] : [...new Set(holders.map((h) => h.owner))];
-  if (!queued) return { ref, holders: owners, waits: NO_WAITS, edges: NO_EDGES };
+  if (!queued) return { ref, owners, nodes: NO_NODES, waits: NO_WAITS, edges: NO_EDGES };
   // Each member's identity is made once, however many edges it is in.
   const held = (isSemaphore(lock) ? semaphoreBlockers(lock, holders) : holders).map((h) => ({ member: h, identity: identityOf(h) }));
   const waits = new Map<string, string>();
@@ -218,7 +221,7 @@ function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined
       edges.push({ id, from: w.owner, to: h.member.owner, lock: ref, waiter: w, holder: h.member, ahead, next, holders: holders.length });
     }
   });
-  return { ref, holders: owners, waits, edges };
+  return { ref, owners, nodes: NO_NODES, waits, edges };
 }
 
 /** The holders a semaphore's waiter certainly waits for (see the comment at the top). */
@@ -231,7 +234,7 @@ function semaphoreBlockers(lock: LockState, holders: readonly LockMember[]): rea
 
 /** The lock is held by one owner alone and nobody takes part in waiting, before as now. */
 function heldAloneNoWaits(before: Entry, lock: LockState): lock is LockState & { holder: LockMember } {
-  return before.waits.size === 0 && before.holders.length === 1 && lock.holder !== null && takesPart(lock.holder) && !lock.sharedWith?.length && !lock.waiters.some(takesPart) && !isSingleKey(lock);
+  return before.waits.size === 0 && before.nodes.length === 1 && lock.holder !== null && takesPart(lock.holder) && !lock.sharedWith?.length && !lock.waiters.some(takesPart) && !isSingleKey(lock);
 }
 
 /** The holders that take part (most locks have one holder and none shared: no array is spread for them). */
@@ -243,7 +246,7 @@ function holdersOf(lock: LockState): readonly LockMember[] {
 }
 
 const NO_MEMBERS: readonly LockMember[] = [];
-const NO_REFS: ReadonlySet<LockRef> = new Set();
+const NO_NODES: readonly number[] = [];
 const NO_EDGES: readonly Wait[] = [];
 const NO_WAITS: ReadonlyMap<string, string> = new Map();
 
@@ -282,16 +285,4 @@ function unlink<V>(maps: Map<string, Map<string, V>>, key: string, id: string): 
   const m = maps.get(key);
   m?.delete(id);
   if (m?.size === 0) maps.delete(key);
-}
-/** A lock's ref is the same object while the lock takes part: an owner's holds are kept by it, not by its id's text. */
-function add(sets: Map<string, Set<LockRef>>, key: string, ref: LockRef): void {
-  const set = sets.get(key);
-  if (set) set.add(ref);
-  else sets.set(key, new Set([ref]));
-}
-
-function drop(sets: Map<string, Set<LockRef>>, key: string, ref: LockRef): void {
-  const set = sets.get(key);
-  set?.delete(ref);
-  if (set?.size === 0) sets.delete(key);
 }
