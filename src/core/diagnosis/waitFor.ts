@@ -33,19 +33,43 @@ interface Entry {
   readonly owners: readonly string[];
   /** Their holds' nodes in `holds`, set when indexed; one that alone holds it without waits is moved in place (see `moved`). */
   nodes: readonly number[];
-  /** The waiters' identities (holdObservation's identityOf) and owners. */
-  readonly waits: ReadonlyMap<string, string>;
+  /** Its waiters by identity (holdObservation's identityOf), each once. */
+  readonly waits: ReadonlyMap<string, Waiting>;
   readonly edges: readonly Wait[];
 }
 
+interface Waiting {
+  readonly owner: string;
+  /** Its waits, one per holder it waits for. */
+  readonly edges: Wait[];
+}
+
 /**
- * A WaitEdge as the graph keeps it: with its members as read. Their display text (a UTF-8 check and a decode each) is
- * made only for the few waits found in a cycle, once per wait (`shown`), not for every wait at every change.
+ * A WaitEdge as the graph keeps it: one object while the same wait lasts (its figures brought up to date when its lock
+ * changes), so that a lock's change touches the graph's indexes only for the waits that begin or end. Its members are
+ * kept as read: their display text (a UTF-8 check and a decode each) and its id (a JSON text) are made only for the few
+ * waits found in a cycle (`shown`), not for every wait at every change.
  */
-interface Wait extends Edge, Omit<WaitEdge, 'waiter' | 'holder'> {
-  readonly waiter: LockMember;
-  readonly holder: LockMember;
-  shown?: WaitEdge;
+interface Wait extends Edge {
+  readonly lock: LockRef;
+  readonly waiterIdentity: string;
+  readonly holderIdentity: string;
+  waiter: LockMember;
+  holder: LockMember;
+  ahead: number;
+  next: string;
+  holders: number;
+  /** In the graph's indexes (false: ended, or not indexed yet). */
+  linked: boolean;
+  /** The reindex that last found it in its lock (see `reindex`). */
+  seen: number;
+  shown: WaitEdge | undefined;
+}
+
+/** A cycle found, and its waits: it is kept while they all last. */
+interface Found {
+  readonly cycle: Cycle;
+  readonly waits: readonly Wait[];
 }
 
 export class WaitForGraph {
@@ -54,8 +78,9 @@ export class WaitForGraph {
   private readonly into: Adjacency<Wait> = new Map();
   /** The locks each owner holds (among locks that take part). */
   private readonly holds = new OwnerHolds();
-  private readonly found = new Map<string, Cycle>();
+  private readonly found = new Map<string, Found>();
   private incomplete = false;
+  private reindexed = 0;
 
   /** Folds in one change set (or a listing's locks, as `changed`); returns the waits it shows beginning. */
   apply(changes: Pick<ChangeSet, 'changed' | 'removed'>): WaitBegun[] {
@@ -71,11 +96,11 @@ export class WaitForGraph {
     for (const lock of changes.changed) {
       const before = this.entries.get(lock.id);
       if (before && this.moved(before, lock)) continue;
-      const entry = entryOf(lock, before?.ref);
+      const entry = entryOf(lock, before);
       if (entry) this.entries.set(lock.id, entry);
       else if (before) this.entries.delete(lock.id);
       rewaited = this.reindex(before, entry, added) || rewaited;
-      entry?.waits.forEach((owner, identity) => {
+      entry?.waits.forEach(({ owner }, identity) => {
         if (!before?.waits.has(identity)) begun.push({ owner, lock: entry.ref });
       });
     }
@@ -97,7 +122,7 @@ export class WaitForGraph {
 
   /** The cycles now, by id. */
   cycles(): Cycle[] {
-    return [...this.found.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.found.values()].map((f) => f.cycle).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** The locks `owner` holds, by name. */
@@ -130,18 +155,21 @@ export class WaitForGraph {
     this.rehold(before, entry);
     const was = before?.edges ?? NO_EDGES;
     const is = entry?.edges ?? NO_EDGES;
-    // One side's ids are gathered only for the other side's edges to be looked up in (most changes have none on one side).
-    const had = is.length ? idsOf(was) : NO_IDS;
-    const has = was.length ? idsOf(is) : NO_IDS;
+    // The waits that last are the same objects in both (see entryOf): marked, they are told from those that end.
+    const now = ++this.reindexed;
+    for (const e of is) e.seen = now;
     for (const e of was) {
-      if (has.has(e.id)) continue;
-      unlink(this.out, e.from, e.id);
-      unlink(this.into, e.to, e.id);
+      if (e.seen === now) continue;
+      e.linked = false;
+      unlink(this.out, e.from, e);
+      unlink(this.into, e.to, e);
     }
     for (const e of is) {
-      mapOf(this.out, e.from).set(e.id, e);
-      mapOf(this.into, e.to).set(e.id, e);
-      if (!had.has(e.id)) added.push(e);
+      if (e.linked) continue;
+      e.linked = true;
+      link(this.out, e.from, e);
+      link(this.into, e.to, e);
+      added.push(e);
     }
     return was.length > 0;
   }
@@ -171,9 +199,8 @@ export class WaitForGraph {
 
   /** Keeps the cycles whose every wait is still there (with their figures as they are now). */
   private recheck(): void {
-    for (const [id, cycle] of this.found) {
-      const now = cycle.edges.map((e) => this.out.get(e.from)?.get(e.id));
-      if (now.every((e): e is Wait => e !== undefined)) this.found.set(id, cycleOf(now.map(shown)));
+    for (const [id, { waits }] of this.found) {
+      if (waits.every((e) => e.linked)) this.found.set(id, { cycle: cycleOf(waits.map(shown)), waits });
       else this.found.delete(id);
     }
   }
@@ -182,46 +209,71 @@ export class WaitForGraph {
   private rebuild(): void {
     this.found.clear();
     this.incomplete = false;
-    for (const edges of this.out.values()) for (const e of edges.values()) this.search(e);
+    for (const edges of this.out.values()) for (const e of edges) this.search(e);
   }
 
   private search(edge: Wait): void {
-    if (!this.out.get(edge.from)?.has(edge.id)) return;
+    if (!edge.linked) return;
     const { cycles, complete } = cyclesThrough(edge, this.out, this.into, MAX_CYCLES - this.found.size);
     this.incomplete ||= !complete;
-    for (const edges of cycles) {
-      const cycle = cycleOf(edges.map(shown));
-      this.found.set(cycle.id, cycle);
+    for (const waits of cycles) {
+      const cycle = cycleOf(waits.map(shown));
+      this.found.set(cycle.id, { cycle, waits });
     }
   }
 }
 
-/** What a lock brings to the graph; undefined when it takes no part (see the comment at the top). `known`: its ref before. */
-function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined {
+/**
+ * What a lock brings to the graph; undefined when it takes no part (see the comment at the top). A wait that `before`
+ * (the lock as last indexed) had too is its object, with the figures of now.
+ */
+function entryOf(lock: LockState, before: Entry | undefined): Entry | undefined {
   if (isSingleKey(lock)) return undefined;
   const holders = holdersOf(lock);
   const queued = lock.waiters.length > 0 && lock.waiters.some(takesPart);
   if (holders.length === 0 && !queued) return undefined;
   // A lock's id is its name's: the name is made once, and not at each of its changes.
-  const ref = known ?? { id: lock.id, name: displayKey(lock.name) };
+  const ref = before?.ref ?? { id: lock.id, name: displayKey(lock.name) };
   const owners = holders.length === 1 ? [holders[0].owner] : [...new Set(holders.map((h) => h.owner))];
   if (!queued) return { ref, owners, nodes: NO_NODES, waits: NO_WAITS, edges: NO_EDGES };
   // Each member's identity is made once, however many edges it is in.
   const held = (isSemaphore(lock) ? semaphoreBlockers(lock, holders) : holders).map((h) => ({ member: h, identity: identityOf(h) }));
-  const waits = new Map<string, string>();
+  const waits = new Map<string, Waiting>();
   const edges: Wait[] = [];
   const next = lock.waiters[0].owner;
   lock.waiters.forEach((w, ahead) => {
     if (!takesPart(w)) return;
     const identity = identityOf(w);
-    waits.set(identity, w.owner);
+    let waiting = waits.get(identity);
+    if (!waiting) waits.set(identity, (waiting = { owner: w.owner, edges: [] }));
+    const had = before?.waits.get(identity)?.edges;
     for (const h of held) {
       if (h.member.owner === w.owner || !conflicts(w, h.member)) continue;
-      const id = JSON.stringify([lock.id, identity, h.identity]);
-      edges.push({ id, from: w.owner, to: h.member.owner, lock: ref, waiter: w, holder: h.member, ahead, next, holders: holders.length });
+      // A member listed twice is one wait, with the figures of its last place.
+      const listed = waitFor(waiting.edges, h.identity);
+      const e = listed ?? waitFor(had, h.identity) ?? newWait(ref, w, identity, h.member, h.identity);
+      e.waiter = w;
+      e.holder = h.member;
+      e.ahead = ahead;
+      e.next = next;
+      e.holders = holders.length;
+      e.shown = undefined;
+      if (listed) continue;
+      waiting.edges.push(e);
+      edges.push(e);
     }
   });
   return { ref, owners, nodes: NO_NODES, waits, edges };
+}
+
+/** Of a waiter's waits, the one for the holder of `identity`. */
+function waitFor(edges: readonly Wait[] | undefined, identity: string): Wait | undefined {
+  if (edges) for (const e of edges) if (e.holderIdentity === identity) return e;
+  return undefined;
+}
+
+function newWait(lock: LockRef, waiter: LockMember, waiterIdentity: string, holder: LockMember, holderIdentity: string): Wait {
+  return { from: waiter.owner, to: holder.owner, lock, waiterIdentity, holderIdentity, waiter, holder, ahead: 0, next: '', holders: 0, linked: false, seen: 0, shown: undefined };
 }
 
 /** The holders a semaphore's waiter certainly waits for (see the comment at the top). */
@@ -248,7 +300,7 @@ function holdersOf(lock: LockState): readonly LockMember[] {
 const NO_MEMBERS: readonly LockMember[] = [];
 const NO_NODES: readonly number[] = [];
 const NO_EDGES: readonly Wait[] = [];
-const NO_WAITS: ReadonlyMap<string, string> = new Map();
+const NO_WAITS: ReadonlyMap<string, Waiting> = new Map();
 
 function takesPart(m: LockMember): boolean {
   return m.owner !== '';
@@ -264,25 +316,20 @@ function memberRef(m: LockMember): MemberRef {
 }
 
 function shown(w: Wait): WaitEdge {
-  const { id, from, to, lock, waiter, holder, ahead, next, holders } = w;
-  return (w.shown ??= { id, from, to, lock, waiter: memberRef(waiter), holder: memberRef(holder), ahead, next, holders });
+  if (w.shown) return w.shown;
+  const { from, to, lock, waiter, holder, ahead, next, holders } = w;
+  const id = JSON.stringify([lock.id, w.waiterIdentity, w.holderIdentity]);
+  return (w.shown = { id, from, to, lock, waiter: memberRef(waiter), holder: memberRef(holder), ahead, next, holders });
 }
 
-const NO_IDS: ReadonlySet<string> = new Set();
-
-/** The edges' ids (most locks have no waiters: no set is made for them). */
-function idsOf(edges: readonly Wait[]): ReadonlySet<string> {
-  return edges.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
+function link<V>(sets: Map<string, Set<V>>, key: string, value: V): void {
+  const set = sets.get(key);
+  if (set) set.add(value);
+  else sets.set(key, new Set([value]));
 }
 
-function mapOf<V>(maps: Map<string, Map<string, V>>, key: string): Map<string, V> {
-  let m = maps.get(key);
-  if (!m) maps.set(key, (m = new Map()));
-  return m;
-}
-
-function unlink<V>(maps: Map<string, Map<string, V>>, key: string, id: string): void {
-  const m = maps.get(key);
-  m?.delete(id);
-  if (m?.size === 0) maps.delete(key);
+function unlink<V>(sets: Map<string, Set<V>>, key: string, value: V): void {
+  const set = sets.get(key);
+  set?.delete(value);
+  if (set?.size === 0) sets.delete(key);
 }
