@@ -25,34 +25,62 @@ import { displayKey } from '../keys';
 import { holderCount, isSemaphore, isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import { cycleOf, type Cycle, type LockRef, type MemberRef, type WaitBegun, type WaitEdge } from './cycle';
 import { cyclesThrough, MAX_CYCLES, type Adjacency, type Edge } from './cycleSearch';
+import { OwnerHolds } from './ownerHolds';
 
 interface Entry {
   readonly ref: LockRef;
-  /** Its owners; one that alone holds it without waits is changed in place when another owner takes it (see `moved`). */
-  readonly holders: string[];
-  /** The waiters' identities (holdObservation's identityOf) and owners. */
-  readonly waits: ReadonlyMap<string, string>;
+  /** Its owners, each once. */
+  readonly owners: readonly string[];
+  /** Their holds' nodes in `holds`, set when indexed; one that alone holds it without waits is moved in place (see `moved`). */
+  nodes: readonly number[];
+  /** Its waiters by identity (holdObservation's identityOf), each once. */
+  readonly waits: ReadonlyMap<string, Waiting>;
   readonly edges: readonly Wait[];
 }
 
+interface Waiting {
+  readonly owner: string;
+  /** Its waits, one per holder it waits for. */
+  readonly edges: Wait[];
+}
+
 /**
- * A WaitEdge as the graph keeps it: with its members as read. Their display text (a UTF-8 check and a decode each) is
- * made only for the few waits found in a cycle, once per wait (`shown`), not for every wait at every change.
+ * A WaitEdge as the graph keeps it: one object while the same wait lasts (its figures brought up to date when its lock
+ * changes), so that a lock's change touches the graph's indexes only for the waits that begin or end. Its members are
+ * kept as read: their display text (a UTF-8 check and a decode each) and its id (a JSON text) are made only for the few
+ * waits found in a cycle (`shown`), not for every wait at every change.
  */
-interface Wait extends Edge, Omit<WaitEdge, 'waiter' | 'holder'> {
-  readonly waiter: LockMember;
-  readonly holder: LockMember;
-  shown?: WaitEdge;
+interface Wait extends Edge {
+  readonly lock: LockRef;
+  readonly waiterIdentity: string;
+  readonly holderIdentity: string;
+  waiter: LockMember;
+  holder: LockMember;
+  ahead: number;
+  next: string;
+  holders: number;
+  /** In the graph's indexes (false: ended, or not indexed yet). */
+  linked: boolean;
+  /** The reindex that last found it in its lock (see `reindex`). */
+  seen: number;
+  shown: WaitEdge | undefined;
+}
+
+/** A cycle found, and its waits: it is kept while they all last. */
+interface Found {
+  readonly cycle: Cycle;
+  readonly waits: readonly Wait[];
 }
 
 export class WaitForGraph {
   private readonly entries = new Map<string, Entry>();
   private readonly out: Adjacency<Wait> = new Map();
   private readonly into: Adjacency<Wait> = new Map();
-  /** Owner → the locks it holds (among locks that take part). */
-  private readonly held = new Map<string, Set<LockRef>>();
-  private readonly found = new Map<string, Cycle>();
+  /** The locks each owner holds (among locks that take part). */
+  private readonly holds = new OwnerHolds();
+  private readonly found = new Map<string, Found>();
   private incomplete = false;
+  private reindexed = 0;
 
   /** Folds in one change set (or a listing's locks, as `changed`); returns the waits it shows beginning. */
   apply(changes: Pick<ChangeSet, 'changed' | 'removed'>): WaitBegun[] {
@@ -68,11 +96,11 @@ export class WaitForGraph {
     for (const lock of changes.changed) {
       const before = this.entries.get(lock.id);
       if (before && this.moved(before, lock)) continue;
-      const entry = entryOf(lock, before?.ref);
+      const entry = entryOf(lock, before);
       if (entry) this.entries.set(lock.id, entry);
       else if (before) this.entries.delete(lock.id);
       rewaited = this.reindex(before, entry, added) || rewaited;
-      entry?.waits.forEach((owner, identity) => {
+      entry?.waits.forEach(({ owner }, identity) => {
         if (!before?.waits.has(identity)) begun.push({ owner, lock: entry.ref });
       });
     }
@@ -82,14 +110,8 @@ export class WaitForGraph {
       if (rewaited) this.recheck();
       for (const e of added) this.search(e);
     }
-    return begun.map(({ owner, lock }) => ({ owner, lock, holding: this.heldBesides(owner, lock) }));
-  }
-
-  /** The other locks `owner` holds. A lock's ref is one object while it takes part: that is the lock, its id not read. */
-  private heldBesides(owner: string, lock: LockRef): LockRef[] {
-    const holding: LockRef[] = [];
-    for (const ref of this.held.get(owner) ?? NO_REFS) if (ref !== lock) holding.push(ref);
-    return holding;
+    // A lock's ref is one object while it takes part: that is the lock, its id not read.
+    return begun.map(({ owner, lock }) => ({ owner, lock, holding: this.holds.held(owner, lock) }));
   }
 
   /** A whole read: the locks not in it are gone. */
@@ -100,12 +122,12 @@ export class WaitForGraph {
 
   /** The cycles now, by id. */
   cycles(): Cycle[] {
-    return [...this.found.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.found.values()].map((f) => f.cycle).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   /** The locks `owner` holds, by name. */
   holding(owner: string): LockRef[] {
-    return [...(this.held.get(owner) ?? [])].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return this.holds.held(owner).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   /** A search gave up at its bounds (MAX_CYCLES, or a graph too tangled to walk): there may be more cycles. */
@@ -116,12 +138,12 @@ export class WaitForGraph {
   get size(): { readonly locks: number; readonly owners: number; readonly edges: number } {
     let edges = 0;
     for (const m of this.out.values()) edges += m.size;
-    return { locks: this.entries.size, owners: new Set([...this.held.keys(), ...this.out.keys()]).size, edges };
+    return { locks: this.entries.size, owners: new Set([...this.holds.owners(), ...this.out.keys()]).size, edges };
   }
 
   /** Forgets everything: a new watch of the connection begins. */
   clear(): void {
-    [this.entries, this.out, this.into, this.held, this.found].forEach((m) => m.clear());
+    [this.entries, this.out, this.into, this.holds, this.found].forEach((m) => m.clear());
     this.incomplete = false;
   }
 
@@ -130,24 +152,37 @@ export class WaitForGraph {
    * new waits go to `added`. True when it had waits: the cycles through them are to be checked again.
    */
   private reindex(before: Entry | undefined, entry: Entry | undefined, added: Wait[]): boolean {
-    for (const owner of before?.holders ?? []) if (!entry?.holders.includes(owner)) drop(this.held, owner, before!.ref);
-    for (const owner of entry?.holders ?? []) if (!before?.holders.includes(owner)) add(this.held, owner, entry!.ref);
+    this.rehold(before, entry);
     const was = before?.edges ?? NO_EDGES;
     const is = entry?.edges ?? NO_EDGES;
-    // One side's ids are gathered only for the other side's edges to be looked up in (most changes have none on one side).
-    const had = is.length ? idsOf(was) : NO_IDS;
-    const has = was.length ? idsOf(is) : NO_IDS;
+    // The waits that last are the same objects in both (see entryOf): marked, they are told from those that end.
+    const now = ++this.reindexed;
+    for (const e of is) e.seen = now;
     for (const e of was) {
-      if (has.has(e.id)) continue;
-      unlink(this.out, e.from, e.id);
-      unlink(this.into, e.to, e.id);
+      if (e.seen === now) continue;
+      e.linked = false;
+      unlink(this.out, e.from, e);
+      unlink(this.into, e.to, e);
     }
     for (const e of is) {
-      mapOf(this.out, e.from).set(e.id, e);
-      mapOf(this.into, e.to).set(e.id, e);
-      if (!had.has(e.id)) added.push(e);
+      if (e.linked) continue;
+      e.linked = true;
+      link(this.out, e.from, e);
+      link(this.into, e.to, e);
+      added.push(e);
     }
     return was.length > 0;
+  }
+
+  /** Ends the holds of the owners that no longer hold the lock, and begins those of the owners that newly do. */
+  private rehold(before: Entry | undefined, entry: Entry | undefined): void {
+    const kept: number[] = [];
+    for (const node of before?.nodes ?? NO_NODES) {
+      if (entry?.owners.includes(this.holds.owner(node))) kept.push(node);
+      else this.holds.remove(node);
+    }
+    if (!entry) return;
+    entry.nodes = entry.owners.map((owner) => kept.find((node) => this.holds.owner(node) === owner) ?? this.holds.add(owner, entry.ref));
   }
 
   /**
@@ -157,20 +192,15 @@ export class WaitForGraph {
    */
   private moved(before: Entry, lock: LockState): boolean {
     if (!heldAloneNoWaits(before, lock)) return false;
-    const [was] = before.holders;
-    const owner = lock.holder.owner;
-    if (owner === was) return true;
-    drop(this.held, was, before.ref);
-    add(this.held, owner, before.ref);
-    before.holders[0] = owner;
+    const [node] = before.nodes;
+    if (this.holds.owner(node) !== lock.holder.owner) this.holds.move(node, lock.holder.owner);
     return true;
   }
 
   /** Keeps the cycles whose every wait is still there (with their figures as they are now). */
   private recheck(): void {
-    for (const [id, cycle] of this.found) {
-      const now = cycle.edges.map((e) => this.out.get(e.from)?.get(e.id));
-      if (now.every((e): e is Wait => e !== undefined)) this.found.set(id, cycleOf(now.map(shown)));
+    for (const [id, { waits }] of this.found) {
+      if (waits.every((e) => e.linked)) this.found.set(id, { cycle: cycleOf(waits.map(shown)), waits });
       else this.found.delete(id);
     }
   }
@@ -179,46 +209,71 @@ export class WaitForGraph {
   private rebuild(): void {
     this.found.clear();
     this.incomplete = false;
-    for (const edges of this.out.values()) for (const e of edges.values()) this.search(e);
+    for (const edges of this.out.values()) for (const e of edges) this.search(e);
   }
 
   private search(edge: Wait): void {
-    if (!this.out.get(edge.from)?.has(edge.id)) return;
+    if (!edge.linked) return;
     const { cycles, complete } = cyclesThrough(edge, this.out, this.into, MAX_CYCLES - this.found.size);
     this.incomplete ||= !complete;
-    for (const edges of cycles) {
-      const cycle = cycleOf(edges.map(shown));
-      this.found.set(cycle.id, cycle);
+    for (const waits of cycles) {
+      const cycle = cycleOf(waits.map(shown));
+      this.found.set(cycle.id, { cycle, waits });
     }
   }
 }
 
-/** What a lock brings to the graph; undefined when it takes no part (see the comment at the top). `known`: its ref before. */
-function entryOf(lock: LockState, known: LockRef | undefined): Entry | undefined {
+/**
+ * What a lock brings to the graph; undefined when it takes no part (see the comment at the top). A wait that `before`
+ * (the lock as last indexed) had too is its object, with the figures of now.
+ */
+function entryOf(lock: LockState, before: Entry | undefined): Entry | undefined {
   if (isSingleKey(lock)) return undefined;
   const holders = holdersOf(lock);
   const queued = lock.waiters.length > 0 && lock.waiters.some(takesPart);
   if (holders.length === 0 && !queued) return undefined;
   // A lock's id is its name's: the name is made once, and not at each of its changes.
-  const ref = known ?? { id: lock.id, name: displayKey(lock.name) };
+  const ref = before?.ref ?? { id: lock.id, name: displayKey(lock.name) };
   const owners = holders.length === 1 ? [holders[0].owner] : [...new Set(holders.map((h) => h.owner))];
-  if (!queued) return { ref, holders: owners, waits: NO_WAITS, edges: NO_EDGES };
+  if (!queued) return { ref, owners, nodes: NO_NODES, waits: NO_WAITS, edges: NO_EDGES };
   // Each member's identity is made once, however many edges it is in.
   const held = (isSemaphore(lock) ? semaphoreBlockers(lock, holders) : holders).map((h) => ({ member: h, identity: identityOf(h) }));
-  const waits = new Map<string, string>();
+  const waits = new Map<string, Waiting>();
   const edges: Wait[] = [];
   const next = lock.waiters[0].owner;
   lock.waiters.forEach((w, ahead) => {
     if (!takesPart(w)) return;
     const identity = identityOf(w);
-    waits.set(identity, w.owner);
+    let waiting = waits.get(identity);
+    if (!waiting) waits.set(identity, (waiting = { owner: w.owner, edges: [] }));
+    const had = before?.waits.get(identity)?.edges;
     for (const h of held) {
       if (h.member.owner === w.owner || !conflicts(w, h.member)) continue;
-      const id = JSON.stringify([lock.id, identity, h.identity]);
-      edges.push({ id, from: w.owner, to: h.member.owner, lock: ref, waiter: w, holder: h.member, ahead, next, holders: holders.length });
+      // A member listed twice is one wait, with the figures of its last place.
+      const listed = waitFor(waiting.edges, h.identity);
+      const e = listed ?? waitFor(had, h.identity) ?? newWait(ref, w, identity, h.member, h.identity);
+      e.waiter = w;
+      e.holder = h.member;
+      e.ahead = ahead;
+      e.next = next;
+      e.holders = holders.length;
+      e.shown = undefined;
+      if (listed) continue;
+      waiting.edges.push(e);
+      edges.push(e);
     }
   });
-  return { ref, holders: owners, waits, edges };
+  return { ref, owners, nodes: NO_NODES, waits, edges };
+}
+
+/** Of a waiter's waits, the one for the holder of `identity`. */
+function waitFor(edges: readonly Wait[] | undefined, identity: string): Wait | undefined {
+  if (edges) for (const e of edges) if (e.holderIdentity === identity) return e;
+  return undefined;
+}
+
+function newWait(lock: LockRef, waiter: LockMember, waiterIdentity: string, holder: LockMember, holderIdentity: string): Wait {
+  return { from: waiter.owner, to: holder.owner, lock, waiterIdentity, holderIdentity, waiter, holder, ahead: 0, next: '', holders: 0, linked: false, seen: 0, shown: undefined };
 }
 
 /** The holders a semaphore's waiter certainly waits for (see the comment at the top). */
@@ -231,7 +286,7 @@ function semaphoreBlockers(lock: LockState, holders: readonly LockMember[]): rea
 
 /** The lock is held by one owner alone and nobody takes part in waiting, before as now. */
 function heldAloneNoWaits(before: Entry, lock: LockState): lock is LockState & { holder: LockMember } {
-  return before.waits.size === 0 && before.holders.length === 1 && lock.holder !== null && takesPart(lock.holder) && !lock.sharedWith?.length && !lock.waiters.some(takesPart) && !isSingleKey(lock);
+  return before.waits.size === 0 && before.nodes.length === 1 && lock.holder !== null && takesPart(lock.holder) && !lock.sharedWith?.length && !lock.waiters.some(takesPart) && !isSingleKey(lock);
 }
 
 /** The holders that take part (most locks have one holder and none shared: no array is spread for them). */
@@ -243,9 +298,9 @@ function holdersOf(lock: LockState): readonly LockMember[] {
 }
 
 const NO_MEMBERS: readonly LockMember[] = [];
-const NO_REFS: ReadonlySet<LockRef> = new Set();
+const NO_NODES: readonly number[] = [];
 const NO_EDGES: readonly Wait[] = [];
-const NO_WAITS: ReadonlyMap<string, string> = new Map();
+const NO_WAITS: ReadonlyMap<string, Waiting> = new Map();
 
 function takesPart(m: LockMember): boolean {
   return m.owner !== '';
@@ -261,37 +316,20 @@ function memberRef(m: LockMember): MemberRef {
 }
 
 function shown(w: Wait): WaitEdge {
-  const { id, from, to, lock, waiter, holder, ahead, next, holders } = w;
-  return (w.shown ??= { id, from, to, lock, waiter: memberRef(waiter), holder: memberRef(holder), ahead, next, holders });
+  if (w.shown) return w.shown;
+  const { from, to, lock, waiter, holder, ahead, next, holders } = w;
+  const id = JSON.stringify([lock.id, w.waiterIdentity, w.holderIdentity]);
+  return (w.shown = { id, from, to, lock, waiter: memberRef(waiter), holder: memberRef(holder), ahead, next, holders });
 }
 
-const NO_IDS: ReadonlySet<string> = new Set();
-
-/** The edges' ids (most locks have no waiters: no set is made for them). */
-function idsOf(edges: readonly Wait[]): ReadonlySet<string> {
-  return edges.length ? new Set(edges.map((e) => e.id)) : NO_IDS;
-}
-
-function mapOf<V>(maps: Map<string, Map<string, V>>, key: string): Map<string, V> {
-  let m = maps.get(key);
-  if (!m) maps.set(key, (m = new Map()));
-  return m;
-}
-
-function unlink<V>(maps: Map<string, Map<string, V>>, key: string, id: string): void {
-  const m = maps.get(key);
-  m?.delete(id);
-  if (m?.size === 0) maps.delete(key);
-}
-/** A lock's ref is the same object while the lock takes part: an owner's holds are kept by it, not by its id's text. */
-function add(sets: Map<string, Set<LockRef>>, key: string, ref: LockRef): void {
+function link<V>(sets: Map<string, Set<V>>, key: string, value: V): void {
   const set = sets.get(key);
-  if (set) set.add(ref);
-  else sets.set(key, new Set([ref]));
+  if (set) set.add(value);
+  else sets.set(key, new Set([value]));
 }
 
-function drop(sets: Map<string, Set<LockRef>>, key: string, ref: LockRef): void {
+function unlink<V>(sets: Map<string, Set<V>>, key: string, value: V): void {
   const set = sets.get(key);
-  set?.delete(ref);
+  set?.delete(value);
   if (set?.size === 0) sets.delete(key);
 }
