@@ -1,4 +1,4 @@
-import { describe, test } from 'node:test';
+import { afterEach, beforeEach, describe, mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LockWatch } from '../../src/core/backend';
 import { Emitter } from '../../src/core/emitter';
@@ -31,10 +31,22 @@ function setup() {
   return { c, diagnoses, reports, send };
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 60));
+/**
+ * Runs the checks the diagnosis scheduled until none is left: its timers are the test's (mocked), so a busy machine
+ * cannot make a check late and the test wrong. Each turn fires the due timer, then lets the check's sync resolve.
+ */
+async function settle(): Promise<void> {
+  for (let turn = 0; turn < 10; turn++) {
+    mock.timers.tick(5);
+    await new Promise((r) => setImmediate(r));
+  }
+}
 const deadlock = () => [lockOf('/locks/a', 's1', ['s2']), lockOf('/locks/b', 's2', ['s1'])];
 
 describe('the diagnosis of each connection', () => {
+  beforeEach(() => mock.timers.enable({ apis: ['setTimeout'] }));
+  afterEach(() => mock.timers.reset());
+
   test('a cycle is confirmed only by a second read after a sync, told once, and flagged on its locks', async () => {
     const { c, diagnoses, reports, send } = setup();
     send(deadlock());
