@@ -65,9 +65,9 @@ function managerOf(client: zookeeper.Client): ConnectionManager {
  * Splits the socket's data into reply frames: a reply to a read of readWire.ts is decoded there, any other frame goes
  * to the library's parser whole. Given a chunk of many replies, the library parses the first and then copies the rest
  * into a new buffer to parse the next (a 64 KB chunk of 100-byte replies copied about 300 times over: 75 MB of copies
- * in a 100,000-node listing). And bytes from a peer that is not ZooKeeper can make
- * the parser throw inside the socket's data handler, where nothing can catch it (a crash of the CLI, an error in the
- * extension host): such a frame drops the socket instead, and the open's deadline then explains what answered.
+ * in a 100,000-node listing). And bytes from a peer that is not ZooKeeper can make the parser throw inside the
+ * socket's data handler, where nothing can catch it (a crash of the CLI, an error in the extension host): such a frame
+ * drops the socket instead, and the open's deadline then explains what answered.
  */
 function parseFrameByFrame(client: zookeeper.Client): void {
   const manager = managerOf(client);
