@@ -4,10 +4,15 @@
  * would wait until the ensemble came back: here it fails within the dial timeout and says why. Failures are
  * LockLensErrors whose cause is the library's Exception (see `zkCode`).
  */
+import type { Socket } from 'node:net';
 import * as zookeeper from 'node-zookeeper-client';
 import { Emitter } from '../emitter';
+import { Fifo } from '../fifo';
 import { LockLensError, errorMessage } from '../errors';
 import { longOf, sessionHex } from './lockOfChildren';
+import { ReadRequest, readReply, type NodeStat, type ReadReply, type ReplyReader } from './readWire';
+
+export type { NodeStat } from './readWire';
 
 export type Watcher = (event: zookeeper.Event) => void;
 
@@ -32,16 +37,6 @@ export function zkCode(e: unknown): number | undefined {
   return inner instanceof zookeeper.Exception ? inner.getCode() : undefined;
 }
 
-/** The library's Stat, with the fields LockLens reads as numbers. */
-export interface NodeStat {
-  readonly czxid: bigint;
-  readonly mzxid: bigint;
-  readonly version: number;
-  readonly ephemeralOwner: bigint;
-  readonly dataLength: number;
-  readonly numChildren: number;
-}
-
 function statOf(stat: zookeeper.Stat): NodeStat {
   return {
     czxid: longOf(stat.czxid),
@@ -53,19 +48,53 @@ function statOf(stat: zookeeper.Stat): NodeStat {
   };
 }
 
+/** node-zookeeper-client's connection manager, whose socket, queues and frame parser LockLens reaches into. */
+interface ConnectionManager extends ReplyReader {
+  socket?: Socket;
+  onSocketData(buffer: Buffer): void;
+  queue(request: ReadRequest, callback: (error: unknown, reply?: ReadReply) => void): void;
+  registerDataWatcher(path: string, watcher: Watcher): void;
+  registerChildWatcher(path: string, watcher: Watcher): void;
+}
+
+function managerOf(client: zookeeper.Client): ConnectionManager {
+  return (client as unknown as { connectionManager: ConnectionManager }).connectionManager;
+}
+
 /**
- * Bytes from a peer that is not ZooKeeper can make the library's frame parser throw inside its socket's data handler,
- * where nothing can catch it (a crash of the CLI, an error in the extension host). Such a frame drops the socket
- * instead; the open's deadline then explains what answered.
+ * Splits the socket's data into reply frames: a reply to a read of readWire.ts is decoded there, any other frame goes
+ * to the library's parser whole. Given a chunk of many replies, the library parses the first and then copies the rest
+ * into a new buffer to parse the next (a 64 KB chunk of 100-byte replies copied about 300 times over: 75 MB of copies
+ * in a 100,000-node listing). And bytes from a peer that is not ZooKeeper can make the parser throw inside the
+ * socket's data handler, where nothing can catch it (a crash of the CLI, an error in the extension host): such a frame
+ * drops the socket instead, and the open's deadline then explains what answered.
  */
-function guardFrames(client: zookeeper.Client): void {
-  const manager = (client as unknown as { connectionManager: { onSocketData(b: Buffer): void; socket?: { destroy(): void } } }).connectionManager;
+function parseFrameByFrame(client: zookeeper.Client): void {
+  const manager = managerOf(client);
   const parse = manager.onSocketData;
-  manager.onSocketData = function (this: typeof manager, buffer: Buffer) {
+  // The start of a frame whose end has not come yet, and the socket it came on (a reconnect starts afresh).
+  let partial: Buffer | undefined;
+  let partialFrom: Socket | undefined;
+  manager.onSocketData = function (this: ConnectionManager, chunk: Buffer) {
+    const buffer = partial && partialFrom === this.socket ? Buffer.concat([partial, chunk]) : chunk;
+    partial = undefined;
+    let offset = 0;
     try {
-      parse.call(this, buffer);
+      while (buffer.length - offset >= 4) {
+        const end = offset + 4 + buffer.readInt32BE(offset);
+        if (end < offset + 4) throw new Error('negative frame length');
+        if (end > buffer.length) break;
+        const frame = buffer.subarray(offset, end);
+        if (!readReply(this, frame)) parse.call(this, frame);
+        offset = end;
+      }
     } catch {
       this.socket?.destroy();
+      return;
+    }
+    if (offset < buffer.length) {
+      partial = buffer.subarray(offset);
+      partialFrom = this.socket;
     }
   };
 }
@@ -84,7 +113,7 @@ export class ZkClient {
     // Retries are ours (a request fails at its deadline, the caller decides); spinDelay: how soon the library tries
     // the servers again after all failed.
     this.raw = zookeeper.createClient(spec.connectionString, { sessionTimeout: spec.sessionTimeoutMs, spinDelay: 200, retries: 0 });
-    guardFrames(this.raw);
+    parseFrameByFrame(this.raw);
     if (spec.username !== undefined || spec.password !== undefined) {
       // Digest auth never fails at connect time: the server only records the identity; a node whose ACL does not
       // grant it answers NO_AUTH (see zkError).
@@ -144,31 +173,52 @@ export class ZkClient {
    * listing of 100,000 nodes sent at once spent seconds there, and the last requests timed out while still queued.
    */
   private inFlight = 0;
-  private readonly turns: (() => void)[] = [];
+  private readonly waiting = new Fifo<() => void>();
 
-  private async call<T>(what: string, path: string, run: (done: (error: unknown, value?: T) => void) => void): Promise<T> {
-    if (this.closed) throw new LockLensError('CLOSED', 'the ZooKeeper connection is closed');
-    if (this.inFlight >= MAX_IN_FLIGHT) await new Promise<void>((resolve) => this.turns.push(resolve));
-    this.inFlight++;
-    let answered = false;
-    const next = () => {
-      if (answered) return;
-      answered = true;
-      this.inFlight--;
-      this.turns.shift()?.();
-    };
+  private call<T>(what: string, path: string, run: (done: (error: unknown, value?: T) => void) => void): Promise<T> {
+    if (this.closed) return Promise.reject(new LockLensError('CLOSED', 'the ZooKeeper connection is closed'));
     return new Promise<T>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        next();
-        const why = this.current === 'connected' ? 'no answer' : 'not connected';
-        reject(new LockLensError('TIMEOUT', `ZooKeeper at ${this.spec.label}: ${what} ${path}: ${why} within ${this.spec.timeoutMs} ms`));
-      }, this.spec.timeoutMs);
-      run((error, value) => {
-        clearTimeout(timer);
-        next();
-        if (error) reject(this.error(error, what, path));
-        else resolve(value as T);
-      });
+      const send = () => {
+        this.inFlight++;
+        let answered = false;
+        const next = () => {
+          if (answered) return;
+          answered = true;
+          this.inFlight--;
+          this.waiting.shift()?.();
+        };
+        const timer = setTimeout(() => {
+          next();
+          const why = this.current === 'connected' ? 'no answer' : 'not connected';
+          reject(new LockLensError('TIMEOUT', `ZooKeeper at ${this.spec.label}: ${what} ${path}: ${why} within ${this.spec.timeoutMs} ms`));
+        }, this.spec.timeoutMs);
+        this.corkForThisTick();
+        run((error, value) => {
+          clearTimeout(timer);
+          next();
+          if (error) reject(this.error(error, what, path));
+          else resolve(value as T);
+        });
+      };
+      if (this.inFlight < MAX_IN_FLIGHT) send();
+      else this.waiting.push(send);
+    });
+  }
+
+  private corked?: Socket;
+
+  /**
+   * The library writes every request to the socket on its own; corked, the requests sent in one tick (a listing sends
+   * one as each reply comes in, many per chunk of replies) leave in one write.
+   */
+  private corkForThisTick(): void {
+    const socket = managerOf(this.raw).socket;
+    if (!socket || this.corked === socket) return;
+    this.corked = socket;
+    socket.cork();
+    process.nextTick(() => {
+      this.corked = undefined;
+      socket.uncork();
     });
   }
 
@@ -197,9 +247,7 @@ export class ZkClient {
   /** The children's names, or undefined when the node does not exist. `watcher` hears the next change of the list. */
   async children(path: string, watcher?: Watcher): Promise<string[] | undefined> {
     try {
-      return await this.call<string[]>('list', path, (done) =>
-        watcher ? this.raw.getChildren(path, watcher, (e, children) => done(e, children)) : this.raw.getChildren(path, (e, children) => done(e, children)),
-      );
+      return (await this.read('list', new ReadRequest('children', path, watcher !== undefined), watcher)) as string[];
     } catch (e) {
       if (zkCode(e) === zookeeper.Exception.NO_NODE) return undefined;
       throw e;
@@ -209,14 +257,25 @@ export class ZkClient {
   /** Data and Stat, or undefined when the node does not exist. `watcher` hears its next data change or its deletion. */
   async data(path: string, watcher?: Watcher): Promise<{ data: Buffer; stat: NodeStat } | undefined> {
     try {
-      const [data, stat] = await this.call<[Buffer | null, zookeeper.Stat]>('read', path, (done) =>
-        watcher ? this.raw.getData(path, watcher, (e, d, s) => done(e, [d, s])) : this.raw.getData(path, (e, d, s) => done(e, [d, s])),
-      );
-      return { data: data ?? Buffer.alloc(0), stat: statOf(stat) };
+      return (await this.read('read', new ReadRequest('data', path, watcher !== undefined), watcher)) as { data: Buffer; stat: NodeStat };
     } catch (e) {
       if (zkCode(e) === zookeeper.Exception.NO_NODE) return undefined;
       throw e;
     }
+  }
+
+  /** A read encoded and decoded by readWire.ts, queued as the library queues its own; the watcher set as it sets it. */
+  private read(what: string, request: ReadRequest, watcher?: Watcher): Promise<ReadReply> {
+    const manager = managerOf(this.raw);
+    return this.call<ReadReply>(what, request.path, (done) =>
+      manager.queue(request, (error: unknown, reply?: ReadReply) => {
+        if (!error && watcher) {
+          if (request.what === 'data') manager.registerDataWatcher(request.path, watcher);
+          else manager.registerChildWatcher(request.path, watcher);
+        }
+        done(error, reply);
+      }),
+    );
   }
 
   /** The Stat, or null when the node does not exist; `watcher` hears its creation, deletion or data change. */
