@@ -7,7 +7,7 @@ import { sleep } from '../src/core/sleep';
 import type { SqlSession } from '../src/core/sql/session';
 import { ADMIN, DATABASE, startMariaDb, type MariaDbServer } from '../test/harness/mariadb';
 import { handoffFigures, stampedRound, urlContender } from './handoff';
-import { listFigures, referenceReads, timePolls, timeReads } from './sqlListing';
+import { alternateReads, listFigures, timePolls } from './sqlListing';
 
 /**
  * The MySQL/MariaDB store's scenarios, against one MariaDB 10.11 started here (Debian's mariadbd, the test harness's
@@ -59,7 +59,8 @@ async function readerStatements(server: MariaDbServer): Promise<string[]> {
  * several), and `waiters` more connections each blocked in GET_LOCK on one of them (two to a name), all of the bench's
  * own (mysql2). Then `reads` listings by `MysqlBackend.list` (MariaDB: the processlist and metadata_lock_info, the
  * database's lock tables looked up in the catalog every 30th read, the rows made into locks) against PyMySQL sending
- * the same statements and fetching their rows; the statements alone through mysql2; and the live watch's quiet poll.
+ * the same statements and fetching their rows and the statements alone through mysql2, the three taking turns (see
+ * alternateReads); then the live watch's quiet poll.
  */
 export async function mysqlList(server: MariaDbServer, names = 200, holders = 40, waiters = 10, reads = 200) {
   const conns: Connection[] = [];
@@ -89,12 +90,11 @@ export async function mysqlList(server: MariaDbServer, names = 200, holders = 40
       const target = await targetOf(profileOf(server));
       const session = new MysqlSession(target, await openConnection(target));
       try {
-        const locklens = await timeReads(reads, () => backend.list([]));
-        const driver = await timeReads(reads, async () => {
+        const alone = async () => {
           for (const s of statements) await session.query(s);
-        });
+        };
+        const { locklens, driver, reference } = await alternateReads(reads, () => backend.list([]), alone, { driver: 'pymysql', target: pyTarget(server), statements });
         const poll = await timePolls(backend, reads);
-        const reference = await referenceReads('pymysql', pyTarget(server), statements, reads);
         return listFigures({ names, connections: holders + waiters, waiters }, locklens, driver, poll, reference, 'pymysql');
       } finally {
         session.close();

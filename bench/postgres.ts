@@ -4,7 +4,7 @@ import { advisoryQuery } from '../src/core/postgres/advisoryLocks';
 import { sleep } from '../src/core/sleep';
 import { SUPERUSER_PASSWORD, startPostgres, type PostgresServer } from '../test/harness/postgres';
 import { handoffFigures, stampedRound, urlContender } from './handoff';
-import { listFigures, referenceReads, timePolls, timeReads } from './sqlListing';
+import { alternateReads, listFigures, timePolls } from './sqlListing';
 
 /**
  * The PostgreSQL store's scenarios, against one PostgreSQL 15 started here (Debian's binaries, the test harness's
@@ -40,8 +40,8 @@ async function untilWaiting(server: PostgresServer, key: number, waiting: number
  * each blocked in pg_advisory_lock on one of them (two to a key), all of the bench's own (node-postgres, idle or
  * waiting while measured). Then `reads` listings by `PostgresBackend.list` (the advisory statement, pg_locks ⋈
  * pg_stat_activity, plus the lock tables' catalog look-up every 30th read, the rows made into locks) against psycopg2
- * running the same statement and fetching its rows; the statement alone through node-postgres; and the live watch's
- * quiet poll at that size.
+ * running the same statement and fetching its rows and the statement alone through node-postgres, the three taking turns
+ * (see alternateReads); then the live watch's quiet poll at that size.
  */
 export async function pgList(server: PostgresServer, keys = 200, holders = 40, waiters = 10, reads = 200) {
   const sessions: Client[] = [];
@@ -74,10 +74,12 @@ export async function pgList(server: PostgresServer, keys = 200, holders = 40, w
       const members = first.locks.reduce((n, l) => n + (l.holder ? 1 : 0) + l.waiters.length, 0);
       if (first.locks.length !== keys || members !== keys + waiters) throw new Error(`pg_list listed ${first.locks.length} of ${keys} locks, ${members} of ${keys + waiters} members`);
       const sql = advisoryQuery(backend.connection.server.version, false);
-      const locklens = await timeReads(reads, () => backend.list([]));
-      const driver = await timeReads(reads, () => backend.connection.query(sql));
+      const { locklens, driver, reference } = await alternateReads(reads, () => backend.list([]), () => backend.connection.query(sql), {
+        driver: 'psycopg2',
+        target: server.dsn(),
+        statements: [sql],
+      });
       const poll = await timePolls(backend, reads);
-      const reference = await referenceReads('psycopg2', server.dsn(), [sql], reads);
       return listFigures({ keys, sessions: holders + waiters, waiters }, locklens, driver, poll, reference, 'psycopg2');
     } finally {
       backend.close();

@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import type { LockBackend } from '../src/core/backend';
 import { percentile, round } from './stats';
 
@@ -8,8 +8,6 @@ import { percentile, round } from './stats';
  * same statements in a Python process of its own (Debian's /usr/bin/python3 with python3-psycopg2 or python3-pymysql),
  * and the figures both give.
  */
-
-const run = promisify(execFile);
 
 /** Reads before the timed ones (connections warm, statements planned, JIT-compiled code), on both sides. */
 const WARMUP = 5;
@@ -22,27 +20,34 @@ export interface Timings {
 }
 
 /** `f` run `WARMUP` times, then `reads` times one after another, each timed. */
-export async function timeReads(reads: number, f: () => Promise<unknown>): Promise<Timings> {
+async function timeReads(reads: number, f: () => Promise<unknown>): Promise<Timings> {
   for (let i = 0; i < WARMUP; i++) await f();
-  const ms: number[] = [];
+  const timings = { ms: [], cpuMs: 0 };
+  await timeTurn(reads, f, timings);
+  return { ms: timings.ms, cpuMs: timings.cpuMs / reads };
+}
+
+/** `reads` timed reads by `f`, their times added to `into` (its `cpuMs` the CPU ms of all its reads). */
+async function timeTurn(reads: number, f: () => Promise<unknown>, into: { ms: number[]; cpuMs: number }): Promise<void> {
   const cpu = process.cpuUsage();
   for (let i = 0; i < reads; i++) {
     const t0 = performance.now();
     await f();
-    ms.push(performance.now() - t0);
+    into.ms.push(performance.now() - t0);
   }
   const used = process.cpuUsage(cpu);
-  return { ms, cpuMs: (used.user + used.system) / 1000 / reads };
+  into.cpuMs += (used.user + used.system) / 1000;
 }
 
 /**
  * The reference client reading: the statements run one after another on one connection, every row fetched into
- * Python objects (`fetchall`), timed per read with `perf_counter`. A PyMySQL target is `[host, port, user, password,
- * database]` as JSON; a psycopg2 one a libpq connection string.
+ * Python objects (`fetchall`), timed per read with `perf_counter`. After its warm-up it reads a number per line on
+ * stdin and answers each with that many reads' times as a line of JSON. A PyMySQL target is `[host, port, user,
+ * password, database]` as JSON; a psycopg2 one a libpq connection string.
  */
 const REFERENCE_READER = String.raw`
 import json, sys, time
-driver, target, warmup, reads, statements = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), json.loads(sys.argv[5])
+driver, target, warmup, statements = sys.argv[1], sys.argv[2], int(sys.argv[3]), json.loads(sys.argv[4])
 if driver == 'psycopg2':
     import psycopg2
     conn = psycopg2.connect(target)
@@ -60,23 +65,82 @@ def read():
     return rows
 for _ in range(warmup):
     read()
-ms = []
-for _ in range(reads):
-    t0 = time.perf_counter()
-    rows = read()
-    ms.append((time.perf_counter() - t0) * 1000)
-print(json.dumps({'rows': rows, 'ms': ms}))
+for line in sys.stdin:
+    ms = []
+    for _ in range(int(line)):
+        t0 = time.perf_counter()
+        rows = read()
+        ms.append((time.perf_counter() - t0) * 1000)
+    print(json.dumps({'rows': rows, 'ms': ms}), flush=True)
 `;
 
-export async function referenceReads(driver: 'psycopg2' | 'pymysql', target: string, statements: readonly string[], reads: number): Promise<{ rows: number; ms: number[] }> {
-  const { stdout } = await run('/usr/bin/python3', ['-c', REFERENCE_READER, driver, target, String(WARMUP), String(reads), JSON.stringify(statements)]);
-  return JSON.parse(stdout) as { rows: number; ms: number[] };
+/** The reference client in a Python process of its own, reading when asked. */
+class ReferenceReader {
+  private readonly lines: AsyncIterator<string>;
+
+  private constructor(private readonly python: ChildProcessWithoutNullStreams) {
+    this.lines = createInterface({ input: python.stdout })[Symbol.asyncIterator]();
+  }
+
+  static open(driver: 'psycopg2' | 'pymysql', target: string, statements: readonly string[]): ReferenceReader {
+    const python = spawn('/usr/bin/python3', ['-c', REFERENCE_READER, driver, target, String(WARMUP), JSON.stringify(statements)]);
+    python.stderr.pipe(process.stderr);
+    return new ReferenceReader(python);
+  }
+
+  /** `reads` timed reads, after the warm-up (done once, before the first answer). */
+  async read(reads: number): Promise<{ rows: number; ms: number[] }> {
+    this.python.stdin.write(`${reads}\n`);
+    const line = await this.lines.next();
+    if (line.done) throw new Error(`the reference reader exited (${this.python.exitCode})`);
+    return JSON.parse(line.value) as { rows: number; ms: number[] };
+  }
+
+  close(): void {
+    this.python.stdin.end();
+  }
+}
+
+/** Turns per side: the three sides take turns so that a shared machine's load falls on them alike. */
+const TURNS = 10;
+
+/**
+ * `reads` listings by LockLens (`list`), by its driver alone (`driver`: the same statements, nothing built) and by the
+ * reference client, in turns of `reads / TURNS` each, after the warm-ups.
+ */
+export async function alternateReads(
+  reads: number,
+  list: () => Promise<unknown>,
+  driver: () => Promise<unknown>,
+  reference: { driver: 'psycopg2' | 'pymysql'; target: string; statements: readonly string[] },
+): Promise<{ locklens: Timings; driver: Timings; reference: { rows: number; ms: number[] } }> {
+  const python = ReferenceReader.open(reference.driver, reference.target, reference.statements);
+  try {
+    for (let i = 0; i < WARMUP; i++) {
+      await list();
+      await driver();
+    }
+    const ours = { ms: [], cpuMs: 0 };
+    const alone = { ms: [], cpuMs: 0 };
+    const theirs = { rows: 0, ms: [] as number[] };
+    for (let turn = 0; turn < TURNS; turn++) {
+      await timeTurn(reads / TURNS, list, ours);
+      await timeTurn(reads / TURNS, driver, alone);
+      const { rows, ms } = await python.read(reads / TURNS);
+      theirs.rows = rows;
+      theirs.ms.push(...ms);
+    }
+    return { locklens: { ms: ours.ms, cpuMs: ours.cpuMs / reads }, driver: { ms: alone.ms, cpuMs: alone.cpuMs / reads }, reference: theirs };
+  } finally {
+    python.close();
+  }
 }
 
 /**
  * A list scenario's figures: `backend.list` against the reference client's reads (`<other>_p50`, ratios of LockLens's
  * over the other's), the same statements through LockLens's own driver without building locks (`driver_p50`: the
- * part of the listing that is the client library), and the live watch's poll at that size (`poll_ms_p50`: a read and
+ * part of the listing that is the client library; `list_cpu_ms` less `driver_cpu_ms`: this process's CPU for the rest,
+ * which a shared machine's load stretches less than times), and the live watch's poll at that size (`poll_ms_p50`: a read and
  * the comparison with the previous picture, which a quiet poll ends with; `poll_cpu_ms`: this process's CPU per poll).
  */
 export function listFigures(
@@ -101,6 +165,7 @@ export function listFigures(
     ratio_p99: round(ours(99) / theirs(99)),
     driver_p50: round(percentile(driver.ms, 50)),
     list_cpu_ms: round(locklens.cpuMs),
+    driver_cpu_ms: round(driver.cpuMs),
     poll_ms_p50: round(percentile(poll.ms, 50)),
     poll_ms_p99: round(percentile(poll.ms, 99)),
     poll_cpu_ms: round(poll.cpuMs),

@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { isLockLensError } from '../../src/core/errors';
-import { altNameOfKey, keyArguments, keyOfRow, nameOfKey, parseAdvisoryName, rowOfKey } from '../../src/core/postgres/advisoryKeys';
+import { altNameOfKey, keyArguments, keyOfRow, nameOfKey, namesOfRow, parseAdvisoryName, rowOfKey } from '../../src/core/postgres/advisoryKeys';
 import { hiddenSessions, INSUFFICIENT_PRIVILEGE, locksOfRows, sessionOf, type AdvisoryRow } from '../../src/core/postgres/advisoryLocks';
 import { holdersText } from '../../src/core/postgres/acquire';
 import { describeForceRelease } from '../../src/core/postgres/forceRelease';
@@ -32,6 +32,18 @@ describe('advisory keys', () => {
     assert.equal(altNameOfKey(key), undefined);
     assert.deepEqual(keyArguments(key, 2), { sql: '$2::int4, $3::int4', params: ['-5', '2147483647'] });
     assert.deepEqual(keyArguments(parseAdvisoryName('7')), { sql: '$1::int8', params: ['7'] });
+  });
+
+  test("a row's names from its text columns are the key's names, on both sides of where a double stops holding a key exactly", () => {
+    const halves = [0n, 1n, 0x1fffffn, 0x200000n, 0x7fffffffn, 0x80000000n, 0xfffffffbn, 0xffffffffn];
+    for (const classid of halves) {
+      for (const objid of [0n, 42n, 0x7fffffffn, 0x80000000n, 0xfffffffen, 0xffffffffn]) {
+        for (const objsubid of [1, 2]) {
+          const key = keyOfRow(classid, objid, objsubid);
+          assert.deepEqual(namesOfRow(classid.toString(), objid.toString(), objsubid), { name: nameOfKey(key), ...(altNameOfKey(key) ? { altName: altNameOfKey(key) } : {}) }, `${classid} ${objid} ${objsubid}`);
+        }
+      }
+    }
   });
 
   test('anything else is refused, saying the two forms', () => {
@@ -102,6 +114,14 @@ describe('advisory rows as locks', () => {
     assert.deepEqual(lock.waiters.map((w) => w.owner), ['300', '200']);
     const [cycle] = locksOfRows([row({ pid: 100 }), row({ pid: 200, granted: false, blocked_by: [100, 300] }), row({ pid: 300, granted: false, blocked_by: [100, 200] })]);
     assert.deepEqual(cycle.waiters.map((w) => w.owner).sort(), ['200', '300']);
+  });
+
+  test('a session holding one key and waiting for another: only its waiting member says since when it waits', () => {
+    const [a, b, c] = locksOfRows([row({ objid: '1' }), row({ objid: '2', granted: false, waitstart: 5000 }), row({ objid: '3', shared: true }), row({ objid: '3', pid: 101 })]);
+    assert.equal(a.holder!.session!.waitingSince, undefined);
+    assert.equal(b.waiters[0].session!.waitingSince, 5000);
+    assert.deepEqual([c.holder!.owner, c.holder!.mode, c.sharedWith!.map((m) => [m.owner, m.mode])], ['101', 'write', [['100', 'read']]]);
+    assert.equal(a.holder!.mode, undefined, 'the same session is a reader in a read/write lock and a plain holder in a queue');
   });
 
   test('shared holders are readers, exclusive ones writers; a session holding both ways is one writer', () => {

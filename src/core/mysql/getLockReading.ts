@@ -92,6 +92,9 @@ function sessionOf(proc: ProcessRow | undefined, waitingSince: number | undefine
   return session;
 }
 
+/** No member of a GET_LOCK lock has a value. */
+const NO_VALUE = Buffer.alloc(0);
+
 /** A connection as a lock's member: its id is its owner and what its lock goes with (see mysqlBackend.ts). */
 export function connectionMember(id: number, proc: ProcessRow | undefined, waitingSince?: number): LockMember {
   const session = sessionOf(proc, waitingSince);
@@ -106,7 +109,7 @@ export function connectionMember(id: number, proc: ProcessRow | undefined, waiti
     // how many times.
     holds: null,
     ...(session ? { session } : {}),
-    valuePreview: Buffer.alloc(0),
+    valuePreview: NO_VALUE,
     valueSize: 0,
   };
 }
@@ -135,6 +138,8 @@ export function byWaitOrder(a: ProcessRow, b: ProcessRow): number {
 
 /** A lock's holder and waiters as found, before they become a LockState. */
 interface Found {
+  /** keyId of the name */
+  readonly id: string;
   readonly name: Buffer;
   holder?: number;
   readonly waiters: ProcessRow[];
@@ -174,7 +179,7 @@ type Findings = { byName: Map<string, Found>; processes: Map<number, ProcessRow>
 function entry(byName: Map<string, Found>, name: Buffer): Found {
   const id = keyId(name);
   let f = byName.get(id);
-  if (!f) byName.set(id, (f = { name, waiters: [] }));
+  if (!f) byName.set(id, (f = { id, name, waiters: [] }));
   return f;
 }
 
@@ -203,17 +208,24 @@ export class GetLockReader {
     const now = Date.now();
     const found = this.flavor === 'mysql' && this.lockSource.due() ? await this.readPerformanceSchema() : undefined;
     const { byName, processes } = found ?? (await this.readProcesslist(hidden));
-    const locks = [...byName.values()].map((f) => this.lockOf(f, processes, now));
+    // A connection is the same holder of every name it holds: its member is built once and shared by those locks.
+    const holders = new Map<number, LockMember>();
+    const holder = (id: number) => {
+      let member = holders.get(id);
+      if (!member) holders.set(id, (member = connectionMember(id, processes.get(id))));
+      return member;
+    };
+    const locks = [...byName.values()].map((f) => this.lockOf(f, holder, now));
     this.waitStarts.settle();
     return { locks, hidden };
   }
 
-  private lockOf(f: Found, processes: ReadonlyMap<number, ProcessRow>, now: number): LockState {
+  private lockOf(f: Found, holder: (id: number) => LockMember, now: number): LockState {
     return {
-      id: keyId(f.name),
+      id: f.id,
       name: f.name,
       kind: 'queue',
-      holder: f.holder === undefined ? null : connectionMember(f.holder, processes.get(f.holder)),
+      holder: f.holder === undefined ? null : holder(f.holder),
       waiters: f.waiters.sort(byWaitOrder).map((w) => connectionMember(w.id, w, this.waitStarts.of(w, f.name, now))),
     };
   }

@@ -20,6 +20,19 @@ export function keyOfRow(classid: bigint, objid: bigint, objsubid: number): Advi
   return { kind: 'bigint', key: BigInt.asIntN(64, (classid << 32n) | objid) };
 }
 
+/**
+ * `nameOfKey` and `altNameOfKey` of a pg_locks row's key, from `classid` and `objid` as unsigned decimal text (as the
+ * listing reads them), without BigInts where a double holds the key exactly: a listing names every key it reads.
+ */
+export function namesOfRow(classid: string, objid: string, objsubid: number): { name: string; altName?: string } {
+  // `| 0` reads an oid's 32 bits as the signed int4 it was given as.
+  if (objsubid === 2) return { name: `${Number(classid) | 0}:${Number(objid) | 0}` };
+  const high = Number(classid);
+  // Below 2^21 the high half keeps the key positive and under 2^53.
+  const name = high < 0x200000 ? String(high * 0x100000000 + Number(objid)) : nameOfKey(keyOfRow(BigInt(classid), BigInt(objid), objsubid));
+  return { name, altName: `(${classid}, ${objid})` };
+}
+
 /** `classid`, `objid`, `objsubid` as pg_locks holds them. */
 export function rowOfKey(key: AdvisoryKey): { classid: bigint; objid: bigint; objsubid: number } {
   if (key.kind === 'pair') return { classid: BigInt.asUintN(32, BigInt(key.k1)), objid: BigInt.asUintN(32, BigInt(key.k2)), objsubid: 2 };

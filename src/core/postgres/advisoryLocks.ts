@@ -9,8 +9,7 @@
  * transaction (`pg_advisory_xact_lock`, Flyway's): both look the same, so both are shown the same.
  */
 import type { LockMember, LockState, SessionInfo } from '../lockState';
-import { keyId } from '../keys';
-import { altNameOfKey, keyOfRow, nameOfKey, rowOfKey, type AdvisoryKey } from './advisoryKeys';
+import { namesOfRow, rowOfKey, type AdvisoryKey } from './advisoryKeys';
 
 const CONVENTION = 'pg-advisory';
 /** What pg_stat_activity shows as the query of a session the reader may not see. */
@@ -75,17 +74,21 @@ function clientOf(row: AdvisoryRow): string | undefined {
 
 /** What pg_stat_activity says about a session, without what the reader may not see. */
 export function sessionOf(row: AdvisoryRow): SessionInfo {
-  const fields: { [K in keyof SessionInfo]: SessionInfo[K] | null | undefined } = {
-    user: row.usename,
-    application: row.application_name || undefined,
-    client: clientOf(row),
-    connectedAt: row.backend_start === null ? undefined : Math.floor(row.backend_start),
-    state: row.state,
-    query: row.query === INSUFFICIENT_PRIVILEGE ? undefined : row.query,
-    waitingSince: row.waitstart === null ? undefined : Math.floor(row.waitstart),
-  };
-  return Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== null && v !== undefined)) as SessionInfo;
+  // Assigned field by field in SessionInfo's order (which JSON output keeps): a listing builds one per session.
+  const session: { -readonly [K in keyof SessionInfo]: SessionInfo[K] } = {};
+  if (row.usename !== null) session.user = row.usename;
+  if (row.application_name) session.application = row.application_name;
+  const client = clientOf(row);
+  if (client !== undefined) session.client = client;
+  if (row.backend_start !== null) session.connectedAt = Math.floor(row.backend_start);
+  if (row.state !== null) session.state = row.state;
+  if (row.query !== null && row.query !== INSUFFICIENT_PRIVILEGE) session.query = row.query;
+  if (row.waitstart !== null) session.waitingSince = Math.floor(row.waitstart);
+  return session;
 }
+
+/** No member of an advisory lock has a value. */
+const NO_VALUE = Buffer.alloc(0);
 
 /** A session's one member of a lock (a session that holds a key twice, shared and exclusive, is shown once, exclusive). */
 function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMember {
@@ -101,9 +104,26 @@ function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMem
     holds: null,
     ...(mode ? { mode } : {}),
     session: sessionOf(row),
-    valuePreview: Buffer.alloc(0),
+    valuePreview: NO_VALUE,
     valueSize: 0,
   };
+}
+
+/**
+ * The members of one reading. A session is the same member in every lock it holds in one mode (pg_stat_activity is
+ * read once per statement), so that member is built once and shared by those locks; a waiting row's member says since
+ * when it waits, and is its own.
+ */
+class ReadingMembers {
+  private readonly shared = new Map<number | string, LockMember>();
+
+  of(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMember {
+    if (row.pid === null || row.waitstart !== null) return memberOf(row, mode);
+    const id = mode ? `${mode} ${row.pid}` : row.pid;
+    let member = this.shared.get(id);
+    if (!member) this.shared.set(id, (member = memberOf(row, mode)));
+    return member;
+  }
 }
 
 function byWaitStart(a: AdvisoryRow, b: AdvisoryRow): number {
@@ -148,7 +168,12 @@ function identity(row: AdvisoryRow): string {
   return row.pid === null ? `x${row.virtualtransaction}` : `p${row.pid}`;
 }
 
-function lockOf(key: AdvisoryKey, rows: readonly AdvisoryRow[]): LockState {
+/**
+ * Its rows' members: the holders (one per session, exclusive ones first) and the waiters in grant order. Most keys have
+ * one row, whose session is its only member.
+ */
+function membersOf(rows: readonly AdvisoryRow[]): { holders: AdvisoryRow[]; waiting: AdvisoryRow[] } {
+  if (rows.length === 1) return rows[0].granted ? { holders: [rows[0]], waiting: [] } : { holders: [], waiting: [rows[0]] };
   const held = new Map<string, AdvisoryRow>();
   for (const r of rows.filter((r) => r.granted)) {
     const seen = held.get(identity(r));
@@ -158,35 +183,41 @@ function lockOf(key: AdvisoryKey, rows: readonly AdvisoryRow[]): LockState {
   // A session that holds the key and waits for it in the other mode (shared, asking for exclusive) is shown holding.
   // Every waiting row counts in the order, those shown holding too: a later waiter may wait behind them.
   const order = waitOrder(rows.filter((r) => !r.granted));
-  const waiting = order.filter((r) => !held.has(identity(r)));
+  return { holders, waiting: order.filter((r) => !held.has(identity(r))) };
+}
+
+function lockOf({ name, altName }: { name: string; altName?: string }, rows: readonly AdvisoryRow[], members: ReadingMembers): LockState {
+  const { holders, waiting } = membersOf(rows);
   // Any advisory key can be taken either way, so the kind is what its members make it now: a read/write lock while a
   // shared member holds or waits, a queue otherwise. It changes only with the members (in the same change), never
   // from one poll to the next of the same rows, so it adds no churn to the views.
   const readwrite = rows.some((r) => r.shared);
-  const modeOf = (r: AdvisoryRow) => (readwrite ? (r.shared ? 'read' : 'write') : undefined);
-  const name = Buffer.from(nameOfKey(key));
-  const altName = altNameOfKey(key);
+  const member = (r: AdvisoryRow) => members.of(r, readwrite ? (r.shared ? 'read' : 'write') : undefined);
   return {
-    id: keyId(name),
-    name,
+    // A name is ASCII (digits, '-', ':'): its id, its bytes read as latin1 (keyId), is its text.
+    id: name,
+    name: Buffer.from(name),
     ...(altName ? { altName } : {}),
     kind: readwrite ? 'readwrite' : 'queue',
-    holder: holders.length ? memberOf(holders[0], modeOf(holders[0])) : null,
-    ...(holders.length > 1 ? { sharedWith: holders.slice(1).map((r) => memberOf(r, modeOf(r))) } : {}),
-    waiters: waiting.map((r) => memberOf(r, modeOf(r))),
+    holder: holders.length ? member(holders[0]) : null,
+    ...(holders.length > 1 ? { sharedWith: holders.slice(1).map(member) } : {}),
+    waiters: waiting.map(member),
   };
 }
 
 /** The locks of a reading's rows, in name order. */
 export function locksOfRows(rows: readonly AdvisoryRow[]): LockState[] {
-  const byKey = new Map<string, { key: AdvisoryKey; rows: AdvisoryRow[] }>();
+  const byKey = new Map<string, { names: { name: string; altName?: string }; rows: AdvisoryRow[] }>();
   for (const r of rows) {
     const id = `${r.classid}/${r.objid}/${r.objsubid}`;
     let entry = byKey.get(id);
-    if (!entry) byKey.set(id, (entry = { key: keyOfRow(BigInt(r.classid), BigInt(r.objid), r.objsubid), rows: [] }));
+    if (!entry) byKey.set(id, (entry = { names: namesOfRow(r.classid, r.objid, r.objsubid), rows: [] }));
     entry.rows.push(r);
   }
-  return [...byKey.values()].map((e) => lockOf(e.key, e.rows)).sort((a, b) => Buffer.compare(a.name, b.name));
+  // Names are ASCII: compared as strings, they sort as their bytes do.
+  const entries = [...byKey.values()].sort((a, b) => (a.names.name < b.names.name ? -1 : a.names.name > b.names.name ? 1 : 0));
+  const members = new ReadingMembers();
+  return entries.map((e) => lockOf(e.names, e.rows, members));
 }
 
 /**

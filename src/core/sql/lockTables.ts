@@ -33,9 +33,9 @@ export interface LockTablesReading {
 }
 
 /**
- * Which tables exist is read from the catalog (information_schema, slow on schemas of thousands of tables) on the
- * first read, then again every this many reads (a table a migration creates shows up within that many polls), and at
- * once after any failure (a table dropped or altered).
+ * Which tables exist is read from the catalog (slow on schemas of thousands of tables) on the first read, then again
+ * every this many reads (a table a migration creates shows up within that many polls), and at once after any failure
+ * (a table dropped or altered).
  */
 const REDISCOVER_EVERY_READS = 30;
 
