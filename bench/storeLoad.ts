@@ -23,9 +23,10 @@ export interface Stopper {
   stop(): Promise<void>;
 }
 
-export interface Refreshing extends Stopper {
-  /** Refreshes done so far. */
-  readonly refreshes: number;
+/** A refreshing peer's connection, open. */
+export interface Refresher {
+  refresh(): Promise<unknown>;
+  close(): Promise<unknown> | void;
 }
 
 /** One store, its 1,000 locks made in its clients' common layout. */
@@ -36,10 +37,11 @@ export interface LoadTarget {
   /** LockLens's live watch over the locks' prefix, started (its first read done). */
   watch(): Promise<Stopper>;
   /**
-   * The peer tool: one that reads everything again every `refreshMs` (its cost is per refresh, and per second at that
-   * period), or one that streams, as etcdctl watch does (its cost is per second, quiet and under the changes).
+   * The peer tool: one that reads everything again every `refreshMs` (its cost is that of one refresh, measured alone,
+   * and per second at that period), or one that streams, as etcdctl watch does (its cost is per second, quiet and
+   * under the changes).
    */
-  readonly peer: { readonly refreshMs: number; start(): Promise<Refreshing> } | { readonly refreshMs?: undefined; start(): Promise<Stopper> };
+  readonly peer: { readonly refreshMs: number; open(): Promise<Refresher> } | { readonly refreshMs?: undefined; start(): Promise<Stopper> };
 }
 
 interface Delta {
@@ -134,21 +136,39 @@ export async function storeLoad(target: LoadTarget, options: { quietMs?: number;
   };
 }
 
-/** A refreshing peer: per refresh, and per second at its period; a streaming one: quiet and under the changes. */
+/** The mean of several windows. */
+function mean(deltas: readonly Delta[]): Delta {
+  const n = deltas.length;
+  const out: Delta = { requests: 0, bytesIn: 0, bytesOut: 0, byKind: new Map() };
+  for (const d of deltas) {
+    out.requests += d.requests / n;
+    out.bytesIn += d.bytesIn / n;
+    out.bytesOut += d.bytesOut / n;
+    for (const [k, v] of d.byKind) out.byKind.set(k, (out.byKind.get(k) ?? 0) + v / n);
+  }
+  return out;
+}
+
+/** How many refreshes of a refreshing peer are measured, one at a time. */
+const PEER_REFRESHES = 3;
+
+/** A refreshing peer: one refresh at a time, per refresh and per second at its period; a streaming one: quiet and under the changes. */
 async function measurePeer(target: LoadTarget, quietMs: number, changeMs: number, underChanges: () => Promise<Delta>, self: Delta, generator: Delta) {
   const { peer } = target;
   if (peer.refreshMs !== undefined) {
-    const refreshing = await peer.start();
-    let d: Delta;
+    const refresher = await peer.open();
+    const deltas: Delta[] = [];
     try {
-      d = await window(target, quietMs);
+      for (let i = 0; i < PEER_REFRESHES; i++) {
+        const before = await target.counters();
+        await refresher.refresh();
+        deltas.push(less(minus(await target.counters(), before), self));
+      }
     } finally {
-      await refreshing.stop();
+      await refresher.close();
     }
-    const n = refreshing.refreshes;
-    const each = less(d, self);
-    const perRefresh = { ...each, requests: each.requests / n, bytesIn: each.bytesIn / n, bytesOut: each.bytesOut / n, byKind: new Map([...each.byKind].map(([k, v]) => [k, v / n])) };
-    return { peer_refresh_s: peer.refreshMs / 1000, peer_refreshes: n, ...rates('peer', perRefresh, 1, '_per_refresh'), ...rates('peer', perRefresh, peer.refreshMs / 1000) };
+    const each = mean(deltas);
+    return { peer_refresh_s: peer.refreshMs / 1000, ...rates('peer', each, 1, '_per_refresh'), ...rates('peer', each, peer.refreshMs / 1000) };
   }
   const streaming = await peer.start();
   try {
@@ -175,35 +195,6 @@ export function paced(perSecond: number, tick: (i: number) => Promise<unknown>):
     stop: async () => {
       stopped = true;
       await done;
-    },
-  };
-}
-
-/** Runs `refresh` at once and then every `ms` until stopped (a tool's refresh period); `close` after the last. */
-export function every(ms: number, refresh: () => Promise<unknown>, close: () => unknown): Refreshing {
-  let stopped = false;
-  let refreshes = 0;
-  let wake: (() => void) | undefined;
-  const done = (async () => {
-    while (!stopped) {
-      const next = performance.now() + ms;
-      await refresh();
-      refreshes++;
-      await new Promise<void>((r) => {
-        wake = r;
-        setTimeout(r, Math.max(0, next - performance.now()));
-      });
-    }
-  })();
-  return {
-    get refreshes() {
-      return refreshes;
-    },
-    stop: async () => {
-      stopped = true;
-      wake?.();
-      await done;
-      await close();
     },
   };
 }

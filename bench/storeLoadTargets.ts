@@ -17,7 +17,7 @@ import { SUPERUSER_PASSWORD, type PostgresServer } from '../test/harness/postgre
 import type { RedisServer } from '../test/harness/redis';
 import type { ZooKeeperServer } from '../test/harness/zookeeper';
 import type { Bench } from './scenarios';
-import { LOCKS, every, paced, type Counters, type LoadTarget, type Stopper } from './storeLoad';
+import { LOCKS, paced, type Counters, type LoadTarget, type Stopper } from './storeLoad';
 import { benchSession, createContender, pipelined } from './zkNodeOwner';
 
 /** The stores' five targets of storeLoad.ts, each with its 1,000 locks in its clients' common layout. */
@@ -70,9 +70,9 @@ export async function redisTarget(server: RedisServer): Promise<LoadTarget & { d
     watch: async () => watching(await RedisBackend.open({ store: 'redis', endpoints: [server.url] }), ['load/']),
     peer: {
       refreshMs: BROWSE_MS,
-      start: async () => {
+      open: async () => {
         const browser = new Redis(server.url, { protocol: 2 });
-        return every(BROWSE_MS, () => browseKeys(browser), () => browser.disconnect());
+        return { refresh: () => browseKeys(browser), close: () => browser.disconnect() };
       },
     },
     dispose: () => (writer.disconnect(), reader.disconnect()),
@@ -174,9 +174,9 @@ export async function zookeeperTarget(server: ZooKeeperServer): Promise<LoadTarg
     watch: async () => watching(await ZooKeeperBackend.open({ store: 'zookeeper', endpoints: [server.url] }), ['/load']),
     peer: {
       refreshMs: BROWSE_MS,
-      start: async () => {
+      open: async () => {
         const browser = await benchSession(server.url);
-        return every(BROWSE_MS, () => refreshTree(browser), () => browser.close());
+        return { refresh: () => refreshTree(browser), close: () => browser.close() };
       },
     },
     dispose: () => session.close(),
@@ -222,9 +222,9 @@ export async function postgresTarget(server: PostgresServer): Promise<LoadTarget
     watch: async () => watching(await PostgresBackend.open({ store: 'postgres', endpoints: [server.url()], password: SUPERUSER_PASSWORD }), []),
     peer: {
       refreshMs: SCRAPE_MS,
-      start: async () => {
+      open: async () => {
         const exporter = await server.superuser();
-        return every(SCRAPE_MS, () => exporter.query(PG_EXPORTER_LOCKS), () => exporter.end());
+        return { refresh: () => exporter.query(PG_EXPORTER_LOCKS), close: () => exporter.end() };
       },
     },
     dispose: async () => (await holder.end(), await admin.end()),
@@ -272,9 +272,9 @@ export async function mysqlTarget(server: MariaDbServer): Promise<LoadTarget & {
     watch: async () => watching(await MysqlBackend.open({ store: 'mysql', endpoints: [server.url()], password: ADMIN.password }), []),
     peer: {
       refreshMs: SCRAPE_MS,
-      start: async () => {
+      open: async () => {
         const dba = await open();
-        return every(SCRAPE_MS, () => dba.query('SELECT * FROM information_schema.METADATA_LOCK_INFO'), () => dba.end());
+        return { refresh: () => dba.query('SELECT * FROM information_schema.METADATA_LOCK_INFO'), close: () => dba.end() };
       },
     },
     dispose: async () => (await holder.end(), await admin.end()),
