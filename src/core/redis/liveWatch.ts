@@ -76,7 +76,14 @@ export class RedisLockWatch extends SnapshotLockWatch {
       log: options.log,
     });
     this.fullReads = new FullReads(Math.max(50, options.pollIntervalMs ?? 1000), (task) => this.enqueue(task), () => this.fullRead(false));
-    this.ttls = new TtlSampler(deps.topology, Math.max(50, options.leaseSampleIntervalMs ?? 2000), (infos) => this.leasesEmitter.fire(infos), (key) => this.touch(key), () => this.subscriptions.expiryEvents);
+    this.ttls = new TtlSampler(
+      deps.topology,
+      Math.max(50, options.leaseSampleIntervalMs ?? 2000),
+      (infos) => this.leasesEmitter.fire(infos),
+      (key) => this.touch(key),
+      () => this.subscriptions.expiryEvents,
+      (key) => this.subscriptions.notifications && this.prefixes.some((p) => hasPrefix(key, p)),
+    );
     this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
   }
 
