@@ -82,7 +82,8 @@ export class RedisLockWatch extends SnapshotLockWatch {
       (infos) => this.leasesEmitter.fire(infos),
       (key) => this.touch(key),
       () => this.subscriptions.expiryEvents,
-      (key) => this.subscriptions.notifications && this.prefixes.some((p) => hasPrefix(key, p)),
+      // A cluster's notification is a full read, paced by its cost: a renewal could wait past its countdown's stall.
+      (key) => this.subscriptions.notifications && this.deps.topology.kind !== 'cluster' && this.prefixes.some((p) => hasPrefix(key, p)),
     );
     this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
   }

@@ -2,7 +2,7 @@
  * The TTLs of what a Redis watch's lock members expire with: sampled by every read, and in between by a sweep every
  * sample interval (PTTL for keys, the deadline for a fair waiter), so that views count down and see a holder stall.
  * A key whose TTL changes the server tells of (keyspace notifications, which say `expire`, `persist`, `set`, `del` and
- * `expired`, each followed by a read of its lock) is not asked: its last sample counted down is what PTTL would say.
+ * `expired`, each followed at once by a read of its lock: not in a cluster) is not asked: its last sample counted down is what PTTL would say.
  * With 1,000 such keys that was 500 PTTL a second for nothing (see BENCHMARKS, "Load on the store"). A key whose count
  * ran out is asked, so that an expiry Redis has not yet acted on is found as soon as before.
  */
