@@ -12,8 +12,8 @@ import { alternateReads, listFigures, timePolls } from './sqlListing';
  * reference client in the same run.
  */
 
-export async function withPostgres<T>(f: (server: PostgresServer) => Promise<T>): Promise<T> {
-  const server = await startPostgres();
+export async function withPostgres<T>(f: (server: PostgresServer) => Promise<T>, options: Parameters<typeof startPostgres>[0] = {}): Promise<T> {
+  const server = await startPostgres(options);
   try {
     return await f(server);
   } finally {

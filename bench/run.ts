@@ -10,6 +10,8 @@ import * as mysql from './mysql';
 import * as postgres from './postgres';
 import * as redis from './redis';
 import * as scenarios from './scenarios';
+import { storeLoad } from './storeLoad';
+import { etcdTarget, mysqlTarget, postgresTarget, redisTarget, zookeeperTarget } from './storeLoadTargets';
 import { serveUnderLoad } from './serve';
 import { timelineReduce, timelineWebview } from './timeline';
 import * as zookeeper from './zookeeper';
@@ -80,6 +82,15 @@ async function main(): Promise<void> {
         await run('mysql_handoff', () => mysql.mysqlHandoff(server));
       });
     }
+    // The load LockLens's live watch puts on each store, from the server's own counters, beside a peer tool's.
+    wanted('load', ['load_etcd', 'load_redis', 'load_redis_poll', 'load_zookeeper', 'load_postgres', 'load_mysql']);
+    await run('load_etcd', async () => storeLoad(await etcdTarget(b)));
+    for (const [name, notify] of [['load_redis', true], ['load_redis_poll', false]] as const) {
+      await run(name, () => redis.withRedis(async (servers) => withTarget(await redisTarget(notify ? servers.notify : servers.plain), storeLoad)));
+    }
+    await run('load_zookeeper', () => zookeeper.withZooKeeper(async (server) => withTarget(await zookeeperTarget(server), storeLoad), { fourLetterWords: ['srvr', 'mntr', 'cons'] }));
+    await run('load_postgres', () => postgres.withPostgres(async (server) => withTarget(await postgresTarget(server), storeLoad), { settings: ['shared_preload_libraries=pg_stat_statements'] }));
+    await run('load_mysql', () => mysql.withMariaDb(async (server) => withTarget(await mysqlTarget(server), storeLoad)));
     // locklens serve, its own process, over all five stores at once: its own Redis, ZooKeeper, PostgreSQL and MariaDB.
     await run('serve', () => serveUnderLoad(b));
     await run('timeline_reduce', async () => timelineReduce());
@@ -100,6 +111,15 @@ async function main(): Promise<void> {
     for (const [k, v] of Object.entries(figures)) console.log(`${name.padEnd(15)} ${k.padEnd(27)} ${v}`);
   }
   console.log(`\nwritten: bench/results/${file}`);
+}
+
+/** Runs `f` over a target and disposes of it after. */
+async function withTarget<T extends { dispose(): unknown }, R>(target: T, f: (t: T) => Promise<R>): Promise<R> {
+  try {
+    return await f(target);
+  } finally {
+    await target.dispose();
+  }
 }
 
 main().catch((e) => {

@@ -7,7 +7,7 @@ import { keyId } from '../src/core/keys';
 import type { ChangeSet } from '../src/core/lockState';
 import { sleep } from '../src/core/sleep';
 import { ZooKeeperBackend } from '../src/core/zookeeper/zookeeperBackend';
-import { startZooKeeper, type ZooKeeperServer } from '../test/harness/zookeeper';
+import { startZooKeeper, type StandaloneOptions, type ZooKeeperServer } from '../test/harness/zookeeper';
 import { handoffFigures, stampedRound, urlContender } from './handoff';
 import { percentile, round } from './stats';
 import { benchSession, createContender } from './zkNodeOwner';
@@ -19,7 +19,7 @@ import { benchSession, createContender } from './zkNodeOwner';
  * a lock in when its holder is a kazoo node, as the handoff's barrier is (a free name it takes in Curator's by default).
  */
 
-export async function withZooKeeper<T>(f: (server: ZooKeeperServer) => Promise<T>): Promise<T> {
+export async function withZooKeeper<T>(f: (server: ZooKeeperServer) => Promise<T>, options: StandaloneOptions = {}): Promise<T> {
   // The harness gives a test's server, which holds a few nodes, a 128 MB heap. With zk_list's 100,000 nodes and the
   // replies queued for their reader it ran back-to-back full collections (0.3-0.8 s each, by jstat) while answering
   // the listing. HotSpot applies _JAVA_OPTIONS after the command line, so this heap wins; only the server's JVM is
@@ -28,7 +28,7 @@ export async function withZooKeeper<T>(f: (server: ZooKeeperServer) => Promise<T
   process.env._JAVA_OPTIONS = '-Xmx1g';
   let server: ZooKeeperServer;
   try {
-    server = await startZooKeeper();
+    server = await startZooKeeper(options);
   } finally {
     if (javaOptions === undefined) delete process.env._JAVA_OPTIONS;
     else process.env._JAVA_OPTIONS = javaOptions;

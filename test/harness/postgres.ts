@@ -36,6 +36,8 @@ export class PostgresServer {
     readonly dir: string,
     private readonly tls: PostgresTls,
     private readonly certs?: TestCerts,
+    /** More `-c` settings (a preloaded library, say). */
+    private readonly settings: readonly string[] = [],
   ) {}
 
   /** A postgres:// URL for LockLens (no password: that goes in the profile). */
@@ -82,6 +84,7 @@ export class PostgresServer {
       'fsync=off',
       'max_connections=60',
       'log_min_messages=warning',
+      ...this.settings,
     ];
     const proc = spawn(join(PG_BIN, 'postgres'), ['-D', this.data, ...settings.flatMap((s) => ['-c', s])], {
       ...this.ids,
@@ -150,7 +153,7 @@ export class PostgresServer {
   }
 }
 
-export async function startPostgres(options: { tls?: PostgresTls; certs?: TestCerts } = {}): Promise<PostgresServer> {
+export async function startPostgres(options: { tls?: PostgresTls; certs?: TestCerts; settings?: readonly string[] } = {}): Promise<PostgresServer> {
   const dir = mkdtempSync(join(tmpdir(), 'locklens-pg-'));
-  return startOrDispose(new PostgresServer(await freePort(), dir, options.tls ?? 'off', options.certs));
+  return startOrDispose(new PostgresServer(await freePort(), dir, options.tls ?? 'off', options.certs, options.settings));
 }

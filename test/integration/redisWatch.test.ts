@@ -127,6 +127,30 @@ for (const notify of [true, false]) {
         watch.dispose();
       }
     });
+
+    test(`TTLs between reads are ${notify ? 'counted down (the server tells every change), not asked' : 'asked with PTTL'}; a renewal, a stall and the expiry are seen`, async () => {
+      const pttlCalls = async () => Number(/cmdstat_pttl:calls=(\d+)/.exec(await raw.info('commandstats'))?.[1] ?? 0);
+      await raw.set('w4/held', 'tok', 'PX', 3000);
+      const watch = backend.watch([b('w4/')], { pollIntervalMs: notify ? 60_000 : 200, leaseSampleIntervalMs: 100 });
+      const rec = record(watch);
+      const id = keyId(b('w4/held'));
+      const samples = () => rec.leases.filter((l) => l.id === id).length;
+      try {
+        await watch.start();
+        const asked = await pttlCalls();
+        const seen = samples();
+        await eventually(() => samples() >= seen + 5, 10_000, 'sweeps');
+        if (notify) assert.equal(await pttlCalls(), asked, 'no PTTL while nothing changed');
+        else assert.ok((await pttlCalls()) > asked, 'polling asks');
+        // Renewed to more than it had left by over a second (what a refresh is, see observeLease).
+        await raw.pexpire('w4/held', 6000);
+        await eventually(() => (watch.lease(id)?.refreshes.length ?? 0) > 0, 10_000, 'renewal seen');
+        await eventually(() => watch.lease(id)?.stalled === true, 10_000, 'nobody renews: stalled');
+        await eventually(() => watch.locks().length === 0, 10_000, 'expired');
+      } finally {
+        watch.dispose();
+      }
+    });
   });
 }
 

@@ -112,6 +112,15 @@ describe('TtlTable (Redis PTTL as leases)', () => {
     assert.equal(info.state, 'expired');
   });
 
+  test('countedDown: the last sample counted down, while it is alive and has time left', () => {
+    const t = new TtlTable();
+    t.observe([{ id: 'k', ms: 5000, keys }, { id: 'gone', ms: -2, keys }], 1000);
+    assert.equal(t.countedDown('k', 3000), 3000);
+    assert.equal(t.countedDown('k', 6000), undefined, 'ran out: to be asked');
+    assert.equal(t.countedDown('gone', 1000), undefined);
+    assert.equal(t.countedDown('unknown', 1000), undefined);
+  });
+
   test('retain forgets ids no member uses, reporting them expired once', () => {
     const t = new TtlTable();
     t.observe([{ id: 'a', ms: 5000, keys }, { id: 'b', ms: 5000, keys }], 0);

@@ -76,7 +76,15 @@ export class RedisLockWatch extends SnapshotLockWatch {
       log: options.log,
     });
     this.fullReads = new FullReads(Math.max(50, options.pollIntervalMs ?? 1000), (task) => this.enqueue(task), () => this.fullRead(false));
-    this.ttls = new TtlSampler(deps.topology, Math.max(50, options.leaseSampleIntervalMs ?? 2000), (infos) => this.leasesEmitter.fire(infos), (key) => this.touch(key), () => this.subscriptions.expiryEvents);
+    this.ttls = new TtlSampler(
+      deps.topology,
+      Math.max(50, options.leaseSampleIntervalMs ?? 2000),
+      (infos) => this.leasesEmitter.fire(infos),
+      (key) => this.touch(key),
+      () => this.subscriptions.expiryEvents,
+      // A cluster's notification is a full read, paced by its cost: a renewal could wait past its countdown's stall.
+      (key) => this.subscriptions.notifications && this.deps.topology.kind !== 'cluster' && this.prefixes.some((p) => hasPrefix(key, p)),
+    );
     this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
   }
 

@@ -1,6 +1,10 @@
 /**
  * The TTLs of what a Redis watch's lock members expire with: sampled by every read, and in between by a sweep every
  * sample interval (PTTL for keys, the deadline for a fair waiter), so that views count down and see a holder stall.
+ * A key whose TTL changes the server tells of (keyspace notifications, which say `expire`, `persist`, `set`, `del` and
+ * `expired`, each followed at once by a read of its lock: not in a cluster) is not asked: its last sample counted down is what PTTL would say.
+ * With 1,000 such keys that was 500 PTTL a second for nothing (see BENCHMARKS, "Load on the store"). A key whose count
+ * ran out is asked, so that an expiry Redis has not yet acted on is found as soon as before.
  */
 import type { LeaseInfo } from '../leaseInfo';
 import { members, type LockState } from '../lockState';
@@ -23,6 +27,8 @@ export class TtlSampler {
     private readonly expired: (key: Buffer) => void,
     /** The server says when a key expires (see LeaseInfo.expiryEvents). */
     private readonly expiryEvents: () => boolean = () => false,
+    /** The server tells every change of this key's TTL now (keyspace notifications on, the key among those followed). */
+    private readonly told: (key: Buffer) => boolean = () => false,
   ) {}
 
   lease(id: string): LeaseInfo | undefined {
@@ -70,8 +76,14 @@ export class TtlSampler {
   async sweep(): Promise<void> {
     if (this.stopped) return;
     const now = Date.now();
-    const keyed = [...this.sources.values()].filter((s) => s.deadline === undefined);
-    const waiting = [...this.sources.values()].filter((s) => s.deadline !== undefined);
+    const counted: TtlSource[] = [];
+    const keyed: TtlSource[] = [];
+    const waiting: TtlSource[] = [];
+    for (const s of this.sources.values()) {
+      const left = s.deadline === undefined && this.told(s.keys[0]) ? this.ttls.countedDown(s.id, now) : undefined;
+      if (left !== undefined) counted.push({ ...s, ms: left });
+      else (s.deadline === undefined ? keyed : waiting).push(s);
+    }
     let pttls: (number | undefined)[];
     try {
       pttls = await this.topology.pttls(keyed);
@@ -79,6 +91,7 @@ export class TtlSampler {
       return; // the next poll reports the connection
     }
     const samples: TtlSource[] = [
+      ...counted,
       ...keyed.map((s, i) => ({ ...s, ms: pttls[i] === undefined || pttls[i] === -1 ? s.ms : pttls[i]! })),
       ...waiting.map((s) => ({ ...s, ms: Math.max(0, s.deadline! - now) })),
     ];

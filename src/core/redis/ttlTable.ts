@@ -3,7 +3,7 @@
  * the highest value seen since the last refresh (or the first sample): a Redisson watchdog renewing a 30 s lease every
  * 10 s shows as a TTL that jumps back up, and a holder that stopped renewing as one that falls below half of it.
  */
-import { observeLease, type LeaseInfo } from '../leaseInfo';
+import { observeLease, remainingTtl, type LeaseInfo } from '../leaseInfo';
 import type { TtlSource } from './recognize';
 
 /** PTTL is exact to the millisecond: a rise of more than this since the last sample counted down is a refresh. */
@@ -15,6 +15,13 @@ export class TtlTable {
 
   get(id: string): LeaseInfo | undefined {
     return this.infos.get(id);
+  }
+
+  /** Milliseconds left by `id`'s last sample counted down to `at`; undefined without a live sample, or once it ran out. */
+  countedDown(id: string, at = Date.now()): number | undefined {
+    const info = this.infos.get(id);
+    const left = info && info.state === 'alive' ? remainingTtl(info, at) * 1000 : 0;
+    return left > 0 ? left : undefined;
   }
 
   ids(): string[] {
