@@ -1,27 +1,15 @@
 /**
- * What a read of the keyspace asks besides a key itself, for semaphores (semaphores.ts says how each is told): the
- * sorted sets named as redis-semaphore's are sized and read whole (no other sorted set is read), and an integer string
- * has its RPermitExpirableSemaphore permit ids and its Redisson channel's listeners asked for, in one more round trip
- * only when a read found integers.
+ * What a read of the keyspace asks besides a key itself, for semaphores (semaphores.ts says how each is told; the
+ * sorted sets named as redis-semaphore's are read with the keys, keyContents.ts): an integer string has its
+ * RPermitExpirableSemaphore permit ids and its Redisson channel's listeners asked for, in one more round trip only
+ * when a read found integers.
  */
 import type Redis from 'ioredis';
+import type { Reply } from './keyContents';
 import type { KeyRecord } from './recognize';
-import { MAX_SEMAPHORE_ENTRIES, isIntegerValue, isRedisSemaphoreKey, parseScored, permitTimeoutKey, semaphoreChannel } from './semaphores';
+import { MAX_SEMAPHORE_ENTRIES, isIntegerValue, parseScored, permitTimeoutKey, semaphoreChannel } from './semaphores';
 
 type Pipeline = ReturnType<Redis['pipeline']>;
-type Reply = [Error | null, unknown];
-
-/**
- * Queues the command that reads a semaphore's sorted set: its size (no `size` yet), then its entries when it is small
- * enough. False when the record is no such set (the caller queues nothing for it).
- */
-export function semaphoreCommand(p: Pipeline, record: KeyRecord, size?: number): boolean {
-  if (record.type !== 'zset' || !isRedisSemaphoreKey(record.key)) return false;
-  if (size === undefined) p.zcard(record.key);
-  else if (size <= MAX_SEMAPHORE_ENTRIES) p.callBuffer('ZRANGE', record.key, 0, -1, 'WITHSCORES');
-  else return false;
-  return true;
-}
 
 /** The records, the integer strings among them with their permit ids and their channel's listeners. */
 export async function readSemaphoreParts(client: Redis, records: KeyRecord[], exec: (p: Pipeline) => Promise<Reply[]>): Promise<KeyRecord[]> {
