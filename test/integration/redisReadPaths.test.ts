@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import Redis from 'ioredis';
 import type { LockMember, LockState } from '../../src/core/lockState';
 import { RedisBackend } from '../../src/core/redis/redisBackend';
+import { semaphoreChannel } from '../../src/core/redis/semaphores';
 import { startRedis, type RedisServer } from '../harness/redis';
 import { FakeRedisson, OTHER_UUID } from '../harness/redisson';
 
@@ -42,7 +43,7 @@ describe('Redis reads: one script per batch of keys, or pipelines where the serv
     return { calls: Number(/calls=(\d+)/.exec(line)?.[1] ?? 0), rejected: Number(/rejected_calls=(\d+)/.exec(line)?.[1] ?? 0) };
   };
 
-  test('both read every layout alike, and a connection refused once stops trying', async () => {
+  test('both read every layout alike, and a connection refused once stops trying', async (ctx) => {
     await raw.set('paths/token', 'c9a7e3a4-5b6d-4e8f-9a0b-1c2d3e4f5a6b', 'PX', 60_000);
     await raw.set('paths/one', '1', 'PX', 60_000);
     await raw.set('paths/shed', 'ADDED:2026-11-27T20:00:00.000Z@host-1', 'PX', 60_000);
@@ -58,6 +59,11 @@ describe('Redis reads: one script per batch of keys, or pipelines where the serv
     assert.equal(await redisson.readLock('paths/rw', 2, 30_000, OTHER_UUID), null);
     await raw.zadd('semaphore:paths-s', Date.now(), 'holder-a', Date.now(), 'holder-b_0');
     await raw.pexpire('semaphore:paths-s', 60_000);
+    // An RSemaphore among other integers: its waiter's channel is counted with theirs, in one NUMSUB.
+    await raw.set('paths/sem', '0');
+    const waiter = raw.duplicate();
+    ctx.after(() => waiter.disconnect());
+    await waiter.subscribe(semaphoreChannel(b('paths/sem')).toString());
     await raw.set('paths/permits', '2');
     await raw.zadd('{paths/permits}:timeout', Date.now() + 60_000, 'aabbccdd');
 
@@ -70,10 +76,12 @@ describe('Redis reads: one script per batch of keys, or pipelines where the serv
     assert.equal(afterPipelines.calls, afterScript.calls, 'no script ran for the connection without scripting');
     assert.equal(afterPipelines.rejected, afterScript.rejected + 1, 'refused once');
 
-    assert.deepEqual(byScript.map((l) => l.name), ['paths/fair', 'paths/one', 'paths/orders', 'paths/permits', 'paths/rw', 'paths/shed', 'paths/token', 'semaphore:paths-s']);
+    assert.deepEqual(byScript.map((l) => l.name), ['paths/fair', 'paths/one', 'paths/orders', 'paths/permits', 'paths/rw', 'paths/sem', 'paths/shed', 'paths/token', 'semaphore:paths-s']);
     assert.deepEqual(byPipelines, byScript);
     assert.equal(byScript.find((l) => l.name === 'paths/fair')?.waiters.length, 1);
     assert.deepEqual(byScript.find((l) => l.name === 'paths/permits')?.permits, { limit: 3, free: 2, holdersRecorded: true });
+    assert.deepEqual(byScript.find((l) => l.name === 'paths/sem')?.permits, { limit: null, free: 0, holdersRecorded: false });
+    assert.equal(byScript.find((l) => l.name === 'paths/one')?.kind, 'single', 'an integer nobody waits on is a token');
 
     await piped.list(prefixes);
     assert.equal((await evalStats()).rejected, afterPipelines.rejected, 'not asked again');
