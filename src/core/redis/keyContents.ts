@@ -17,7 +17,7 @@ import { isRedisSemaphoreKey, MAX_SEMAPHORE_ENTRIES, parseScored, REDIS_SEMAPHOR
 type Pipeline = ReturnType<Redis['pipeline']>;
 export type Reply = [Error | null, unknown];
 
-/** Keys per script: a batch is well under a millisecond of the server's time (BENCHMARKS, "Redis listing"). */
+/** Keys per script: a batch holds the server about as long as a SCAN step does (BENCHMARKS, "Redis listing"). */
 export const KEYS_PER_SCRIPT = 100;
 
 const semaphorePrefix = REDIS_SEMAPHORE_PREFIX.toString('latin1');
