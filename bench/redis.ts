@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import Redis from 'ioredis';
 import type { ChangeSet } from '../src/core/lockState';
 import { RedisBackend } from '../src/core/redis/redisBackend';
@@ -6,11 +8,13 @@ import { handoffFigures, stampedRound, urlContender } from './handoff';
 import { percentile, round } from './stats';
 
 /**
- * The Redis store's scenarios, against Debian's redis-server started here (loopback, no persistence) and, for the
- * handoff, redis-py's own `Lock` (Debian's python3-redis, /usr/bin/python3) in the same run.
+ * The Redis store's scenarios, against Debian's redis-server started here (loopback, no persistence), and redis-py
+ * (Debian's python3-redis, /usr/bin/python3) in the same run: its SCAN and pipelines for the listing, its own `Lock`
+ * for the handoff.
  */
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const run = promisify(execFile);
 
 /** One server with keyspace notifications on (what LockLens uses when it may) and one without (it polls). */
 export async function withRedis<T>(f: (servers: { notify: RedisServer; plain: RedisServer }) => Promise<T>): Promise<T> {
@@ -22,7 +26,36 @@ export async function withRedis<T>(f: (servers: { notify: RedisServer; plain: Re
   }
 }
 
-/** `keys` token locks (redis-py's layout: a string with a PX), read and recognised by `list`; time and heap. */
+/**
+ * The reference for redis_list: redis-py (Debian's python3-redis, no hiredis) reading what LockLens reads of a token
+ * lock, as someone who knows Redis would: `SCAN` with a MATCH on the prefix and a COUNT of 1,000, and per page one
+ * pipeline (no transaction) of TYPE, PTTL and GET of every key. Timed in the process, after connecting.
+ */
+const REDIS_PY_LISTER = String.raw`
+import json, sys, time, redis
+r = redis.Redis.from_url(sys.argv[1])
+r.ping()
+t0, c0 = time.perf_counter(), time.process_time()
+found, cursor = 0, 0
+while True:
+    cursor, keys = r.scan(cursor, match=sys.argv[2] + '*', count=1000)
+    if keys:
+        p = r.pipeline(transaction=False)
+        for k in keys:
+            p.type(k)
+            p.pttl(k)
+            p.get(k)
+        replies = p.execute(raise_on_error=False)
+        found += sum(1 for i in range(0, len(replies), 3) if replies[i] == b'string' and replies[i + 2] is not None)
+    if cursor == 0:
+        break
+print(json.dumps({'keys': found, 'ms': (time.perf_counter() - t0) * 1000, 'cpu_ms': (time.process_time() - c0) * 1000}))
+`;
+
+/**
+ * `keys` token locks (redis-py's layout: a string with a PX), read and recognised by `list`: time, CPU and heap, and
+ * redis-py reading the same keys (REDIS_PY_LISTER) just before, in the same run.
+ */
 export async function redisList(server: RedisServer, keys = 100_000) {
   const raw = new Redis(server.url, { protocol: 2 });
   try {
@@ -31,17 +64,42 @@ export async function redisList(server: RedisServer, keys = 100_000) {
       for (let k = i; k < Math.min(keys, i + 1000); k++) p.set(`bench/list/l${String(k).padStart(6, '0')}`, crypto.randomUUID(), 'PX', 600_000);
       await p.exec();
     }
+    // CPU beside wall time, the client's and the server's: on a shared machine they hold where wall time does not.
+    const serverCpu = async () => {
+      const info = await raw.info('cpu');
+      return 1000 * (Number(/used_cpu_user:([\d.]+)/.exec(info)?.[1]) + Number(/used_cpu_sys:([\d.]+)/.exec(info)?.[1]));
+    };
+    let server0 = await serverCpu();
+    const { stdout } = await run('/usr/bin/python3', ['-c', REDIS_PY_LISTER, server.url, 'bench/list/']);
+    const reference = JSON.parse(stdout) as { keys: number; ms: number; cpu_ms: number };
+    const referenceServerMs = (await serverCpu()) - server0;
+    if (reference.keys !== keys) throw new Error(`redis-py read ${reference.keys} of ${keys} token locks`);
     const backend = await RedisBackend.open({ store: 'redis', endpoints: [server.url] });
     try {
       global.gc?.();
       const heapBefore = process.memoryUsage().heapUsed;
+      server0 = await serverCpu();
+      const cpu = process.cpuUsage();
       const t0 = performance.now();
       const listing = await backend.list([Buffer.from('bench/list/')]);
       const ms = performance.now() - t0;
+      const used = process.cpuUsage(cpu);
+      const serverMs = (await serverCpu()) - server0;
       global.gc?.();
       const heapMb = (process.memoryUsage().heapUsed - heapBefore) / 2 ** 20;
       if (listing.locks.length !== keys) throw new Error(`redis_list listed ${listing.locks.length} of ${keys} locks`);
-      return { keys, ms: round(ms, 0), heap_mb: round(heapMb, 1) };
+      return {
+        keys,
+        ms: round(ms, 0),
+        cpu_ms: round((used.user + used.system) / 1000, 0),
+        server_cpu_ms: round(serverMs, 0),
+        heap_mb: round(heapMb, 1),
+        redis_py_ms: round(reference.ms, 0),
+        redis_py_cpu_ms: round(reference.cpu_ms, 0),
+        redis_py_server_cpu_ms: round(referenceServerMs, 0),
+        ratio: round(ms / reference.ms),
+        cpu_ratio: round((used.user + used.system) / 1000 / reference.cpu_ms),
+      };
     } finally {
       backend.close();
     }

@@ -73,6 +73,19 @@ describe('Redis Cluster: three masters, detected on open', { timeout: 180_000 },
     await raw.del(lockTimeoutKey(b(fair)));
   });
 
+  test("a master's keys in many slots are read by its script (none refused), every one listed", async () => {
+    const keys = Array.from({ length: 30 }, (_, i) => `slots/lock-${i}`);
+    for (const key of keys) await raw.set(key, `tok-${key}`, 'PX', 30_000);
+    const listing = await backend.list([b('slots/')]);
+    assert.deepEqual(listing.locks.map((l) => l.name.toString()).sort(), [...keys].sort());
+    for (const node of backend.topology.nodes()) {
+      const line = (await node.client.info('commandstats')).split('\n').find((l) => l.startsWith('cmdstat_eval:')) ?? '';
+      assert.match(line, /calls=[1-9]/, `${node.label} ran the script`);
+      assert.match(line, /rejected_calls=0,failed_calls=0/, `${node.label} refused none: ${line}`);
+    }
+    for (const key of keys) await raw.del(key);
+  });
+
   test('watch follows locks coming and going on every master; TTLs sampled where each key lives', async () => {
     const watch = backend.watch([b('w/')], { pollIntervalMs: 100, leaseSampleIntervalMs: 100 });
     try {

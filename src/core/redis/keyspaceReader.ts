@@ -1,8 +1,8 @@
 /**
  * Reads the keys under the watched prefixes the way RedisInsight does: SCAN in pages (never KEYS, which blocks the
- * server), then a few pipelined round trips per page. Sizes are checked before contents so a huge hash or string under
- * a prefix costs one HLEN or STRLEN, not megabytes. A key may change or vanish between SCAN and the read: whatever a
- * command then answers (nil, WRONGTYPE, MOVED) just drops that key from this read.
+ * server), then the page's keys (keyContents.ts: a script per batch, or pipelined round trips). A key may change or
+ * vanish between SCAN and the read: whatever a command then answers (nil, WRONGTYPE, MOVED) just drops that key from
+ * this read.
  *
  * SCAN walks every key of the server whatever its MATCH, so a read costs in proportion to the whole keyspace: one walk
  * per prefix, and nothing else. A Redisson fair lock's waiters (`redisson_lock_queue:{name}`, outside the prefixes) are
@@ -12,11 +12,12 @@
 import type Redis from 'ioredis';
 import { LockLensError, errorMessage } from '../errors';
 import { hasPrefix, keyId, normalizePrefixes } from '../keys';
-import { parseScored, type SemaphoreCounters } from './semaphores';
-import { MAX_LOCK_HASH_FIELDS, MAX_TOKEN_BYTES, parseDeadlines, queueOwnerName, recognize, type FairQueue, type KeyRecord, type Recognized } from './recognize';
+import type { SemaphoreCounters } from './semaphores';
+import { ok, readKeyContents, type Reply } from './keyContents';
+import { parseDeadlines, queueOwnerName, recognize, type FairQueue, type KeyRecord, type Recognized } from './recognize';
 import type { ReadCost } from './pollPacing';
 import { lockQueueKey, lockTimeoutKey } from './redissonNames';
-import { readSemaphoreParts, semaphoreCommand } from './semaphoreReads';
+import { readSemaphoreParts } from './semaphoreReads';
 
 /** Keys SCAN looks at per call: few round trips, each still a short step for the server (well under a millisecond). */
 export const SCAN_COUNT = 1000;
@@ -50,8 +51,6 @@ export async function scanKeys(client: Redis, match: Buffer, onPage: (keys: Buff
   } while (cursor !== '0');
 }
 
-type Reply = [Error | null, unknown];
-
 async function exec(pipeline: ReturnType<Redis['pipeline']>): Promise<Reply[]> {
   const replies = (await pipeline.exec()) as Reply[] | null;
   if (!replies) throw new LockLensError('STORE', 'the Redis pipeline was aborted');
@@ -73,68 +72,16 @@ export function storeError(e: unknown): LockLensError {
   return new LockLensError('STORE', `Redis: ${message}`, { cause: e });
 }
 
-function ok<T>(reply: Reply | undefined): T | undefined {
-  return reply && !reply[0] ? (reply[1] as T) : undefined;
-}
-
 /**
- * TYPE, PTTL and size, then the contents of what is small enough to be a lock. With `queues`, a one-field hash (what a
- * Redisson lock is) has its fair queue read in the same round trip as its contents, into `queues`.
+ * Each key's type, PTTL, size and small contents (keyContents.ts). With `queues`, a one-field hash (what a Redisson
+ * lock is) has its fair queue read into `queues`, in the same round trip as the semaphore probes of integer strings.
  */
 export async function readKeys(client: Redis, keys: readonly Buffer[], queues?: Map<string, FairQueue>): Promise<KeyRecord[]> {
-  if (keys.length === 0) return [];
-  const first = client.pipeline();
-  for (const k of keys) {
-    first.type(k);
-    first.pttl(k);
-  }
-  const meta = await exec(first);
-  const second = client.pipeline();
-  // Every key keeps its record (a list at a lock's name is still "something there"); only hashes and strings are sized.
-  const records: KeyRecord[] = keys.map((key, i) => ({ key, type: ok<string>(meta[2 * i]) ?? 'none', pttl: ok<number>(meta[2 * i + 1]) ?? -2 }));
-  const sized: number[] = [];
-  records.forEach((r, i) => {
-    if (r.type === 'hash') second.hlen(r.key);
-    else if (r.type === 'string') second.strlen(r.key);
-    else if (!semaphoreCommand(second, r)) return;
-    sized.push(i);
-  });
-  if (sized.length === 0) return records;
-  const sizes = await exec(second);
-  const third = client.pipeline();
-  const reads: number[] = [];
-  const fair: Buffer[] = [];
-  sized.forEach((index, j) => {
-    const size = ok<number>(sizes[j]);
-    const r = records[index];
-    if (size === undefined) return;
-    records[index] = r.type === 'hash' ? { ...r, fieldCount: size } : r.type === 'string' ? { ...r, valueSize: size } : r;
-    if (size === 0) return;
-    if (r.type === 'hash' && size <= MAX_LOCK_HASH_FIELDS) third.callBuffer('HGETALL', r.key);
-    else if (r.type === 'string' && size <= MAX_TOKEN_BYTES) third.getBuffer(r.key);
-    else if (!semaphoreCommand(third, r, size)) return;
-    reads.push(index);
-    if (queues && r.type === 'hash' && size === 1) fair.push(r.key);
-  });
-  // After the contents: LRANGE and ZRANGE of each candidate's queue (on a missing key, next to nothing).
-  for (const name of fair) queueCommands(third, name);
-  const contents = reads.length ? await exec(third) : [];
-  reads.forEach((index, j) => {
-    const reply = ok<unknown>(contents[j]);
-    const rec = records[index];
-    if (rec.type === 'hash' && Array.isArray(reply)) {
-      const flat = reply as Buffer[];
-      const fields: [Buffer, Buffer][] = [];
-      for (let k = 0; k + 1 < flat.length; k += 2) fields.push([flat[k], flat[k + 1]]);
-      records[index] = { ...rec, fields, fieldCount: fields.length };
-    } else if (rec.type === 'string' && Buffer.isBuffer(reply)) {
-      records[index] = { ...rec, value: reply, valueSize: reply.length };
-    } else if (rec.type === 'zset' && Array.isArray(reply)) {
-      records[index] = { ...rec, entries: parseScored(reply as Buffer[]) };
-    }
-  });
-  if (queues) parseQueues(fair, contents.slice(reads.length), queues);
-  return readSemaphoreParts(client, records, exec);
+  const records = await readKeyContents(client, keys, exec);
+  const fair = queues ? records.flatMap((r) => (r.type === 'hash' && r.fieldCount === 1 ? [r.key] : [])) : [];
+  const [found] = await Promise.all([readFairQueues(client, fair), readSemaphoreParts(client, records, exec)]);
+  for (const [id, q] of found) queues?.set(id, q);
+  return records;
 }
 
 function queueCommands(p: ReturnType<Redis['pipeline']>, name: Buffer): void {

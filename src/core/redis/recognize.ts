@@ -87,6 +87,8 @@ const UUID_TAIL = /:[0-9a-fA-F-]{36}$/;
 
 /** ShedLock's `ADDED:<iso time>@<host>:<uuid>` (older versions: `ADDED:<time>@<host>`): the host, or undefined. */
 export function shedlockHost(value: Buffer): string | undefined {
+  // Most strings are tokens: one that does not start as `ADDED:` does is not decoded.
+  if (value[0] !== 0x41) return undefined;
   const m = SHEDLOCK_VALUE.exec(value.toString('latin1'));
   if (!m) return undefined;
   const tail = value.subarray(value.length - Buffer.byteLength(m[1], 'latin1'));
@@ -226,11 +228,14 @@ function hashLock(record: KeyRecord, queue: FairQueue | undefined, ttls: Map<str
   return undefined;
 }
 
-function stringLock(record: KeyRecord, ttls: Map<string, TtlSource>): LockState | undefined {
+const UNLOCK_LATCH_ID = keyId(UNLOCK_LATCH);
+
+/** `id`: the key's keyId, which its name tests read (one char per byte, as the bytes). */
+function stringLock(record: KeyRecord, id: string, ttls: Map<string, TtlSource>): LockState | undefined {
   const value = record.value;
   if (!value || (record.valueSize ?? value.length) > MAX_TOKEN_BYTES) return undefined;
   // A read lock's per-hold timeout belongs to its read/write lock's hash; an unlock's latch, to the unlock that set it.
-  if (RW_TIMEOUT_SUFFIX.test(record.key.toString('latin1')) || record.key.subarray(0, UNLOCK_LATCH.length).equals(UNLOCK_LATCH)) return undefined;
+  if (RW_TIMEOUT_SUFFIX.test(id) || id.startsWith(UNLOCK_LATCH_ID)) return undefined;
   const host = shedlockHost(value);
   const lease = keyLease(record, ttls);
   const member: LockMember = {
@@ -244,7 +249,7 @@ function stringLock(record: KeyRecord, ttls: Map<string, TtlSource>): LockState 
     valuePreview: value,
     valueSize: record.valueSize ?? value.length,
   };
-  return { id: keyId(record.key), name: record.key, kind: 'single', holder: member, waiters: [] };
+  return { id, name: record.key, kind: 'single', holder: member, waiters: [] };
 }
 
 /**
@@ -262,12 +267,12 @@ export function recognize(
   const locks = new Map<string, LockState>();
   const present = new Set<string>();
   for (const record of records) {
-    if (record.type !== 'none') present.add(keyId(record.key));
     const id = keyId(record.key);
+    if (queues.size && record.type !== 'none') present.add(id);
     if (locks.has(id)) continue;
     let lock: LockState | undefined;
     if (record.type === 'hash') lock = hashLock(record, queues.get(id), ttls, now);
-    else if (record.type === 'string') lock = redissonSemaphoreLock(record, ttls, now) ?? stringLock(record, ttls);
+    else if (record.type === 'string') lock = redissonSemaphoreLock(record, ttls, now) ?? stringLock(record, id, ttls);
     else if (record.type === 'zset') lock = redisSemaphoreLock(record, ttls, now);
     if (lock) locks.set(id, lock);
   }
@@ -278,7 +283,8 @@ export function recognize(
     if (present.has(id)) continue;
     locks.set(id, { id, name: queue.name, kind: 'queue', holder: null, waiters: waitersOf(queue, queue.name, ttls, now) });
   }
-  const sorted = [...locks.values()].sort((a, b) => Buffer.compare(a.name, b.name));
+  // By id, which sorts as the name's bytes do (one char per byte) without a call into C++ per comparison.
+  const sorted = [...locks.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { locks: sorted, ttls };
 }
 

@@ -80,7 +80,11 @@ export function isRedisSemaphoreKey(key: Uint8Array): boolean {
 
 /** An integer string: what an RSemaphore's or an RPermitExpirableSemaphore's counter holds. */
 export function isIntegerValue(value: Buffer | undefined): boolean {
-  return value !== undefined && INTEGER_VALUE.test(value.toString('latin1'));
+  // Most strings are tokens: their first byte tells them apart without decoding them.
+  if (value === undefined || value.length === 0 || value.length > 16) return false;
+  const first = value[0];
+  if (first !== 0x2d && (first < 0x30 || first > 0x39)) return false;
+  return INTEGER_VALUE.test(value.toString('latin1'));
 }
 
 /** The id a permit's expiry is counted down under: it cannot be a key's (NUL, a tag, then the permit). */
