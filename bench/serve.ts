@@ -43,28 +43,27 @@ export async function serveUnderLoad(
   const procs = new Procs(b.endpoint);
   const dir = mkdtempSync(join(tmpdir(), 'locklens-bench-serve-'));
   try {
-    const opened = await Promise.allSettled([
-      etcdStore(b.load, b.endpoint, locksPerStore),
-      redisStore(redis, locksPerStore),
-      zooKeeperStore(zk, locksPerStore),
-      postgresStore(pg, locksPerStore),
-      mariaDbStore(maria, locksPerStore),
-    ]);
-    // Those that opened are closed below even when another did not.
-    for (const o of opened) if (o.status === 'fulfilled') stores.push(o.value);
-    for (const o of opened) if (o.status === 'rejected') throw o.reason;
+    // One store after another: set up all at once on a busy machine, the bench's ZooKeeper sessions missed their
+    // pings and lost their connections mid-way. Each is pushed as it opens, to be closed below whatever follows.
+    stores.push(await etcdStore(b.load, b.endpoint, locksPerStore));
+    stores.push(await redisStore(redis, locksPerStore));
+    stores.push(await zooKeeperStore(zk, locksPerStore));
+    stores.push(await postgresStore(pg, locksPerStore));
+    stores.push(await mariaDbStore(maria, locksPerStore));
     const config = join(dir, 'serve.yml');
     writeFileSync(config, `listen: 127.0.0.1:0\nconnections:\n${stores.map((s) => `  - ${s.config}\n`).join('')}`);
     // Where each store's load left off: the next build measured goes on from there (a lock released is taken next).
     const made = stores.map(() => 0);
-    const measure = async (cli: string) => {
+    const measure = async (entry: string) => {
+      const [cli, ...flags] = entry.split(' ').filter(Boolean).reverse();
       const started = performance.now();
       // e.g. LOCKLENS_BENCH_SERVE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof': the profile is written at its SIGTERM.
       const nodeArgs = process.env.LOCKLENS_BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-      const serve = procs.spawn(process.execPath, [...nodeArgs, cli, 'serve', '--config', config], { env: PASSWORDS_ENV });
+      const serve = procs.spawn(process.execPath, [...nodeArgs, ...flags.reverse(), cli, 'serve', '--config', config], { env: PASSWORDS_ENV });
       const base = await servingUrl(serve);
-      // Every lock seen: each connection's count is its locks and the probe lock.
-      await until(base, (e) => stores.every((s) => valueOf(e, 'locklens_locks', { connection: s.name }) === locksPerStore + 1));
+      // Every lock seen: each connection's count is its locks and the probe lock, less one if a build measured before
+      // left the load between a release and the taking again (an odd count of changes).
+      await until(base, (e) => stores.every((s, i) => valueOf(e, 'locklens_locks', { connection: s.name }) === locksPerStore + 1 - (made[i] % 2)));
       const readyMs = performance.now() - started;
       const loadBefore = loadavg()[0];
 
@@ -117,14 +116,17 @@ export async function serveUnderLoad(
         serve_complaints: complaints.length,
         load_avg_before: round(loadBefore),
         load_avg_after: round(loadAfter),
-    };
+      };
     };
     // LOCKLENS_BENCH_SERVE_CLIS=/tmp/before/dist/locklens.js,dist/locklens.js: builds measured in turn against the same
-    // stores and load (an A/B in one run), each one's figures prefixed with its place in the list (`2_cpu_pct`).
+    // stores and load (an A/B in one run), each one's figures prefixed with its place in the list (`2_cpu_pct`); an entry
+    // may start with node's flags for that process (`--max-semi-space-size=4 dist/locklens.js`).
     const clis = process.env.LOCKLENS_BENCH_SERVE_CLIS?.split(',').filter(Boolean) ?? [CLI];
     const figures: Record<string, number> = {};
     for (const [i, cli] of clis.entries()) {
-      for (const [k, v] of Object.entries(await measure(cli))) figures[clis.length === 1 ? k : `${i + 1}_${k}`] = v;
+      const measured = await measure(cli);
+      process.stderr.write(`bench: serve ${cli}: ${JSON.stringify(measured)}\n`);
+      for (const [k, v] of Object.entries(measured)) figures[clis.length === 1 ? k : `${i + 1}_${k}`] = v;
     }
     return figures;
   } finally {
@@ -145,8 +147,11 @@ async function scrape(base: string): Promise<{ text: string; ms: number; endedAt
 
 async function until(base: string, check: (e: Exposition) => boolean, guardMs = 120_000): Promise<void> {
   const deadline = performance.now() + guardMs;
-  while (!check(parseExposition((await scrape(base)).text))) {
-    if (performance.now() > deadline) throw new Error('serve: locklens serve did not show every lock (hang guard)');
+  for (let e = parseExposition((await scrape(base)).text); !check(e); e = parseExposition((await scrape(base)).text)) {
+    if (performance.now() > deadline) {
+      const counts = e.samples.filter((s) => s.name === 'locklens_locks').map((s) => `${s.labels.connection} ${s.value}`);
+      throw new Error(`serve: locklens serve did not show every lock (hang guard; locks seen: ${counts.join(', ')})`);
+    }
     await sleep(200);
   }
 }
