@@ -92,7 +92,8 @@ async function main(): Promise<void> {
     await run('load_postgres', () => postgres.withPostgres(async (server) => withTarget(await postgresTarget(server), storeLoad), { settings: ['shared_preload_libraries=pg_stat_statements'] }));
     await run('load_mysql', () => mysql.withMariaDb(async (server) => withTarget(await mysqlTarget(server), storeLoad)));
     // locklens serve, its own process, over all five stores at once: its own Redis, ZooKeeper, PostgreSQL and MariaDB.
-    await run('serve', () => serveUnderLoad(b));
+    // LOCKLENS_BENCH_SERVE_SCALE=0.5: each of its phases half as long.
+    await run('serve', () => serveUnderLoad(b, Number(process.env.LOCKLENS_BENCH_SERVE_SCALE ?? 1)));
     await run('timeline_reduce', async () => timelineReduce());
     await run('diagnosis_graph', async () => diagnosisGraph());
     await run('timeline_webview', () => timelineWebview());

@@ -33,85 +33,102 @@ import { percentile, round } from './stats';
  */
 export async function serveUnderLoad(
   b: Bench,
+  scale = 1,
   { locksPerStore = 2000, changesPerSecond = 200, quietS = 30, warmupS = 15, steadyS = 60, scrapes = 100, scrapeGapMs = 250, delayS = 60, followMs = 250 } = {},
 ) {
+  // A shorter run (an A/B, a profile): every phase `scale` times as long.
+  [quietS, warmupS, steadyS, scrapes, delayS] = [quietS, warmupS, steadyS, scrapes, delayS].map((n) => Math.round(n * scale));
   const [redis, zk, pg, maria] = await Promise.all([startRedis({ notify: 'KEA' }), startZooKeeper(), startPostgres(), startMariaDb()]);
   const stores: StoreUnderLoad[] = [];
   const procs = new Procs(b.endpoint);
   const dir = mkdtempSync(join(tmpdir(), 'locklens-bench-serve-'));
   try {
-    const opened = await Promise.allSettled([
-      etcdStore(b.load, b.endpoint, locksPerStore),
-      redisStore(redis, locksPerStore),
-      zooKeeperStore(zk, locksPerStore),
-      postgresStore(pg, locksPerStore),
-      mariaDbStore(maria, locksPerStore),
-    ]);
-    // Those that opened are closed below even when another did not.
-    for (const o of opened) if (o.status === 'fulfilled') stores.push(o.value);
-    for (const o of opened) if (o.status === 'rejected') throw o.reason;
+    // One store after another: set up all at once on a busy machine, the bench's ZooKeeper sessions missed their
+    // pings and lost their connections mid-way. Each is pushed as it opens, to be closed below whatever follows.
+    stores.push(await etcdStore(b.load, b.endpoint, locksPerStore));
+    stores.push(await redisStore(redis, locksPerStore));
+    stores.push(await zooKeeperStore(zk, locksPerStore));
+    stores.push(await postgresStore(pg, locksPerStore));
+    stores.push(await mariaDbStore(maria, locksPerStore));
     const config = join(dir, 'serve.yml');
     writeFileSync(config, `listen: 127.0.0.1:0\nconnections:\n${stores.map((s) => `  - ${s.config}\n`).join('')}`);
-    const started = performance.now();
-    // e.g. LOCKLENS_BENCH_SERVE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof': the profile is written at its SIGTERM.
-    const nodeArgs = process.env.LOCKLENS_BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-    const serve = procs.spawn(process.execPath, [...nodeArgs, CLI, 'serve', '--config', config], { env: PASSWORDS_ENV });
-    const base = await servingUrl(serve);
-    // Every lock seen: each connection's count is its locks and the probe lock.
-    await until(base, (e) => stores.every((s) => valueOf(e, 'locklens_locks', { connection: s.name }) === locksPerStore + 1));
-    const readyMs = performance.now() - started;
-    const loadBefore = loadavg()[0];
+    // Where each store's load left off: the next build measured goes on from there (a lock released is taken next).
+    const made = stores.map(() => 0);
+    const measure = async (entry: string) => {
+      const [cli, ...flags] = entry.split(' ').filter(Boolean).reverse();
+      const started = performance.now();
+      // e.g. LOCKLENS_BENCH_SERVE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof': the profile is written at its SIGTERM.
+      const nodeArgs = process.env.LOCKLENS_BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+      const serve = procs.spawn(process.execPath, [...nodeArgs, ...flags.reverse(), cli, 'serve', '--config', config], { env: PASSWORDS_ENV });
+      const base = await servingUrl(serve);
+      // Every lock seen: each connection's count is its locks and the probe lock, less one if a build measured before
+      // left the load between a release and the taking again (an odd count of changes).
+      await until(base, (e) => stores.every((s, i) => valueOf(e, 'locklens_locks', { connection: s.name }) === locksPerStore + 1 - (made[i] % 2)));
+      const readyMs = performance.now() - started;
+      const loadBefore = loadavg()[0];
 
-    const quiet = await observe(serve, base, quietS);
-    const scrapeCpuMs = await scrapeCpu(serve, base, 20, quiet.cpuPct);
-    const load = startLoad(stores, locksPerStore, changesPerSecond, warmupS + steadyS + (scrapes * scrapeGapMs) / 1000 + delayS + 60);
-    await sleep(warmupS * 1000);
-    const steady = await observe(serve, base, steadyS);
-    const scraped = await timeScrapes(base, scrapes, scrapeGapMs);
-    const delays = await probeDelays(stores, base, delayS, followMs);
-    const changes = await load.stop();
-    const loadAfter = loadavg()[0];
+      const quiet = await observe(serve, base, quietS);
+      const scrapeCpuMs = await scrapeCpu(serve, base, 20, quiet.cpuPct);
+      const load = startLoad(stores, made, locksPerStore, changesPerSecond, warmupS + steadyS + (scrapes * scrapeGapMs) / 1000 + delayS + 60);
+      await sleep(warmupS * 1000);
+      const steady = await observe(serve, base, steadyS);
+      const scraped = await timeScrapes(base, scrapes, scrapeGapMs);
+      const delays = await probeDelays(stores, base, delayS, followMs);
+      const changes = await load.stop();
+      const loadAfter = loadavg()[0];
 
-    serve.signal('SIGTERM');
-    const exit = await serve.wait();
-    const log = logLines(serve);
-    // What it logs once told to stop (a read cut short by closing its connection) is not a complaint about the run.
-    const stopping = log.findIndex((l) => l.msg === 'stopping');
-    const complaints = log.slice(0, stopping < 0 ? log.length : stopping).filter((l) => l.level !== 'info');
-    complaints.forEach((l) => process.stderr.write(`bench: serve said ${JSON.stringify(l)}\n`));
-    if (exit.code !== 0) throw new Error(`serve: locklens serve exited ${exit.code}: ${exit.stderr}`);
-    const all = [...delays.values()].flatMap((d) => d.ms);
-    return {
-      connections: stores.length,
-      locks: stores.length * locksPerStore,
-      ready_ms: round(readyMs, 0),
-      changes_offered_per_s: changesPerSecond,
-      changes_per_s: round(changes.perSecond, 1),
-      quiet_cpu_pct: round(quiet.cpuPct),
-      quiet_rss_mb: round(quiet.rssMb, 1),
-      cpu_pct: round(steady.cpuPct),
-      rss_mb: round(steady.rssMb, 1),
-      rss_max_mb: round(steady.rssMaxMb, 1),
-      heap_mb: round(steady.heapMb, 1),
-      scrape_p50_ms: round(percentile(scraped.ms, 50)),
-      scrape_p99_ms: round(percentile(scraped.ms, 99)),
-      scrape_cpu_ms: round(scrapeCpuMs),
-      scrape_kb: round(scraped.bytes / 1024, 0),
-      scrape_lock_series: scraped.lockSeries,
-      delay_p50_ms: round(percentile(all, 50)),
-      delay_p99_ms: round(percentile(all, 99)),
-      delay_samples: all.length,
-      delay_unseen: [...delays.values()].reduce((n, d) => n + d.unseen, 0),
-      ...Object.fromEntries(
-        [...delays].flatMap(([store, d]) => [
-          [`delay_${store}_p50_ms`, round(percentile(d.ms, 50))],
-          [`delay_${store}_p99_ms`, round(percentile(d.ms, 99))],
-        ]),
-      ),
-      serve_complaints: complaints.length,
-      load_avg_before: round(loadBefore),
-      load_avg_after: round(loadAfter),
+      serve.signal('SIGTERM');
+      const exit = await serve.wait();
+      const log = logLines(serve);
+      // What it logs once told to stop (a read cut short by closing its connection) is not a complaint about the run.
+      const stopping = log.findIndex((l) => l.msg === 'stopping');
+      const complaints = log.slice(0, stopping < 0 ? log.length : stopping).filter((l) => l.level !== 'info');
+      complaints.forEach((l) => process.stderr.write(`bench: serve said ${JSON.stringify(l)}\n`));
+      if (exit.code !== 0) throw new Error(`serve: locklens serve exited ${exit.code}: ${exit.stderr}`);
+      const all = [...delays.values()].flatMap((d) => d.ms);
+      return {
+        connections: stores.length,
+        locks: stores.length * locksPerStore,
+        ready_ms: round(readyMs, 0),
+        changes_offered_per_s: changesPerSecond,
+        changes_per_s: round(changes.perSecond, 1),
+        quiet_cpu_pct: round(quiet.cpuPct),
+        quiet_rss_mb: round(quiet.rssMb, 1),
+        cpu_pct: round(steady.cpuPct),
+        rss_mb: round(steady.rssMb, 1),
+        rss_max_mb: round(steady.rssMaxMb, 1),
+        heap_mb: round(steady.heapMb, 1),
+        scrape_p50_ms: round(percentile(scraped.ms, 50)),
+        scrape_p99_ms: round(percentile(scraped.ms, 99)),
+        scrape_cpu_ms: round(scrapeCpuMs),
+        scrape_kb: round(scraped.bytes / 1024, 0),
+        scrape_lock_series: scraped.lockSeries,
+        delay_p50_ms: round(percentile(all, 50)),
+        delay_p99_ms: round(percentile(all, 99)),
+        delay_samples: all.length,
+        delay_unseen: [...delays.values()].reduce((n, d) => n + d.unseen, 0),
+        ...Object.fromEntries(
+          [...delays].flatMap(([store, d]) => [
+            [`delay_${store}_p50_ms`, round(percentile(d.ms, 50))],
+            [`delay_${store}_p99_ms`, round(percentile(d.ms, 99))],
+          ]),
+        ),
+        serve_complaints: complaints.length,
+        load_avg_before: round(loadBefore),
+        load_avg_after: round(loadAfter),
+      };
     };
+    // LOCKLENS_BENCH_SERVE_CLIS=/tmp/before/dist/locklens.js,dist/locklens.js: builds measured in turn against the same
+    // stores and load (an A/B in one run), each one's figures prefixed with its place in the list (`2_cpu_pct`); an entry
+    // may start with node's flags for that process (`--max-semi-space-size=4 dist/locklens.js`).
+    const clis = process.env.LOCKLENS_BENCH_SERVE_CLIS?.split(',').filter(Boolean) ?? [CLI];
+    const figures: Record<string, number> = {};
+    for (const [i, cli] of clis.entries()) {
+      const measured = await measure(cli);
+      process.stderr.write(`bench: serve ${cli}: ${JSON.stringify(measured)}\n`);
+      for (const [k, v] of Object.entries(measured)) figures[clis.length === 1 ? k : `${i + 1}_${k}`] = v;
+    }
+    return figures;
   } finally {
     await procs.dispose();
     await Promise.all(stores.map((s) => s.close()));
@@ -130,8 +147,11 @@ async function scrape(base: string): Promise<{ text: string; ms: number; endedAt
 
 async function until(base: string, check: (e: Exposition) => boolean, guardMs = 120_000): Promise<void> {
   const deadline = performance.now() + guardMs;
-  while (!check(parseExposition((await scrape(base)).text))) {
-    if (performance.now() > deadline) throw new Error('serve: locklens serve did not show every lock (hang guard)');
+  for (let e = parseExposition((await scrape(base)).text); !check(e); e = parseExposition((await scrape(base)).text)) {
+    if (performance.now() > deadline) {
+      const counts = e.samples.filter((s) => s.name === 'locklens_locks').map((s) => `${s.labels.connection} ${s.value}`);
+      throw new Error(`serve: locklens serve did not show every lock (hang guard; locks seen: ${counts.join(', ')})`);
+    }
     await sleep(200);
   }
 }
@@ -198,12 +218,11 @@ async function timeScrapes(base: string, count: number, gapMs: number) {
  * `perSecond` changes spread over the stores in turn, each store's in order: lock 0 released, then taken again, then
  * lock 1…, so each store sees perSecond / stores changes a second and every lock is free for one store-period at a
  * time. Changes to one lock wait for the one before; others are sent without waiting. Stops when asked, or after
- * `maxSeconds` whatever happens.
+ * `maxSeconds` whatever happens. `made` counts each store's changes so far, and goes on counting.
  */
-function startLoad(stores: readonly StoreUnderLoad[], locks: number, perSecond: number, maxSeconds: number) {
+function startLoad(stores: readonly StoreUnderLoad[], made: number[], locks: number, perSecond: number, maxSeconds: number) {
   const t0 = performance.now();
   const previous = stores.map(() => new Map<number, Promise<void>>());
-  const made = stores.map(() => 0);
   let done = 0;
   let inFlight = 0;
   let failure: unknown;

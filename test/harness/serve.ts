@@ -48,6 +48,8 @@ export interface ConfigConnection {
   readonly endpoints: readonly string[];
   readonly prefixes: readonly string[];
   readonly passwordEnv?: string;
+  /** How often a store that pushes nothing is read (serve's default, 5 s, would miss a hold of 3 s). */
+  readonly pollSeconds?: number;
 }
 
 /**

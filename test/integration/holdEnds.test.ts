@@ -82,7 +82,8 @@ for (const notify of ['Ex', '']) {
     test('released, expired (its PX ran out), force-released', async () => {
       const name = 'ends:jobs';
       const data = join(f.dir, 'data');
-      const connection: ConfigConnection = { name: 'cache', store: 'redis', endpoints: [f.server.url], prefixes: ['ends:'] };
+      // Read every second without keyspace notifications ('Ex' tells only expiries): its second hold lasts 3 s.
+      const connection: ConfigConnection = { name: 'cache', store: 'redis', endpoints: [f.server.url], prefixes: ['ends:'], pollSeconds: 1 };
       const { serve, base } = await startRecordingServe(f.procs, { dir: f.dir, data, connection });
       const peer = (timeout: number) => {
         const p = new RedisPyLock(f.server.url, name, 'hold', timeout);

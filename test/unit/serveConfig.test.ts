@@ -48,6 +48,7 @@ connections:
     store: postgres
     endpoints: [postgres://monitor@db:5432/billing]
     passwordFile: ${secret}
+    pollSeconds: 2
 `),
       { ETCD_PW: 'etcd secret' },
     );
@@ -60,6 +61,7 @@ connections:
       ['prod-etcd', 'etcd', ['/locks/'], 'etcd secret'],
       ['billing-db', 'postgres', [''], 'pg secret'],
     ]);
+    assert.deepEqual(config.connections.map((c) => c.pollMs), [5000, 2000], 'a store that pushes nothing is polled every 5 s unless told');
     assert.ok(config.lockNames.drop[0].test('secret/x'));
     assert.equal('tenant-42/jobs'.replace(config.lockNames.rewrite[0].match, config.lockNames.rewrite[0].replace), 'tenant-N/jobs');
   });
@@ -74,7 +76,7 @@ connections:
   test('each mistake names its line and column, the field, and what to write', () => {
     const conn = 'connections:\n  - name: a\n    endpoints: [127.0.0.1:2379]\n';
     assert.match(refusal('connections: [\n  {name: a\n'), /^FILE:\d+:\d+: not valid YAML or JSON: /);
-    assert.equal(refusal(`${conn}    prefix: [/locks/]\n`), 'FILE:4:5: connections[0].prefix: unknown field: write one of name, store, endpoints, username, namespace, prefixes, tls, dialTimeoutMs, passwordEnv, passwordFile, keyPassphraseEnv, keyPassphraseFile');
+    assert.equal(refusal(`${conn}    prefix: [/locks/]\n`), 'FILE:4:5: connections[0].prefix: unknown field: write one of name, store, endpoints, username, namespace, prefixes, tls, dialTimeoutMs, pollSeconds, passwordEnv, passwordFile, keyPassphraseEnv, keyPassphraseFile');
     assert.equal(refusal(`listne: 1.2.3.4:5\n${conn}`), 'FILE:1:1: listne: unknown field: write one of listen, data, maxLocks, history, metrics, lockNames, lockTables, connections');
     assert.equal(refusal(`${conn}    prefixes: /locks/\n`), "FILE:4:15: connections[0].prefixes: must be a list of texts, e.g. prefixes: ['/locks/']");
     assert.equal(refusal(`maxLocks: many\n${conn}`), 'FILE:1:11: maxLocks: must be a whole number ≥ 1, e.g. maxLocks: 500');

@@ -15,6 +15,8 @@ import { parseConfig, type ConfigMap } from './configNodes';
 export interface ServeConnection {
   readonly settings: ConnectionSettings & { readonly prefixes: readonly string[] };
   readonly secrets: ConnectionSecrets;
+  /** How often a store that pushes no changes (SQL, Redis without keyspace notifications) is read again. */
+  readonly pollMs: number;
 }
 
 export interface Listen {
@@ -45,10 +47,16 @@ export interface ServeConfig {
 
 export const DEFAULT_LISTEN = '127.0.0.1:9464';
 export const DEFAULT_MAX_LOCKS = 500;
+/**
+ * Not VS Code's 1 s: Prometheus reads /metrics every 15 s and alerts wait minutes, so a poll every 5 s keeps each
+ * scrape within 5 s of the store, and at 1 s the polls of two databases of 2,000 locks each were most of what serve
+ * cost (docs/BENCHMARKS.md, serve).
+ */
+export const DEFAULT_POLL_SECONDS = 5;
 
 const PASSWORD_REFUSED = 'a password is never written in the config file: write passwordEnv: VARIABLE (read from the environment) or passwordFile: /path/to/file instead';
 const PASSPHRASE_REFUSED = 'a key passphrase is never written in the config file: write keyPassphraseEnv: VARIABLE or keyPassphraseFile: /path/to/file (beside endpoints) instead';
-const CONNECTION_FIELDS = ['name', 'store', 'endpoints', 'username', 'namespace', 'prefixes', 'tls', 'dialTimeoutMs', 'passwordEnv', 'passwordFile', 'keyPassphraseEnv', 'keyPassphraseFile'];
+const CONNECTION_FIELDS = ['name', 'store', 'endpoints', 'username', 'namespace', 'prefixes', 'tls', 'dialTimeoutMs', 'pollSeconds', 'passwordEnv', 'passwordFile', 'keyPassphraseEnv', 'keyPassphraseFile'];
 const TLS_FIELDS = ['caFile', 'certFile', 'keyFile', 'serverName', 'insecureSkipVerify'];
 
 /** Reads and checks the config file; throws INVALID_ARGUMENT naming the file, line and column of any mistake. */
@@ -134,7 +142,8 @@ function connectionOf(c: ConfigMap, env: NodeJS.ProcessEnv): ServeConnection {
   };
   const password = secretOf(c, 'passwordEnv', 'passwordFile', env, 'the password');
   const keyPassphrase = secretOf(c, 'keyPassphraseEnv', 'keyPassphraseFile', env, 'the key passphrase');
-  return { settings, secrets: { password, keyPassphrase } };
+  const pollSeconds = c.int('pollSeconds', 1, String(DEFAULT_POLL_SECONDS)) ?? DEFAULT_POLL_SECONDS;
+  return { settings, secrets: { password, keyPassphrase }, pollMs: pollSeconds * 1000 };
 }
 
 /** A secret named by an environment variable or a file (its content, without the line end editors add). */

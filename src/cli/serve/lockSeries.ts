@@ -60,7 +60,9 @@ export interface Listing {
 export function lockSeries(rows: readonly LockRow[], policy: NamePolicy): Listing {
   const bySeries = new Map<string, Series>();
   const unlisted = new Map<string, number>();
-  const keyOf = (row: LockRow, lock: string) => JSON.stringify([row.connection, lock, row.kind]);
+  // The connection's length sets it apart and a kind is a word: unambiguous without JSON.stringify, which made a key of
+  // every one of 10,000 rows a twentieth of a scrape (docs/BENCHMARKS.md, serve).
+  const keyOf = (row: LockRow, lock: string) => `${row.connection.length}:${row.connection}${row.kind}:${lock}`;
   const add = (row: LockRow, lock: string, key: string) => {
     const s = bySeries.get(key);
     bySeries.set(key, s ? merged(s, row) : seriesOf(row, lock));

@@ -40,7 +40,6 @@ export interface WatcherOptions {
 
 const BACKOFF = { initialMs: 500, maxMs: 30_000 };
 const LEASE_SAMPLE_MS = 2000;
-const POLL_MS = 1000;
 
 export class ConnectionWatcher implements Watched {
   private readonly events: LockEvents;
@@ -147,7 +146,7 @@ export class ConnectionWatcher implements Watched {
     if (this.stopped.signal.aborted) return backend.close();
     this.backend = backend;
     const prefixes = normalizePrefixes(settings.prefixes.map((p) => Buffer.from(p)));
-    const watch = backend.watch(prefixes, { leaseSampleIntervalMs: LEASE_SAMPLE_MS, pollIntervalMs: POLL_MS, log: (m) => this.options.log('warn', m, { connection: this.name, store: this.store }) });
+    const watch = backend.watch(prefixes, { leaseSampleIntervalMs: LEASE_SAMPLE_MS, pollIntervalMs: this.connection.pollMs, log: (m) => this.options.log('warn', m, { connection: this.name, store: this.store }) });
     this.watch = watch;
     this.events.restart();
     this.diagnosis.restart();

@@ -230,9 +230,12 @@ export class RedisLockWatch extends SnapshotLockWatch {
       const now = Date.now();
       const { locks, ttls } = read.recognized;
       const ids = names.map((n) => keyId(n));
+      // The locks this read may change, as they were: what their members' TTLs are counted down from.
+      const touched = [...new Set([...ids, ...locks.map((l) => l.id)])];
+      const before = touched.map((id) => this.model.lock(id));
       this.emit(this.model.replaceSome(ids, locks));
       this.ttls.add(ttls);
-      this.ttls.observe([...ttls.values()], now, this.model.unordered());
+      this.ttls.observeChanged([...ttls.values()], now, before, touched.map((id) => this.model.lock(id)));
     } catch (e) {
       this.options.log?.(`Redis read failed: ${errorMessage(e)}`);
       void this.fullReads.request();

@@ -7,7 +7,7 @@
  * ran out is asked, so that an expiry Redis has not yet acted on is found as soon as before.
  */
 import type { LeaseInfo } from '../leaseInfo';
-import { members, type LockState } from '../lockState';
+import type { LockMember, LockState } from '../lockState';
 import type { TtlSource } from './recognize';
 import type { Topology } from './topology';
 import { TtlTable } from './ttlTable';
@@ -15,6 +15,8 @@ import { TtlTable } from './ttlTable';
 export class TtlSampler {
   private readonly ttls = new TtlTable();
   private sources = new Map<string, TtlSource>();
+  /** How many members of the watch's locks expire with each TTL: one no member refers to any more is forgotten. */
+  private readonly refs = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
 
@@ -57,13 +59,38 @@ export class TtlSampler {
     for (const [id, s] of sources) this.sources.set(id, s);
   }
 
-  /** Folds TTL samples in and forgets the ones no member of `locks` refers to any more. */
+  /** A full read's samples folded in: whatever no member of `locks` (every lock now) refers to is forgotten. */
   observe(samples: readonly TtlSource[], now: number, locks: Iterable<LockState>): void {
-    const live = new Set<string>();
-    for (const lock of locks) for (const m of members(lock)) if (m.lease) live.add(m.lease);
-    for (const id of [...this.sources.keys()]) if (!live.has(id)) this.sources.delete(id);
-    const changed = this.ttls.observe(samples.filter((s) => live.has(s.id)), now);
-    const gone = this.ttls.retain(live, now);
+    this.refs.clear();
+    for (const lock of locks) eachLease(lock, (id) => this.refs.set(id, (this.refs.get(id) ?? 0) + 1));
+    for (const id of [...this.sources.keys()]) if (!this.refs.has(id)) this.sources.delete(id);
+    this.fold(samples, now, this.ttls.retain(this.refs, now));
+  }
+
+  /**
+   * A partial read's samples folded in, given the locks it replaced (`before`, as they were) and what they are now
+   * (`after`; undefined: gone). Counting who refers to each TTL, rather than walking every lock to find the ones no
+   * lock refers to any more, made a notification's read cost the same whatever the keyspace (docs/BENCHMARKS.md, serve).
+   */
+  observeChanged(samples: readonly TtlSource[], now: number, before: readonly (LockState | undefined)[], after: readonly (LockState | undefined)[]): void {
+    const dropped = new Set<string>();
+    for (const lock of before) {
+      if (!lock) continue;
+      eachLease(lock, (id) => {
+        const n = (this.refs.get(id) ?? 0) - 1;
+        if (n > 0) this.refs.set(id, n);
+        else (this.refs.delete(id), dropped.add(id));
+      });
+    }
+    for (const lock of after) if (lock) eachLease(lock, (id) => this.refs.set(id, (this.refs.get(id) ?? 0) + 1));
+    for (const s of samples) if (!this.refs.has(s.id)) dropped.add(s.id);
+    for (const id of dropped) if (this.refs.has(id)) dropped.delete(id);
+    for (const id of dropped) this.sources.delete(id);
+    this.fold(samples, now, this.ttls.drop(dropped, now));
+  }
+
+  private fold(samples: readonly TtlSource[], now: number, gone: LeaseInfo[]): void {
+    const changed = this.ttls.observe(samples.filter((s) => this.refs.has(s.id)), now);
     if (changed.length || gone.length) this.changed([...changed, ...gone].map((i) => this.stamped(i)));
   }
 
@@ -105,4 +132,14 @@ export class TtlSampler {
     this.stopped = true;
     clearTimeout(this.timer);
   }
+}
+
+/** The TTL id (`lease`) of each member of `lock` that has one. */
+function eachLease(lock: LockState, f: (id: string) => void): void {
+  const visit = (m: LockMember) => m.lease && f(m.lease);
+  if (lock.holder) {
+    visit(lock.holder);
+    lock.sharedWith?.forEach(visit);
+  }
+  lock.waiters.forEach(visit);
 }

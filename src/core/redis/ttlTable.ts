@@ -62,10 +62,16 @@ export class TtlTable {
   }
 
   /** Forgets ids no longer referred to; returns them marked expired, once, for views still showing them. */
-  retain(live: ReadonlySet<string>, at = Date.now()): LeaseInfo[] {
+  retain(live: ReadonlyMap<string, unknown> | ReadonlySet<string>, at = Date.now()): LeaseInfo[] {
+    return this.drop([...this.infos.keys()].filter((id) => !live.has(id)), at);
+  }
+
+  /** Forgets `ids`; returns those known marked expired, once, for views still showing them. */
+  drop(ids: Iterable<string>, at = Date.now()): LeaseInfo[] {
     const gone: LeaseInfo[] = [];
-    for (const [id, info] of this.infos) {
-      if (live.has(id)) continue;
+    for (const id of ids) {
+      const info = this.infos.get(id);
+      if (!info) continue;
       this.infos.delete(id);
       this.peaks.delete(id);
       if (info.state === 'alive') gone.push(observeLease(info, id, { ttl: -1, grantedTtl: info.grantedTtl, keys: info.keys, at }));

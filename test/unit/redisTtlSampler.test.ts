@@ -1,0 +1,56 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { LeaseInfo } from '../../src/core/leaseInfo';
+import type { LockMember, LockState } from '../../src/core/lockState';
+import { keyId } from '../../src/core/keys';
+import type { TtlSource } from '../../src/core/redis/recognize';
+import type { Topology } from '../../src/core/redis/topology';
+import { TtlSampler } from '../../src/core/redis/ttlSampler';
+
+function member(owner: string, lease: string): LockMember {
+  return { key: Buffer.from(owner), convention: 'redis-token', owner, expiresWith: 'ttl', lease, token: null, holds: null, valuePreview: Buffer.alloc(0), valueSize: 0 };
+}
+
+/** Lock `i` held on `leases[0]`, shared with and waited for on the rest (several locks share some TTL ids, as a Redisson client's locks do). */
+function lock(i: number, leases: string[]): LockState {
+  const name = Buffer.from(`l${i}`);
+  const [holder, ...others] = leases.map((l, k) => member(`o${i}.${k}`, l));
+  return { id: keyId(name), name, kind: 'readwrite', holder: holder ?? null, sharedWith: others.slice(0, 1), waiters: others.slice(1) };
+}
+
+/** A sampler whose sweeps never run: what it was told is all the test reads. */
+function sampler(): { s: TtlSampler; told: LeaseInfo[] } {
+  const told: LeaseInfo[] = [];
+  const s = new TtlSampler({} as Topology, 60_000, (infos) => told.push(...infos), () => undefined);
+  return { s, told };
+}
+
+describe('Redis TTL sampler', () => {
+  test('counting who refers to each TTL, read by read, keeps and forgets what a recount of every lock does', () => {
+    let seed = 7;
+    const random = (n: number) => ((seed = (seed * 48_271) % 2_147_483_647), seed % n);
+    const counted = sampler();
+    const recounted = sampler();
+    const model = new Map<string, LockState>();
+    const byId = (a: LeaseInfo, b: LeaseInfo) => a.id.localeCompare(b.id);
+    let forgotten = 0;
+    for (let step = 0, now = 0; step < 1000; step++, now += 10) {
+      // A partial read of a few locks: each gone, or read again with 0–3 members on TTLs from a small shared pool.
+      const read = Array.from({ length: 1 + random(3) }, () => random(40));
+      const locks = [...new Set(read)].flatMap((i) => (random(4) === 0 ? [] : [lock(i, Array.from({ length: random(4) }, () => `t${random(100)}`))]));
+      const ids = read.map((i) => keyId(Buffer.from(`l${i}`)));
+      const samples: TtlSource[] = locks.flatMap((l) => [l.holder, ...(l.sharedWith ?? []), ...l.waiters]).flatMap((m) => (m ? [{ id: m.lease!, ms: 10_000 - random(5000), keys: [m.key] }] : []));
+      const touched = [...new Set([...ids, ...locks.map((l) => l.id)])];
+      const before = touched.map((id) => model.get(id));
+      for (const id of ids) model.delete(id);
+      for (const l of locks) model.set(l.id, l);
+      counted.s.observeChanged(samples, now, before, touched.map((id) => model.get(id)));
+      recounted.s.observe(samples, now, model.values());
+      for (let t = 0; t < 100; t++) assert.deepEqual(counted.s.lease(`t${t}`), recounted.s.lease(`t${t}`), `t${t} at step ${step}`);
+      const told = counted.told.splice(0).sort(byId);
+      assert.deepEqual(told, recounted.told.splice(0).sort(byId), `what was told at step ${step}`);
+      forgotten += told.filter((i) => i.state === 'expired').length;
+    }
+    assert.ok(forgotten > 100, `TTLs no lock refers to any more were forgotten on the way (${forgotten})`);
+  });
+});
