@@ -7,7 +7,7 @@
  * ran out is asked, so that an expiry Redis has not yet acted on is found as soon as before.
  */
 import type { LeaseInfo } from '../leaseInfo';
-import type { LockMember, LockState } from '../lockState';
+import { members, type LockState } from '../lockState';
 import type { TtlSource } from './recognize';
 import type { Topology } from './topology';
 import { TtlTable } from './ttlTable';
@@ -62,7 +62,7 @@ export class TtlSampler {
   /** A full read's samples folded in: whatever no member of `locks` (every lock now) refers to is forgotten. */
   observe(samples: readonly TtlSource[], now: number, locks: Iterable<LockState>): void {
     this.refs.clear();
-    for (const lock of locks) eachLease(lock, (id) => this.refs.set(id, (this.refs.get(id) ?? 0) + 1));
+    for (const lock of locks) for (const id of leasesOf(lock)) this.refs.set(id, (this.refs.get(id) ?? 0) + 1);
     for (const id of [...this.sources.keys()]) if (!this.refs.has(id)) this.sources.delete(id);
     this.fold(samples, now, this.ttls.retain(this.refs, now));
   }
@@ -76,13 +76,13 @@ export class TtlSampler {
     const dropped = new Set<string>();
     for (const lock of before) {
       if (!lock) continue;
-      eachLease(lock, (id) => {
+      for (const id of leasesOf(lock)) {
         const n = (this.refs.get(id) ?? 0) - 1;
         if (n > 0) this.refs.set(id, n);
         else (this.refs.delete(id), dropped.add(id));
-      });
+      }
     }
-    for (const lock of after) if (lock) eachLease(lock, (id) => this.refs.set(id, (this.refs.get(id) ?? 0) + 1));
+    for (const lock of after) if (lock) for (const id of leasesOf(lock)) this.refs.set(id, (this.refs.get(id) ?? 0) + 1);
     for (const s of samples) if (!this.refs.has(s.id)) dropped.add(s.id);
     for (const id of dropped) if (this.refs.has(id)) dropped.delete(id);
     for (const id of dropped) this.sources.delete(id);
@@ -134,12 +134,7 @@ export class TtlSampler {
   }
 }
 
-/** The TTL id (`lease`) of each member of `lock` that has one. */
-function eachLease(lock: LockState, f: (id: string) => void): void {
-  const visit = (m: LockMember) => m.lease && f(m.lease);
-  if (lock.holder) {
-    visit(lock.holder);
-    lock.sharedWith?.forEach(visit);
-  }
-  lock.waiters.forEach(visit);
+/** The TTL id (`lease`) of each member of `lock` that has one, once per member. */
+function leasesOf(lock: LockState): string[] {
+  return members(lock).flatMap((m) => (m.lease ? [m.lease] : []));
 }
