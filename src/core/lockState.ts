@@ -73,6 +73,9 @@ export interface LockMember {
   readonly valueSize: number;
 }
 
+/** The valuePreview of a member that stores no value (a database session's hold): one empty buffer, shared. */
+export const NO_VALUE: Buffer = Buffer.alloc(0);
+
 /**
  * A database session as the server describes it (PostgreSQL `pg_stat_activity`, MySQL's processlist), for the people
  * deciding whether to terminate it. Fields the reader may not see (another user's session) are absent.

@@ -16,7 +16,7 @@
  * queue itself is not readable.
  */
 import { isUtf8, keyId } from '../keys';
-import type { LockMember, LockState, SessionInfo } from '../lockState';
+import { NO_VALUE, type LockMember, type LockState, type SessionInfo } from '../lockState';
 import type { MysqlFlavor } from './connect';
 import { serverErrno } from './connect';
 import { getLockName } from './getLockCall';
@@ -91,9 +91,6 @@ function sessionOf(proc: ProcessRow | undefined, waitingSince: number | undefine
   if (waitingSince !== undefined) session.waitingSince = waitingSince;
   return session;
 }
-
-/** No member of a GET_LOCK lock has a value. */
-const NO_VALUE = Buffer.alloc(0);
 
 /** A connection as a lock's member: its id is its owner and what its lock goes with (see mysqlBackend.ts). */
 export function connectionMember(id: number, proc: ProcessRow | undefined, waitingSince?: number): LockMember {

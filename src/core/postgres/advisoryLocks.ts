@@ -8,7 +8,7 @@
  * pg_locks does not say whether an advisory lock was taken for the session (`pg_advisory_lock`) or for the current
  * transaction (`pg_advisory_xact_lock`, Flyway's): both look the same, so both are shown the same.
  */
-import type { LockMember, LockState, SessionInfo } from '../lockState';
+import { NO_VALUE, type LockMember, type LockState, type SessionInfo } from '../lockState';
 import { namesOfRow, rowOfKey, type AdvisoryKey } from './advisoryKeys';
 
 const CONVENTION = 'pg-advisory';
@@ -86,9 +86,6 @@ export function sessionOf(row: AdvisoryRow): SessionInfo {
   if (row.waitstart !== null) session.waitingSince = Math.floor(row.waitstart);
   return session;
 }
-
-/** No member of an advisory lock has a value. */
-const NO_VALUE = Buffer.alloc(0);
 
 /** A session's one member of a lock (a session that holds a key twice, shared and exclusive, is shown once, exclusive). */
 function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMember {
