@@ -84,6 +84,32 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     }
   }
 
+  /**
+   * Only `connection` open among the demo's connections (`undefined`: every one), top down: a row below an open one
+   * may be out of the view, not in the DOM. Each test opens what it needs, so that one failing midway (its
+   * connections left folded) does not fail the next.
+   */
+  async function openOnly(connection?: string): Promise<void> {
+    for (const name of Object.keys(EVERY_LOCK_ROW)) {
+      const r = row(name);
+      await r.waitFor({ state: 'visible', timeout: 30_000 });
+      const open = connection === undefined || name === connection;
+      if ((await r.getAttribute('aria-expanded')) === (open ? 'false' : 'true')) await r.locator('.monaco-tl-twistie').click();
+    }
+    // A prefix or folder row that was folded (its locks out of the DOM) is opened again.
+    const folded = page.locator('.part.sidebar .monaco-list-row[aria-expanded="false"]').filter({ has: page.locator('.codicon-symbol-namespace, .codicon-folder') });
+    for (let i = await folded.count(); i > 0; i--) await folded.first().locator('.monaco-tl-twistie').click({ timeout: 5000 }).catch(() => undefined);
+  }
+
+  /** What a failure needs said, as CI shows only its message: the sidebar's rows and the demo's last log lines. */
+  async function whatWasShown(): Promise<string> {
+    const rows = await page
+      .locator('.part.sidebar .monaco-list-row')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('aria-label') ?? ''))
+      .catch((e: Error) => [`(rows not read: ${e.message})`]);
+    return `\nthe sidebar's rows: ${JSON.stringify(rows)}\nthe demo's last lines:\n${demo.proc.stdout.split('\n').slice(-25).join('\n')}`;
+  }
+
   async function shot(name: string, clip?: { x: number; y: number; width: number; height: number }): Promise<void> {
     mkdirSync(SHOTS, { recursive: true });
     // No hover tooltip or highlight in the picture; and let the tree's and the timeline's last redraws land (they
@@ -161,15 +187,10 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
       ['demo-zookeeper', 'catalog'],
       ['demo-postgres', POSTGRES_LOCKS.incident],
     ];
-    const connections = locks.map(([c]) => c);
     for (const [connection, lock] of locks) {
       // Only this store's connection open, so that its locks are in view.
-      for (const other of connections) {
-        const r = row(other);
-        await r.waitFor({ state: 'visible', timeout: 30_000 });
-        if ((await r.getAttribute('aria-expanded')) === (other === connection ? 'false' : 'true')) await r.locator('.monaco-tl-twistie').click();
-      }
-      await eventually(async () => /connected/.test(await description(row(connection))), 60_000, `${connection} says connected`);
+      await openOnly(connection);
+      await eventually(async () => /^connected\b/.test(await description(row(connection))), 60_000, `${connection} says connected`);
       // The state and its age in the description; the waiters counted by the row's badge (`[2]`), as many as the
       // description says in words, cut off or not.
       let seen = '';
@@ -183,7 +204,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
         `${lock} on ${connection} shows its state, age and waiters`,
       ).catch(async (e) => {
         await shot(`default-width-${connection}`, { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 });
-        throw new Error(`${(e as Error).message}: the row shows "${seen}"`);
+        throw new Error(`${(e as Error).message}: the row shows "${seen}"${await whatWasShown()}`);
       });
       // Every lock of the demo, each row as the sidebar shows it: its state and age are not cut off (a lock that is
       // free for a while, a try-lock between runs, comes back held).
@@ -191,20 +212,20 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
         await eventually(async () => /^\S+ (held|elected) ≥? ?(<1m|\d+[smhd])\b/.test((seen = await visibleText(row(other)).catch(() => ''))), 60_000, `${other} on ${connection} shows its state and age`).catch(
           async (e) => {
             await shot(`default-width-${connection}`, { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 });
-            throw new Error(`${(e as Error).message}: the row shows "${seen}"`);
+            throw new Error(`${(e as Error).message}: the row shows "${seen}"${await whatWasShown()}`);
           },
         );
       }
       await shot(`default-width-${connection}`, { x: 0, y: 0, width: Math.round(sidebar.x + sidebar.width + 8), height: 640 });
     }
-    // Every connection open again, as the window opened: the next tests fold what their pictures leave out.
-    for (const connection of connections) if ((await row(connection).getAttribute('aria-expanded')) === 'false') await row(connection).locator('.monaco-tl-twistie').click();
+    await openOnly();
   });
 
   test('tree: the queues with holders and waiters, the stuck holder flagged, the try-lock and the election', async () => {
     await openViewContainer(page, 'LockLens');
+    await openOnly();
     await widenSidebar(page, 640);
-    await eventually(async () => /connected/.test(await description(row('demo'))), 60_000, 'the demo connection says connected');
+    await eventually(async () => /^connected\b/.test(await description(row('demo'))), 60_000, 'the demo connection says connected');
     for (const name of ['billing-batch', 'reconcile', 'report-export', 'cron-leader-single', 'scheduler']) {
       await row(name).waitFor({ state: 'visible', timeout: 30_000 });
     }
@@ -299,6 +320,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
   test('revoke: the confirmation lists the stuck lease\'s key and who holds next; confirming frees the queue', async () => {
     // The acquire test's notifications would cover part of the picture.
     await runCommand(page, 'Notifications: Clear All Notifications');
+    await openOnly('demo');
+    await expand(row('reconcile'));
     const stuck = row(demo.stuckLease);
     const dialog = await confirmationOf(stuck, 'Revoke Lease…', new RegExp(`Revoke lease ${demo.stuckLease} on demo\\?`));
     const text = (await dialog.textContent()) ?? '';
@@ -319,10 +342,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
   });
 
   test('redis: a re-entrant Redisson holder, a fair lock\'s queue, redis-py contending, the stuck token flagged; Force Release frees it', async () => {
-    // The etcd connection first in the view: fold it, so the Redis one is in the picture.
-    const etcd = row('demo');
-    if ((await etcd.getAttribute('aria-expanded')) === 'true') await etcd.locator('.monaco-tl-twistie').click();
-    await eventually(async () => /connected/.test(await description(row('demo-redis'))), 60_000, 'the demo-redis connection says connected');
+    await openOnly('demo-redis');
+    await eventually(async () => /^connected\b/.test(await description(row('demo-redis'))), 60_000, 'the demo-redis connection says connected');
     for (const name of ['billing-lock', 'report-fair-lock', 'export-job', 'stuck-migration']) await row(name).waitFor({ state: 'visible', timeout: 30_000 });
     const stuck = row('stuck-migration');
     await stuck.locator('.codicon-warning').waitFor({ state: 'visible', timeout: 30_000 });
@@ -361,9 +382,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
     await stuck.waitFor({ state: 'detached', timeout: 20_000 });
   });
   test('zookeeper: kazoo contenders and the stuck Curator-layout holder with its standby, sessions and czxid tokens', async () => {
-    const redis = row('demo-redis');
-    if ((await redis.getAttribute('aria-expanded')) === 'true') await redis.locator('.monaco-tl-twistie').click();
-    await eventually(async () => /connected/.test(await description(row('demo-zookeeper'))), 60_000, 'the demo-zookeeper connection says connected');
+    await openOnly('demo-zookeeper');
+    await eventually(async () => /^connected\b/.test(await description(row('demo-zookeeper'))), 60_000, 'the demo-zookeeper connection says connected');
     const stuck = row('ledger-migration');
     await stuck.waitFor({ state: 'visible', timeout: 30_000 });
     await expand(stuck);
@@ -382,12 +402,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
   });
 
   test('postgres: 42 held by billing-worker\'s session with its two waiters in order, the stuck Liquibase lock; Force Release clears it', async () => {
-    // The other connections folded, top down (a row below an open one may be out of the view, not in the DOM).
-    for (const name of ['demo', 'demo-redis', 'demo-zookeeper']) {
-      const connection = row(name);
-      if ((await connection.getAttribute('aria-expanded')) === 'true') await connection.locator('.monaco-tl-twistie').click();
-    }
-    await eventually(async () => /connected/.test(await description(row('demo-postgres'))), 60_000, 'the demo-postgres connection says connected');
+    await openOnly('demo-postgres');
+    await eventually(async () => /^connected\b/.test(await description(row('demo-postgres'))), 60_000, 'the demo-postgres connection says connected');
     const incident = row(POSTGRES_LOCKS.incident);
     /** The row whose description begins so: a lock's member, `holder · held 2m · billing-worker · …`, by its role, age and session. */
     const described = (role: string, session: string) =>
@@ -434,12 +450,7 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
   });
 
   test('history: the stuck etcd lock\'s past, replayed from etcd, in the Lock History view', async () => {
-    for (const name of ['demo-zookeeper', 'demo-postgres']) {
-      const connection = row(name);
-      if ((await connection.getAttribute('aria-expanded')) === 'true') await connection.locator('.monaco-tl-twistie').click();
-    }
-    const etcd = row('demo');
-    if ((await etcd.getAttribute('aria-expanded')) !== 'true') await etcd.locator('.monaco-tl-twistie').click();
+    await openOnly('demo');
     const history = page.locator('.pane', { has: page.locator('.pane-header', { hasText: /Lock History/i }) });
     const showing = async () => ((await history.locator('.pane-header').first().textContent()) ?? '').includes('billing-batch');
     // VS Code drops a row's handle while its parent redraws (the demo's locks change all the time), and a selection
