@@ -12,7 +12,7 @@ import type { MatchedForceRelease } from '../../core/recording/recordedHold';
 import { holderCount, type LockKind, type LockMember, type LockState } from '../../core/lockState';
 import { displayKey } from '../../core/keys';
 import { remainingTtl } from '../../core/leaseInfo';
-import { lockSeries, type Counts, type Listing, type LockRow, type NamePolicy } from './lockSeries';
+import { lockSeries, type Counts, type Listing, type LockRow, type Mutable, type NamePolicy } from './lockSeries';
 
 /** What the metrics read of one connection's watch. */
 export interface Watched {
@@ -34,7 +34,6 @@ const STORE = ['connection', 'store'] as const;
 const LOCK = ['connection', 'store', 'lock', 'kind'] as const;
 const KIND = ['connection', 'store', 'kind'] as const;
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 interface Tally {
   readonly name: string;
   readonly kind: LockKind;
