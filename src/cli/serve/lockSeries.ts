@@ -60,7 +60,7 @@ export interface Listing {
 export function lockSeries(rows: readonly LockRow[], policy: NamePolicy): Listing {
   const series: Summed[] = [];
   // Series by connection, kind and name shown: maps within maps rather than a text key made for each of 10,000 rows
-  // (JSON.stringify at first, then a concatenation): with the sums in place, a third of the allocation and half the time.
+  // (JSON.stringify at first, then a concatenation): with the sums in place, 0.28× the allocation and 0.36-0.52× the time.
   const byConnection = new Map<string, Map<LockKind, Map<string, Summed>>>();
   const unlisted = new Map<string, number>();
   const add = (row: LockRow, lock: string, locks: Map<string, Summed>) => {
