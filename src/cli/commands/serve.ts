@@ -15,8 +15,9 @@ import type { Command } from './command';
 /**
  * How far past what survived its last full collection V8 lets serve's heap grow before collecting again (V8 chooses up
  * to 300 % for a process that allocates fast). What serve allocates dies within seconds (reads, TTL samples, scrapes),
- * so that headroom was RSS of garbage: 250-320 MB under load against 178-186 MB at 30 %, for CPU under load within
- * the runs' noise (docs/BENCHMARKS.md, serve, the third round).
+ * so that headroom was RSS of garbage: 210-320 MB at most under load against 181-195 MB at 30 %, for about a tenth
+ * more CPU under load and a fifth more quiet, the collector running more often (docs/BENCHMARKS.md, serve, the
+ * third round).
  */
 const HEAP_GROWING_PERCENT = 30;
 
