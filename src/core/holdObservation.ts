@@ -222,9 +222,26 @@ function setHoldings(r: LockRecord, holding: Holding[]): void {
  * its holder goes and pruning keeps open holds.
  */
 export function openHolds(r: LockRecord): (Mutable<ObservedHold> | undefined)[] {
-  const holding = holdingsOf(r);
-  const open = r.holds.filter((h) => h.endedAt === null);
-  return holding.map((_, i) => open[open.length - holding.length + i]);
+  return holdingsOf(r).map((_, i) => openHoldAt(r, i));
+}
+
+/**
+ * The open hold of the `i`th holder (openHolds' `[i]`), found without building arrays: serve asks it of every lock at
+ * every scrape and of every holder at every TTL sample.
+ */
+export function openHoldAt(r: LockRecord, i: number): Mutable<ObservedHold> | undefined {
+  const holders = holdingCount(r);
+  let open = 0;
+  for (const h of r.holds) if (h.endedAt === null) open++;
+  let k = open - holders + i;
+  if (i >= holders || k < 0) return undefined;
+  for (const h of r.holds) if (h.endedAt === null && k-- === 0) return h;
+  return undefined;
+}
+
+/** How many hold now (holdingsOf's length). */
+function holdingCount(r: LockRecord): number {
+  return r.current ? 1 + (r.otherHolders?.length ?? 0) : 0;
 }
 
 /**
@@ -278,31 +295,32 @@ function pruneHolds(r: LockRecord): void {
 
 /** Folds in a TTL sample of a lease: true when it shows a holder with that lease newly stalled. */
 export function observeHolderLease(r: LockRecord, info: LeaseInfo): boolean {
-  const holding = holdingsOf(r);
-  const open = openHolds(r);
   let stalled = false;
-  holding.forEach((h, i) => {
-    if (h.lease !== info.id) return;
+  // Walked in place, as it runs for every holder's every TTL sample (2,000 Redis keys every 2 s in serve's bench).
+  for (let i = 0; i < holdingCount(r); i++) {
+    const h = i === 0 ? r.current! : r.otherHolders![i - 1];
+    if (h.lease !== info.id) continue;
     const wasStalled = h.sample?.stalled ?? false;
     h.sample = sampleOf(info, h.sample);
-    if (!info.stalled || wasStalled) return;
+    if (!info.stalled || wasStalled) continue;
     r.stalls++;
-    const hold = open[i];
+    const hold = openHoldAt(r, i);
     if (hold) hold.stalled = true;
     stalled = true;
-  });
+  }
   return stalled;
 }
 
 /** A gone sample keeps the countdown of the last one that found the lease alive: that tells an expiry from a delete. */
 function sampleOf(info: LeaseInfo, previous: TtlSample | null): TtlSample | null {
-  const told = { expiryEvents: info.expiryEvents ?? false, expiryTold: info.expiryTold ?? false };
+  const expiryEvents = info.expiryEvents ?? false;
+  const expiryTold = info.expiryTold ?? false;
   if (info.state === 'alive') {
     const shortened = (previous?.shortened ?? false) || (previous !== null && !previous.gone && fellBelow(previous, info.ttl, info.observedAt));
-    return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled, ...told, shortened };
+    return { ttl: info.ttl, observedAt: info.observedAt, gone: false, stalled: info.stalled, expiryEvents, expiryTold, shortened };
   }
-  if (previous) return { ...previous, gone: true, expiryTold: previous.expiryTold || told.expiryTold };
-  return told.expiryTold ? { ttl: 0, observedAt: info.observedAt, gone: true, stalled: false, ...told, shortened: false } : null;
+  if (previous) return { ...previous, gone: true, expiryTold: previous.expiryTold || expiryTold };
+  return expiryTold ? { ttl: 0, observedAt: info.observedAt, gone: true, stalled: false, expiryEvents, expiryTold, shortened: false } : null;
 }
 
 function endHold(hold: Mutable<ObservedHold> | undefined, r: LockRecord, at: Moment, end: HoldEnd | null): void {

@@ -5,7 +5,7 @@
  * stays small. Pure: no store, no timers (`now` is passed in).
  */
 import { displayKey } from './keys';
-import { holdingsOf, identityOf, newRecord, observeHolderLease, observeLock, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
+import { holdingsOf, identityOf, newRecord, observeHolderLease, observeLock, openHoldAt, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
 import type { LeaseInfo } from './leaseInfo';
 import type { EventMember, HoldEnded, LockEvent } from './lockEventTypes';
 import { holderCount, members, type ChangeSet, type LockKind, type LockState } from './lockState';
@@ -87,7 +87,7 @@ export class LockEvents {
     const r = t.record;
     let waitingSince: number | null = null;
     for (const w of r.waits.values()) waitingSince = Math.min(waitingSince ?? w.since, w.since);
-    return { heldSince: openHolds(r)[0]?.acquiredAt ?? null, waitingSince };
+    return { heldSince: openHoldAt(r, 0)?.acquiredAt ?? null, waitingSince };
   }
 
   /** How many locks have a holder or a queue (what this keeps). */

@@ -71,6 +71,15 @@ describe('lock series', () => {
     assert.equal(unlisted.get('c'), undefined, 'no lock in the watch is left out');
   });
 
+  test('summing into __other__ leaves the rows as they were: their counts go on being the locks\' own', () => {
+    const rows = [row('a', { holders: 1, holdSeconds: 9 }), row('b', { holders: 1, holdSeconds: 5 }), row('c', { holders: 1, holdSeconds: 3 }), row('d', { holders: 1, holdSeconds: 1 })];
+    const before = structuredClone(rows);
+    const other = lockSeries(rows, policy).series.find((s) => s.lock === OTHER)!;
+    assert.deepEqual([other.holders, other.holdSeconds, other.counts.acquisitions], [2, 3, 2]);
+    assert.deepEqual(rows, before);
+    assert.ok(rows.every((r) => r.counts !== other.counts));
+  });
+
   test('the same name in two connections or of two kinds is two series', () => {
     const { series } = lockSeries([row('x'), row('x', { connection: 'd' }), row('x', { kind: 'single' })], { ...policy, maxLocks: 10 });
     assert.equal(series.length, 3);

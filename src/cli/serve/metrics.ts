@@ -12,7 +12,7 @@ import type { MatchedForceRelease } from '../../core/recording/recordedHold';
 import { holderCount, type LockKind, type LockMember, type LockState } from '../../core/lockState';
 import { displayKey } from '../../core/keys';
 import { remainingTtl } from '../../core/leaseInfo';
-import { lockSeries, type Counts, type Listing, type LockRow, type NamePolicy } from './lockSeries';
+import { lockSeries, type Counts, type Listing, type LockRow, type Mutable, type NamePolicy } from './lockSeries';
 
 /** What the metrics read of one connection's watch. */
 export interface Watched {
@@ -34,7 +34,6 @@ const STORE = ['connection', 'store'] as const;
 const LOCK = ['connection', 'store', 'lock', 'kind'] as const;
 const KIND = ['connection', 'store', 'kind'] as const;
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 interface Tally {
   readonly name: string;
   readonly kind: LockKind;
@@ -43,6 +42,8 @@ interface Tally {
 }
 
 const zero = (): Mutable<Counts> => ({ acquisitions: 0, handoffs: 0, expiries: 0, ownerLosses: 0, forceReleases: 0 });
+/** The counts of a lock nothing was counted for, shared by every such row (see rowOf). */
+const NONE: Counts = Object.freeze(zero());
 
 export class ServeMetrics {
   readonly registry = new Registry();
@@ -203,13 +204,14 @@ function labels(w: Watched): Record<(typeof STORE)[number], string> {
 }
 
 function idle(w: Watched, name: string, kind: LockKind, counts: Counts): Omit<LockRow, 'present' | 'lastActive'> {
-  return { connection: w.name, store: w.store, name, kind, holders: 0, waiters: 0, holdSeconds: 0, waitSeconds: 0, ttlSeconds: null, stalled: false, neverExpires: false, counts: { ...counts } };
+  return { connection: w.name, store: w.store, name, kind, holders: 0, waiters: 0, holdSeconds: 0, waitSeconds: 0, ttlSeconds: null, stalled: false, neverExpires: false, counts };
 }
 
 /**
  * Written out field by field: spreading idle()'s row and then overriding its fields made V8 build every row on its
  * slow path, a third of a scrape of 10,000 locks (docs/BENCHMARKS.md, serve). Its holders are walked without building
- * arrays, as every lock is at every scrape.
+ * arrays, as every lock is at every scrape, and its counts are the lock's tally itself, not a copy: lockSeries copies
+ * what it sums, in the same tick.
  */
 function rowOf(w: Watched, lock: LockState, name: string, tally: Tally | undefined, now: number): LockRow {
   let ttlSeconds: number | null = null;
@@ -229,13 +231,12 @@ function rowOf(w: Watched, lock: LockState, name: string, tally: Tally | undefin
   }
   const since = w.now(lock.id);
   const age = (t: number | null | undefined) => (t == null ? 0 : Math.max(0, (now - t) / 1000));
-  const counts = tally?.counts;
   return {
     connection: w.name,
     store: w.store,
     name,
     kind: lock.kind,
-    counts: counts ? { acquisitions: counts.acquisitions, handoffs: counts.handoffs, expiries: counts.expiries, ownerLosses: counts.ownerLosses, forceReleases: counts.forceReleases } : zero(),
+    counts: tally?.counts ?? NONE,
     present: true,
     holders: holderCount(lock),
     waiters: lock.waiters.length,
