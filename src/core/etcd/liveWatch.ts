@@ -10,6 +10,8 @@ export interface EtcdLockWatchOptions {
   /** How often every shown lease's TTL is sampled (etcd never pushes TTLs). */
   readonly leaseSampleIntervalMs?: number;
   readonly stallFraction?: number;
+  /** See WatchOptions.countdowns. */
+  readonly countdowns?: boolean;
   /** See LiveLocksOptions. */
   readonly minNotifyIntervalMs?: number;
   readonly log?: (message: string) => void;
@@ -39,7 +41,7 @@ export class EtcdLockWatch implements LockWatch {
 
   constructor(conn: EtcdConnection, prefixes: readonly Uint8Array[], options: EtcdLockWatchOptions = {}) {
     this.live = new LiveLocks(conn, prefixes, { log: options.log, minNotifyIntervalMs: options.minNotifyIntervalMs });
-    this.leases = new LeaseTracker(conn, { stallFraction: options.stallFraction });
+    this.leases = new LeaseTracker(conn, { stallFraction: options.stallFraction, countdowns: options.countdowns });
     this.intervalMs = options.leaseSampleIntervalMs ?? DEFAULT_LEASE_SAMPLE_INTERVAL_MS;
     this.subscriptions.push(
       this.leases.onDidChange((infos) => this.leaseChanges.fire(infos)),
@@ -104,7 +106,7 @@ export class EtcdLockWatch implements LockWatch {
 
   private leaseIds(): Set<string> {
     const ids = new Set<string>();
-    for (const lock of this.live.model.locks()) for (const m of members(lock)) if (m.lease) ids.add(m.lease);
+    for (const lock of this.live.model.unordered()) for (const m of members(lock)) if (m.lease) ids.add(m.lease);
     return ids;
   }
 
