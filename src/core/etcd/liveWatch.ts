@@ -37,6 +37,8 @@ export class EtcdLockWatch implements LockWatch {
   private readonly intervalMs: number;
   private timer?: NodeJS.Timeout;
   private sweeping?: Promise<void>;
+  /** The leases the locks are on, kept until the next change set: a quiet sweep would walk every lock for the same ids. */
+  private heldLeases?: Set<string>;
   private disposed = false;
 
   constructor(conn: EtcdConnection, prefixes: readonly Uint8Array[], options: EtcdLockWatchOptions = {}) {
@@ -45,7 +47,10 @@ export class EtcdLockWatch implements LockWatch {
     this.intervalMs = options.leaseSampleIntervalMs ?? DEFAULT_LEASE_SAMPLE_INTERVAL_MS;
     this.subscriptions.push(
       this.leases.onDidChange((infos) => this.leaseChanges.fire(infos)),
-      this.live.onDidChange((changes) => this.sampleNewLeases(changes)),
+      this.live.onDidChange((changes) => {
+        this.heldLeases = undefined;
+        this.sampleNewLeases(changes);
+      }),
     );
   }
 
@@ -105,9 +110,10 @@ export class EtcdLockWatch implements LockWatch {
   }
 
   private leaseIds(): Set<string> {
+    if (this.heldLeases) return this.heldLeases;
     const ids = new Set<string>();
     for (const lock of this.live.model.unordered()) for (const m of members(lock)) if (m.lease) ids.add(m.lease);
-    return ids;
+    return (this.heldLeases = ids);
   }
 
   private sampleNewLeases(changes: ChangeSet): void {
