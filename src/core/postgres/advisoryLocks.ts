@@ -38,7 +38,7 @@ export interface AdvisoryRow {
   /** epoch ms */
   readonly backend_start: number | null;
   readonly state: string | null;
-  /** On one row of each session only (see advisoryQuery): `queriesOf` hands it to the others. */
+  /** On one row of each session only (see advisoryQuery): ReadingMembers hands it to the session's other rows. */
   readonly query: string | null;
 }
 
