@@ -242,5 +242,11 @@ export interface WatchOptions {
   readonly pollIntervalMs?: number;
   /** Views are told at most once per this interval (a quiet store's change at once); 0 turns coalescing off. */
   readonly minNotifyIntervalMs?: number;
+  /**
+   * Whether TTL samples that only count down what was known are taken and told (default true): VS Code's tree redraws
+   * its TTL rows from them. False (serve, which reads a countdown when scraped): a TTL is sampled and told only when it
+   * could say something new (a refresh, a stall, an expiry: see `leaseInfo.ts`'s `sampleDue` and `tellsNews`).
+   */
+  readonly countdowns?: boolean;
   readonly log?: (message: string) => void;
 }

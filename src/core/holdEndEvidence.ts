@@ -24,7 +24,6 @@
  * Pure: no store, no timers.
  */
 import type { HoldEnd } from '../shared/holdEnds';
-import { keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
 import { endsWithOwner, members, type LockState } from './lockState';
 
@@ -98,7 +97,14 @@ export function evidenceOf(lease: string, info: LeaseInfo | undefined, now: numb
  * and are not in `after` (the same locks, read again; a lock missing from `after` went whole).
  */
 export function goneOwners(before: readonly LockState[], after: readonly LockState[]): string[] {
-  const still = new Set(after.flatMap((l) => members(l).map((m) => `${l.id}\0${keyId(m.key)}`)));
-  const gone = before.flatMap((l) => members(l).filter((m) => endsWithOwner(m) && !still.has(`${l.id}\0${keyId(m.key)}`)));
-  return [...new Set(gone.map((m) => m.lease))];
+  // Each lock's members looked up in its own read again: building a text per member of every lock was nearly half of a
+  // quiet SQL poll's cost.
+  const now = new Map(after.map((l) => [l.id, l]));
+  const gone = new Set<string>();
+  for (const l of before) {
+    const again = now.get(l.id);
+    const still = again && members(again);
+    for (const m of members(l)) if (endsWithOwner(m) && !still?.some((n) => n.key.equals(m.key))) gone.add(m.lease);
+  }
+  return [...gone];
 }

@@ -57,7 +57,10 @@ function utf8SequenceLength(b: Uint8Array, i: number): number {
 }
 
 export function hasPrefix(key: Uint8Array, prefix: Uint8Array): boolean {
-  return key.length >= prefix.length && Buffer.from(key.subarray(0, prefix.length)).equals(prefix);
+  // Byte by byte: copying the key's head to compare it (Buffer.from) was half of what a Redis TTL sweep cost.
+  if (key.length < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (key[i] !== prefix[i]) return false;
+  return true;
 }
 
 /** Lease IDs travel as decimal int64 strings in the gRPC API, as lowercase hex in Go keys and etcdctl output. */

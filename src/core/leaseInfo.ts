@@ -64,3 +64,30 @@ export function remainingTtl(info: LeaseInfo, now = Date.now()): number {
   if (info.state === 'expired') return 0;
   return Math.max(0, info.ttl - (now - info.observedAt) / 1000);
 }
+
+/** A second of slack either way: etcd reports whole seconds (see observeLease). */
+const SAMPLE_SLACK_S = 1;
+
+/**
+ * Whether a lease known as `info` must be sampled `now` to tell what observeLease would: a stalled or expired one
+ * always; an alive one once its countdown comes within a second of the stall line (below it, a sample that found no
+ * refresh marks it stalled), not before. A refresh before then is seen at that sample, not at once: for whom refresh
+ * marks matter (VS Code's TTL fit) every sample counts (`WatchOptions.countdowns`).
+ */
+export function sampleDue(info: LeaseInfo | undefined, now: number, stallFraction = 0.5): boolean {
+  if (!info || info.state !== 'alive' || info.stalled) return true;
+  return remainingTtl(info, now) <= info.grantedTtl * stallFraction + SAMPLE_SLACK_S;
+}
+
+/** Whether `next` (observeLease of `previous` and a sample) tells more than `previous` counted down: anything but the countdown moved. */
+export function tellsNews(previous: LeaseInfo | undefined, next: LeaseInfo): boolean {
+  return (
+    !previous ||
+    previous.state !== next.state ||
+    previous.stalled !== next.stalled ||
+    previous.grantedTtl !== next.grantedTtl ||
+    previous.refreshes !== next.refreshes ||
+    previous.expiryEvents !== next.expiryEvents ||
+    previous.expiryTold !== next.expiryTold
+  );
+}

@@ -5,6 +5,14 @@
  */
 import type { ChangeSet, LockState } from './lockState';
 
+/** What a read changes, found before the model takes it (see `compareAll`). */
+export interface SnapshotDiff {
+  /** The locks read that differ from the model's (or are new). */
+  readonly changed: readonly LockState[];
+  /** The ids of the locks the read no longer found. */
+  readonly removed: readonly string[];
+}
+
 export class SnapshotModel {
   private readonly byId = new Map<string, LockState>();
   private revision = 0;
@@ -32,7 +40,20 @@ export class SnapshotModel {
 
   /** A full read: whatever is not in `locks` is gone. Undefined when nothing changed. */
   replaceAll(locks: readonly LockState[], resynced = true): ChangeSet | undefined {
-    return this.apply(new Set(this.byId.keys()), locks, resynced);
+    return this.commit(this.compareAll(locks), resynced);
+  }
+
+  /**
+   * What `replaceAll(locks)` would change, the model left as it is: for a caller that must look at what a read changes
+   * (`replaced`) before the change is told. Hand it to `commit` with no other change to the model in between.
+   */
+  compareAll(locks: readonly LockState[]): SnapshotDiff {
+    return this.compare(new Set(this.byId.keys()), locks);
+  }
+
+  /** The model's states of the locks `diff` replaces or removes. */
+  replaced(diff: SnapshotDiff): LockState[] {
+    return [...diff.changed.map((l) => l.id), ...diff.removed].flatMap((id) => this.byId.get(id) ?? []);
   }
 
   /**
@@ -40,7 +61,7 @@ export class SnapshotModel {
    * `locks` are gone, the others are untouched.
    */
   replaceSome(readIds: Iterable<string>, locks: readonly LockState[]): ChangeSet | undefined {
-    return this.apply(new Set(readIds), locks, false);
+    return this.commit(this.compare(new Set(readIds), locks), false);
   }
 
   /** Forgets everything, e.g. when the watch stops (without emitting). */
@@ -49,26 +70,28 @@ export class SnapshotModel {
     this.sorted = undefined;
   }
 
-  private apply(covered: Set<string>, locks: readonly LockState[], resynced: boolean): ChangeSet | undefined {
+  private compare(covered: Set<string>, locks: readonly LockState[]): SnapshotDiff {
     const changed: LockState[] = [];
-    const seen = new Set<string>();
+    // A lock read twice is compared the second time with its first state read.
+    const taken = new Map<string, LockState>();
     for (const lock of locks) {
-      seen.add(lock.id);
-      const before = this.byId.get(lock.id);
+      const before = taken.get(lock.id) ?? this.byId.get(lock.id);
       if (before && sameLock(before, lock)) continue;
-      this.byId.set(lock.id, lock);
+      taken.set(lock.id, lock);
       changed.push(lock);
     }
-    const removed: string[] = [];
-    for (const id of covered) {
-      if (seen.has(id) || !this.byId.has(id)) continue;
-      this.byId.delete(id);
-      removed.push(id);
-    }
+    const seen = new Set(locks.map((l) => l.id));
+    const removed = [...covered].filter((id) => !seen.has(id) && this.byId.has(id));
+    return { changed, removed };
+  }
+
+  /** Takes a read's changes, found by `compareAll` (or within replaceAll and replaceSome). Undefined when none. */
+  commit({ changed, removed }: SnapshotDiff, resynced: boolean): ChangeSet | undefined {
     if (changed.length === 0 && removed.length === 0) return undefined;
+    for (const lock of changed) this.byId.set(lock.id, lock);
+    for (const id of removed) this.byId.delete(id);
     this.sorted = undefined;
-    changed.sort((a, b) => Buffer.compare(a.name, b.name));
-    return { revision: ++this.revision, changed, removed, resynced };
+    return { revision: ++this.revision, changed: [...changed].sort((a, b) => Buffer.compare(a.name, b.name)), removed: [...removed], resynced };
   }
 }
 

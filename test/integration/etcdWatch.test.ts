@@ -39,4 +39,19 @@ describe('EtcdLockWatch against a real etcd', () => {
     await eventually(() => watch.locks().length === 0, 5000, 'the lock gone');
     await eventually(() => watch.lease(lease) === undefined, 5000, 'the lease forgotten');
   });
+
+  test('without countdowns, a lease nobody renews is told when first seen, when it stalls and when it expires, once each', async () => {
+    const lease = await goKey('cw3/jobs', 6);
+    const watch = new EtcdLockWatch(t.conn, [Buffer.from('cw3/')], { leaseSampleIntervalMs: 100, countdowns: false });
+    t.scope.defer(() => watch.dispose());
+    const told: LeaseInfo[] = [];
+    watch.onDidChangeLeases((infos) => told.push(...infos));
+    await watch.start();
+    await eventually(() => watch.locks().length === 0, 15_000, 'the lock gone with its lease');
+    assert.ok(told.every((i) => i.id === lease));
+    const states = told.map((i) => (i.state === 'expired' ? 'expired' : i.stalled ? 'stalled' : 'alive'));
+    // Sweeps every 100 ms for 6 s: with countdowns, about 60 of them would have been told.
+    assert.deepEqual(states.slice(0, 2), ['alive', 'stalled']);
+    assert.ok(states.length <= 3 && (states.length < 3 || states[2] === 'expired'), `told: ${states.join(', ')}`);
+  });
 });

@@ -136,6 +136,17 @@ connections:
     await until((e) => valueOf(e, 'locklens_lock_holders', lock('etcd', '/locks/jobs')) === undefined, 'the etcd lock gone');
   });
 
+  test('an etcd lease its holder stopped renewing reads stalled before it expires, though serve asks it only near half its TTL', async () => {
+    const holder = procs.etcdctl(['lock', '--ttl', '20', '/locks/stall']);
+    await until((e) => valueOf(e, 'locklens_lock_holders', lock('etcd', '/locks/stall')) === 1, 'the etcd lock held');
+    assert.equal(valueOf(await metrics(), 'locklens_lock_renewal_stalled', lock('etcd', '/locks/stall')), 0);
+    holder.signal('SIGSTOP');
+    const m = await until((e) => valueOf(e, 'locklens_lock_renewal_stalled', lock('etcd', '/locks/stall')) === 1 && e, 'the stall seen while the lock is held');
+    assert.ok(valueOf(m, 'locklens_lock_ttl_seconds', lock('etcd', '/locks/stall'))! < 10, 'below half of its 20 s');
+    holder.signal('SIGKILL');
+    await until((e) => valueOf(e, 'locklens_lock_holders', lock('etcd', '/locks/stall')) === undefined, 'the lock gone with its lease');
+  });
+
   test('every family has HELP and TYPE, the names and label sets of the design; no secret in it nor in the log', async () => {
     const m = await metrics();
     const names = new Set(m.samples.map((s) => familyOf(m, s.name)));

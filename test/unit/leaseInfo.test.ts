@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_REFRESH_MARKS, observeLease, remainingTtl, type LeaseInfo, type LeaseSample } from '../../src/core/leaseInfo';
+import { MAX_REFRESH_MARKS, observeLease, remainingTtl, sampleDue, tellsNews, type LeaseInfo, type LeaseSample } from '../../src/core/leaseInfo';
 
 const ID = '694d7a1b2c3d4e5f';
 const T0 = 1_700_000_000_000;
@@ -157,5 +157,51 @@ describe('remainingTtl', () => {
   test('is 0 for an expired lease', () => {
     const expired = observeLease(info, ID, sample(-1, 1, 10));
     assert.equal(remainingTtl(expired, T0 + 1000), 0);
+  });
+});
+
+describe('sampleDue', () => {
+  test('a lease never sampled, stalled or expired is always due', () => {
+    assert.equal(sampleDue(undefined, T0), true);
+    assert.equal(sampleDue(fold([sample(60, 0), sample(20, 40)]), T0 + 40_000), true);
+    assert.equal(sampleDue(fold([sample(60, 0), sample(-1, 1)]), T0 + 1000), true);
+  });
+
+  test('an alive lease is due once its countdown comes within a second of the stall line, not before', () => {
+    const info = observeLease(undefined, ID, sample(60, 0));
+    assert.equal(sampleDue(info, T0 + 28_000), false);
+    assert.equal(sampleDue(info, T0 + 29_000), true);
+    assert.equal(sampleDue(info, T0 + 10_000, 0.9), true, 'a higher stall fraction draws the line earlier');
+  });
+
+  test('a due sample finds the stall a sample at every sweep would, no sweep later', () => {
+    // Sweeps every 2 s of a 60 s lease nobody renews: every sample at once, or only those due, in turn.
+    let every: LeaseInfo | undefined;
+    let due: LeaseInfo | undefined;
+    const stalledAt = { every: -1, due: -1 };
+    for (let t = 0; t <= 60; t += 2) {
+      const s = sample(60 - t, t);
+      every = observeLease(every, ID, s);
+      if (sampleDue(due, s.at)) due = observeLease(due, ID, s);
+      if (every.stalled && stalledAt.every < 0) stalledAt.every = t;
+      if (due!.stalled && stalledAt.due < 0) stalledAt.due = t;
+    }
+    assert.equal(stalledAt.due, stalledAt.every);
+  });
+});
+
+describe('tellsNews', () => {
+  const first = observeLease(undefined, ID, sample(60, 0));
+
+  test('a first sample, a refresh, a stall and an expiry are news', () => {
+    assert.equal(tellsNews(undefined, first), true);
+    assert.equal(tellsNews(first, observeLease(first, ID, sample(60, 10))), true, 'refreshed');
+    assert.equal(tellsNews(first, observeLease(first, ID, sample(29, 31))), true, 'stalled');
+    assert.equal(tellsNews(first, observeLease(first, ID, sample(-1, 31))), true, 'expired');
+  });
+
+  test('a sample that finds the countdown where it was is not', () => {
+    assert.equal(tellsNews(first, observeLease(first, ID, sample(50, 10))), false);
+    assert.equal(tellsNews(first, observeLease(first, ID, sample(49, 10))), false, "etcd's whole seconds");
   });
 });

@@ -137,6 +137,17 @@ describe('advisory rows as locks', () => {
     assert.deepEqual(lock.waiters.map((w) => [w.owner, w.mode]), [['9', 'write']], 'a holder asking for the other mode is shown holding');
   });
 
+  test("a session's statement, sent on one of its rows, is in its every lock, held or waited for", () => {
+    const locks = locksOfRows([
+      row({ objid: '1', query: null }),
+      row({ objid: '2' }),
+      row({ objid: '3', query: null, pid: 200 }),
+      row({ objid: '3', query: null, granted: false, waitstart: 1000 }),
+    ]);
+    const queries = locks.flatMap((l) => [l.holder, ...l.waiters]).map((m) => [m!.owner, m!.session?.query]);
+    assert.deepEqual(queries, [['100', 'SELECT pg_advisory_lock(42)'], ['100', 'SELECT pg_advisory_lock(42)'], ['200', undefined], ['100', 'SELECT pg_advisory_lock(42)']]);
+  });
+
   test('locks by key, in name order; a pair and a bigint of the same bits are two locks', () => {
     const locks = locksOfRows([row({ classid: '7', objid: '4294967294', objsubid: 2 }), row({ classid: '7', objid: '4294967294', objsubid: 1, pid: 101 }), row({ objid: '5', pid: 102 })]);
     assert.deepEqual(locks.map((l) => [l.name.toString(), l.id, l.altName]), [

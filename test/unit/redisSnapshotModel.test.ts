@@ -48,6 +48,19 @@ describe('SnapshotModel (polling stores coalesce like a watch)', () => {
     assert.ok(set.revision > 1);
   });
 
+  test('compareAll finds what replaceAll would change, and the states it replaces, leaving the model as it was until commit', () => {
+    const m = new SnapshotModel();
+    m.replaceAll([lock('a', 'x'), lock('b', 'x'), lock('c', 'x')]);
+    const diff = m.compareAll([lock('c', 'x'), lock('a', 'y')]);
+    assert.deepEqual([diff.changed.map((l) => `${l.name}=${l.holder?.owner}`), diff.removed], [['a=y'], [keyId(Buffer.from('b'))]]);
+    assert.deepEqual(m.replaced(diff).map((l) => `${l.name}=${l.holder?.owner}`), ['a=x', 'b=x']);
+    assert.deepEqual(m.locks().map((l) => `${l.name}=${l.holder?.owner}`), ['a=x', 'b=x', 'c=x'], 'nothing taken yet');
+    const set = m.commit(diff, false);
+    assert.deepEqual([set?.changed.map((l) => l.name.toString()), set?.removed, set?.resynced], [['a'], [keyId(Buffer.from('b'))], false]);
+    assert.deepEqual(m.locks().map((l) => `${l.name}=${l.holder?.owner}`), ['a=y', 'c=x']);
+    assert.equal(m.commit(m.compareAll([lock('a', 'y'), lock('c', 'x')]), false), undefined, 'the same read again: nothing');
+  });
+
   test('a partial read touches only what it read', () => {
     const m = new SnapshotModel();
     m.replaceAll([lock('a', 'x'), lock('b', 'x')]);

@@ -1,6 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { LeaseInfo } from '../../src/core/leaseInfo';
+import { remainingTtl, type LeaseInfo } from '../../src/core/leaseInfo';
 import type { LockMember, LockState } from '../../src/core/lockState';
 import { keyId } from '../../src/core/keys';
 import type { TtlSource } from '../../src/core/redis/recognize';
@@ -52,5 +52,34 @@ describe('Redis TTL sampler', () => {
       forgotten += told.filter((i) => i.state === 'expired').length;
     }
     assert.ok(forgotten > 100, `TTLs no lock refers to any more were forgotten on the way (${forgotten})`);
+  });
+
+  test('without countdowns, a sweep of keys the server tells of builds and tells nothing until one crosses its stall line', async () => {
+    const asked: string[] = [];
+    const topology = { pttls: async (sources: readonly TtlSource[]) => (asked.push(...sources.map((x) => x.id)), sources.map(() => undefined)) } as unknown as Topology;
+    const run = async (countdowns: boolean, sampledAgoMs: number) => {
+      const told: LeaseInfo[] = [];
+      const s = new TtlSampler(topology, 60_000, (infos) => told.push(...infos), () => undefined, () => true, () => true, countdowns);
+      const source: TtlSource = { id: 'k', ms: 10_000, keys: [Buffer.from('k')] };
+      s.replace(new Map([['k', source]]));
+      s.observe([source], Date.now() - sampledAgoMs, [lock(0, ['k'])]);
+      told.length = 0;
+      await s.sweep();
+      const once = told.splice(0);
+      await s.sweep();
+      return { once, twice: told, lease: s.lease('k')! };
+    };
+    const quiet = await run(false, 1000);
+    assert.deepEqual([quiet.once, quiet.twice], [[], []], 'a countdown 9 s from its 5 s stall line: nothing told');
+    assert.ok(Math.abs(remainingTtl(quiet.lease) - 9) < 0.5, 'what it counts down to is the same');
+    const stalling = await run(false, 6000);
+    assert.deepEqual(
+      [stalling.once.map((i) => i.stalled), stalling.twice],
+      [[true], []],
+      'crossing the stall line is told once',
+    );
+    const counting = await run(true, 1000);
+    assert.deepEqual([counting.once.length, counting.twice.length], [1, 1], 'with countdowns, every sweep tells it');
+    assert.deepEqual(asked, [], 'no told key was asked for its PTTL');
   });
 });

@@ -146,7 +146,10 @@ export class ConnectionWatcher implements Watched {
     if (this.stopped.signal.aborted) return backend.close();
     this.backend = backend;
     const prefixes = normalizePrefixes(settings.prefixes.map((p) => Buffer.from(p)));
-    const watch = backend.watch(prefixes, { leaseSampleIntervalMs: LEASE_SAMPLE_MS, pollIntervalMs: this.connection.pollMs, log: (m) => this.options.log('warn', m, { connection: this.name, store: this.store }) });
+    // No countdowns: a TTL's is read when scraped. Redis' 2,000 counted down and etcd's leases asked and told every 2 s
+    // were two fifths of what serve cost with nothing changing (docs/BENCHMARKS.md, serve, the third round).
+    const log = (m: string) => this.options.log('warn', m, { connection: this.name, store: this.store });
+    const watch = backend.watch(prefixes, { leaseSampleIntervalMs: LEASE_SAMPLE_MS, pollIntervalMs: this.connection.pollMs, countdowns: false, log });
     this.watch = watch;
     this.events.restart();
     this.diagnosis.restart();

@@ -49,6 +49,7 @@ export class EtcdBackend implements LockBackend {
     return new EtcdLockWatch(this.connection, prefixes, {
       leaseSampleIntervalMs: options.leaseSampleIntervalMs,
       minNotifyIntervalMs: options.minNotifyIntervalMs,
+      countdowns: options.countdowns,
       log: options.log,
     });
   }

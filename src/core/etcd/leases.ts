@@ -2,7 +2,7 @@ import { bulkhead } from 'cockatiel';
 import { call, type EtcdConnection } from './connect';
 import { Emitter } from '../emitter';
 import { leaseDecimal } from '../keys';
-import { observeLease, type LeaseInfo, type LeaseSample } from '../leaseInfo';
+import { observeLease, sampleDue, tellsNews, type LeaseInfo, type LeaseSample } from '../leaseInfo';
 
 /** One `LeaseTimeToLive` call with the attached keys. An expired lease answers TTL -1, not an error. */
 export async function sampleLease(conn: EtcdConnection, id: string): Promise<LeaseSample> {
@@ -20,6 +20,8 @@ export interface LeaseTrackerOptions {
   /** Concurrent TimeToLive calls at most. */
   readonly concurrency?: number;
   readonly stallFraction?: number;
+  /** See WatchOptions.countdowns: false samples a lease only when due and tells only what is news. */
+  readonly countdowns?: boolean;
 }
 
 /** TTLs of the leases the views show, sampled in sweeps with bounded concurrency. */
@@ -44,19 +46,26 @@ export class LeaseTracker {
     return [...this.infos.values()];
   }
 
-  /** Samples every lease in `ids` and forgets the others. A lease that fails to sample keeps its last info. */
+  /**
+   * Samples every lease in `ids` (without countdowns, those due) and forgets the others. A lease that fails to sample
+   * keeps its last info.
+   */
   async sweep(ids: Iterable<string>): Promise<void> {
     const wanted = new Set(ids);
     for (const id of this.infos.keys()) if (!wanted.has(id)) this.infos.delete(id);
+    const { stallFraction, countdowns = true } = this.options;
+    const now = Date.now();
+    const due = countdowns ? [...wanted] : [...wanted].filter((id) => sampleDue(this.infos.get(id), now, stallFraction));
     const updated: LeaseInfo[] = [];
     await Promise.all(
-      [...wanted].map((id) =>
+      due.map((id) =>
         this.limit
           .execute(() => sampleLease(this.conn, id))
           .then((sample) => {
-            const info = observeLease(this.infos.get(id), id, sample, this.options.stallFraction);
+            const previous = this.infos.get(id);
+            const info = observeLease(previous, id, sample, stallFraction);
             this.infos.set(id, info);
-            updated.push(info);
+            if (countdowns || tellsNews(previous, info)) updated.push(info);
           })
           .catch(() => undefined),
       ),

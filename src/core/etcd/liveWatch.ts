@@ -10,6 +10,8 @@ export interface EtcdLockWatchOptions {
   /** How often every shown lease's TTL is sampled (etcd never pushes TTLs). */
   readonly leaseSampleIntervalMs?: number;
   readonly stallFraction?: number;
+  /** See WatchOptions.countdowns. */
+  readonly countdowns?: boolean;
   /** See LiveLocksOptions. */
   readonly minNotifyIntervalMs?: number;
   readonly log?: (message: string) => void;
@@ -35,15 +37,20 @@ export class EtcdLockWatch implements LockWatch {
   private readonly intervalMs: number;
   private timer?: NodeJS.Timeout;
   private sweeping?: Promise<void>;
+  /** The leases the locks are on, kept until the next change set: a quiet sweep would walk every lock for the same ids. */
+  private heldLeases?: Set<string>;
   private disposed = false;
 
   constructor(conn: EtcdConnection, prefixes: readonly Uint8Array[], options: EtcdLockWatchOptions = {}) {
     this.live = new LiveLocks(conn, prefixes, { log: options.log, minNotifyIntervalMs: options.minNotifyIntervalMs });
-    this.leases = new LeaseTracker(conn, { stallFraction: options.stallFraction });
+    this.leases = new LeaseTracker(conn, { stallFraction: options.stallFraction, countdowns: options.countdowns });
     this.intervalMs = options.leaseSampleIntervalMs ?? DEFAULT_LEASE_SAMPLE_INTERVAL_MS;
     this.subscriptions.push(
       this.leases.onDidChange((infos) => this.leaseChanges.fire(infos)),
-      this.live.onDidChange((changes) => this.sampleNewLeases(changes)),
+      this.live.onDidChange((changes) => {
+        this.heldLeases = undefined;
+        this.sampleNewLeases(changes);
+      }),
     );
   }
 
@@ -103,9 +110,10 @@ export class EtcdLockWatch implements LockWatch {
   }
 
   private leaseIds(): Set<string> {
+    if (this.heldLeases) return this.heldLeases;
     const ids = new Set<string>();
-    for (const lock of this.live.model.locks()) for (const m of members(lock)) if (m.lease) ids.add(m.lease);
-    return ids;
+    for (const lock of this.live.model.unordered()) for (const m of members(lock)) if (m.lease) ids.add(m.lease);
+    return (this.heldLeases = ids);
   }
 
   private sampleNewLeases(changes: ChangeSet): void {

@@ -38,6 +38,7 @@ export interface AdvisoryRow {
   /** epoch ms */
   readonly backend_start: number | null;
   readonly state: string | null;
+  /** On one row of each session only (see advisoryQuery): ReadingMembers hands it to the session's other rows. */
   readonly query: string | null;
 }
 
@@ -50,10 +51,13 @@ export function advisoryQuery(version: number, oneKey: boolean): string {
   const waitstart = hasWaitstart ? '(extract(epoch FROM l.waitstart) * 1000)::float8' : 'NULL::float8';
   // pg_blocking_pids takes every lock-manager partition lock: asked only where waitstart is missing, of waiters only.
   const blockedBy = hasWaitstart ? 'NULL::int4[]' : 'CASE WHEN l.granted THEN NULL ELSE pg_blocking_pids(l.pid) END';
+  // A session's statement (up to 4 KB) is sent on one of its rows, not on each: a pool's sessions hold hundreds of
+  // keys each, and a poll read and decoded each statement that many times (docs/BENCHMARKS.md, serve, the third round).
   return `SELECT l.classid::int8::text AS classid, l.objid::int8::text AS objid, l.objsubid::int4 AS objsubid, l.pid,
   l.virtualtransaction, l.granted, l.mode = 'ShareLock' AS shared, ${waitstart} AS waitstart, ${blockedBy} AS blocked_by,
   a.usename::text AS usename, a.application_name, host(a.client_addr) AS client_addr, a.client_port,
-  (extract(epoch FROM a.backend_start) * 1000)::float8 AS backend_start, a.state, left(a.query, ${QUERY_CHARS}) AS query
+  (extract(epoch FROM a.backend_start) * 1000)::float8 AS backend_start, a.state,
+  CASE WHEN row_number() OVER (PARTITION BY l.pid) = 1 THEN left(a.query, ${QUERY_CHARS}) END AS query
 FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
 WHERE l.locktype = 'advisory' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())${
     oneKey ? '\n  AND l.classid = $1::int8::oid AND l.objid = $2::int8::oid AND l.objsubid = $3::int2' : ''
@@ -72,8 +76,8 @@ function clientOf(row: AdvisoryRow): string | undefined {
   return row.client_addr.includes(':') ? `[${row.client_addr}]:${row.client_port}` : `${row.client_addr}:${row.client_port}`;
 }
 
-/** What pg_stat_activity says about a session, without what the reader may not see. */
-export function sessionOf(row: AdvisoryRow): SessionInfo {
+/** What pg_stat_activity says about a session (`query` its statement), without what the reader may not see. */
+export function sessionOf(row: AdvisoryRow, query = row.query): SessionInfo {
   // Assigned field by field in SessionInfo's order (which JSON output keeps): a listing builds one per session.
   const session: { -readonly [K in keyof SessionInfo]: SessionInfo[K] } = {};
   if (row.usename !== null) session.user = row.usename;
@@ -82,13 +86,13 @@ export function sessionOf(row: AdvisoryRow): SessionInfo {
   if (client !== undefined) session.client = client;
   if (row.backend_start !== null) session.connectedAt = Math.floor(row.backend_start);
   if (row.state !== null) session.state = row.state;
-  if (row.query !== null && row.query !== INSUFFICIENT_PRIVILEGE) session.query = row.query;
+  if (query !== null && query !== INSUFFICIENT_PRIVILEGE) session.query = query;
   if (row.waitstart !== null) session.waitingSince = Math.floor(row.waitstart);
   return session;
 }
 
 /** A session's one member of a lock (a session that holds a key twice, shared and exclusive, is shown once, exclusive). */
-function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMember {
+function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined, query: string | null): LockMember {
   const owner = row.pid === null ? '' : String(row.pid);
   return {
     key: Buffer.from(row.pid === null ? `prepared transaction ${row.virtualtransaction}` : `pid ${row.pid}`),
@@ -100,7 +104,7 @@ function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMem
     token: null,
     holds: null,
     ...(mode ? { mode } : {}),
-    session: sessionOf(row),
+    session: sessionOf(row, query),
     valuePreview: NO_VALUE,
     valueSize: 0,
   };
@@ -113,12 +117,19 @@ function memberOf(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMem
  */
 class ReadingMembers {
   private readonly shared = new Map<number | string, LockMember>();
+  /** Each session's statement, from the one row of it that has it. */
+  private readonly queries = new Map<number, string>();
+
+  constructor(rows: readonly AdvisoryRow[]) {
+    for (const r of rows) if (r.pid !== null && r.query !== null) this.queries.set(r.pid, r.query);
+  }
 
   of(row: AdvisoryRow, mode: 'read' | 'write' | undefined): LockMember {
-    if (row.pid === null || row.waitstart !== null) return memberOf(row, mode);
+    const query = row.pid === null ? row.query : (this.queries.get(row.pid) ?? null);
+    if (row.pid === null || row.waitstart !== null) return memberOf(row, mode, query);
     const id = mode ? `${mode} ${row.pid}` : row.pid;
     let member = this.shared.get(id);
-    if (!member) this.shared.set(id, (member = memberOf(row, mode)));
+    if (!member) this.shared.set(id, (member = memberOf(row, mode, query)));
     return member;
   }
 }
@@ -213,7 +224,7 @@ export function locksOfRows(rows: readonly AdvisoryRow[]): LockState[] {
   }
   // Names are ASCII: compared as strings, they sort as their bytes do.
   const entries = [...byKey.values()].sort((a, b) => (a.names.name < b.names.name ? -1 : a.names.name > b.names.name ? 1 : 0));
-  const members = new ReadingMembers();
+  const members = new ReadingMembers(rows);
   return entries.map((e) => lockOf(e.names, e.rows, members));
 }
 

@@ -84,6 +84,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
       () => this.subscriptions.expiryEvents,
       // A cluster's notification is a full read, paced by its cost: a renewal could wait past its countdown's stall.
       (key) => this.subscriptions.notifications && this.deps.topology.kind !== 'cluster' && this.prefixes.some((p) => hasPrefix(key, p)),
+      options.countdowns,
     );
     this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
   }

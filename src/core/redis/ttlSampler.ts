@@ -36,6 +36,11 @@ export class TtlSampler {
     private readonly expiryEvents: () => boolean = () => false,
     /** The server tells every change of this key's TTL now (keyspace notifications on, the key among those followed). */
     private readonly told: (key: Buffer) => boolean = () => false,
+    /**
+     * Whether a told key's countdown is folded in and told at every sweep (WatchOptions.countdowns); else only when it
+     * crosses the stall line, so that a quiet sweep of 2,000 such keys builds and tells nothing.
+     */
+    private readonly countdowns = true,
   ) {}
 
   lease(id: string): LeaseInfo | undefined {
@@ -116,8 +121,8 @@ export class TtlSampler {
     const waiting: TtlSource[] = [];
     for (const s of this.sources.values()) {
       const left = s.deadline === undefined && this.told(s.keys[0]) ? this.ttls.countedDown(s.id, now) : undefined;
-      if (left !== undefined) counted.push({ ...s, ms: left });
-      else (s.deadline === undefined ? keyed : waiting).push(s);
+      if (left === undefined) (s.deadline === undefined ? keyed : waiting).push(s);
+      else if (this.countdowns || this.ttls.stallTurns(s.id, left, s.stallFraction)) counted.push({ ...s, ms: left });
     }
     let pttls: (number | undefined)[];
     try {

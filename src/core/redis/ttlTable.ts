@@ -24,6 +24,16 @@ export class TtlTable {
     return left > 0 ? left : undefined;
   }
 
+  /**
+   * Whether a sample of `ms` left, `id`'s countdown, would turn its stalled flag (see observeLease): any other such
+   * sample only tells the countdown again.
+   */
+  stallTurns(id: string, ms: number, stallFraction = 0.5): boolean {
+    const info = this.infos.get(id);
+    const peak = this.peaks.get(id) ?? 0;
+    return !info || (peak > 0 && ms / 1000 < peak * stallFraction) !== info.stalled;
+  }
+
   ids(): string[] {
     return [...this.infos.keys()];
   }

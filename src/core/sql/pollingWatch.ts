@@ -97,12 +97,14 @@ export class SqlLockWatch extends SnapshotLockWatch {
       if (this.disposed) return;
       const locks = underPrefixes(reading.locks, this.prefixes);
       // Before the change is told: those who hear of a lock gone ask then whether its connection was. Asked after the
-      // locks were read (a connection there now was there when its lock went), and only of the members that went.
-      const gone = this.living ? goneOwners(this.model.locks(), locks) : [];
+      // locks were read (a connection there now was there when its lock went), and only of the members that went,
+      // which only the locks that changed or went can have lost.
+      const diff = this.model.compareAll(locks);
+      const gone = this.living ? goneOwners(this.model.replaced(diff), diff.changed) : [];
       const alive = gone.length ? await this.living?.(gone) : undefined;
       if (this.disposed) return;
       this.owners = new Map(alive ? gone.map((id) => [id, alive.has(id)]) : []);
-      this.emit(this.model.replaceAll(locks, this.resync));
+      this.emit(this.model.commit(diff, this.resync));
       this.resync = false;
       this.leases = sampleExpiries(this.leases, reading.expiries);
       if (this.leases.size) this.leasesEmitter.fire([...this.leases.values()]);
