@@ -54,9 +54,14 @@ export function observeLease(previous: LeaseInfo | undefined, id: string, sample
     observedAt: sample.at,
     firstSeenAt: previous?.firstSeenAt ?? sample.at,
     refreshes,
-    stalled: !expired && sample.grantedTtl > 0 && sample.ttl < sample.grantedTtl * stallFraction,
+    stalled: !expired && belowStallLine(sample.ttl, sample.grantedTtl, stallFraction),
     keys: sample.keys,
   };
+}
+
+/** Whether `ttl` seconds left of `grantedTtl` means nobody is renewing (see observeLease); a TTL granted 0 never is. */
+export function belowStallLine(ttl: number, grantedTtl: number, stallFraction = 0.5): boolean {
+  return grantedTtl > 0 && ttl < grantedTtl * stallFraction;
 }
 
 /** Seconds left at `now`, counting down from the last sample. */

@@ -3,7 +3,7 @@
  * the highest value seen since the last refresh (or the first sample): a Redisson watchdog renewing a 30 s lease every
  * 10 s shows as a TTL that jumps back up, and a holder that stopped renewing as one that falls below half of it.
  */
-import { observeLease, remainingTtl, type LeaseInfo } from '../leaseInfo';
+import { belowStallLine, observeLease, remainingTtl, type LeaseInfo } from '../leaseInfo';
 import type { TtlSource } from './recognize';
 
 /** PTTL is exact to the millisecond: a rise of more than this since the last sample counted down is a refresh. */
@@ -30,8 +30,7 @@ export class TtlTable {
    */
   stallTurns(id: string, ms: number, stallFraction = 0.5): boolean {
     const info = this.infos.get(id);
-    const peak = this.peaks.get(id) ?? 0;
-    return !info || (peak > 0 && ms / 1000 < peak * stallFraction) !== info.stalled;
+    return !info || belowStallLine(ms / 1000, this.peaks.get(id) ?? 0, stallFraction) !== info.stalled;
   }
 
   ids(): string[] {
