@@ -207,14 +207,18 @@ export function viewHelpers(page: () => Page) {
     },
     /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */
     toast: (text: string | RegExp): Locator => page().locator('.notification-toast.notification-fade-in-done').filter({ hasText: text }).first(),
-    /** Expands a collapsed tree row with a click on its twistie (again, until it says it is expanded). */
+    /**
+     * Expands a collapsed tree row with a click on its twistie, again while it stays folded: a click that lands as the
+     * list redraws is lost. Each click is given a second to take before the next, which would fold the row again.
+     */
     expand: async (row: Locator): Promise<void> => {
       await row.waitFor({ state: 'visible', timeout: 30_000 });
+      const expanded = async () => (await row.getAttribute('aria-expanded', { timeout: 1000 }).catch(() => null)) === 'true';
       await eventually(
         async () => {
-          if ((await row.getAttribute('aria-expanded')) === 'true') return true;
+          if (await expanded()) return true;
           await row.locator('.monaco-tl-twistie').click({ timeout: 2000 }).catch(() => undefined);
-          return false;
+          return eventually(expanded, 1000).catch(() => false);
         },
         20_000,
         'row expanded',

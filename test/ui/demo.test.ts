@@ -56,26 +56,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
   let folder: string;
   let postgresUrl: string;
 
-  /** The sidebar row whose label is exactly `label`. */
-  const row = (label: string): Locator =>
-    page.locator('.part.sidebar .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(label)}$`) }) }).first();
+  const { rowLabelled: row, expand } = viewHelpers(() => page);
   const description = async (r: Locator, timeout = 10_000) => ((await r.locator('.label-description').first().textContent({ timeout })) ?? '').trim();
-
-  async function expand(r: Locator): Promise<void> {
-    await r.waitFor({ state: 'visible', timeout: 30_000 });
-    const expanded = async () => (await r.getAttribute('aria-expanded', { timeout: 1000 }).catch(() => null)) === 'true';
-    // The twistie: expands without selecting the row (no highlight in the pictures). Clicked again while the row stays
-    // folded: the demo's locks redraw the list all the time, and a click that lands as the rows shift is lost.
-    await eventually(
-      async () => {
-        if (await expanded()) return true;
-        await r.locator('.monaco-tl-twistie').click({ timeout: 2000 }).catch(() => undefined);
-        return eventually(expanded, 1000).catch(() => false);
-      },
-      20_000,
-      'row expanded',
-    );
-  }
 
   /**
    * The confirmation `item` of the row's context menu opens, for that row. Rows move while the services come and go:
