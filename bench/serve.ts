@@ -54,7 +54,7 @@ export async function serveUnderLoad(
     writeFileSync(config, `listen: 127.0.0.1:0\nconnections:\n${stores.map((s) => `  - ${s.config}\n`).join('')}`);
     // Where each store's load left off: the next build measured goes on from there (a lock released is taken next).
     const made = stores.map(() => 0);
-    const measure = async (entry: string) => {
+    const measure = async (entry: string, loaded: readonly number[]) => {
       const [cli, ...flags] = entry.split(' ').filter(Boolean).reverse();
       const started = performance.now();
       // e.g. LOCKLENS_BENCH_SERVE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof': the profile is written at its SIGTERM.
@@ -69,7 +69,9 @@ export async function serveUnderLoad(
 
       const quiet = await observe(serve, base, quietS);
       const scrapeCpuMs = await scrapeCpu(serve, base, 20, quiet.cpuPct);
-      const load = startLoad(stores, made, locksPerStore, changesPerSecond, warmupS + steadyS + (scrapes * scrapeGapMs) / 1000 + delayS + 60);
+      // Each loaded store sees its share of the full load (changesPerSecond / stores), whichever others are loaded.
+      const perSecond = (changesPerSecond * loaded.length) / stores.length;
+      const load = startLoad(stores, loaded, made, locksPerStore, perSecond, warmupS + steadyS + (scrapes * scrapeGapMs) / 1000 + delayS + 60);
       await sleep(warmupS * 1000);
       const steady = await observe(serve, base, steadyS);
       const scraped = await timeScrapes(base, scrapes, scrapeGapMs);
@@ -90,7 +92,7 @@ export async function serveUnderLoad(
         connections: stores.length,
         locks: stores.length * locksPerStore,
         ready_ms: round(readyMs, 0),
-        changes_offered_per_s: changesPerSecond,
+        changes_offered_per_s: perSecond,
         changes_per_s: round(changes.perSecond, 1),
         quiet_cpu_pct: round(quiet.cpuPct),
         quiet_rss_mb: round(quiet.rssMb, 1),
@@ -122,11 +124,17 @@ export async function serveUnderLoad(
     // stores and load (an A/B in one run), each one's figures prefixed with its place in the list (`2_cpu_pct`); an entry
     // may start with node's flags for that process (`--max-semi-space-size=4 dist/locklens.js`).
     const clis = process.env.LOCKLENS_BENCH_SERVE_CLIS?.split(',').filter(Boolean) ?? [CLI];
+    // LOCKLENS_BENCH_SERVE_LOAD_ON=etcd,redis,all: each build measured once per entry, the load on that store alone
+    // (its share of the full load, the other four watched but still) or on all: what each store's changes cost.
+    const loadOn = process.env.LOCKLENS_BENCH_SERVE_LOAD_ON?.split(',').filter(Boolean) ?? ['all'];
+    const runs = loadOn.flatMap((on) => clis.map((cli) => ({ cli, on })));
     const figures: Record<string, number> = {};
-    for (const [i, cli] of clis.entries()) {
-      const measured = await measure(cli);
-      process.stderr.write(`bench: serve ${cli}: ${JSON.stringify(measured)}\n`);
-      for (const [k, v] of Object.entries(measured)) figures[clis.length === 1 ? k : `${i + 1}_${k}`] = v;
+    for (const [i, { cli, on }] of runs.entries()) {
+      const loaded = stores.flatMap((s, j) => (on === 'all' || s.name === on ? [j] : []));
+      if (loaded.length === 0) throw new Error(`serve: LOCKLENS_BENCH_SERVE_LOAD_ON names ${on}, not one of ${stores.map((s) => s.name).join(', ')} or all`);
+      const measured = await measure(cli, loaded);
+      process.stderr.write(`bench: serve ${cli}, load on ${on}: ${JSON.stringify(measured)}\n`);
+      for (const [k, v] of Object.entries(measured)) figures[runs.length === 1 ? k : `${i + 1}_${k}`] = v;
     }
     return figures;
   } finally {
@@ -215,12 +223,12 @@ async function timeScrapes(base: string, count: number, gapMs: number) {
 }
 
 /**
- * `perSecond` changes spread over the stores in turn, each store's in order: lock 0 released, then taken again, then
- * lock 1…, so each store sees perSecond / stores changes a second and every lock is free for one store-period at a
+ * `perSecond` changes spread over the `loaded` stores in turn, each store's in order: lock 0 released, then taken again,
+ * then lock 1…, so each store sees perSecond / loaded.length changes a second and every lock is free for one store-period at a
  * time. Changes to one lock wait for the one before; others are sent without waiting. Stops when asked, or after
  * `maxSeconds` whatever happens. `made` counts each store's changes so far, and goes on counting.
  */
-function startLoad(stores: readonly StoreUnderLoad[], made: number[], locks: number, perSecond: number, maxSeconds: number) {
+function startLoad(stores: readonly StoreUnderLoad[], loaded: readonly number[], made: number[], locks: number, perSecond: number, maxSeconds: number) {
   const t0 = performance.now();
   const previous = stores.map(() => new Map<number, Promise<void>>());
   let done = 0;
@@ -231,7 +239,7 @@ function startLoad(stores: readonly StoreUnderLoad[], made: number[], locks: num
     for (let i = 0; !stopping && failure === undefined && performance.now() - t0 < maxSeconds * 1000; i++) {
       const wait = t0 + (i * 1000) / perSecond - performance.now();
       if (wait > 1) await sleep(wait);
-      const s = i % stores.length;
+      const s = loaded[i % loaded.length];
       const c = made[s]++;
       const lock = Math.floor(c / 2) % locks;
       if (inFlight > 10 * perSecond) {

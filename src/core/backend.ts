@@ -193,6 +193,11 @@ export interface ForceReleaseResult {
 export interface LeaseOperations {
   /** Remaining and granted TTL and the keys attached; ttl < 0 when the lease does not exist. */
   describe(id: string): Promise<{ readonly ttl: number; readonly grantedTtl: number; readonly keys: readonly Buffer[] }>;
+  /**
+   * Whether the lease still exists, without its keys: how a deleted key's hold ended (released, or gone with its lease)
+   * is asked at every release, and a session's lease may carry thousands of keys.
+   */
+  lives(id: string): Promise<boolean>;
   revoke(id: string): Promise<{ readonly keys: readonly Buffer[]; readonly revision: number }>;
 }
 
@@ -248,5 +253,11 @@ export interface WatchOptions {
    * could say something new (a refresh, a stall, an expiry: see `leaseInfo.ts`'s `sampleDue` and `tellsNews`).
    */
   readonly countdowns?: boolean;
+  /**
+   * How long the changes a store pushes (Redis' keyspace notifications, ZooKeeper's watch events) are gathered before
+   * the locks they name are read (default 2 ms: one script's or one socket read's notifications are one read). Longer
+   * reads a handoff (a release, then the next holder's take) once instead of twice, at that much more delay.
+   */
+  readonly readDelayMs?: number;
   readonly log?: (message: string) => void;
 }

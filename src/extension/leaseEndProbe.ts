@@ -27,10 +27,10 @@ export class LeaseEndProbe {
     const answers = [answer];
     this.pending.set(id, answers);
     leases
-      .describe(lease)
-      .then((sample) => {
+      .lives(lease)
+      .then((lives) => {
         this.failedAt.delete(id);
-        const end = holdEnd(lease, sample.ttl >= 0);
+        const end = holdEnd(lease, lives);
         if (end) for (const a of answers) a(end, connection, lease);
       })
       .catch(() => {

@@ -2,7 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { sleep } from '../harness/etcd';
 import { etcdSuite } from '../harness/suite';
-import { LeaseTracker, sampleLease } from '../../src/core/etcd/leases';
+import { LeaseTracker, leaseLives, sampleLease } from '../../src/core/etcd/leases';
 import { revokeLease } from '../../src/core/etcd/revoke';
 import { isLockLensError } from '../../src/core/errors';
 import { leaseHex } from '../../src/core/keys';
@@ -24,10 +24,12 @@ describe('lease tracking and revoke against a real etcd', () => {
     assert.deepEqual(s.keys.map(String).sort(), ['lt/a/x', 'lt/b/y']);
   });
 
-  test('an expired or revoked lease samples as TTL -1, and the tracker says expired', async () => {
-    const id = await grant(30);
+  test('an expired or revoked lease samples as TTL -1, does not live, and the tracker says expired', async () => {
+    const id = await grant(30, ['lt/c/z']);
+    assert.equal(await leaseLives(t.conn, id), true);
     await t.conn.client.leaseClient.leaseRevoke({ ID: BigInt('0x' + id).toString() });
     assert.equal((await sampleLease(t.conn, id)).ttl, -1);
+    assert.equal(await leaseLives(t.conn, id), false);
     const tracker = new LeaseTracker(t.conn);
     await tracker.sweep([id]);
     assert.equal(tracker.get(id)?.state, 'expired');

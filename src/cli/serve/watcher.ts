@@ -40,6 +40,11 @@ export interface WatcherOptions {
 
 const BACKOFF = { initialMs: 500, maxMs: 30_000 };
 const LEASE_SAMPLE_MS = 2000;
+/**
+ * Pushed changes are gathered this long before they are read (WatchOptions.readDelayMs): a handoff is one read, not
+ * two, for a metric scraped every 15 s; it is as long as the change sets' own coalescing, so holds are timed no worse.
+ */
+const READ_DELAY_MS = 100;
 
 export class ConnectionWatcher implements Watched {
   private readonly events: LockEvents;
@@ -149,7 +154,7 @@ export class ConnectionWatcher implements Watched {
     // No countdowns: a TTL's is read when scraped. Redis' 2,000 counted down and etcd's leases asked and told every 2 s
     // were two fifths of what serve cost with nothing changing (docs/BENCHMARKS.md, serve, the third round).
     const log = (m: string) => this.options.log('warn', m, { connection: this.name, store: this.store });
-    const watch = backend.watch(prefixes, { leaseSampleIntervalMs: LEASE_SAMPLE_MS, pollIntervalMs: this.connection.pollMs, countdowns: false, log });
+    const watch = backend.watch(prefixes, { leaseSampleIntervalMs: LEASE_SAMPLE_MS, pollIntervalMs: this.connection.pollMs, countdowns: false, readDelayMs: READ_DELAY_MS, log });
     this.watch = watch;
     this.events.restart();
     this.diagnosis.restart();
@@ -223,9 +228,12 @@ export class ConnectionWatcher implements Watched {
  */
 async function settled({ events, unsettled }: Observed, leases: LeaseOperations): Promise<LockEvent[]> {
   const ends = new Map<LockEvent, HoldEnd>();
+  // One question per lease: a session's locks released together share it.
+  const asked = new Map<string, Promise<boolean | undefined>>();
+  const lives = (lease: string) => asked.get(lease) ?? asked.set(lease, leases.lives(lease).catch(() => undefined)).get(lease)!;
   await Promise.all(
     unsettled.map(async ({ event, lease }) => {
-      const end = holdEnd(lease, await leases.describe(lease).then((d) => d.ttl >= 0, () => undefined));
+      const end = holdEnd(lease, await lives(lease));
       if (end) ends.set(event, end);
     }),
   );

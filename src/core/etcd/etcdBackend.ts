@@ -8,7 +8,7 @@ import { EtcdLockWatch } from './liveWatch';
 import { call, EtcdConnection } from './connect';
 import { EtcdHistory } from './history';
 import { readPrefixes } from './keyspace';
-import { LeaseTracker, sampleLease } from './leases';
+import { LeaseTracker, leaseLives, sampleLease } from './leases';
 import { normalizePrefixes } from '../keys';
 import { LockModel } from './lockModel';
 import { Mutex, type Hold } from './mutex';
@@ -36,6 +36,7 @@ export class EtcdBackend implements LockBackend {
   private constructor(readonly connection: EtcdConnection) {
     this.leases = {
       describe: (id) => sampleLease(connection, id),
+      lives: (id) => leaseLives(connection, id),
       revoke: (id) => revokeLease(connection, id),
     };
     this.history = new EtcdHistory(connection);

@@ -4,6 +4,12 @@ import { Emitter } from '../emitter';
 import { leaseDecimal } from '../keys';
 import { observeLease, sampleDue, tellsNews, type LeaseInfo, type LeaseSample } from '../leaseInfo';
 
+/** One `LeaseTimeToLive` call without the attached keys: whether the lease exists. */
+export async function leaseLives(conn: EtcdConnection, id: string): Promise<boolean> {
+  const res = await call(conn.client.leaseClient.leaseTimeToLive({ ID: leaseDecimal(id), keys: false }));
+  return Number(res.TTL) >= 0;
+}
+
 /** One `LeaseTimeToLive` call with the attached keys. An expired lease answers TTL -1, not an error. */
 export async function sampleLease(conn: EtcdConnection, id: string): Promise<LeaseSample> {
   const res = await call(conn.client.leaseClient.leaseTimeToLive({ ID: leaseDecimal(id), keys: true }));

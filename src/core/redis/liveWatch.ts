@@ -29,9 +29,8 @@ import { TtlSampler } from './ttlSampler';
 /** How often a full read also walks the keyspace for fair queues whose lock is free (its hash gone while waiters remain). */
 const QUEUE_RESYNC_MS = 30_000;
 /**
- * Touched keys are gathered this long before they are read, so that the notifications of one script or one socket
- * read (Redisson's lock is an HINCRBY and a PEXPIRE) are one read; longer would only add to every change's latency,
- * since reads are serialised anyway and views are told at most once per COALESCE_MS.
+ * Touched keys are gathered this long before they are read (unless WatchOptions.readDelayMs says otherwise), so that
+ * the notifications of one script or one socket read (Redisson's lock is an HINCRBY and a PEXPIRE) are one read.
  */
 const TOUCH_DELAY_MS = 2;
 
@@ -178,7 +177,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
         const names = [...this.touched.values()];
         this.touched.clear();
         this.enqueue(() => this.partialRead(names)).catch(() => undefined);
-      }, TOUCH_DELAY_MS);
+      }, this.options.readDelayMs ?? TOUCH_DELAY_MS);
     }
   }
 

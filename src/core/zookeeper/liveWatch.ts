@@ -19,7 +19,10 @@ import { SessionEnds } from './sessionEnds';
 import type { ZooKeeperServer } from './url';
 import { ZnodeTree } from './znodeTree';
 
-/** Events of one burst (a lock handed over: a delete, then the next holder's watch) are read together. */
+/**
+ * Events of one burst (a lock handed over: a delete, then the next holder's watch) are read together, unless
+ * WatchOptions.readDelayMs says to gather longer.
+ */
 const EVENT_DELAY_MS = 2;
 /** How soon a full read that failed while connected is tried again. */
 const RETRY_MS = 1000;
@@ -85,7 +88,7 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
     this.eventTimer ??= setTimeout(() => {
       this.eventTimer = undefined;
       void this.enqueue(() => this.readDirty());
-    }, EVENT_DELAY_MS);
+    }, this.options.readDelayMs ?? EVENT_DELAY_MS);
   }
 
   /** Reads again what the events since the last read named. */
