@@ -83,6 +83,31 @@ for (const notify of [true, false]) {
       assert.equal(watch.status.state, 'closed');
     });
 
+    if (notify) {
+      test('notifications gathered for readDelayMs: a handoff inside it is one read, the lock never seen free', async () => {
+        await raw.set('w5/gathered', 'tok-1', 'PX', 60_000);
+        await raw.set('w5/prompt', 'tok-1', 'PX', 60_000);
+        // Coalescing off, so that every read's change shows: only the gathering can fold the release into the take.
+        const gathered = backend.watch([b('w5/gathered')], { pollIntervalMs: 60_000, minNotifyIntervalMs: 0, readDelayMs: 1500 });
+        const prompt = backend.watch([b('w5/prompt')], { pollIntervalMs: 60_000, minNotifyIntervalMs: 0 });
+        const [g, p] = [record(gathered), record(prompt)];
+        try {
+          await Promise.all([gathered.start(), prompt.start()]);
+          for (const key of ['w5/gathered', 'w5/prompt']) await raw.del(key);
+          await new Promise((r) => setTimeout(r, 500));
+          for (const key of ['w5/gathered', 'w5/prompt']) await raw.set(key, 'tok-2', 'PX', 60_000);
+          for (const [watch, key] of [[gathered, 'w5/gathered'], [prompt, 'w5/prompt']] as const) {
+            await eventually(() => watch.lock(keyId(b(key)))?.holder?.owner === 'tok-2', 10_000, `${key} taken by tok-2`);
+          }
+          assert.ok(p.sets.some((s) => s.removed.includes(keyId(b('w5/prompt')))), 'read within 2 ms, the release shows on its own');
+          assert.deepEqual(g.sets.slice(1).map((s) => [s.removed.length, s.changed.map((l) => l.holder?.owner)]), [[0, ['tok-2']]], 'one read: tok-1 to tok-2');
+        } finally {
+          gathered.dispose();
+          prompt.dispose();
+        }
+      });
+    }
+
     test('a Redisson unlock (publish) is seen; sync() catches up at once', async () => {
       const watch = backend.watch([b('w2/')], { pollIntervalMs: 60_000 });
       try {

@@ -317,6 +317,35 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
     if (odd) assert.equal(odd.name.toString(), parents[3], 'odd names survive as they are');
   });
 
+  test('events gathered for readDelayMs: a handoff inside it is one read, the lock never seen free', async () => {
+    const mode = zookeeper.CreateMode.EPHEMERAL_SEQUENTIAL;
+    const [gatheredName, promptName] = [`${p}/gathered`, `${p}/prompt`];
+    const [first, second] = [await session(), await session()];
+    const held = new Map<string, string>();
+    for (const name of [gatheredName, promptName]) {
+      await raw().mkdirp(name);
+      held.set(name, await first.create(`${name}/${UUID().replace(/-/g, '')}__lock__`, b('first'), mode));
+    }
+    // Coalescing off, so that every read's change shows: only the gathering can fold the release into the take.
+    const gathered = backend.watch([b(gatheredName)], { minNotifyIntervalMs: 0, readDelayMs: 1500 });
+    const prompt = backend.watch([b(promptName)], { minNotifyIntervalMs: 0 });
+    defer(() => (gathered.dispose(), prompt.dispose()));
+    const sets = new Map([gatheredName, promptName].map((name) => [name, [] as { removed: number; holders: string[] }[]]));
+    for (const [watch, name] of [[gathered, gatheredName], [prompt, promptName]] as const) {
+      watch.onDidChangeLocks((s) => sets.get(name)!.push({ removed: s.removed.length, holders: s.changed.map((l) => l.holder?.valuePreview.toString() ?? 'none') }));
+    }
+    await Promise.all([gathered.start(), prompt.start()]);
+    for (const name of [gatheredName, promptName]) sets.get(name)!.length = 0;
+    for (const name of [gatheredName, promptName]) await first.remove(held.get(name)!);
+    await sleep(500);
+    for (const name of [gatheredName, promptName]) await second.create(`${name}/${UUID().replace(/-/g, '')}__lock__`, b('second'), mode);
+    for (const [watch, name] of [[gathered, gatheredName], [prompt, promptName]] as const) {
+      await eventually(() => watch.lock(keyId(b(name)))?.holder?.valuePreview.toString() === 'second', 10_000, `${name} taken by the second session`);
+    }
+    assert.ok(sets.get(promptName)!.some((s) => s.removed === 1), 'read within 2 ms, the release shows on its own');
+    assert.deepEqual(sets.get(gatheredName), [{ removed: 0, holders: ['second'] }], 'one read: first to second');
+  });
+
   test('a server restart: the watch reconnects and reads everything again', async () => {
     const name = `${p}/restart`;
     const watch = backend.watch([b(p)], { minNotifyIntervalMs: 0 });
