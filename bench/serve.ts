@@ -223,10 +223,11 @@ async function timeScrapes(base: string, count: number, gapMs: number) {
 }
 
 /**
- * `perSecond` changes spread over the `loaded` stores in turn, each store's in order: lock 0 released, then taken again,
- * then lock 1…, so each store sees perSecond / loaded.length changes a second and every lock is free for one store-period at a
- * time. Changes to one lock wait for the one before; others are sent without waiting. Stops when asked, or after
- * `maxSeconds` whatever happens. `made` counts each store's changes so far, and goes on counting.
+ * `perSecond` changes spread over the `loaded` stores (indexes into `stores`) in turn, each store's in order: lock 0
+ * released, then taken again, then lock 1…, so each store sees perSecond / loaded.length changes a second and every
+ * lock is free for one store-period at a time. Changes to one lock wait for the one before; others are sent without
+ * waiting. Stops when asked, or after `maxSeconds` whatever happens. `made` counts each store's changes so far, and goes
+ * on counting.
  */
 function startLoad(stores: readonly StoreUnderLoad[], loaded: readonly number[], made: number[], locks: number, perSecond: number, maxSeconds: number) {
   const t0 = performance.now();

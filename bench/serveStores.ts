@@ -24,10 +24,10 @@ import { benchSession, createContender, pipelined } from './zkNodeOwner';
  * Who writes: etcd, Redis and ZooKeeper locks are written in the layout their clients write (etcd: Go's concurrency
  * keys `<lock>/<lease hex>` on 20 leases, as sessions that each hold many mutexes; Redis: redis-py's `SET token NX PX`;
  * ZooKeeper: kazoo's ephemeral sequential contenders on 4 sessions), by the bench's own connections: one client
- * process per lock would be 2,000 processes per store. Their leases and TTLs (30 min) outlast a run of several builds, so nothing renews
- * them. PostgreSQL and MariaDB locks are held by real sessions (20
- * node-postgres or mysql2 connections of the bench's own, 100 locks each, as a pool of workers holds them), since a
- * session lock exists only while its session holds it.
+ * process per lock would be 2,000 processes per store. Their leases and TTLs (30 min) outlast a run of several builds,
+ * so nothing renews them. PostgreSQL and MariaDB locks are held by real sessions (20 node-postgres or mysql2
+ * connections of the bench's own, 100 locks each, as a pool of workers holds them), since a session lock exists only
+ * while its session holds it.
  */
 
 export interface StoreUnderLoad {
