@@ -42,7 +42,8 @@ const BACKOFF = { initialMs: 500, maxMs: 30_000 };
 const LEASE_SAMPLE_MS = 2000;
 /**
  * Pushed changes are gathered this long before they are read (WatchOptions.readDelayMs): a handoff is one read, not
- * two, for a metric scraped every 15 s; it is as long as the change sets' own coalescing, so holds are timed no worse.
+ * two, for a metric scraped every 15 s. Both ends of a hold are seen that much later: its duration is as exact as before,
+ * within the change sets' own coalescing (100 ms).
  */
 const READ_DELAY_MS = 100;
 
