@@ -24,6 +24,12 @@ interface WebviewGlobals {
   __pwned?: unknown;
 }
 
+/** What the test touches of the webview's document (the test code is compiled without the DOM's types). */
+interface WebviewDocument {
+  querySelector(selector: string): { value: string; dispatchEvent(event: object): boolean };
+  readonly defaultView: { readonly Event: new (type: string) => object; readonly KeyboardEvent: new (type: string, init: { key: string; bubbles: boolean }) => object };
+}
+
 const contributed = ((localizedManifest(repoRoot) as { contributes?: { commands?: { command: string }[] } }).contributes?.commands ?? []).some(
   (c) => c.command === 'locklens.openTimeline',
 );
@@ -98,9 +104,22 @@ describe('lock timeline (code-server + Chromium + etcd)', { timeout: 5 * 60_000,
     assert.match((await bar(leases[0]).textContent()) ?? '', new RegExp(`holder · ${LOCK} · ${LOCK}/${leases[0]} · lease ${leases[0]} · token \\d+`));
     // The TTL comes from the lease sweep: the selected bar's strip counts it down.
     await timeline.locator('#filter input').fill('timeline-jobs');
+    await bar(hostileLease).waitFor({ state: 'detached', timeout: 10_000 });
     await timeline.locator('#scroller').focus();
     await timeline.locator('#scroller').press('Home');
     await eventually(async () => /TTL \d+s of 10s/.test((await timeline.locator('#detail-info').textContent()) ?? ''), 20_000, 'the holder\'s TTL in the detail strip');
+    assert.match((await timeline.locator('#detail-title').textContent()) ?? '', new RegExp(`holder · ${LOCK}`));
+    // Home pressed in the same task as the filter's input, no frame drawn between: it moves through the filtered rows,
+    // not through those drawn before (the hostile lock's holder is first among those).
+    await timeline.locator('#filter input').fill('');
+    await bar(hostileLease).waitFor({ state: 'attached', timeout: 10_000 });
+    await timeline.locator('body').evaluate((body) => {
+      const doc = body.ownerDocument as unknown as WebviewDocument;
+      const filter = doc.querySelector('#filter');
+      filter.value = 'timeline-jobs';
+      filter.dispatchEvent(new doc.defaultView.Event('input'));
+      doc.querySelector('#scroller').dispatchEvent(new doc.defaultView.KeyboardEvent('keydown', { key: 'Home', bubbles: true }));
+    });
     assert.match((await timeline.locator('#detail-title').textContent()) ?? '', new RegExp(`holder · ${LOCK}`));
   });
 

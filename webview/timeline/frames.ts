@@ -46,6 +46,14 @@ export class Frames {
     if (!this.raf) this.raf = requestAnimationFrame(() => this.frame());
   }
 
+  /**
+   * Lays the lines out now if the rows or the filter changed since the last frame: a key pressed right after typing in
+   * the filter moves through the rows it leaves, not through the ones drawn before it.
+   */
+  layoutNow(): void {
+    this.relayout(this.state.hostNow());
+  }
+
   /** The scroller's size changed (and once at start). */
   resize(): void {
     this.renderer.resize(this.page.scroller.clientWidth, this.page.scroller.clientHeight);

@@ -14,6 +14,7 @@ export function listenToInput(
   actions: RowActions,
   host: Host,
   requestDraw: () => void,
+  layoutNow: () => void,
 ): void {
   function rowAt(clientY: number): TimelineRow | undefined {
     const rect = canvas.getBoundingClientRect();
@@ -57,6 +58,7 @@ export function listenToInput(
   scroller.addEventListener('focus', () => requestDraw());
   scroller.addEventListener('blur', () => requestDraw());
   scroller.addEventListener('keydown', (e) => {
+    layoutNow();
     const { layout, view } = state;
     const rows = layout.lines.flatMap((l) => (l.type === 'row' ? [l.row.id] : []));
     if (rows.length === 0) return;

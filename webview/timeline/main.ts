@@ -41,7 +41,7 @@ const actions = new RowActions(state, page, host);
 const selection = new Selection(state, page.scroller, mirror, host, detail, requestDraw);
 const frames = new Frames(state, page, mirror, detail, selection);
 listenToHost(state, controls, past, requestDraw);
-listenToInput(state, page, selection, actions, host, requestDraw);
+listenToInput(state, page, selection, actions, host, requestDraw, () => frames.layoutNow());
 
 new ResizeObserver(() => {
   frames.resize();
