@@ -12,9 +12,9 @@ import {
 } from '../history';
 import { answersProgressWhenCaughtUp } from './historyPlan';
 import { HistoryCompacted, readHistory, type HistoryRead } from './historyRead';
-import { leaseDecimal } from '../keys';
 import { prefixRange } from './keyRange';
 import { readRange, type EtcdRange, type PrefixRead } from './keyspace';
+import { leaseLives } from './leases';
 import { HoldReplay, type ReplayHold } from './replay';
 import { WatchStream } from './watchStream';
 
@@ -130,9 +130,9 @@ export class EtcdHistory implements HistoryOperations {
       while (next < leases.length) {
         throwIfAborted(signal);
         const id = leases[next++];
-        const res = await call(this.conn.client.leaseClient.leaseTimeToLive({ ID: leaseDecimal(id), keys: false })).catch(() => undefined);
-        // A lease gone answers TTL -1; one that did not answer is left unknown.
-        if (res) alive.set(id, Number(res.TTL) >= 0);
+        // One that did not answer is left unknown.
+        const lives = await leaseLives(this.conn, id).catch(() => undefined);
+        if (lives !== undefined) alive.set(id, lives);
         asked++;
         if (!signal?.aborted) onLeaseProgress?.(asked, leases.length);
       }

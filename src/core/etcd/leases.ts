@@ -4,7 +4,7 @@ import { Emitter } from '../emitter';
 import { leaseDecimal } from '../keys';
 import { observeLease, sampleDue, tellsNews, type LeaseInfo, type LeaseSample } from '../leaseInfo';
 
-/** One `LeaseTimeToLive` call without the attached keys: whether the lease exists. */
+/** One `LeaseTimeToLive` call without the attached keys: whether the lease exists (a lease gone answers TTL -1). */
 export async function leaseLives(conn: EtcdConnection, id: string): Promise<boolean> {
   const res = await call(conn.client.leaseClient.leaseTimeToLive({ ID: leaseDecimal(id), keys: false }));
   return Number(res.TTL) >= 0;
