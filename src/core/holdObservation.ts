@@ -13,6 +13,7 @@ import { endOfGone, fellBelow, type EndEvidence } from './holdEndEvidence';
 import { displayKey, keyId } from './keys';
 import type { LeaseInfo } from './leaseInfo';
 import { endsWithOwner, isSemaphore, members, type LockMember, type LockState } from './lockState';
+import type { Mutable } from '../shared/mutable';
 
 /** One hold as LockLens saw it. Plain data (JSON as it is): the records are saved as they are. */
 export interface ObservedHold {
@@ -94,7 +95,6 @@ export interface Wait {
   readonly who: string;
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 /** A member holding now: who it is (see identityOf), its lease, and its last TTL sample (not saved: stale by a restart). */
 export interface Holding {

@@ -5,6 +5,7 @@ import { endOfGone, evidenceOf, fellBelow } from './holdEndEvidence';
 import type { LeaseInfo } from './leaseInfo';
 import { lockHealth, type LockClock } from './lockHealth';
 import { endsWithOwner, members, type LockState } from './lockState';
+import type { Mutable } from '../shared/mutable';
 
 /**
  * The lease timeline's data: lock states, lease samples and observed ages turned into one row per lock member and
@@ -367,4 +368,3 @@ export function pastMessage(history: LockHistory, connection: string): PastMessa
   };
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };

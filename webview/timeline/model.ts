@@ -1,5 +1,6 @@
 import { applyDiff } from '../../src/protocol/timeline';
 import { compareRows, type TimelineDiff, type TimelineRow } from '../../src/shared/timelineData';
+import type { Mutable } from '../../src/shared/mutable';
 
 /**
  * The webview's rows and what is on screen: the rows as the host sent them (diffs applied with the protocol's own
@@ -124,4 +125,3 @@ export function isLongHold(row: TimelineRow, now: number, longHoldMs: number): b
   return row.longHold || (row.position === 0 && row.heldSince !== undefined && now - row.heldSince > longHoldMs);
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };

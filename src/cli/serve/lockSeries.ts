@@ -6,6 +6,7 @@
  */
 import type { LockKind } from '../../core/lockState';
 import type { NameRewrite } from './config';
+import type { Mutable } from '../../shared/mutable';
 
 export const OTHER = '__other__';
 
@@ -102,7 +103,6 @@ function byUrgency(a: LockRow, b: LockRow): number {
   return b.lastActive - a.lastActive;
 }
 
-export type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 /** A series as it is summed: its own object and its own counts, so that the rows merged into it are left as they are. */
 type Summed = Omit<Mutable<Series>, 'counts'> & { counts: Mutable<Counts> };
 

@@ -12,7 +12,8 @@ import type { MatchedForceRelease } from '../../core/recording/recordedHold';
 import { holderCount, type LockKind, type LockMember, type LockState } from '../../core/lockState';
 import { displayKey } from '../../core/keys';
 import { remainingTtl } from '../../core/leaseInfo';
-import { lockSeries, type Counts, type Listing, type LockRow, type Mutable, type NamePolicy } from './lockSeries';
+import { lockSeries, type Counts, type Listing, type LockRow, type NamePolicy } from './lockSeries';
+import type { Mutable } from '../../shared/mutable';
 
 /** What the metrics read of one connection's watch. */
 export interface Watched {

@@ -2,6 +2,7 @@ import { REPLAY_WAITERS_KEPT, type ReplayedHold } from '../history';
 import { keyId } from '../keys';
 import { lockId } from './lockModel';
 import type { KeyRecord } from './records';
+import type { Mutable } from '../../shared/mutable';
 
 /** One event of etcd's history: a put (the key as it was written) or a delete (the key alone, as etcd reports it). */
 export type KeyChange = { readonly put: KeyRecord } | { readonly delete: Buffer };
@@ -178,4 +179,3 @@ function compare(a: KeyRecord, b: KeyRecord): number {
   return a.createRevision - b.createRevision || Buffer.compare(a.key, b.key);
 }
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
