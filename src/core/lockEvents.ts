@@ -5,7 +5,7 @@
  * stays small. Pure: no store, no timers (`now` is passed in).
  */
 import { displayKey } from './keys';
-import { holdingsOf, identityOf, newRecord, observeHolderLease, observeLock, openHoldAt, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
+import { holdingsOf, identityOf, newRecord, observeHolderLease, observeLock, openHoldAt, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions, type Wait } from './holdObservation';
 import type { LeaseInfo } from './leaseInfo';
 import type { EventMember, HoldEnded, LockEvent } from './lockEventTypes';
 import { holderCount, members, type ChangeSet, type LockKind, type LockState } from './lockState';
@@ -106,7 +106,8 @@ export class LockEvents {
     const r = t.record;
     const open = openHolds(r).filter((h) => h !== undefined);
     const leases = leasesOf(r);
-    const queued = new Map(r.waits);
+    // Most locks have no queue: no copy of an empty one for every change.
+    const queued = r.waits.size ? new Map(r.waits) : NO_WAITS;
     observeLock(r, lock ?? { holder: null, waiters: [] }, at);
     const base = (member: EventMember, when: number, exact: boolean) => ({ connection: this.connection, lockId: id, lock: t.name, kind: t.kind, member, at: when, exact });
 
@@ -153,6 +154,8 @@ export class LockEvents {
   }
 }
 
+const NO_WAITS: ReadonlyMap<string, Wait> = new Map();
+
 /** What the holders expire with. */
 function leasesOf(r: LockRecord): Set<string> {
   return new Set(holdingsOf(r).flatMap((h) => (h.lease ? [h.lease] : [])));
@@ -171,10 +174,14 @@ function heldMs(h: ObservedHold): number | null {
   return h.acquiredExact && h.endedExact ? h.endedAt! - h.acquiredAt : null;
 }
 
-/** Keeps of the record only the open holds: the figures over past holds are VS Code's statistics', not the events'. */
+/**
+ * Keeps of the record only the open holds: the figures over past holds are VS Code's statistics', not the events'.
+ * What is already empty, or holds only open holds, is left as it is rather than made again at every change.
+ */
 function forgetThePast(r: LockRecord): void {
-  r.holds = openHolds(r).filter((h) => h !== undefined);
-  r.holdMs = [];
-  r.waitMs = [];
-  r.handoffs = [];
+  const holding = r.current ? 1 + (r.otherHolders?.length ?? 0) : 0;
+  if (r.holds.length !== holding || r.holds.some((h) => h.endedAt !== null)) r.holds = openHolds(r).filter((h) => h !== undefined);
+  if (r.holdMs.length) r.holdMs = [];
+  if (r.waitMs.length) r.waitMs = [];
+  if (r.handoffs.length) r.handoffs = [];
 }
