@@ -24,7 +24,10 @@ import { percentile, round } from './stats';
  *   CPU (utime + stime from /proc/<pid>/stat over the phase, % of one core) and RSS (/proc/<pid>/status, sampled every
  *   second): what the watches' polls and lease/TTL sampling cost with nothing happening;
  * - steady: `changesPerSecond` lock changes spread over the five stores (a hold released, or a free lock taken again by
- *   another holder) by a bounded load generator in this process, after `warmupS` of it, scraped every 15 s: CPU, RSS;
+ *   another holder) by a bounded load generator in this process, after `warmupS` of it, scraped every 15 s: CPU, RSS,
+ *   over the phase and minute by minute (`cpu_pct_m1`…, `rss_max_mb_m1`…). Long, as serve runs: V8 keeps compiling
+ *   the paths the load made hot for a minute or two on its worker threads (3-10 % of a core at first), and its heap
+ *   keeps growing for minutes where a short phase saw it settled (docs/BENCHMARKS.md, serve, the fifth round);
  * - scrapes: `scrapes` GET /metrics one after another `scrapeGapMs` apart, each timed from the request to the last
  *   byte of the answer, the load still on (and, after the quiet phase, serve's own CPU time per scrape: scrapeCpu);
  * - delay: per store, the probe lock's waiter joins and leaves, one change at a time, while /metrics is scraped every
@@ -34,7 +37,7 @@ import { percentile, round } from './stats';
 export async function serveUnderLoad(
   b: Bench,
   scale = 1,
-  { locksPerStore = 2000, changesPerSecond = 200, quietS = 30, warmupS = 15, steadyS = 60, scrapes = 100, scrapeGapMs = 250, delayS = 60, followMs = 250 } = {},
+  { locksPerStore = 2000, changesPerSecond = 200, quietS = 30, warmupS = 60, steadyS = 180, scrapes = 100, scrapeGapMs = 250, delayS = 60, followMs = 250 } = {},
 ) {
   // A shorter run (an A/B, a profile): every phase `scale` times as long.
   [quietS, warmupS, steadyS, scrapes, delayS] = [quietS, warmupS, steadyS, scrapes, delayS].map((n) => Math.round(n * scale));
@@ -99,6 +102,13 @@ export async function serveUnderLoad(
         cpu_pct: round(steady.cpuPct),
         rss_mb: round(steady.rssMb, 1),
         rss_max_mb: round(steady.rssMaxMb, 1),
+        rss_p99_mb: round(steady.rssP99Mb, 1),
+        ...Object.fromEntries(
+          steady.minutes.flatMap((m, i) => [
+            [`cpu_pct_m${i + 1}`, round(m.cpuPct)],
+            [`rss_max_mb_m${i + 1}`, round(m.rssMaxMb, 1)],
+          ]),
+        ),
         heap_mb: round(steady.heapMb, 1),
         scrape_p50_ms: round(percentile(scraped.ms, 50)),
         scrape_p99_ms: round(percentile(scraped.ms, 99)),
@@ -180,20 +190,28 @@ function rssMb(pid: number): number {
 
 /**
  * `seconds` of the serve process as Prometheus would see it (a scrape every 15 s, the first at the start): its CPU
- * over the phase, its RSS every second (mean and greatest), and its V8 heap in use at the last scrape.
+ * over the phase, its RSS every second (mean, 99th percentile and greatest), its V8 heap in use at the last scrape, and the CPU and
+ * greatest RSS of each whole minute of it.
  */
 async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS = 15) {
   const rss: number[] = [];
+  const minutes: { cpuPct: number; rssMaxMb: number }[] = [];
   let heapMb = 0;
   const cpu0 = cpuSeconds(serve.pid);
   const t0 = performance.now();
+  let minute = { cpu: cpu0, at: t0 };
   for (let s = 0; s < seconds; s++) {
     if (s % scrapeEveryS === 0) heapMb = (valueOf(parseExposition((await scrape(base)).text), 'nodejs_heap_size_used_bytes', {}) ?? 0) / 2 ** 20;
     rss.push(rssMb(serve.pid));
     await sleep(t0 + (s + 1) * 1000 - performance.now());
+    if ((s + 1) % 60 === 0) {
+      const now = { cpu: cpuSeconds(serve.pid), at: performance.now() };
+      minutes.push({ cpuPct: ((now.cpu - minute.cpu) / ((now.at - minute.at) / 1000)) * 100, rssMaxMb: Math.max(...rss.slice(-60)) });
+      minute = now;
+    }
   }
   const wallS = (performance.now() - t0) / 1000;
-  return { cpuPct: ((cpuSeconds(serve.pid) - cpu0) / wallS) * 100, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), heapMb };
+  return { cpuPct: ((cpuSeconds(serve.pid) - cpu0) / wallS) * 100, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), rssP99Mb: percentile(rss, 99), heapMb, minutes };
 }
 
 /**
