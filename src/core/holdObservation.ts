@@ -95,7 +95,6 @@ export interface Wait {
   readonly who: string;
 }
 
-
 /** A member holding now: who it is (see identityOf), its lease, and its last TTL sample (not saved: stale by a restart). */
 export interface Holding {
   member: string;
@@ -240,7 +239,7 @@ export function openHoldAt(r: LockRecord, i: number): Mutable<ObservedHold> | un
 }
 
 /** How many hold now (holdingsOf's length). */
-function holdingCount(r: LockRecord): number {
+export function holdingCount(r: LockRecord): number {
   return r.current ? 1 + (r.otherHolders?.length ?? 0) : 0;
 }
 

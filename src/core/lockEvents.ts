@@ -5,7 +5,7 @@
  * stays small. Pure: no store, no timers (`now` is passed in).
  */
 import { displayKey } from './keys';
-import { holdingsOf, identityOf, newRecord, observeHolderLease, observeLock, openHoldAt, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions, type Wait } from './holdObservation';
+import { holdingCount, holdingsOf, identityOf, newRecord, observeHolderLease, observeLock, openHoldAt, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions, type Wait } from './holdObservation';
 import type { LeaseInfo } from './leaseInfo';
 import type { EventMember, HoldEnded, LockEvent } from './lockEventTypes';
 import { holderCount, members, type ChangeSet, type LockKind, type LockState } from './lockState';
@@ -179,8 +179,7 @@ function heldMs(h: ObservedHold): number | null {
  * What is already empty, or holds only open holds, is left as it is rather than made again at every change.
  */
 function forgetThePast(r: LockRecord): void {
-  const holding = r.current ? 1 + (r.otherHolders?.length ?? 0) : 0;
-  if (r.holds.length !== holding || r.holds.some((h) => h.endedAt !== null)) r.holds = openHolds(r).filter((h) => h !== undefined);
+  if (r.holds.length !== holdingCount(r) || r.holds.some((h) => h.endedAt !== null)) r.holds = openHolds(r).filter((h) => h !== undefined);
   if (r.holdMs.length) r.holdMs = [];
   if (r.waitMs.length) r.waitMs = [];
   if (r.handoffs.length) r.handoffs = [];
