@@ -190,8 +190,8 @@ function rssMb(pid: number): number {
 
 /**
  * `seconds` of the serve process as Prometheus would see it (a scrape every 15 s, the first at the start): its CPU
- * over the phase, its RSS every second (mean, 99th percentile and greatest), its V8 heap in use at the last scrape, and the CPU and
- * greatest RSS of each whole minute of it.
+ * over the phase, its RSS every second (mean, 99th percentile and greatest), its V8 heap in use at the last scrape,
+ * and the CPU and greatest RSS of each whole minute of it.
  */
 async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS = 15) {
   const rss: number[] = [];

@@ -367,4 +367,3 @@ export function pastMessage(history: LockHistory, connection: string): PastMessa
     })),
   };
 }
-

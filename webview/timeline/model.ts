@@ -124,4 +124,3 @@ export function isLongHold(row: TimelineRow, now: number, longHoldMs: number): b
   if (row.endedAt !== undefined) return false;
   return row.longHold || (row.position === 0 && row.heldSince !== undefined && now - row.heldSince > longHoldMs);
 }
-

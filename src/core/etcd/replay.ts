@@ -178,4 +178,3 @@ class CreateOrder {
 function compare(a: KeyRecord, b: KeyRecord): number {
   return a.createRevision - b.createRevision || Buffer.compare(a.key, b.key);
 }
-
