@@ -74,6 +74,10 @@ export abstract class SnapshotLockWatch implements LockWatch {
     return this.model.locks();
   }
 
+  unordered(): Iterable<LockState> {
+    return this.model.unordered();
+  }
+
   lock(id: string): LockState | undefined {
     return this.model.lock(id);
   }

@@ -42,7 +42,7 @@ describe('serve: a connection watcher', () => {
     const watcher = new ConnectionWatcher(connection, { log: () => undefined, lockTables: [], onEvents: () => undefined, diagnoseIntervalMs: 20 });
     try {
       watcher.start();
-      await eventually(() => watcher.ready && watcher.locks().length === 5, 10_000, 'the five locks');
+      await eventually(() => watcher.ready && [...watcher.unorderedLocks()].length === 5, 10_000, 'the five locks');
       const before = await scans();
       // Fifty ticks: a sync each would be fifty whole reads.
       await sleep(1000);

@@ -64,32 +64,38 @@ export function lockSeries(rows: readonly LockRow[], policy: NamePolicy): Listin
   // (JSON.stringify at first, then a concatenation): with the sums in place, 0.28× the allocation and 0.36-0.52× the time.
   const byConnection = new Map<string, Map<LockKind, Map<string, Summed>>>();
   const unlisted = new Map<string, number>();
-  const add = (row: LockRow, lock: string, locks: Map<string, Summed>) => {
-    const s = locks.get(lock);
-    if (s) return mergeInto(s, row);
-    const added = seriesOf(row, lock);
-    locks.set(lock, added);
-    series.push(added);
-  };
   let listed = 0;
+  // Loops rather than callbacks made per call: see metrics.ts on what V8 did with the scrape's code.
   for (const row of [...rows].sort(byUrgency)) {
     const byKind = byConnection.get(row.connection) ?? byConnection.set(row.connection, new Map()).get(row.connection)!;
     const locks = byKind.get(row.kind) ?? byKind.set(row.kind, new Map()).get(row.kind)!;
-    const shown = row.retired || policy.drop.some((re) => re.test(row.name)) ? undefined : shownName(row.name, policy.rewrite);
+    const shown = row.retired || matchesAny(row.name, policy.drop) ? undefined : shownName(row.name, policy.rewrite);
     const isNew = shown !== undefined && !locks.has(shown);
+    let lock = OTHER;
     if (shown !== undefined && (!isNew || listed < policy.maxLocks)) {
       if (isNew) listed++;
-      add(row, shown, locks);
-      continue;
+      lock = shown;
+    } else if (row.present) unlisted.set(row.connection, (unlisted.get(row.connection) ?? 0) + 1);
+    const s = locks.get(lock);
+    if (s) mergeInto(s, row);
+    else {
+      const added = seriesOf(row, lock);
+      locks.set(lock, added);
+      series.push(added);
     }
-    if (row.present) unlisted.set(row.connection, (unlisted.get(row.connection) ?? 0) + 1);
-    add(row, OTHER, locks);
   }
   return { series, unlisted };
 }
 
+function matchesAny(name: string, patterns: readonly RegExp[]): boolean {
+  for (const re of patterns) if (re.test(name)) return true;
+  return false;
+}
+
 function shownName(name: string, rewrite: readonly NameRewrite[]): string {
-  return rewrite.reduce((n, r) => n.replace(r.match, r.replace), name);
+  let shown = name;
+  for (const r of rewrite) shown = shown.replace(r.match, r.replace);
+  return shown;
 }
 
 /** Locks with waiters first (the longest wait first), then held ones (the oldest hold first), then the latest active. */

@@ -12,7 +12,7 @@ import type { MatchedForceRelease } from '../../core/recording/recordedHold';
 import { holderCount, type LockKind, type LockMember, type LockState } from '../../core/lockState';
 import { displayKey } from '../../core/keys';
 import { remainingTtl } from '../../core/leaseInfo';
-import { lockSeries, type Counts, type Listing, type LockRow, type NamePolicy } from './lockSeries';
+import { lockSeries, type Counts, type Listing, type LockRow, type NamePolicy, type Series } from './lockSeries';
 import type { Mutable } from '../../shared/mutable';
 
 /** What the metrics read of one connection's watch. */
@@ -21,7 +21,8 @@ export interface Watched {
   readonly store: string;
   readonly state: LiveState;
   readonly up: boolean;
-  locks(): readonly LockState[];
+  /** Every lock, in no order: a scrape sorts by its own measure (lockSeries.ts). */
+  unorderedLocks(): Iterable<LockState>;
   lock(id: string): LockState | undefined;
   lease(id: string): LeaseInfo | undefined;
   now(lockId: string): LockNow | undefined;
@@ -42,6 +43,12 @@ interface Tally {
   lastActive: number;
 }
 
+/** The series of one scrape, and how many locks each connection's watch has. */
+interface Scrape {
+  readonly listing: Listing;
+  readonly locks: ReadonlyMap<string, number>;
+}
+
 const zero = (): Mutable<Counts> => ({ acquisitions: 0, handoffs: 0, expiries: 0, ownerLosses: 0, forceReleases: 0 });
 /** The counts of a lock nothing was counted for, shared by every such row (see rowOf). */
 const NONE: Counts = Object.freeze(zero());
@@ -54,7 +61,7 @@ export class ServeMetrics {
   private readonly retired = new Map<string, Map<LockKind, Mutable<Counts>>>();
   private readonly holdSeconds: Histogram<(typeof KIND)[number]>;
   private readonly waitSeconds: Histogram<(typeof KIND)[number]>;
-  private listing?: Listing;
+  private scrape?: Scrape;
   /**
    * Per connection, the names shown of the locks in the watch at the last scrape, by id (a lock's id is its name's
    * bytes): decoding every name again was a tenth of a scrape of 10,000 locks (docs/BENCHMARKS.md, serve).
@@ -78,24 +85,24 @@ export class ServeMetrics {
       help: 'How the connection is kept current: 1 for its state now (loading, live, resyncing, reconnecting, closed), 0 for the others.',
       labelNames: [...STORE, 'state'],
       registers,
-      collect: collectOf((g) => this.watched.forEach((w) => STATES.forEach((state) => g.set({ ...labels(w), state }, Number(w.state === state))))),
+      collect: collectOf((g) => this.watched.forEach((w) => STATES.forEach((state) => g.set({ connection: w.name, store: w.store, state }, Number(w.state === state))))),
     });
     perStore('locklens_deadlock_cycles', 'Deadlocks now: cycles of owners each holding a lock another waits in, seen again after a sync.', (w) => w.deadlockCycles());
     perStore('locklens_lock_order_inversions', 'Lock pairs seen taken in both orders (held one while waiting for the other) within the last hour.', (w) => w.lockOrderInversions(this.clock()));
-    perStore('locklens_locks', 'How many locks the watch of the connection sees.', (w) => w.locks().length);
-    perStore('locklens_locks_unlisted', `Locks in the watch without series of their own (beyond --max-locks, or names dropped), summed into lock="__other__".`, (w) => this.current().unlisted.get(w.name) ?? 0);
-    const perLock = (name: string, help: string, value: (s: Listing['series'][number]) => number | null) =>
+    perStore('locklens_locks', 'How many locks the watch of the connection sees.', (w) => this.current().locks.get(w.name) ?? 0);
+    perStore('locklens_locks_unlisted', `Locks in the watch without series of their own (beyond --max-locks, or names dropped), summed into lock="__other__".`, (w) => this.current().listing.unlisted.get(w.name) ?? 0);
+    const perLock = (name: string, help: string, value: (s: Series) => number | null) =>
       new Gauge({
         name,
         help,
         labelNames: LOCK,
         registers,
-        collect: collectOf((g) =>
-          this.eachSeries(true, (s, l) => {
-            const v = value(s);
-            if (v !== null) g.set(l, v);
-          }),
-        ),
+        collect: collectOf((g) => {
+          for (const s of this.current().listing.series) {
+            const v = s.present ? value(s) : null;
+            if (v !== null) g.set(lockLabels(s), v);
+          }
+        }),
       });
     perLock('locklens_lock_holders', 'Members holding the lock now.', (s) => s.holders);
     perLock('locklens_lock_waiters', 'Members queued for the lock now.', (s) => s.waiters);
@@ -105,7 +112,15 @@ export class ServeMetrics {
     perLock('locklens_lock_renewal_stalled', '1 when a holder\'s TTL is not being renewed.', (s) => Number(s.stalled));
     perLock('locklens_lock_holder_never_expires', '1 when a holder has nothing to expire it: held until someone deletes it.', (s) => Number(s.neverExpires));
     const counter = (name: string, help: string, key: keyof Counts) =>
-      new Counter({ name, help, labelNames: LOCK, registers, collect: collectOf((c) => this.eachSeries(false, (s, l) => c.inc(l, s.counts[key]))) });
+      new Counter({
+        name,
+        help,
+        labelNames: LOCK,
+        registers,
+        collect: collectOf((c) => {
+          for (const s of this.current().listing.series) c.inc(lockLabels(s), s.counts[key]);
+        }),
+      });
     counter('locklens_lock_acquisitions_total', 'Holds seen beginning (not those found in place at a first read or a reload).', 'acquisitions');
     counter('locklens_lock_handoffs_total', 'Holds that began as another ended, taken by a member that was queued for it.', 'handoffs');
     counter('locklens_lock_expiries_total', 'Holds seen ending by their TTL running out (the store said so, or its countdown was seen to end).', 'expiries');
@@ -147,22 +162,18 @@ export class ServeMetrics {
     return t;
   }
 
-  /** The series of this scrape: worked out once for every gauge and counter that asks during it. */
-  private current(): Listing {
-    if (!this.listing) {
-      this.listing = lockSeries(this.rows(), this.policy);
-      queueMicrotask(() => (this.listing = undefined));
+  /** This scrape's series and counts of locks: worked out once for every gauge and counter that asks during it. */
+  private current(): Scrape {
+    if (!this.scrape) {
+      const locks = new Map<string, number>();
+      this.scrape = { listing: lockSeries(this.rows(locks), this.policy), locks };
+      queueMicrotask(() => (this.scrape = undefined));
     }
-    return this.listing;
+    return this.scrape;
   }
 
-  private eachSeries(gauge: boolean, set: (s: Listing['series'][number], labels: Record<(typeof LOCK)[number], string>) => void): void {
-    for (const s of this.current().series) {
-      if (!gauge || s.present) set(s, { connection: s.connection, store: s.store, lock: s.lock, kind: s.kind });
-    }
-  }
-
-  private rows(): LockRow[] {
+  /** A row per lock in the watches and per lock gone whose counters are kept; `locks` told how many are in each watch. */
+  private rows(locks: Map<string, number>): LockRow[] {
     const now = this.clock();
     const rows: LockRow[] = [];
     for (const w of this.watched) {
@@ -170,24 +181,25 @@ export class ServeMetrics {
       this.retire(w, tallies);
       const known = this.names.get(w.name);
       const names = new Map<string, string>();
-      for (const lock of w.locks()) {
+      for (const lock of w.unorderedLocks()) {
         const name = known?.get(lock.id) ?? displayKey(lock.name);
         names.set(lock.id, name);
         rows.push(rowOf(w, lock, name, tallies.get(lock.id), now));
       }
       this.names.set(w.name, names);
-      for (const [id, t] of tallies) {
-        if (!w.lock(id)) rows.push({ ...idle(w, t.name, t.kind, t.counts), present: false, lastActive: t.lastActive });
-      }
-      for (const [kind, counts] of this.retired.get(w.name) ?? []) rows.push({ ...idle(w, '', kind, counts), present: false, retired: true, lastActive: 0 });
+      locks.set(w.name, names.size);
+      for (const [id, t] of tallies) if (!w.lock(id)) rows.push(idleRow(w, t.name, t.kind, t.counts, false, t.lastActive));
+      for (const [kind, counts] of this.retired.get(w.name) ?? []) rows.push(idleRow(w, '', kind, counts, true, 0));
     }
     return rows;
   }
 
   /** Keeps the counters of at most maxLocks locks gone from the watch (the latest active); the rest go to `__other__`. */
   private retire(w: Watched, tallies: Map<string, Tally>): void {
-    const gone = [...tallies].filter(([id]) => !w.lock(id)).sort(([, a], [, b]) => b.lastActive - a.lastActive);
-    for (const [id, t] of gone.slice(this.policy.maxLocks)) {
+    const gone: [string, Tally][] = [];
+    for (const entry of tallies) if (!w.lock(entry[0])) gone.push(entry);
+    if (gone.length <= this.policy.maxLocks) return;
+    for (const [id, t] of gone.sort(byLatestActive).slice(this.policy.maxLocks)) {
       const byKind = this.retired.get(w.name) ?? this.retired.set(w.name, new Map()).get(w.name)!;
       const sum = byKind.get(t.kind) ?? byKind.set(t.kind, zero()).get(t.kind)!;
       sum.acquisitions += t.counts.acquisitions;
@@ -200,16 +212,48 @@ export class ServeMetrics {
   }
 }
 
+function byLatestActive([, a]: [string, Tally], [, b]: [string, Tally]): number {
+  return b.lastActive - a.lastActive;
+}
+
 function labels(w: Watched): Record<(typeof STORE)[number], string> {
   return { connection: w.name, store: w.store };
 }
 
-function idle(w: Watched, name: string, kind: LockKind, counts: Counts): Omit<LockRow, 'present' | 'lastActive'> {
-  return { connection: w.name, store: w.store, name, kind, holders: 0, waiters: 0, holdSeconds: 0, waitSeconds: 0, ttlSeconds: null, stalled: false, neverExpires: false, counts };
+function lockLabels(s: Series): Record<(typeof LOCK)[number], string> {
+  return { connection: s.connection, store: s.store, lock: s.lock, kind: s.kind };
+}
+
+/*
+ * A scrape's rows are made by these two functions alone, each a literal of the same fields in the same order, and the
+ * scrape's passes over them are written as loops in functions that live as long as serve, not as callbacks made anew
+ * per scrape: rows of several shapes (spreads of a shared part) and callbacks made per scrape had V8 drop and
+ * recompile the scrape's optimized code at every scrape (docs/BENCHMARKS.md, serve, the sixth round).
+ */
+
+/** A lock gone from the watch whose counters are kept, or (retired) the sum of those long gone. */
+function idleRow(w: Watched, name: string, kind: LockKind, counts: Counts, retired: boolean, lastActive: number): LockRow {
+  return {
+    connection: w.name,
+    store: w.store,
+    name,
+    kind,
+    counts,
+    present: false,
+    retired,
+    holders: 0,
+    waiters: 0,
+    holdSeconds: 0,
+    waitSeconds: 0,
+    ttlSeconds: null,
+    stalled: false,
+    neverExpires: false,
+    lastActive,
+  };
 }
 
 /**
- * Written out field by field: spreading idle()'s row and then overriding its fields made V8 build every row on its
+ * Written out field by field: spreading a shared row and then overriding its fields made V8 build every row on its
  * slow path, a third of a scrape of 10,000 locks (docs/BENCHMARKS.md, serve). Its holders are walked without building
  * arrays, as every lock is at every scrape, and its counts are the lock's tally itself, not a copy: lockSeries copies
  * what it sums, in the same tick.
@@ -218,20 +262,17 @@ function rowOf(w: Watched, lock: LockState, name: string, tally: Tally | undefin
   let ttlSeconds: number | null = null;
   let stalled = false;
   let neverExpires = false;
-  const holder = (m: LockMember) => {
+  const shared = lock.sharedWith ?? NO_MEMBERS;
+  for (let i = -1; lock.holder && i < shared.length; i++) {
+    const m = i < 0 ? lock.holder : shared[i];
     if (m.expiresWith === 'nothing') neverExpires = true;
     const info = m.lease ? w.lease(m.lease) : undefined;
-    if (info?.state !== 'alive') return;
+    if (info?.state !== 'alive') continue;
     const ttl = remainingTtl(info, now);
     ttlSeconds = ttlSeconds === null ? ttl : Math.min(ttlSeconds, ttl);
     stalled ||= info.stalled;
-  };
-  if (lock.holder) {
-    holder(lock.holder);
-    lock.sharedWith?.forEach(holder);
   }
   const since = w.now(lock.id);
-  const age = (t: number | null | undefined) => (t == null ? 0 : Math.max(0, (now - t) / 1000));
   return {
     connection: w.name,
     store: w.store,
@@ -239,15 +280,22 @@ function rowOf(w: Watched, lock: LockState, name: string, tally: Tally | undefin
     kind: lock.kind,
     counts: tally?.counts ?? NONE,
     present: true,
+    retired: false,
     holders: holderCount(lock),
     waiters: lock.waiters.length,
-    holdSeconds: age(since?.heldSince),
-    waitSeconds: age(since?.waitingSince),
+    holdSeconds: ageSeconds(since?.heldSince, now),
+    waitSeconds: ageSeconds(since?.waitingSince, now),
     ttlSeconds,
     stalled,
     neverExpires,
     lastActive: tally?.lastActive ?? 0,
   };
+}
+
+const NO_MEMBERS: readonly LockMember[] = [];
+
+function ageSeconds(since: number | null | undefined, now: number): number {
+  return since == null ? 0 : Math.max(0, (now - since) / 1000);
 }
 
 /** A collect that starts from nothing each scrape: series of locks gone are not left behind. */

@@ -88,8 +88,8 @@ export class ConnectionWatcher implements Watched {
     return this.watch !== undefined && this.status.state === 'live';
   }
 
-  locks(): readonly LockState[] {
-    return this.watch?.locks() ?? [];
+  unorderedLocks(): Iterable<LockState> {
+    return this.watch?.unordered() ?? [];
   }
 
   lock(id: string): LockState | undefined {

@@ -70,6 +70,10 @@ export class EtcdLockWatch implements LockWatch {
     return this.live.model.locks();
   }
 
+  unordered(): Iterable<LockState> {
+    return this.live.model.unordered();
+  }
+
   lock(id: string): LockState | undefined {
     return this.live.model.lock(id);
   }
