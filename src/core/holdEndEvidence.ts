@@ -25,7 +25,7 @@
  */
 import type { HoldEnd } from '../shared/holdEnds';
 import type { LeaseInfo } from './leaseInfo';
-import { endsWithOwner, members, type LockState } from './lockState';
+import { endsWithOwner, members, type LockMember, type LockState } from './lockState';
 
 /**
  * A key that goes this close to its countdown's end ran out: a Redis key's expiry is reported when the server evicts
@@ -99,12 +99,19 @@ export function evidenceOf(lease: string, info: LeaseInfo | undefined, now: numb
 export function goneOwners(before: readonly LockState[], after: readonly LockState[]): string[] {
   // Each lock's members looked up in its own read again: building a text per member of every lock was nearly half of a
   // quiet SQL poll's cost.
-  const now = new Map(after.map((l) => [l.id, l]));
+  const now = new Map<string, LockState>();
+  for (const l of after) now.set(l.id, l);
   const gone = new Set<string>();
   for (const l of before) {
     const again = now.get(l.id);
-    const still = again && members(again);
-    for (const m of members(l)) if (endsWithOwner(m) && !still?.some((n) => n.key.equals(m.key))) gone.add(m.lease);
+    const still = again ? members(again) : [];
+    for (const m of members(l)) if (endsWithOwner(m) && !hasMemberKey(still, m.key)) gone.add(m.lease);
   }
   return [...gone];
+}
+
+// Loops, not callbacks made per member of every poll: see byName (lockState.ts) on why.
+function hasMemberKey(members: readonly LockMember[], key: Buffer): boolean {
+  for (const m of members) if (m.key.equals(key)) return true;
+  return false;
 }

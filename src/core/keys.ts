@@ -63,6 +63,12 @@ export function hasPrefix(key: Uint8Array, prefix: Uint8Array): boolean {
   return true;
 }
 
+/** Whether `key` is under any of `prefixes`: a loop rather than a callback made per key (see byName in lockState.ts). */
+export function hasAnyPrefix(key: Uint8Array, prefixes: readonly Uint8Array[]): boolean {
+  for (const p of prefixes) if (hasPrefix(key, p)) return true;
+  return false;
+}
+
 /** Lease IDs travel as decimal int64 strings in the gRPC API, as lowercase hex in Go keys and etcdctl output. */
 export function leaseHex(decimal: string | number | bigint): string {
   const id = BigInt(decimal);

@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   displayKey,
+  hasAnyPrefix,
   hasPrefix,
   isUtf8,
   keyId,
@@ -187,6 +188,14 @@ describe('hasPrefix', () => {
     assert.equal(hasPrefix(s('a'), s('a/')), false);
     assert.equal(hasPrefix(s('ab/'), s('a/')), false);
     assert.equal(hasPrefix(b(0xff, 0x01), b(0xfe)), false);
+  });
+});
+
+describe('hasAnyPrefix', () => {
+  test('is true when any prefix is the key\'s, false when none is or there is none', () => {
+    assert.equal(hasAnyPrefix(s('b/1'), [s('a/'), s('b/')]), true);
+    assert.equal(hasAnyPrefix(s('c/1'), [s('a/'), s('b/')]), false);
+    assert.equal(hasAnyPrefix(s('c/1'), []), false);
   });
 });
 

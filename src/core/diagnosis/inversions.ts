@@ -7,6 +7,7 @@
  * Pure: `now` is passed in.
  */
 import type { LockRef, WaitBegun } from './cycle';
+import { byId } from '../lockState';
 
 /** One sighting of an order: `owner` held `held` when it began waiting for `waitedFor`, at `at` (epoch ms). */
 export interface OrderEvidence {
@@ -68,7 +69,7 @@ export class LockOrder {
       const reverse = this.pairs.get(orderKey(evidence.waitedFor.id, evidence.held.id));
       if (reverse) out.push(inversionOf(evidence, reverse));
     }
-    return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return out.sort(byId);
   }
 
   /** Ordered pairs kept. */

@@ -22,7 +22,7 @@
  */
 import { identityOf } from '../holdObservation';
 import { displayKey } from '../keys';
-import { holderCount, isSemaphore, isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
+import { byId, holderCount, isSemaphore, isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import { cycleOf, type Cycle, type LockRef, type MemberRef, type WaitBegun, type WaitEdge } from './cycle';
 import { cyclesThrough, MAX_CYCLES, type Adjacency, type Edge } from './cycleSearch';
 import { OwnerHolds } from './ownerHolds';
@@ -122,7 +122,7 @@ export class WaitForGraph {
 
   /** The cycles now, by id. */
   cycles(): Cycle[] {
-    return [...this.found.values()].map((f) => f.cycle).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.found.values()].map((f) => f.cycle).sort(byId);
   }
 
   /** The locks `owner` holds, by name. */

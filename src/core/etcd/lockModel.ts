@@ -1,5 +1,5 @@
 import { keyId } from '../keys';
-import type { ChangeSet, LockMember, LockState } from '../lockState';
+import { byId, byName, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import { kindOf, placeKey, type Convention } from './conventions';
 import type { KeyRecord } from './records';
 
@@ -117,9 +117,7 @@ export class LockModel {
 
   /** Every lock, sorted by name in etcd's byte order (a queue before a single key of the same name). */
   locks(): EtcdLockState[] {
-    return [...this.groups.keys()]
-      .map((id) => this.lock(id)!)
-      .sort((a, b) => Buffer.compare(a.name, b.name) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    return [...this.unordered()].sort(byNameThenId);
   }
 
   hasChanges(): boolean {
@@ -181,4 +179,9 @@ function toState(id: string, group: Group): EtcdLockState {
     holder: ordered[0] ?? null,
     waiters: ordered.slice(1),
   };
+}
+
+/** etcd's byte order of names, a queue before a single key of the same name (their ids tell them apart). */
+function byNameThenId(a: EtcdLockState, b: EtcdLockState): number {
+  return byName(a, b) || byId(a, b);
 }

@@ -207,24 +207,22 @@ export class GetLockReader {
     const { byName, processes } = found ?? (await this.readProcesslist(hidden));
     // A connection is the same holder of every name it holds: its member is built once and shared by those locks.
     const holders = new Map<number, LockMember>();
-    const holder = (id: number) => {
-      let member = holders.get(id);
-      if (!member) holders.set(id, (member = connectionMember(id, processes.get(id))));
-      return member;
-    };
-    const locks = [...byName.values()].map((f) => this.lockOf(f, holder, now));
+    const locks: LockState[] = [];
+    // Loops, not callbacks made per read: see byName (lockState.ts) on what V8 does with those at every poll.
+    for (const f of byName.values()) locks.push(this.lockOf(f, holders, processes, now));
     this.waitStarts.settle();
     return { locks, hidden };
   }
 
-  private lockOf(f: Found, holder: (id: number) => LockMember, now: number): LockState {
-    return {
-      id: f.id,
-      name: f.name,
-      kind: 'queue',
-      holder: f.holder === undefined ? null : holder(f.holder),
-      waiters: f.waiters.sort(byWaitOrder).map((w) => connectionMember(w.id, w, this.waitStarts.of(w, f.name, now))),
-    };
+  private lockOf(f: Found, holders: Map<number, LockMember>, processes: ReadonlyMap<number, ProcessRow>, now: number): LockState {
+    let holder: LockMember | null = null;
+    if (f.holder !== undefined) {
+      holder = holders.get(f.holder) ?? connectionMember(f.holder, processes.get(f.holder));
+      holders.set(f.holder, holder);
+    }
+    const waiters: LockMember[] = [];
+    for (const w of f.waiters.sort(byWaitOrder)) waiters.push(connectionMember(w.id, w, this.waitStarts.of(w, f.name, now)));
+    return { id: f.id, name: f.name, kind: 'queue', holder, waiters };
   }
 
   /** Which of these connections the server still has, where this user may see them all (PROCESS); undefined otherwise. */
@@ -266,7 +264,9 @@ export class GetLockReader {
     try {
       const rows = await this.db.query("SELECT THREAD_ID AS id, BINARY TABLE_SCHEMA AS name FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'");
       this.lockSource.record(true);
-      return rows.map((r) => ({ id: Number(r.id), name: bytes(r.name)! }));
+      const granted: { id: number; name: Buffer }[] = [];
+      for (const r of rows) granted.push({ id: Number(r.id), name: bytes(r.name)! });
+      return granted;
     } catch (e) {
       if (serverErrno(e) !== ER_UNKNOWN_TABLE) throw e;
       this.lockSource.record(false);

@@ -199,18 +199,37 @@ function lockOf({ name, altName }: { name: string; altName?: string }, rows: rea
   // Any advisory key can be taken either way, so the kind is what its members make it now: a read/write lock while a
   // shared member holds or waits, a queue otherwise. It changes only with the members (in the same change), never
   // from one poll to the next of the same rows, so it adds no churn to the views.
-  const readwrite = rows.some((r) => r.shared);
-  const member = (r: AdvisoryRow) => members.of(r, readwrite ? (r.shared ? 'read' : 'write') : undefined);
+  const readwrite = anyShared(rows);
   return {
     // A name is ASCII (digits, '-', ':'): its id, its bytes read as latin1 (keyId), is its text.
     id: name,
     name: Buffer.from(name),
     ...(altName ? { altName } : {}),
     kind: readwrite ? 'readwrite' : 'queue',
-    holder: holders.length ? member(holders[0]) : null,
-    ...(holders.length > 1 ? { sharedWith: holders.slice(1).map(member) } : {}),
-    waiters: waiting.map(member),
+    holder: holders.length ? memberInMode(holders[0], readwrite, members) : null,
+    ...(holders.length > 1 ? { sharedWith: membersOfRows(holders.slice(1), readwrite, members) } : {}),
+    waiters: membersOfRows(waiting, readwrite, members),
   };
+}
+
+// Loops and functions made once, not callbacks made per lock of every poll: see byName (lockState.ts) on why.
+function anyShared(rows: readonly AdvisoryRow[]): boolean {
+  for (const r of rows) if (r.shared) return true;
+  return false;
+}
+
+function memberInMode(r: AdvisoryRow, readwrite: boolean, members: ReadingMembers): LockMember {
+  return members.of(r, readwrite ? (r.shared ? 'read' : 'write') : undefined);
+}
+
+function membersOfRows(rows: readonly AdvisoryRow[], readwrite: boolean, members: ReadingMembers): LockMember[] {
+  const out: LockMember[] = [];
+  for (const r of rows) out.push(memberInMode(r, readwrite, members));
+  return out;
+}
+
+function byEntryName(a: { names: { name: string } }, b: { names: { name: string } }): number {
+  return a.names.name < b.names.name ? -1 : a.names.name > b.names.name ? 1 : 0;
 }
 
 /** The locks of a reading's rows, in name order. */
@@ -223,9 +242,10 @@ export function locksOfRows(rows: readonly AdvisoryRow[]): LockState[] {
     entry.rows.push(r);
   }
   // Names are ASCII: compared as strings, they sort as their bytes do.
-  const entries = [...byKey.values()].sort((a, b) => (a.names.name < b.names.name ? -1 : a.names.name > b.names.name ? 1 : 0));
   const members = new ReadingMembers(rows);
-  return entries.map((e) => lockOf(e.names, e.rows, members));
+  const locks: LockState[] = [];
+  for (const e of [...byKey.values()].sort(byEntryName)) locks.push(lockOf(e.names, e.rows, members));
+  return locks;
 }
 
 /**
@@ -233,7 +253,8 @@ export function locksOfRows(rows: readonly AdvisoryRow[]): LockState[] {
  * members of pg_read_all_stats. undefined when every session was seen whole.
  */
 export function hiddenSessions(rows: readonly AdvisoryRow[], currentUser: string): string | undefined {
-  const hidden = new Set(rows.filter((r) => r.query === INSUFFICIENT_PRIVILEGE).map((r) => r.pid));
+  const hidden = new Set<number | null>();
+  for (const r of rows) if (r.query === INSUFFICIENT_PRIVILEGE) hidden.add(r.pid);
   if (hidden.size === 0) return undefined;
   const sessions = hidden.size === 1 ? '1 session of another role is' : `${hidden.size} sessions of other roles are`;
   return (

@@ -11,7 +11,7 @@
  */
 import type Redis from 'ioredis';
 import { LockLensError, errorMessage } from '../errors';
-import { hasPrefix, keyId, normalizePrefixes } from '../keys';
+import { hasAnyPrefix, keyId, normalizePrefixes } from '../keys';
 import type { SemaphoreCounters } from './semaphores';
 import { ok, readKeyContents, type Reply } from './keyContents';
 import { parseDeadlines, queueOwnerName, recognize, type FairQueue, type KeyRecord, type Recognized } from './recognize';
@@ -78,7 +78,8 @@ export function storeError(e: unknown): LockLensError {
  */
 export async function readKeys(client: Redis, keys: readonly Buffer[], queues?: Map<string, FairQueue>): Promise<KeyRecord[]> {
   const records = await readKeyContents(client, keys, exec);
-  const fair = queues ? records.flatMap((r) => (r.type === 'hash' && r.fieldCount === 1 ? [r.key] : [])) : [];
+  const fair: Buffer[] = [];
+  if (queues) for (const r of records) if (r.type === 'hash' && r.fieldCount === 1) fair.push(r.key);
   const [found] = await Promise.all([readFairQueues(client, fair), readSemaphoreParts(client, records, exec)]);
   for (const [id, q] of found) queues?.set(id, q);
   return records;
@@ -151,7 +152,7 @@ export async function readSnapshot(client: Redis, prefixes: readonly Uint8Array[
         records.push(...(await readKeys(client, fresh, queues)));
       });
     }
-    const known = (plan.queueNames ?? []).filter((n) => !seen.has(keyId(n)) && prefixes.some((p) => hasPrefix(n, p)));
+    const known = (plan.queueNames ?? []).filter((n) => !seen.has(keyId(n)) && hasAnyPrefix(n, prefixes));
     for (const [id, q] of await readFairQueues(client, known)) queues.set(id, q);
     const keys = await dbsize;
     const ms = performance.now() - started;
@@ -161,7 +162,7 @@ export async function readSnapshot(client: Redis, prefixes: readonly Uint8Array[
       await scanKeys(client, Buffer.from('redisson_lock_queue:*'), async (page) => {
         for (const k of page) {
           const name = queueOwnerName(k);
-          if (name && !seen.has(keyId(name)) && !queues.has(keyId(name)) && prefixes.some((p) => hasPrefix(name, p))) queueNames.push(name);
+          if (name && !seen.has(keyId(name)) && !queues.has(keyId(name)) && hasAnyPrefix(name, prefixes)) queueNames.push(name);
         }
       }, 'list');
       for (const [id, q] of await readFairQueues(client, queueNames)) queues.set(id, q);

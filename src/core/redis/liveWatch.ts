@@ -13,7 +13,7 @@
  */
 import type { LiveStatus, WatchOptions } from '../backend';
 import { LockLensError, errorMessage } from '../errors';
-import { hasPrefix, keyId } from '../keys';
+import { hasAnyPrefix, keyId } from '../keys';
 import type { LeaseInfo } from '../leaseInfo';
 import { SnapshotLockWatch } from '../snapshotWatch';
 import { FullReads } from './fullReads';
@@ -82,7 +82,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
       (key) => this.touch(key),
       () => this.subscriptions.expiryEvents,
       // A cluster's notification is a full read, paced by its cost: a renewal could wait past its countdown's stall.
-      (key) => this.subscriptions.notifications && this.deps.topology.kind !== 'cluster' && this.prefixes.some((p) => hasPrefix(key, p)),
+      (key) => this.subscriptions.notifications && this.deps.topology.kind !== 'cluster' && hasAnyPrefix(key, this.prefixes),
       options.countdowns,
     );
     this.queueResyncMs = deps.queueResyncMs ?? QUEUE_RESYNC_MS;
@@ -143,7 +143,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
   /** Redisson says a lock was unlocked: re-read it (and its fair queue: it may be free with waiters now). */
   private unlockedLock(channel: Buffer): void {
     if (this.disposed) return;
-    const names = unlockedNames(channel).filter((n) => this.prefixes.some((p) => hasPrefix(n, p)));
+    const names = unlockedNames(channel).filter((n) => hasAnyPrefix(n, this.prefixes));
     // A lock outside the prefixes is not ours to read.
     for (const name of names) {
       if (this.deps.topology.kind === 'cluster') this.unlocked.set(keyId(name), name);
@@ -167,7 +167,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
     const queueName = queueOwnerName(key) ?? redissonNameFromPrefixed('redisson_lock_timeout', key);
     if (queueName) name = queueName;
     else if (RW_TIMEOUT_SUFFIX.test(key.toString('latin1'))) name = undefined; // its hash changes too
-    if (!name || !this.prefixes.some((p) => hasPrefix(name!, p))) return;
+    if (!name || !hasAnyPrefix(name, this.prefixes)) return;
     // A cluster's names live on different masters: a change there is read whole (coalesced).
     if (this.deps.topology.kind === 'cluster') return void this.fullReads.request();
     this.touched.set(keyId(name), name);

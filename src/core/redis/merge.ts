@@ -14,7 +14,7 @@
  * Cluster: every key lives on exactly one master, so the reads are a union; each TTL remembers which master to ask.
  */
 import { keyId } from '../keys';
-import type { LockMember, LockState } from '../lockState';
+import { byName, type LockMember, type LockState } from '../lockState';
 import { CONVENTIONS, type Recognized, type TtlSource } from './recognize';
 
 /** Members whose owner is the stored value itself: instances agree only on the same bytes. */
@@ -87,7 +87,7 @@ export function mergeInstances(reads: readonly (Recognized | undefined)[], label
       ...(base.permits ? { permits: base.permits } : {}),
     });
   }
-  locks.sort((a, b) => Buffer.compare(a.name, b.name));
+  locks.sort(byName);
   return { locks, ttls };
 }
 
@@ -116,5 +116,5 @@ export function mergeNodes(reads: readonly Recognized[], labels: readonly string
     for (const lock of read.locks) if (!locks.has(lock.id)) locks.set(lock.id, lock);
     for (const [id, s] of read.ttls) ttls.set(id, { ...s, nodes: [labels[i]] });
   });
-  return { locks: [...locks.values()].sort((a, b) => Buffer.compare(a.name, b.name)), ttls };
+  return { locks: [...locks.values()].sort(byName), ttls };
 }

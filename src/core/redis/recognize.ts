@@ -3,8 +3,8 @@
  * (Redisson's hashes and fair queues, ShedLock's strings, the token recipe used by redis-py, redlock and Spring) is
  * tested without a server. A key that does not look like a lock is left out, never guessed at.
  */
-import { displayKey, hasPrefix, keyId } from '../keys';
-import type { LockMember, LockState } from '../lockState';
+import { displayKey, hasAnyPrefix, keyId } from '../keys';
+import { byId, type LockMember, type LockState } from '../lockState';
 import { PORT_FIELD, REDISSON_FIELD, REDISSON_WRITE_FIELD, RW_TIMEOUT_SUFFIX, UNLOCK_LATCH, redissonNameFromPrefixed } from './redissonNames';
 import { SEMAPHORE_CONVENTIONS, parseScored, redisSemaphoreLock, redissonSemaphoreLock, type SemaphoreRecord } from './semaphores';
 
@@ -278,13 +278,13 @@ export function recognize(
   }
   for (const [id, queue] of queues) {
     if (locks.has(id) || queue.waiters.length === 0) continue;
-    if (!prefixes.some((p) => hasPrefix(queue.name, p))) continue;
+    if (!hasAnyPrefix(queue.name, prefixes)) continue;
     // A hash key under the prefix that is not a lock shadows its queue: only a missing hash means "free with waiters".
     if (present.has(id)) continue;
     locks.set(id, { id, name: queue.name, kind: 'queue', holder: null, waiters: waitersOf(queue, queue.name, ttls, now) });
   }
   // By id, which sorts as the name's bytes do (one char per byte) without a call into C++ per comparison.
-  const sorted = [...locks.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const sorted = [...locks.values()].sort(byId);
   return { locks: sorted, ttls };
 }
 

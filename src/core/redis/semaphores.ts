@@ -13,7 +13,7 @@
  *   seen waiting on its channel `redisson_sc:{name}` (PUBSUB NUMSUB > 0), and from then on by the same connection
  *   while it holds an integer (SemaphoreCounters); otherwise it stays what it was, a token lock.
  */
-import { hasPrefix, keyId } from '../keys';
+import { hasAnyPrefix, keyId } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import { redissonPrefixName, rwKeyPrefix } from './redissonNames';
 
@@ -181,7 +181,7 @@ export class SemaphoreCounters {
   note(locks: readonly LockState[], read: { readonly prefixes: readonly Uint8Array[] } | { readonly names: readonly Uint8Array[] }): void {
     const within = 'names' in read ? new Set(read.names.map((n) => keyId(n))) : undefined;
     for (const [id, name] of this.names) {
-      if (within ? within.has(id) : 'prefixes' in read && read.prefixes.some((p) => hasPrefix(name, p))) this.names.delete(id);
+      if (within ? within.has(id) : 'prefixes' in read && hasAnyPrefix(name, read.prefixes)) this.names.delete(id);
     }
     for (const lock of locks) if (lock.permits?.holdersRecorded === false) this.names.set(lock.id, lock.name);
   }

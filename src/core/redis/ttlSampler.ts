@@ -51,8 +51,14 @@ export class TtlSampler {
   /** The server said `key` expired: true when it is one of the keys sampled (its info is then told, once). */
   toldExpired(key: Buffer): boolean {
     const told = [...this.sources.values()].filter((s) => s.deadline === undefined && s.keys[0]?.equals(key)).flatMap((s) => this.ttls.expire(s.id) ?? []);
-    if (told.length) this.changed(told.map((i) => this.stamped(i)));
+    if (told.length) this.changed(this.allStamped(told));
     return told.length > 0;
+  }
+
+  private allStamped(infos: readonly LeaseInfo[]): LeaseInfo[] {
+    const stamped: LeaseInfo[] = [];
+    for (const info of infos) stamped.push(this.stamped(info));
+    return stamped;
   }
 
   private stamped(info: LeaseInfo): LeaseInfo {
@@ -103,8 +109,10 @@ export class TtlSampler {
   }
 
   private fold(samples: readonly TtlSource[], now: number, gone: LeaseInfo[]): void {
-    const changed = this.ttls.observe(samples.filter((s) => this.refs.has(s.id)), now);
-    if (changed.length || gone.length) this.changed([...changed, ...gone].map((i) => this.stamped(i)));
+    const referred: TtlSource[] = [];
+    for (const s of samples) if (this.refs.has(s.id)) referred.push(s);
+    const changed = this.ttls.observe(referred, now);
+    if (changed.length || gone.length) this.changed(this.allStamped([...changed, ...gone]));
   }
 
   /** Sweeps every sample interval until stopped. */
@@ -113,6 +121,7 @@ export class TtlSampler {
     this.timer = setTimeout(() => void this.sweep().catch(() => undefined).finally(() => this.start()), this.sampleMs);
   }
 
+  // Loops, not callbacks made per sweep: see byName (lockState.ts) on what V8 does with those every few seconds.
   async sweep(): Promise<void> {
     if (this.stopped) return;
     const now = Date.now();
@@ -130,15 +139,16 @@ export class TtlSampler {
     } catch {
       return; // the next poll reports the connection
     }
-    const samples: TtlSource[] = [
-      ...counted,
-      ...keyed.map((s, i) => ({ ...s, ms: pttls[i] === undefined || pttls[i] === -1 ? s.ms : pttls[i]! })),
-      ...waiting.map((s) => ({ ...s, ms: Math.max(0, s.deadline! - now) })),
-    ];
+    const samples = counted;
+    for (let i = 0; i < keyed.length; i++) {
+      const ms = pttls[i];
+      samples.push({ ...keyed[i], ms: ms === undefined || ms === -1 ? keyed[i].ms : ms });
+    }
+    for (const s of waiting) samples.push({ ...s, ms: Math.max(0, s.deadline! - now) });
     const changed = this.ttls.observe(samples, now);
-    if (changed.length) this.changed(changed.map((i) => this.stamped(i)));
+    if (changed.length) this.changed(this.allStamped(changed));
     // A key that expired is a lock gone (or a fair lock left with waiters): read it now rather than at the next poll.
-    keyed.forEach((s, i) => pttls[i] === -2 && this.expired(s.keys[0]));
+    for (let i = 0; i < keyed.length; i++) if (pttls[i] === -2) this.expired(keyed[i].keys[0]);
   }
 
   stop(): void {

@@ -72,7 +72,9 @@ export class TtlTable {
 
   /** Forgets ids no longer referred to; returns them marked expired, once, for views still showing them. */
   retain(live: ReadonlyMap<string, unknown> | ReadonlySet<string>, at = Date.now()): LeaseInfo[] {
-    return this.drop([...this.infos.keys()].filter((id) => !live.has(id)), at);
+    const unused: string[] = [];
+    for (const id of this.infos.keys()) if (!live.has(id)) unused.push(id);
+    return this.drop(unused, at);
   }
 
   /** Forgets `ids`; returns those known marked expired, once, for views still showing them. */

@@ -7,10 +7,10 @@
  */
 import type { Listing, WatchOptions } from '../backend';
 import { LockLensError, errorMessage } from '../errors';
-import { hasPrefix } from '../keys';
+import { hasAnyPrefix } from '../keys';
 import { observeLease, type LeaseInfo } from '../leaseInfo';
 import { goneOwners } from '../holdEndEvidence';
-import type { LockState } from '../lockState';
+import { byName, type LockState } from '../lockState';
 import { SnapshotLockWatch } from '../snapshotWatch';
 
 const DEFAULT_POLL_MS = 1000;
@@ -37,7 +37,10 @@ export interface SqlReading {
 
 /** The locks of a reading under any of `prefixes` (every lock when there is none). */
 function underPrefixes(locks: readonly LockState[], prefixes: readonly Uint8Array[]): LockState[] {
-  return prefixes.length === 0 ? [...locks] : locks.filter((l) => prefixes.some((p) => hasPrefix(l.name, p)));
+  if (prefixes.length === 0) return [...locks];
+  const under: LockState[] = [];
+  for (const lock of locks) if (hasAnyPrefix(lock.name, prefixes)) under.push(lock);
+  return under;
 }
 
 /** Folds a reading's expiries into the sampled TTLs known before (ids no longer read are dropped). */
@@ -56,7 +59,7 @@ export type LivingSessions = (ids: readonly string[]) => Promise<ReadonlySet<str
 /** A SQL store's listing: one reading's locks under the prefixes, in name order, with its expiries sampled once. */
 export function listingOf(reading: SqlReading, prefixes: readonly Uint8Array[]): Listing {
   const leases = sampleExpiries(new Map(), reading.expiries);
-  const locks = underPrefixes(reading.locks, prefixes).sort((a, b) => Buffer.compare(a.name, b.name));
+  const locks = underPrefixes(reading.locks, prefixes).sort(byName);
   return { revision: null, locks, lease: (id) => leases.get(id), ...(reading.hidden ? { hidden: reading.hidden } : {}) };
 }
 

@@ -9,7 +9,7 @@ import type { AcquireOptions, ForceReleaseResult, Listing, LockBackend, LockHold
 import { ConnectionScope } from '../connectionScope';
 import { LockLensError } from '../errors';
 import { displayKey } from '../keys';
-import { members, type LockMember, type LockState } from '../lockState';
+import { byName, members, type LockMember, type LockState } from '../lockState';
 import type { ConnectionProfile } from '../profile';
 import { startAcquire, type ZooKeeperHold } from './acquire';
 import { ZkConnection, ensembleOf, openSession } from './connect';
@@ -55,7 +55,7 @@ export class ZooKeeperBackend implements LockBackend {
     this.checkOpen();
     const tree = new ZnodeTree(() => this.connection.client, distinctRoots(prefixes.map(rootOf)));
     await tree.readAll();
-    const read = tree.locks().sort((a, b) => Buffer.compare(a.name, b.name));
+    const read = tree.locks().sort(byName);
     // Asked after the read: a session seen connected now was so when its nodes were read.
     const { bySession, hidden } = await readConnections(this.servers);
     const source = `cons on ${this.servers.map((s) => `${s.host}:${s.port}`).join(', ')}`;
