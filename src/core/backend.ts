@@ -74,7 +74,7 @@ export interface LockWatch extends Disposable {
   readonly onDidChangeLeases: Event<readonly LeaseInfo[]>;
   /** Every lock, in the store's order of names. */
   locks(): LockState[];
-  /** Every lock, in no order: for a pass over them all that needs none (serve's scrapes; sorting costs). */
+  /** Every lock, in no order: for a pass over them all that sorts by its own measure or needs none (serve's scrapes). */
   unordered(): Iterable<LockState>;
   lock(id: string): LockState | undefined;
   /** The sampled TTL a member expires with (`LockMember.lease`). */

@@ -42,6 +42,18 @@ describe('lock series', () => {
     assert.equal(unlisted.get('c'), 2);
   });
 
+  test('ties (held as long, found at the first read) go by name, whatever order the rows come in', () => {
+    const held = (name: string, connection = 'c') => row(name, { connection, holders: 1, holdSeconds: 30 });
+    const rows = [held('d'), held('b'), held('a', 'z'), held('c'), held('a')];
+    for (const order of [rows, [...rows].reverse()]) {
+      const { series } = lockSeries(order, policy);
+      assert.deepEqual(
+        series.filter((s) => s.lock !== OTHER).map((s) => `${s.connection}/${s.lock}`),
+        ['c/a', 'z/a'],
+      );
+    }
+  });
+
   test('dropped names are never shown; rewritten names alike share one series', () => {
     const { series, unlisted } = lockSeries(
       [

@@ -98,15 +98,28 @@ function shownName(name: string, rewrite: readonly NameRewrite[]): string {
   return shown;
 }
 
-/** Locks with waiters first (the longest wait first), then held ones (the oldest hold first), then the latest active. */
+/**
+ * Locks with waiters first (the longest wait first), then held ones (the oldest hold first), then the latest active;
+ * ties (every lock found at the first read has held as long) by name, then connection: rows come in no order, and the
+ * locks that get series at the --max-locks cut must not change from one scrape to the next.
+ */
 function byUrgency(a: LockRow, b: LockRow): number {
   const waits = Number(b.waiters > 0) - Number(a.waiters > 0);
   if (waits) return waits;
+  return urgencyOf(a, b) || compareText(a.name, b.name) || compareText(a.connection, b.connection);
+}
+
+/** Between two locks that both have waiters or both have none. */
+function urgencyOf(a: LockRow, b: LockRow): number {
   if (a.waiters > 0) return b.waitSeconds - a.waitSeconds;
   const holds = Number(b.holders > 0) - Number(a.holders > 0);
   if (holds) return holds;
   if (a.holders > 0) return b.holdSeconds - a.holdSeconds;
   return b.lastActive - a.lastActive;
+}
+
+function compareText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** A series as it is summed: its own object and its own counts, so that the rows merged into it are left as they are. */

@@ -21,7 +21,7 @@ export interface Watched {
   readonly store: string;
   readonly state: LiveState;
   readonly up: boolean;
-  /** Every lock, in no order: a scrape sorts by its own measure (lockSeries.ts). */
+  /** Every lock, in no order: a scrape sorts them by its own measure, ties by name (lockSeries.ts). */
   unorderedLocks(): Iterable<LockState>;
   lock(id: string): LockState | undefined;
   lease(id: string): LeaseInfo | undefined;
