@@ -4,6 +4,7 @@
  * a lease and a create revision; a Redisson holder has a hold count; a redis-py token lock has neither waiters nor a
  * fencing token) and leaves the rest null, so a view shows what a store has and never invents the rest.
  */
+import { compareText } from '../shared/compareText';
 
 /**
  * How a lock behaves: one queue (holder, then waiters), one key (held while it exists), an election, a read/write
@@ -201,7 +202,7 @@ export function byName(a: LockState, b: LockState): number {
 
 /** By id, as strings compare (a Redis lock's id sorts as its name's bytes do: one char per byte). */
 export function byId(a: { readonly id: string }, b: { readonly id: string }): number {
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+  return compareText(a.id, b.id);
 }
 
 /** How many members hold the lock now (they come first in `members`). */

@@ -6,6 +6,7 @@
  */
 
 import type { HoldEnd } from './holdEnds';
+import { compareText } from './compareText';
 
 export type TimelineRole = 'holder' | 'waiter' | 'leader' | 'candidate' | 'single';
 export type TimelineLockKind = 'queue' | 'single' | 'election' | 'readwrite' | 'semaphore';
@@ -110,13 +111,9 @@ export interface PastMessage {
  * the store has one (it stays put after a bar ends), else the position.
  */
 export function compareRows(a: TimelineRow, b: TimelineRow): number {
-  return cmp(a.connection, b.connection) || cmp(a.lock, b.lock) || queueOrder(a) - queueOrder(b) || cmp(a.id, b.id);
+  return compareText(a.connection, b.connection) || compareText(a.lock, b.lock) || queueOrder(a) - queueOrder(b) || compareText(a.id, b.id);
 }
 
 function queueOrder(row: TimelineRow): number {
   return row.token ?? row.position;
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -6,6 +6,7 @@
  */
 import type { LockKind } from '../../core/lockState';
 import type { NameRewrite } from './config';
+import { compareText } from '../../shared/compareText';
 import type { Mutable } from '../../shared/mutable';
 
 export const OTHER = '__other__';
@@ -116,10 +117,6 @@ function urgencyOf(a: LockRow, b: LockRow): number {
   if (holds) return holds;
   if (a.holders > 0) return b.holdSeconds - a.holdSeconds;
   return b.lastActive - a.lastActive;
-}
-
-function compareText(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** A series as it is summed: its own object and its own counts, so that the rows merged into it are left as they are. */

@@ -22,6 +22,7 @@
  */
 import { identityOf } from '../holdObservation';
 import { displayKey } from '../keys';
+import { compareText } from '../../shared/compareText';
 import { byId, holderCount, isSemaphore, isSingleKey, type ChangeSet, type LockMember, type LockState } from '../lockState';
 import { cycleOf, type Cycle, type LockRef, type MemberRef, type WaitBegun, type WaitEdge } from './cycle';
 import { cyclesThrough, MAX_CYCLES, type Adjacency, type Edge } from './cycleSearch';
@@ -127,7 +128,7 @@ export class WaitForGraph {
 
   /** The locks `owner` holds, by name. */
   holding(owner: string): LockRef[] {
-    return this.holds.held(owner).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return this.holds.held(owner).sort((a, b) => compareText(a.name, b.name));
   }
 
   /** A search gave up at its bounds (MAX_CYCLES, or a graph too tangled to walk): there may be more cycles. */

@@ -8,6 +8,7 @@
  * pg_locks does not say whether an advisory lock was taken for the session (`pg_advisory_lock`) or for the current
  * transaction (`pg_advisory_xact_lock`, Flyway's): both look the same, so both are shown the same.
  */
+import { compareText } from '../../shared/compareText';
 import { NO_VALUE, type LockMember, type LockState, type SessionInfo } from '../lockState';
 import { namesOfRow, rowOfKey, type AdvisoryKey } from './advisoryKeys';
 
@@ -229,7 +230,7 @@ function membersOfRows(rows: readonly AdvisoryRow[], readwrite: boolean, members
 }
 
 function byEntryName(a: { names: { name: string } }, b: { names: { name: string } }): number {
-  return a.names.name < b.names.name ? -1 : a.names.name > b.names.name ? 1 : 0;
+  return compareText(a.names.name, b.names.name);
 }
 
 /** The locks of a reading's rows, in name order. */

@@ -15,6 +15,7 @@
  *
  * `<seq>` is the ten-digit counter ZooKeeper appends (`%010d` of a signed int, so `-` after it wraps).
  */
+import { compareText } from '../../shared/compareText';
 import type { LockKind } from '../lockState';
 
 export const CONVENTIONS = [
@@ -93,7 +94,7 @@ export function kindOf(conventions: Iterable<Convention>): LockKind {
 
 /** Sequence order, as every recipe serves it; the name breaks ties (nodes of two parents' counters never meet). */
 export function bySequence<T extends { readonly sequence: number; readonly name: string }>(a: T, b: T): number {
-  return a.sequence - b.sequence || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  return a.sequence - b.sequence || compareText(a.name, b.name);
 }
 
 /**

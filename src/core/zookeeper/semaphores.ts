@@ -16,6 +16,7 @@
  * there are more leases than its limit: that lease is not a permit yet, and its maker still waits. A lease is the
  * mutex holder's when its session is the holder's and it was created after the holder's node.
  */
+import { compareText } from '../../shared/compareText';
 import { keyId } from '../keys';
 import type { LockMember, LockState, Permits } from '../lockState';
 import { bySequence, joinPath, parseContender, splitPath, type Convention } from './conventions';
@@ -64,7 +65,7 @@ function inLine(nodes: Iterable<ContenderNode>): Sequenced[] {
 }
 
 function byCreation(a: ContenderNode, b: ContenderNode): number {
-  return a.czxid < b.czxid ? -1 : a.czxid > b.czxid ? 1 : a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  return a.czxid < b.czxid ? -1 : a.czxid > b.czxid ? 1 : compareText(a.name, b.name);
 }
 
 /** Whether `lease` was made by the mutex's holder `head` while it held it (see the file's comment). */
