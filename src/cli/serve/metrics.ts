@@ -43,12 +43,6 @@ interface Tally {
   lastActive: number;
 }
 
-/** The series of one scrape, and how many locks each connection's watch has. */
-interface Scrape {
-  readonly listing: Listing;
-  readonly locks: ReadonlyMap<string, number>;
-}
-
 const zero = (): Mutable<Counts> => ({ acquisitions: 0, handoffs: 0, expiries: 0, ownerLosses: 0, forceReleases: 0 });
 /** The counts of a lock nothing was counted for, shared by every such row (see rowOf). */
 const NONE: Counts = Object.freeze(zero());
@@ -61,7 +55,7 @@ export class ServeMetrics {
   private readonly retired = new Map<string, Map<LockKind, Mutable<Counts>>>();
   private readonly holdSeconds: Histogram<(typeof KIND)[number]>;
   private readonly waitSeconds: Histogram<(typeof KIND)[number]>;
-  private scrape?: Scrape;
+  private listing?: Listing;
   /**
    * Per connection, the names shown of the locks in the watch at the last scrape, by id (a lock's id is its name's
    * bytes): decoding every name again was a tenth of a scrape of 10,000 locks (docs/BENCHMARKS.md, serve).
@@ -89,8 +83,8 @@ export class ServeMetrics {
     });
     perStore('locklens_deadlock_cycles', 'Deadlocks now: cycles of owners each holding a lock another waits in, seen again after a sync.', (w) => w.deadlockCycles());
     perStore('locklens_lock_order_inversions', 'Lock pairs seen taken in both orders (held one while waiting for the other) within the last hour.', (w) => w.lockOrderInversions(this.clock()));
-    perStore('locklens_locks', 'How many locks the watch of the connection sees.', (w) => this.current().locks.get(w.name) ?? 0);
-    perStore('locklens_locks_unlisted', `Locks in the watch without series of their own (beyond --max-locks, or names dropped), summed into lock="__other__".`, (w) => this.current().listing.unlisted.get(w.name) ?? 0);
+    perStore('locklens_locks', 'How many locks the watch of the connection sees.', (w) => this.lockCount(w));
+    perStore('locklens_locks_unlisted', `Locks in the watch without series of their own (beyond --max-locks, or names dropped), summed into lock="__other__".`, (w) => this.current().unlisted.get(w.name) ?? 0);
     const perLock = (name: string, help: string, value: (s: Series) => number | null) =>
       new Gauge({
         name,
@@ -98,7 +92,7 @@ export class ServeMetrics {
         labelNames: LOCK,
         registers,
         collect: collectOf((g) => {
-          for (const s of this.current().listing.series) {
+          for (const s of this.current().series) {
             const v = s.present ? value(s) : null;
             if (v !== null) g.set(lockLabels(s), v);
           }
@@ -118,7 +112,7 @@ export class ServeMetrics {
         labelNames: LOCK,
         registers,
         collect: collectOf((c) => {
-          for (const s of this.current().listing.series) c.inc(lockLabels(s), s.counts[key]);
+          for (const s of this.current().series) c.inc(lockLabels(s), s.counts[key]);
         }),
       });
     counter('locklens_lock_acquisitions_total', 'Holds seen beginning (not those found in place at a first read or a reload).', 'acquisitions');
@@ -162,18 +156,23 @@ export class ServeMetrics {
     return t;
   }
 
-  /** This scrape's series and counts of locks: worked out once for every gauge and counter that asks during it. */
-  private current(): Scrape {
-    if (!this.scrape) {
-      const locks = new Map<string, number>();
-      this.scrape = { listing: lockSeries(this.rows(locks), this.policy), locks };
-      queueMicrotask(() => (this.scrape = undefined));
+  /** The series of this scrape: worked out once for every gauge and counter that asks during it. */
+  private current(): Listing {
+    if (!this.listing) {
+      this.listing = lockSeries(this.rows(), this.policy);
+      queueMicrotask(() => (this.listing = undefined));
     }
-    return this.scrape;
+    return this.listing;
   }
 
-  /** A row per lock in the watches and per lock gone whose counters are kept; `locks` told how many are in each watch. */
-  private rows(locks: Map<string, number>): LockRow[] {
+  /** How many locks `w`'s watch has at this scrape: the names the scrape's rows were made with. */
+  private lockCount(w: Watched): number {
+    this.current();
+    return this.names.get(w.name)?.size ?? 0;
+  }
+
+  /** A row per lock in the watches and per lock gone whose counters are kept. */
+  private rows(): LockRow[] {
     const now = this.clock();
     const rows: LockRow[] = [];
     for (const w of this.watched) {
@@ -187,7 +186,6 @@ export class ServeMetrics {
         rows.push(rowOf(w, lock, name, tallies.get(lock.id), now));
       }
       this.names.set(w.name, names);
-      locks.set(w.name, names.size);
       for (const [id, t] of tallies) if (!w.lock(id)) rows.push(idleRow(w, t.name, t.kind, t.counts, false, t.lastActive));
       for (const [kind, counts] of this.retired.get(w.name) ?? []) rows.push(idleRow(w, '', kind, counts, true, 0));
     }
