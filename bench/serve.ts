@@ -22,10 +22,10 @@ import { percentile, round } from './stats';
  *
  * - quiet: no changes, a scrape every 15 s (Prometheus' interval in deploy/prometheus/scrape.yml): the serve process's
  *   CPU (utime + stime from /proc/<pid>/stat over the phase, % of one core) and RSS (/proc/<pid>/status, sampled every
- *   second): what the watches' polls and lease/TTL sampling cost with nothing happening;
+ *   second, and its peak, the kernel's high-water mark): what the watches' polls and lease/TTL sampling cost with nothing happening;
  * - steady: `changesPerSecond` lock changes spread over the five stores (a hold released, or a free lock taken again by
  *   another holder) by a bounded load generator in this process, after `warmupS` of it, scraped every 15 s: CPU, RSS,
- *   over the phase and minute by minute (`cpu_pct_m1`…, `rss_max_mb_m1`…). Long, as serve runs: V8 keeps compiling
+ *   over the phase and minute by minute (`cpu_pct_m1`…, `rss_peak_mb_m1`…). Long, as serve runs: V8 keeps compiling
  *   the paths the load made hot for a minute or two on its worker threads (3-10 % of a core at first), and its heap
  *   keeps growing for minutes where a short phase saw it settled (docs/BENCHMARKS.md, serve, the fifth round);
  * - scrapes: `scrapes` GET /metrics one after another `scrapeGapMs` apart, each timed from the request to the last
@@ -99,14 +99,16 @@ export async function serveUnderLoad(
         changes_per_s: round(changes.perSecond, 1),
         quiet_cpu_pct: round(quiet.cpuPct),
         quiet_rss_mb: round(quiet.rssMb, 1),
+        quiet_rss_peak_mb: round(quiet.rssPeakMb, 1),
         cpu_pct: round(steady.cpuPct),
         rss_mb: round(steady.rssMb, 1),
         rss_max_mb: round(steady.rssMaxMb, 1),
         rss_p99_mb: round(steady.rssP99Mb, 1),
+        rss_peak_mb: round(steady.rssPeakMb, 1),
         ...Object.fromEntries(
           steady.minutes.flatMap((m, i) => [
             [`cpu_pct_m${i + 1}`, round(m.cpuPct)],
-            [`rss_max_mb_m${i + 1}`, round(m.rssMaxMb, 1)],
+            [`rss_peak_mb_m${i + 1}`, round(m.rssPeakMb, 1)],
           ]),
         ),
         heap_mb: round(steady.heapMb, 1),
@@ -183,20 +185,33 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
 }
 
-function rssMb(pid: number): number {
-  const kb = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+function rssMb(pid: number, field: 'VmRSS' | 'VmHWM' = 'VmRSS'): number {
+  const kb = new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
   return Number(kb) / 1024;
 }
 
 /**
+ * The greatest RSS of `pid` since the last call (the kernel's high-water mark, then reset: proc(5), clear_refs 5).
+ * Samples a second apart miss what lasts less: a full collection that compacts copies the old generation into new pages
+ * before it frees the old ones, tens of MB for tens of ms (docs/BENCHMARKS.md, serve, the seventh round).
+ */
+function rssPeakMb(pid: number): number {
+  const peak = rssMb(pid, 'VmHWM');
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  return peak;
+}
+
+/**
  * `seconds` of the serve process as Prometheus would see it (a scrape every 15 s, the first at the start): its CPU
- * over the phase, its RSS every second (mean, 99th percentile and greatest), its V8 heap in use at the last scrape,
- * and the CPU and greatest RSS of each whole minute of it.
+ * over the phase, its RSS every second (mean, 99th percentile and greatest sample) and at its peak, its V8 heap in use
+ * at the last scrape, and the CPU and peak RSS of each whole minute of it.
  */
 async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS = 15) {
   const rss: number[] = [];
-  const minutes: { cpuPct: number; rssMaxMb: number }[] = [];
+  const minutes: { cpuPct: number; rssPeakMb: number }[] = [];
   let heapMb = 0;
+  rssPeakMb(serve.pid);
+  let peakMb = 0;
   const cpu0 = cpuSeconds(serve.pid);
   const t0 = performance.now();
   let minute = { cpu: cpu0, at: t0 };
@@ -206,12 +221,15 @@ async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS 
     await sleep(t0 + (s + 1) * 1000 - performance.now());
     if ((s + 1) % 60 === 0) {
       const now = { cpu: cpuSeconds(serve.pid), at: performance.now() };
-      minutes.push({ cpuPct: ((now.cpu - minute.cpu) / ((now.at - minute.at) / 1000)) * 100, rssMaxMb: Math.max(...rss.slice(-60)) });
+      minutes.push({ cpuPct: ((now.cpu - minute.cpu) / ((now.at - minute.at) / 1000)) * 100, rssPeakMb: rssPeakMb(serve.pid) });
+      peakMb = Math.max(peakMb, minutes[minutes.length - 1].rssPeakMb);
       minute = now;
     }
   }
   const wallS = (performance.now() - t0) / 1000;
-  return { cpuPct: ((cpuSeconds(serve.pid) - cpu0) / wallS) * 100, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), rssP99Mb: percentile(rss, 99), heapMb, minutes };
+  const cpuPct = ((cpuSeconds(serve.pid) - cpu0) / wallS) * 100;
+  peakMb = Math.max(peakMb, rssPeakMb(serve.pid));
+  return { cpuPct, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), rssP99Mb: percentile(rss, 99), rssPeakMb: peakMb, heapMb, minutes };
 }
 
 /**
