@@ -1,6 +1,7 @@
 import { LockLensError } from '../../core/errors';
 import { MAX_REPLAY_REVISIONS, REPLAY_WAITERS_KEPT, type LockHistory } from '../../core/history';
 import { displayKey, isUtf8 } from '../../core/keys';
+import { groupDigits } from '../../shared/groupDigits';
 import { HOLD_END_TEXT } from '../../shared/holdEnds';
 import { keyJson } from '../lockJson';
 import { CONNECTION_HELP, parse, parsePositiveInt } from '../options';
@@ -28,7 +29,7 @@ How a hold ended, from its lease now (etcd's history records the delete, never w
                       history cannot tell these apart
 
 etcd serves history by scanning every revision since the one asked for, of every key, while its writes wait: when
-it keeps more than ${MAX_REPLAY_REVISIONS.toLocaleString('en-US')} revisions, say where to start (--from-revision) or that all of them are meant (--all).
+it keeps more than ${groupDigits(MAX_REPLAY_REVISIONS)} revisions, say where to start (--from-revision) or that all of them are meant (--all).
 
   --single             the single key NAME (etcd3 Lock, python-etcd3), not the queue NAME/…
   --from-revision N    start at revision N: the keys present then are read as they were (their holder held before),

@@ -17,6 +17,7 @@ import { readRange, type EtcdRange, type PrefixRead } from './keyspace';
 import { leaseLives } from './leases';
 import { HoldReplay, type ReplayHold } from './replay';
 import { WatchStream } from './watchStream';
+import { groupDigits } from '../../shared/groupDigits';
 
 /** Leases asked at once how they are, after a replay. */
 const LEASE_QUERIES = 16;
@@ -175,13 +176,12 @@ function isCompactedError(e: unknown): boolean {
 }
 
 function tooLarge(span: HistorySpan, limit: number): LockLensError {
-  const n = (v: number) => v.toLocaleString('en-US');
   const revisions = span.current - span.oldest;
   return new LockLensError(
     'INVALID_ARGUMENT',
-    `etcd keeps ${n(revisions)} revisions (${n(span.oldest)} to ${n(span.current)}), more than ${n(limit)}: etcd serves history by scanning every ` +
+    `etcd keeps ${groupDigits(revisions)} revisions (${groupDigits(span.oldest)} to ${groupDigits(span.current)}), more than ${groupDigits(limit)}: etcd serves history by scanning every ` +
       `revision of every key while its writes wait, so a replay of them all could stall the store. Read the last ones with ` +
-      `--from-revision N (e.g. ${n(Math.max(1, span.current - limit))}), or all of them with --all`,
+      `--from-revision N (e.g. ${groupDigits(Math.max(1, span.current - limit))}), or all of them with --all`,
   );
 }
 
