@@ -24,10 +24,10 @@ import { benchSession, createContender, pipelined } from './zkNodeOwner';
  * Who writes: etcd, Redis and ZooKeeper locks are written in the layout their clients write (etcd: Go's concurrency
  * keys `<lock>/<lease hex>` on 20 leases, as sessions that each hold many mutexes; Redis: redis-py's `SET token NX PX`;
  * ZooKeeper: kazoo's ephemeral sequential contenders on 4 sessions), by the bench's own connections: one client
- * process per lock would be 2,000 processes per store. Their leases and TTLs (30 min) outlast a run of several builds,
- * so nothing renews them. PostgreSQL and MariaDB locks are held by real sessions (20 node-postgres or mysql2
- * connections of the bench's own, 100 locks each, as a pool of workers holds them), since a session lock exists only
- * while its session holds it.
+ * process per lock would be 2,000 processes per store. Their leases and TTLs (2 h) outlast a run of several builds (a
+ * build's whole-length phases take about 7 min; five builds ran past the 30 min they were), so nothing renews them.
+ * PostgreSQL and MariaDB locks are held by real sessions (20 node-postgres or mysql2 connections of the bench's own,
+ * 100 locks each, as a pool of workers holds them), since a session lock exists only while its session holds it.
  */
 
 export interface StoreUnderLoad {
@@ -48,7 +48,7 @@ export interface StoreUnderLoad {
 export const PASSWORDS_ENV = { BENCH_PG_PASSWORD: SUPERUSER_PASSWORD, BENCH_MYSQL_PASSWORD: ADMIN.password };
 
 const SESSIONS = 20;
-const LEASE_TTL_S = 1800;
+const LEASE_TTL_S = 7200;
 const TTL_MS = LEASE_TTL_S * 1000;
 
 /** `lockName(i)`: `l0000`…: a lock's name within its store's prefix. */

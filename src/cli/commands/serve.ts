@@ -24,8 +24,10 @@ const HEAP_GROWING_PERCENT = 30;
  * Every full collection also compacts the old generation. Without it, V8 moves objects only out of its emptiest pages,
  * and under a steady load the pages serve's long-lived objects are scattered over stay committed: over three minutes at
  * 200 changes/s its heap kept growing past what it keeps (old space 55 MB live, up to 110 MB committed) and RSS went
- * 199, 211, 219 MB minute by minute; compacting, 185, 187, 185 MB, for a CPU cost within the runs' noise
- * (docs/BENCHMARKS.md, serve, the fifth round).
+ * 199, 211, 219 MB minute by minute; compacting, it stays at 165-175 MB between collections, for a CPU cost within the
+ * runs' noise (docs/BENCHMARKS.md, serve, the fifth round). The price is a peak at each full collection: compacting
+ * copies everything live before it frees the old pages, 60-70 MB more for tens of ms (the seventh round). A peak that
+ * stays where it is was chosen over a heap that grows.
  */
 const V8_FLAGS = [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`, '--compact-on-every-full-gc'];
 
