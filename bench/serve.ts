@@ -22,7 +22,8 @@ import { percentile, round } from './stats';
  *
  * - quiet: no changes, a scrape every 15 s (Prometheus' interval in deploy/prometheus/scrape.yml): the serve process's
  *   CPU (utime + stime from /proc/<pid>/stat over the phase, % of one core) and RSS (/proc/<pid>/status, sampled every
- *   second, and its peak, the kernel's high-water mark): what the watches' polls and lease/TTL sampling cost with nothing happening;
+ *   second, and its peak, the kernel's high-water mark): what the watches' polls and lease/TTL sampling cost with
+ *   nothing happening;
  * - steady: `changesPerSecond` lock changes spread over the five stores (a hold released, or a free lock taken again by
  *   another holder) by a bounded load generator in this process, after `warmupS` of it, scraped every 15 s: CPU, RSS,
  *   over the phase and minute by minute (`cpu_pct_m1`…, `rss_peak_mb_m1`…). Long, as serve runs: V8 keeps compiling
@@ -210,8 +211,7 @@ async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS 
   const rss: number[] = [];
   const minutes: { cpuPct: number; rssPeakMb: number }[] = [];
   let heapMb = 0;
-  rssPeakMb(serve.pid);
-  let peakMb = 0;
+  rssPeakMb(serve.pid); // the phase's peak is counted from here
   const cpu0 = cpuSeconds(serve.pid);
   const t0 = performance.now();
   let minute = { cpu: cpu0, at: t0 };
@@ -222,13 +222,13 @@ async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS 
     if ((s + 1) % 60 === 0) {
       const now = { cpu: cpuSeconds(serve.pid), at: performance.now() };
       minutes.push({ cpuPct: ((now.cpu - minute.cpu) / ((now.at - minute.at) / 1000)) * 100, rssPeakMb: rssPeakMb(serve.pid) });
-      peakMb = Math.max(peakMb, minutes[minutes.length - 1].rssPeakMb);
       minute = now;
     }
   }
   const wallS = (performance.now() - t0) / 1000;
   const cpuPct = ((cpuSeconds(serve.pid) - cpu0) / wallS) * 100;
-  peakMb = Math.max(peakMb, rssPeakMb(serve.pid));
+  // The whole minutes' peaks, and what came after the last of them.
+  const peakMb = Math.max(rssPeakMb(serve.pid), ...minutes.map((m) => m.rssPeakMb));
   return { cpuPct, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), rssP99Mb: percentile(rss, 99), rssPeakMb: peakMb, heapMb, minutes };
 }
 
