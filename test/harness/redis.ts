@@ -248,6 +248,16 @@ export async function startRedisCluster(masters = 3, options: RedisStartOptions 
     });
     for (const s of servers) {
       await eventually(async () => /cluster_state:ok/.test(await s.cli(['CLUSTER', 'INFO'])), 20_000, `cluster_state:ok on ${s.port}`);
+      // A replica syncs from its master after the cluster is formed: until its link is up, a write's WAIT counts no
+      // replica (a fresh clone's failover test saw WAIT 1 5000 answer 0).
+      await eventually(
+        async () => {
+          const replication = await s.cli(['INFO', 'replication']);
+          return !/^role:slave/m.test(replication) || /^master_link_status:up/m.test(replication);
+        },
+        20_000,
+        `the replica on ${s.port} in sync with its master`,
+      );
     }
     return cluster;
   } catch (e) {
