@@ -180,7 +180,8 @@ export function viewHelpers(page: () => Page) {
       await eventually(showing, 20_000, `quick input ${title}`);
       await eventually(
         async () => {
-          await page().keyboard.press('Enter');
+          // Pressed on the box itself: a step stays open when focus leaves it (acquirePrompts.ts), so focus may be elsewhere.
+          await page().locator('.quick-input-widget input').press('Enter', { timeout: 2000 }).catch(() => undefined);
           const deadline = Date.now() + 3000;
           while (Date.now() < deadline) {
             if (!(await showing())) return true;
@@ -199,10 +200,11 @@ export function viewHelpers(page: () => Page) {
     pickLayout: async (label: string): Promise<void> => {
       const title = /^Layout of /;
       await eventually(() => quickInputShowing(title), 20_000, 'the layout pick');
-      await page().locator('.quick-input-widget input').fill(label);
+      const input = page().locator('.quick-input-widget input');
+      await input.fill(label);
       const rows = page().locator('.quick-input-list .monaco-list-row');
       await eventually(async () => (await rows.count()) === 1 && ((await rows.first().textContent()) ?? '').includes(label), 20_000, `only the layout ${label} left`);
-      await page().keyboard.press('Enter');
+      await input.press('Enter');
       await eventually(async () => !(await quickInputShowing(title)), 20_000, 'the layout picked');
     },
     /** The notification toast whose text matches, once it has faded in (screenshots then show it in place). */

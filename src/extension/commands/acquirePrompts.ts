@@ -10,12 +10,20 @@ import type { StoreConnection } from '../connections';
 import { acceptQuickPick, holderName, lockSummary, orCancel } from '../pickers';
 import { defaultAcquireTtl } from '../settings';
 
+/**
+ * Acquire Lock… asks in several steps, each a quick input of its own, and like the Add Connection flow every step stays
+ * open when focus leaves it (Escape still cancels): VS Code hands focus back as one step's input hides, and on a loaded
+ * machine that hand-back can land after the next step has shown and close it at once (seen in CI, the layout pick).
+ */
+const STEP = { ignoreFocusOut: true } as const;
+
 /** Existing locks to join, or a new name typed in. */
 export async function askLockName(connection: StoreConnection, backend: LockBackend): Promise<Buffer> {
   const locks = (connection.watch?.locks() ?? []).filter((l) => backend.acquirable(l));
   const quickPick = vscode.window.createQuickPick<vscode.QuickPickItem & { name?: Buffer }>();
   quickPick.title = vscode.l10n.t('Acquire lock on {0}', connection.name);
   quickPick.placeholder = vscode.l10n.t('A lock name, as your services name it (e.g. /locks/jobs, lock:jobs)');
+  quickPick.ignoreFocusOut = STEP.ignoreFocusOut;
   const existing = locks.map((l) => ({ label: displayKey(l.name), description: lockSummary(l), name: l.name }));
   quickPick.items = existing;
   quickPick.onDidChangeValue((value) => {
@@ -37,6 +45,7 @@ export async function askTtl(owner: LockBackend['capabilities']['owner']): Promi
   }[owner];
   const text = orCancel(
     await vscode.window.showInputBox({
+      ...STEP,
       title,
       prompt,
       value: String(defaultAcquireTtl()),
@@ -63,6 +72,7 @@ export async function chooseFreeLayout(connection: StoreConnection, backend: Loc
     layout,
   }));
   const picked = await vscode.window.showQuickPick(items, {
+    ...STEP,
     title: vscode.l10n.t('Layout of "{0}"', displayKey(name)),
     placeHolder: vscode.l10n.t('"{0}" holds no lock: take it in the layout of the services that use that name', displayKey(name)),
   });
@@ -82,6 +92,7 @@ export async function askMode(connection: StoreConnection, backend: LockBackend,
     { label: vscode.l10n.t('Write'), description: vscode.l10n.t('exclusive: waits until every reader and writer has left'), mode: 'write' },
   ];
   const picked = await vscode.window.showQuickPick(items, {
+    ...STEP,
     title: vscode.l10n.t('Lock mode (read or write)'),
     placeHolder: vscode.l10n.t('"{0}" is a read/write lock: take it for reading or for writing', displayKey(name)),
   });
@@ -97,6 +108,7 @@ export async function askPermitLimit(connection: StoreConnection, name: Buffer, 
   if (!lock || !isSemaphore(lock) || lock.permits?.limit !== null) return undefined;
   const text = orCancel(
     await vscode.window.showInputBox({
+      ...STEP,
       title: vscode.l10n.t('Permits of "{0}"', displayKey(name)),
       prompt: vscode.l10n.t("The semaphore's limit, as its clients state it (the store does not keep it): you get a permit only while fewer are held."),
       validateInput: (v) => (/^\d+$/.test(v) && Number(v) >= 1 ? undefined : vscode.l10n.t('A whole number of permits, at least 1')),
