@@ -37,14 +37,20 @@ test('a renewal that never answers does not keep the hold: it is lost at the TTL
   assert.equal(hold.unlocks, 1);
 });
 
-test('a renewal that answers keeps the hold past its first TTL; release unlocks once', async () => {
-  const hold = new ScriptedHold(300);
+test('a renewal that answers keeps the hold past its first TTL; release unlocks once', async (t) => {
+  // Mocked time: with a real 300 ms TTL, a loaded machine that stalled this process past it lost the hold, and the test
+  // then waited for a renewal that never came.
+  t.mock.timers.enable({ apis: ['setTimeout', 'Date'] });
+  const hold = new ScriptedHold(3000);
   const lost: LockLensError[] = [];
   hold.onDidLose((e) => lost.push(e));
-  // Answer four renewals in a row: that spans well over one TTL, each one moving the deadline on.
+  // Four renewals answered in a row, one every TTL/3: 4 s, past the first TTL, each one moving the deadline on.
   for (let i = 0; i < 4; i++) {
-    while (hold.renewals.length <= i) await new Promise((r) => setTimeout(r, 10));
+    t.mock.timers.tick(1000);
+    await new Promise((r) => setImmediate(r));
+    assert.equal(hold.renewals.length, i + 1, `renewal ${i + 1} sent`);
     hold.renewals[i](true);
+    await new Promise((r) => setImmediate(r));
   }
   assert.deepEqual(lost, []);
   assert.equal(await hold.release(), true);
