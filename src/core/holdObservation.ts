@@ -117,10 +117,10 @@ export interface LockRecord {
    * before it was kept). Each has a hold of its own: the open holds are theirs, oldest first, `current`'s the oldest.
    */
   otherHolders?: Holding[];
-  /** Members queued now, by identity. */
-  waits: Map<string, Wait>;
-  holdMs: number[];
-  waitMs: number[];
+  /** Members queued now, by identity: replaced as it changes, never written to (NO_WAITS is every empty one). */
+  waits: ReadonlyMap<string, Wait>;
+  holdMs: readonly number[];
+  waitMs: readonly number[];
   holdsSeen: number;
   holdCount: number;
   waitCount: number;
@@ -143,15 +143,23 @@ export interface Moment {
   readonly unsettled: Set<string>;
 }
 
+/**
+ * What a record has none of: shared by every record until it has some (serve keeps a record for each of 10,000 locks
+ * held, most with no queue and no samples). Each is replaced, never written to, as the record changes (frozen, the
+ * array throws if it ever is, rather than fill every record).
+ */
+export const NO_WAITS: ReadonlyMap<string, Wait> = new Map();
+export const NO_SAMPLES: readonly number[] = Object.freeze([]);
+
 export function newRecord(now: number): LockRecord {
   return {
     since: now,
     lastActive: now,
     holds: [],
     current: null,
-    waits: new Map(),
-    holdMs: [],
-    waitMs: [],
+    waits: NO_WAITS,
+    holdMs: NO_SAMPLES,
+    waitMs: NO_SAMPLES,
     holdsSeen: 0,
     holdCount: 0,
     waitCount: 0,
@@ -187,18 +195,27 @@ export function observeLock(r: LockRecord, lock: Pick<LockState, 'holder' | 'wai
   holders.forEach((holder, i) => {
     if (!held.has(holderIds[i])) startHold(r, holder, holderIds[i], at);
   });
-  for (const w of lock.waiters) {
-    const id = identityOf(w);
-    if (!r.waits.has(id)) r.waits.set(id, { since: at.now, exact: at.exact, who: whoOf(w) });
-  }
+  if (r.waits.size === 0 && lock.waiters.length === 0) return;
   // A wait that ends without holding (given up, expired) is a wait all the same. A semaphore's waiter that took a
   // permit ended its wait as it began its hold.
   const queued = semaphore ? new Set(lock.waiters.map(identityOf)) : present;
+  const waits = new Map<string, Wait>();
   for (const [id, wait] of r.waits) {
-    if (queued.has(id)) continue;
-    r.waits.delete(id);
-    if (wait.exact && at.exact) sampleWait(r, at.now - wait.since, wait.who);
+    if (queued.has(id)) waits.set(id, wait);
+    else if (wait.exact && at.exact) sampleWait(r, at.now - wait.since, wait.who);
   }
+  for (const w of lock.waiters) {
+    const id = identityOf(w);
+    if (!waits.has(id)) waits.set(id, { since: at.now, exact: at.exact, who: whoOf(w) });
+  }
+  r.waits = waits.size ? waits : NO_WAITS;
+}
+
+function withoutWait(waits: ReadonlyMap<string, Wait>, id: string): ReadonlyMap<string, Wait> {
+  if (waits.size === 1) return NO_WAITS;
+  const rest = new Map(waits);
+  rest.delete(id);
+  return rest;
 }
 
 function permitHolders(lock: Pick<LockState, 'holder'> & Partial<Pick<LockState, 'sharedWith'>>): LockMember[] {
@@ -253,7 +270,7 @@ export function identityOf(m: LockMember): string {
 
 function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Moment): void {
   const wait = r.waits.get(holderId);
-  r.waits.delete(holderId);
+  if (wait) r.waits = withoutWait(r.waits, holderId);
   const waitedMs = wait?.exact && at.exact ? at.now - wait.since : null;
   if (waitedMs !== null) sampleWait(r, waitedMs, wait!.who);
   if (at.exact) {
@@ -265,7 +282,8 @@ function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Mome
     }
   }
   r.holdsSeen++;
-  r.holds.push({
+  // Concatenated, not pushed or spread: V8 gives those room for 17 holds, and serve keeps an array per lock held.
+  r.holds = r.holds.concat([{
     key: displayKey(holder.key),
     convention: holder.convention,
     owner: holder.owner,
@@ -280,7 +298,7 @@ function startHold(r: LockRecord, holder: LockMember, holderId: string, at: Mome
     endedRevision: null,
     end: null,
     stalled: false,
-  });
+  }]);
   pruneHolds(r);
   const info = holder.lease ? at.options.lease(holder.lease) : undefined;
   setHoldings(r, [...holdingsOf(r), { member: holderId, lease: holder.lease, endsWithOwner: endsWithOwner(holder), sample: info ? sampleOf(info, null) : null }]);

@@ -5,7 +5,7 @@
  * stays small. Pure: no store, no timers (`now` is passed in).
  */
 import { displayKey } from './keys';
-import { holdingCount, holdingsOf, identityOf, newRecord, observeHolderLease, observeLock, openHoldAt, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions, type Wait } from './holdObservation';
+import { holdingCount, holdingsOf, identityOf, newRecord, NO_SAMPLES, observeHolderLease, observeLock, openHoldAt, openHolds, type LockRecord, type Moment, type ObservedHold, type ObserveOptions } from './holdObservation';
 import type { LeaseInfo } from './leaseInfo';
 import type { EventMember, HoldEnded, LockEvent } from './lockEventTypes';
 import { holderCount, members, type ChangeSet, type LockKind, type LockState } from './lockState';
@@ -33,15 +33,21 @@ interface Tracked {
   readonly name: string;
   readonly kind: LockKind;
   readonly record: LockRecord;
-  /** Who waits, by identity: a member that leaves the queue is no longer in the lock to say who it was. */
-  readonly waiters: Map<string, EventMember>;
+  /**
+   * Who waits, by identity: a member that leaves the queue is no longer in the lock to say who it was. Made at the first
+   * waiter, undefined again once the queue empties: most locks never have one.
+   */
+  waiters: Map<string, EventMember> | undefined;
 }
 
 export class LockEvents {
   /** Locks with a holder or members queued: a free lock keeps nothing. */
   private readonly locks = new Map<string, Tracked>();
-  /** The current holders' leases, and the locks each holds: TTL samples are about leases. */
-  private readonly holding = new Map<string, Set<string>>();
+  /**
+   * The current holders' leases, and the lock or locks each holds: TTL samples are about leases. A lease holding one
+   * lock (a Redis key, a lease per lock) keeps that lock's id rather than a Set of one.
+   */
+  private readonly holding = new Map<string, string | Set<string>>();
   /** The watch's first full read was seen: what was tracked before it and is not in it is gone. */
   private loaded = false;
 
@@ -72,7 +78,9 @@ export class LockEvents {
   /** Folds in TTL samples: what the current holders expire with, which tells an expiry from a release. */
   observeLeases(infos: readonly LeaseInfo[]): void {
     for (const info of infos) {
-      for (const id of this.holding.get(info.id) ?? []) observeHolderLease(this.locks.get(id)!.record, info);
+      const held = this.holding.get(info.id);
+      if (typeof held === 'string') observeHolderLease(this.locks.get(held)!.record, info);
+      else for (const id of held ?? []) observeHolderLease(this.locks.get(id)!.record, info);
     }
   }
 
@@ -100,14 +108,14 @@ export class LockEvents {
     let t = this.locks.get(id);
     if (!t) {
       if (!lock || (!lock.holder && lock.waiters.length === 0)) return;
-      t = { name: displayKey(lock.name), kind: lock.kind, record: newRecord(at.now), waiters: new Map() };
+      t = { name: displayKey(lock.name), kind: lock.kind, record: newRecord(at.now), waiters: undefined };
       this.locks.set(id, t);
     }
     const r = t.record;
     const open = openHolds(r).filter((h) => h !== undefined);
     const leases = leasesOf(r);
-    // Most locks have no queue: no copy of an empty one for every change.
-    const queued = r.waits.size ? new Map(r.waits) : NO_WAITS;
+    // The queue before: observeLock replaces the record's, never changes it.
+    const queued = r.waits;
     observeLock(r, lock ?? { holder: null, waiters: [] }, at);
     const base = (member: EventMember, when: number, exact: boolean) => ({ connection: this.connection, lockId: id, lock: t.name, kind: t.kind, member, at: when, exact });
 
@@ -121,8 +129,8 @@ export class LockEvents {
     const started = holdingsOf(r).flatMap(({ member }, i) => (holds[i] && !open.includes(holds[i]) ? [{ hold: holds[i], member }] : []));
     for (const [identity, wait] of queued) {
       if (r.waits.has(identity)) continue;
-      const member = t.waiters.get(identity)!;
-      t.waiters.delete(identity);
+      const member = t.waiters!.get(identity)!;
+      t.waiters!.delete(identity);
       const granted = started.some((s) => s.member === identity) || (lock !== undefined && holdsNow(lock, identity));
       out.events.push({ ...base(member, at.now, at.exact), type: 'waitEnded', granted, waitedMs: wait.exact && at.exact ? at.now - wait.since : null });
     }
@@ -135,26 +143,34 @@ export class LockEvents {
       const identity = identityOf(w);
       if (queued.has(identity) || !r.waits.has(identity)) continue;
       const member = { key: displayKey(w.key), owner: w.owner, token: w.token };
-      t.waiters.set(identity, member);
+      (t.waiters ??= new Map()).set(identity, member);
       out.events.push({ ...base(member, at.now, at.exact), type: 'waitStarted' });
     }
     this.noteLeases(id, leases, leasesOf(r));
     forgetThePast(r);
+    if (t.waiters?.size === 0) t.waiters = undefined;
     if (!r.current && r.waits.size === 0) this.locks.delete(id);
   }
 
   private noteLeases(id: string, before: ReadonlySet<string>, after: ReadonlySet<string>): void {
     for (const lease of before) {
       if (after.has(lease)) continue;
-      const locks = this.holding.get(lease);
-      locks?.delete(id);
-      if (locks?.size === 0) this.holding.delete(lease);
+      const held = this.holding.get(lease);
+      if (held === id) this.holding.delete(lease);
+      else if (typeof held === 'object') {
+        held.delete(id);
+        if (held.size === 1) this.holding.set(lease, held.values().next().value!);
+      }
     }
-    for (const lease of after) this.holding.set(lease, (this.holding.get(lease) ?? new Set()).add(id));
+    for (const lease of after) {
+      const held = this.holding.get(lease);
+      if (held === undefined) this.holding.set(lease, id);
+      else if (typeof held === 'string') {
+        if (held !== id) this.holding.set(lease, new Set([held, id]));
+      } else held.add(id);
+    }
   }
 }
-
-const NO_WAITS: ReadonlyMap<string, Wait> = new Map();
 
 /** What the holders expire with. */
 function leasesOf(r: LockRecord): Set<string> {
@@ -179,8 +195,9 @@ function heldMs(h: ObservedHold): number | null {
  * What is already empty, or holds only open holds, is left as it is rather than made again at every change.
  */
 function forgetThePast(r: LockRecord): void {
-  if (r.holds.length !== holdingCount(r) || r.holds.some((h) => h.endedAt !== null)) r.holds = openHolds(r).filter((h) => h !== undefined);
-  if (r.holdMs.length) r.holdMs = [];
-  if (r.waitMs.length) r.waitMs = [];
+  // Sliced: a filtered array has room for 17 holds, and this is kept for every lock held.
+  if (r.holds.length !== holdingCount(r) || r.holds.some((h) => h.endedAt !== null)) r.holds = openHolds(r).filter((h) => h !== undefined).slice();
+  r.holdMs = NO_SAMPLES;
+  r.waitMs = NO_SAMPLES;
   if (r.handoffs.length) r.handoffs = [];
 }
