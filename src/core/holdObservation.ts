@@ -148,7 +148,7 @@ export interface Moment {
  * held, most with no queue and no samples). Each is replaced, never written to, as the record changes (frozen, the
  * array throws if it ever is, rather than fill every record).
  */
-export const NO_WAITS: ReadonlyMap<string, Wait> = new Map();
+const NO_WAITS: ReadonlyMap<string, Wait> = new Map();
 export const NO_SAMPLES: readonly number[] = Object.freeze([]);
 
 export function newRecord(now: number): LockRecord {
