@@ -303,15 +303,20 @@ describe('ZooKeeper backend against a real ZooKeeper', { timeout: 300_000 }, () 
         log.push(`step ${step} failed: ${String(e)}`);
       }
     }
-    let fresh: string[] = [];
+    let [fresh, seen]: string[][] = [[], []];
     await eventually(
       async () => {
         fresh = drawn(await listed());
-        return watch.status.state === 'live' && JSON.stringify(drawn(watch.locks())) === JSON.stringify(fresh);
+        seen = drawn(watch.locks());
+        return watch.status.state === 'live' && JSON.stringify(seen) === JSON.stringify(fresh);
       },
       20_000,
       `the watch to equal a fresh read (LOCKLENS_SEED=${seed}; ${log.join('; ')})`,
-    );
+    ).catch((e: Error) => {
+      // What differs, for a failure seen only under load (the seed alone does not bring back the timing).
+      const only = (xs: string[], ys: string[]) => xs.filter((x) => !ys.includes(x));
+      throw new Error(`${e.message}\nwatch ${watch.status.state}; only in the watch: ${only(seen, fresh).join(', ')}; only in a fresh read: ${only(fresh, seen).join(', ')}`);
+    });
     assert.ok(fresh.length > 0 || created.length === 0);
     const odd = watch.lock(keyId(b(parents[3])));
     if (odd) assert.equal(odd.name.toString(), parents[3], 'odd names survive as they are');

@@ -33,8 +33,8 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
   /** Whether the sessions of nodes that went lived on: how their holds ended. */
   private readonly sessionEnds: SessionEnds;
   private fullPending: Promise<void> | undefined;
-  private readonly dirtyDirs = new Set<string>();
-  private readonly dirtyNodes = new Set<string>();
+  /** The paths events named since the last read. */
+  private readonly dirty = new Set<string>();
   private eventTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private subscription: Disposable | undefined;
@@ -82,10 +82,7 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
 
   private onEvent(event: zookeeper.Event): void {
     if (this.disposed) return;
-    const path = event.getPath();
-    if (event.getType() === zookeeper.Event.NODE_CHILDREN_CHANGED) this.dirtyDirs.add(path);
-    else if (this.tree.isContender(path)) this.dirtyNodes.add(path);
-    else this.dirtyDirs.add(path);
+    this.dirty.add(event.getPath());
     this.eventTimer ??= setTimeout(() => {
       this.eventTimer = undefined;
       void this.enqueue(() => this.readDirty());
@@ -95,15 +92,21 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
   /** Reads again what the events since the last read named. */
   private async readDirty(): Promise<void> {
     if (this.disposed) return;
+    // Told apart now, not when each event came: one that came during a full read names a contender the tree had not
+    // read yet (a data change taken for a parent's and never read again: seen under load). An event from a watch on a
+    // path forgotten since (its subtree was deleted) is neither, and names nothing to read.
+    const dirs: string[] = [];
+    const nodes: string[] = [];
+    for (const path of this.dirty) {
+      if (this.tree.isContender(path)) nodes.push(path);
+      else if (this.tree.isDir(path)) dirs.push(path);
+    }
+    this.dirty.clear();
     // Parents first: a child read after its parent is read only if the parent still has it.
-    const dirs = [...this.dirtyDirs].sort((a, b) => a.length - b.length);
-    const nodes = [...this.dirtyNodes];
-    this.dirtyDirs.clear();
-    this.dirtyNodes.clear();
+    dirs.sort((a, b) => a.length - b.length);
     const touched = new Set<string>();
     try {
-      // An event from a watch on a path forgotten since (its subtree was deleted) names nothing to read.
-      for (const dir of dirs) if (this.tree.isDir(dir)) await this.tree.readDir(dir, touched);
+      for (const dir of dirs) await this.tree.readDir(dir, touched);
       for (const node of nodes) await this.tree.readContender(node, touched);
     } catch (e) {
       // Some of it may be read, some not: what the watches missed meanwhile is read in full.
@@ -151,8 +154,7 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
     if (this.disposed) return;
     clearTimeout(this.retryTimer);
     // A full read covers whatever the events named before it.
-    this.dirtyDirs.clear();
-    this.dirtyNodes.clear();
+    this.dirty.clear();
     try {
       await this.tree.readAll();
       this.emit(this.model.replaceAll(this.tree.locks(), resynced));
