@@ -4,7 +4,7 @@ import { LockOrder } from '../../src/core/diagnosis/inversions';
 import { runningHoldFit, ttlFit, TtlRenewals } from '../../src/core/diagnosis/ttlFit';
 import { WaitForGraph } from '../../src/core/diagnosis/waitFor';
 import type { ObservedHold } from '../../src/core/holdObservation';
-import type { LeaseInfo } from '../../src/core/leaseInfo';
+import { belowStallLine, type LeaseInfo } from '../../src/core/leaseInfo';
 import { lockOf } from '../harness/waitLocks';
 
 const ref = (name: string) => ({ id: name, name });
@@ -54,8 +54,9 @@ function hold(acquiredAt: number, heldS: number, end: ObservedHold['end'] = 'rel
   return { key: '/jobs', owner: 't', lease: '/jobs', token: null, acquiredAt, acquiredExact: true, acquiredRevision: null, waitedMs: null, endedAt, endedExact: true, endedRevision: null, end, stalled: false };
 }
 
-function sample(ttl: number, observedAt: number, refreshes: number[] = [], grantedTtl = 8): LeaseInfo {
-  return { id: '/jobs', state: 'alive', grantedTtl, ttl, observedAt, firstSeenAt: 0, refreshes, stalled: false, keys: [] };
+/** Stalled as observeLease tells it: below `stallFraction` of the TTL granted (Go's half by default). */
+function sample(ttl: number, observedAt: number, refreshes: number[] = [], grantedTtl = 8, stallFraction = 0.5): LeaseInfo {
+  return { id: '/jobs', state: 'alive', grantedTtl, ttl, observedAt, firstSeenAt: 0, refreshes, stalled: belowStallLine(ttl, grantedTtl, stallFraction), keys: [] };
 }
 
 describe('TTL fit', () => {
@@ -80,12 +81,14 @@ describe('TTL fit', () => {
     assert.equal(ttlFit(ref('/jobs'), 8, 'none', [{ ...hold(0, 9), acquiredExact: false }]), undefined);
   });
 
-  test("renewal told from a hold's samples: a rise after its first sample is a renewal; a third of the TTL without one is none", () => {
+  test("renewal told from a hold's samples: a rise after its first sample is a renewal; below the stall line without one is none", () => {
     const renewals = new TtlRenewals();
     renewals.observe('/a', 100, sample(7.5, 1000, [1000]));
     assert.deepEqual(renewals.of('/a'), { ttlSeconds: 8, renewal: 'unknown' }, "the hold's own start is no renewal");
     renewals.observe('/a', 100, sample(5, 3700, [1000]));
-    assert.deepEqual(renewals.of('/a'), { ttlSeconds: 8, renewal: 'none' });
+    assert.deepEqual(renewals.of('/a'), { ttlSeconds: 8, renewal: 'unknown' }, 'a third of the TTL gone: Go would have renewed by now, redis-semaphore not');
+    renewals.observe('/a', 100, sample(3.5, 5200, [1000]));
+    assert.deepEqual(renewals.of('/a'), { ttlSeconds: 8, renewal: 'none' }, 'below half: no holder that renews goes there');
     renewals.observe('/b', 100, sample(7, 1000));
     renewals.observe('/b', 100, sample(7.9, 3000, [3000]));
     assert.equal(renewals.of('/b')?.renewal, 'unknown', 'a rise is a renewal once a later sample of the same hold follows it');
@@ -98,6 +101,18 @@ describe('TTL fit', () => {
     renewals.observe('/d', 2900, sample(3, 8000, [3000]));
     assert.deepEqual(renewals.of('/d'), { ttlSeconds: 8, renewal: 'none' }, "the next holder's new key is no renewal of either hold");
     assert.equal(renewals.of('/c'), undefined);
+  });
+
+  test("a redis-semaphore permit, refreshed at four fifths of its 10 s lockTimeout: holds that end before then are no sign of none", () => {
+    const renewals = new TtlRenewals();
+    const permit = (id: string, ttl: number, at: number, refreshes: number[] = []) => ({ ...sample(ttl, at, refreshes, 10, 0.1), id });
+    // A 6 s hold, sampled every second, and an 8.2 s one refreshed at 8 s that ended before another sample.
+    for (let s = 0; s <= 6; s++) renewals.observe('/s', 0, permit('a', 10 - s, s * 1000));
+    for (let s = 0; s <= 8; s++) renewals.observe('/s', 7000, permit('b', s === 8 ? 10 : 10 - s, 7000 + s * 1000, s === 8 ? [15_000] : []));
+    assert.deepEqual(renewals.of('/s'), { ttlSeconds: 10, renewal: 'unknown' });
+    renewals.observe('/s', 20_000, permit('c', 1.5, 28_500));
+    renewals.observe('/s', 20_000, permit('c', 0.8, 29_200));
+    assert.equal(renewals.of('/s')?.renewal, 'none', 'a permit down to its last tenth unrefreshed');
   });
 
   test('one hold in place, from two reads: a ShedLock row 7 s into the 8 s it was granted is flagged; a renewed one is not', () => {

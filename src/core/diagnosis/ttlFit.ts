@@ -7,9 +7,10 @@
  * How "not renewed" is told. A renewal shows as a TTL that goes back up while the same hold lasts (LeaseInfo's
  * `refreshes`: a sample higher than the last one counted down). A hold is known renewed when such a rise comes after
  * the hold's first sample and a later sample of the same hold follows it: a Redis key set anew by the next holder
- * rises the same way, and the sampler can read it before the watch reports the new holder. Known not renewed when its
- * samples span a third of its TTL without one (Go, etcdctl and Redisson renew every third of it) or when it ended by
- * expiring. A lock whose holds were never seen renewed, and some
+ * rises the same way, and the sampler can read it before the watch reports the new holder. Known not renewed when a
+ * sample found it below its stall line with no rise since it began (observeLease: the line is where a renewing holder
+ * never goes, half the TTL for Go, etcdctl and Redisson, which renew every third of it, a tenth for redis-semaphore,
+ * which renews at four fifths), or when it ended by expiring. A lock whose holds were never seen renewed, and some
  * seen not renewed, expires by itself.
  */
 import type { ObservedHold } from '../holdObservation';
@@ -44,14 +45,14 @@ const MAX_HOLDS_APART = 16;
  * hold is known by its lease: a semaphore's permit holders hold at once, each its own lease sampled in turn.
  */
 export class TtlRenewals {
-  private readonly locks = new Map<string, { ttl: number; renewed: boolean; unrenewedMs: number; holds: Map<string, { since: number; firstAt: number }> }>();
+  private readonly locks = new Map<string, { ttl: number; renewed: boolean; unrenewed: boolean; holds: Map<string, { since: number; firstAt: number }> }>();
 
   constructor(private readonly maxLocks = 10_000) {}
 
   /** A sample of what the holder of `lockId` (holding since `heldSince`) expires with. */
   observe(lockId: string, heldSince: number, info: LeaseInfo): void {
     if (info.state !== 'alive') return;
-    const r = this.locks.get(lockId) ?? { ttl: 0, renewed: false, unrenewedMs: 0, holds: new Map() };
+    const r = this.locks.get(lockId) ?? { ttl: 0, renewed: false, unrenewed: false, holds: new Map() };
     this.locks.delete(lockId);
     this.locks.set(lockId, r);
     let hold = r.holds.get(info.id);
@@ -64,7 +65,7 @@ export class TtlRenewals {
     r.ttl = Math.max(r.ttl, info.grantedTtl);
     const rises = info.refreshes.filter((t) => t > firstAt);
     if (rises.some((t) => t < info.observedAt)) r.renewed = true;
-    else if (rises.length === 0) r.unrenewedMs = Math.max(r.unrenewedMs, info.observedAt - firstAt);
+    else if (rises.length === 0 && info.stalled) r.unrenewed = true;
     if (this.locks.size > this.maxLocks) this.locks.delete(this.locks.keys().next().value!);
   }
 
@@ -72,7 +73,7 @@ export class TtlRenewals {
   of(lockId: string): { readonly ttlSeconds: number; readonly renewal: Renewal } | undefined {
     const r = this.locks.get(lockId);
     if (!r || r.ttl <= 0) return undefined;
-    return { ttlSeconds: r.ttl, renewal: r.renewed ? 'renewed' : r.unrenewedMs >= (r.ttl * 1000) / 3 ? 'none' : 'unknown' };
+    return { ttlSeconds: r.ttl, renewal: r.renewed ? 'renewed' : r.unrenewed ? 'none' : 'unknown' };
   }
 
   forget(lockId: string): void {
