@@ -11,6 +11,7 @@ import { Fifo } from '../fifo';
 import { LockLensError, errorMessage } from '../errors';
 import { longOf, sessionHex } from './lockOfChildren';
 import { ReadRequest, readReply, type NodeStat, type ReadReply, type ReplyReader } from './readWire';
+import { WatcherTable } from './watcherTable';
 
 export type { NodeStat } from './readWire';
 
@@ -51,6 +52,7 @@ function statOf(stat: zookeeper.Stat): NodeStat {
 /** node-zookeeper-client's connection manager, whose socket, queues and frame parser LockLens reaches into. */
 interface ConnectionManager extends ReplyReader {
   socket?: Socket;
+  watcherManager: WatcherTable;
   onSocketData(buffer: Buffer): void;
   queue(request: ReadRequest, callback: (error: unknown, reply?: ReadReply) => void): void;
   registerDataWatcher(path: string, watcher: Watcher): void;
@@ -114,6 +116,7 @@ export class ZkClient {
     // the servers again after all failed.
     this.raw = zookeeper.createClient(spec.connectionString, { sessionTimeout: spec.sessionTimeoutMs, spinDelay: 200, retries: 0 });
     parseFrameByFrame(this.raw);
+    managerOf(this.raw).watcherManager = new WatcherTable();
     if (spec.username !== undefined || spec.password !== undefined) {
       // Digest auth never fails at connect time: the server only records the identity; a node whose ACL does not
       // grant it answers NO_AUTH (see zkError).
