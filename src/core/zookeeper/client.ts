@@ -11,11 +11,12 @@ import { Fifo } from '../fifo';
 import { LockLensError, errorMessage } from '../errors';
 import { longOf, sessionHex } from './lockOfChildren';
 import { ReadRequest, readReply, type NodeStat, type ReadReply, type ReplyReader } from './readWire';
-import { WatcherTable } from './watcherTable';
+import { WatcherTable, type Watcher } from './watcherTable';
+
+export type { Watcher } from './watcherTable';
 
 export type { NodeStat } from './readWire';
 
-export type Watcher = (event: zookeeper.Event) => void;
 
 export type SessionState = 'connected' | 'disconnected' | 'expired' | 'authFailed';
 

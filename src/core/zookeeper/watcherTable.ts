@@ -7,7 +7,8 @@
  * for SetWatches when a session reconnects, and an event fires the watchers its type fires in the library.
  */
 import * as zookeeper from 'node-zookeeper-client';
-import type { Watcher } from './client';
+/** Hears a watched node's next change (one-shot, as ZooKeeper's watches are). */
+export type Watcher = (event: zookeeper.Event) => void;
 
 type Registered = Watcher | Watcher[];
 
