@@ -6,6 +6,7 @@
  */
 import type { LiveStatus, LockWatch, WatchOptions } from './backend';
 import { Emitter } from './emitter';
+import { LockLensError } from './errors';
 import type { LeaseInfo } from './leaseInfo';
 import type { ChangeSet, LockState } from './lockState';
 import { ChangeSetCoalescer, SnapshotModel } from './snapshotModel';
@@ -43,8 +44,12 @@ export abstract class SnapshotLockWatch implements LockWatch {
   abstract start(): Promise<void>;
   abstract lease(id: string): LeaseInfo | undefined;
   abstract sweep(): Promise<void>;
-  /** A read of everything, as `sync` wants it: a failure is told in the status, not thrown. */
-  protected abstract readWhole(): Promise<void>;
+  /**
+   * A read of everything, as `sync` wants it. A failure is told in the status (or the log) as a poll's is, and returned:
+   * sync rejects with it, as etcd's does, for its callers act on the store as it is now (a deadlock is confirmed only
+   * by a second read; a stale model resolved as synced confirmed one from the first read again).
+   */
+  protected abstract readWhole(): Promise<LockLensError | undefined>;
   /** Lets go of the store's side: timers, subscriptions, listeners. */
   protected abstract stop(): void;
 
@@ -60,9 +65,12 @@ export abstract class SnapshotLockWatch implements LockWatch {
   }
 
   /** Runs `task` after every task before it, whether they failed or not. */
-  protected enqueue(task: () => Promise<void>): Promise<void> {
+  protected enqueue<T>(task: () => Promise<T>): Promise<T> {
     const run = this.queue.then(task, task);
-    this.queue = run.catch(() => undefined);
+    this.queue = run.then(
+      () => undefined,
+      () => undefined,
+    );
     return run;
   }
 
@@ -84,8 +92,9 @@ export abstract class SnapshotLockWatch implements LockWatch {
 
   sync(): Promise<void> {
     return this.enqueue(async () => {
-      await this.readWhole();
+      const failed = await this.readWhole();
       this.changes.flush();
+      if (failed) throw failed;
     });
   }
 
@@ -100,4 +109,9 @@ export abstract class SnapshotLockWatch implements LockWatch {
     this.locksEmitter.dispose();
     this.leasesEmitter.dispose();
   }
+}
+
+/** What a read of a watch disposed meanwhile returns (see readWhole). */
+export function closedError(): LockLensError {
+  return new LockLensError('CLOSED', 'the watch was closed');
 }

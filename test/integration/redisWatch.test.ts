@@ -6,6 +6,7 @@ import type { LiveStatus, LockWatch } from '../../src/core/backend';
 import type { ChangeSet } from '../../src/core/lockState';
 import type { LeaseInfo } from '../../src/core/leaseInfo';
 import { keyId } from '../../src/core/keys';
+import type { LockLensError } from '../../src/core/errors';
 import { eventually, startRedis, type RedisServer } from '../harness/redis';
 import { FakeRedisson, REDISSON_UUID } from '../harness/redisson';
 import { REDISSON_UNLOCK, UNLOCK_MESSAGE } from '../../src/core/redis/scripts';
@@ -133,6 +134,9 @@ for (const notify of [true, false]) {
         await server.stop();
         await eventually(() => watch.status.state === 'reconnecting', 10_000, 'reconnecting');
         assert.equal(watch.status.error?.code, 'UNREACHABLE');
+        // Nothing read, nothing synced: a deadlock check must not take the model it had for a second read.
+        await assert.rejects(watch.sync(), (e: LockLensError) => e.code === 'UNREACHABLE' || e.code === 'TIMEOUT');
+        assert.equal(watch.locks().length, 1, 'the model stays as last read');
         await server.start();
         // The restarted server is empty (no persistence); a new lock appears there.
         const fresh = new Redis(server.url, { protocol: 2 });

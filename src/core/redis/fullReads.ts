@@ -23,7 +23,7 @@ export class FullReads {
     pollMs: number,
     /** Runs a task after the watch's reads before it (SnapshotLockWatch.enqueue). */
     private readonly enqueue: (task: () => Promise<void>) => Promise<void>,
-    private readonly read: () => Promise<void>,
+    private readonly read: () => Promise<unknown>,
   ) {
     this.pacer = new PollPacer(pollMs);
   }

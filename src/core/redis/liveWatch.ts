@@ -15,7 +15,7 @@ import type { LiveStatus, WatchOptions } from '../backend';
 import { LockLensError, errorMessage } from '../errors';
 import { hasAnyPrefix, keyId } from '../keys';
 import type { LeaseInfo } from '../leaseInfo';
-import { SnapshotLockWatch } from '../snapshotWatch';
+import { SnapshotLockWatch, closedError } from '../snapshotWatch';
 import { FullReads } from './fullReads';
 import { storeError, type ReadOptions } from './keyspaceReader';
 import { NodeSubscriptions, unlockedNames } from './nodeSubscriptions';
@@ -191,8 +191,9 @@ export class RedisLockWatch extends SnapshotLockWatch {
     return [...names.values()];
   }
 
-  private async fullRead(resynced: boolean, throwOnError = false): Promise<void> {
-    if (this.disposed) return;
+  /** Reads everything; a failure is thrown (throwOnError) or told in the status or the log and returned (see readWhole). */
+  private async fullRead(resynced: boolean, throwOnError = false): Promise<LockLensError | undefined> {
+    if (this.disposed) return closedError();
     const started = Date.now();
     const queueScan = resynced || started - this.lastQueueScan >= this.queueResyncMs;
     const queueNames = this.knownQueues();
@@ -211,6 +212,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
       this.ttls.observe([...ttls.values()], now, this.model.unordered());
       const restate = downChanged || (paceChanged && !this.subscriptions.notifications);
       if (wasReconnecting || (restate && this.status.state === 'live')) this.setStatus(this.liveStatus);
+      return undefined;
     } catch (e) {
       // The failed read's time (a timeout, say) spaces nothing: the read after it is wanted soon.
       // Asked for again by the next read.
@@ -219,6 +221,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
       if (throwOnError) throw error;
       if (error.code === 'UNREACHABLE' || error.code === 'TIMEOUT') this.setStatus({ state: 'reconnecting', error, detail: this.detail });
       else this.options.log?.(`Redis read failed: ${error.message}`);
+      return error;
     }
   }
 
@@ -250,7 +253,7 @@ export class RedisLockWatch extends SnapshotLockWatch {
     return this.ttls.sweep();
   }
 
-  protected readWhole(): Promise<void> {
+  protected readWhole(): Promise<LockLensError | undefined> {
     return this.fullRead(false);
   }
 

@@ -11,7 +11,7 @@ import { hasAnyPrefix } from '../keys';
 import { observeLease, type LeaseInfo } from '../leaseInfo';
 import { goneOwners } from '../holdEndEvidence';
 import { byName, type LockState } from '../lockState';
-import { SnapshotLockWatch } from '../snapshotWatch';
+import { SnapshotLockWatch, closedError } from '../snapshotWatch';
 
 const DEFAULT_POLL_MS = 1000;
 
@@ -93,11 +93,12 @@ export class SqlLockWatch extends SnapshotLockWatch {
     if (!this.disposed) this.timer = setTimeout(() => void this.enqueue(() => this.poll(false)), this.pollMs);
   }
 
-  private async poll(throwOnError: boolean): Promise<void> {
-    if (this.disposed) return;
+  /** Reads everything; a failure is thrown (throwOnError) or told in the status and returned (see readWhole). */
+  private async poll(throwOnError: boolean): Promise<LockLensError | undefined> {
+    if (this.disposed) return closedError();
     try {
       const reading = await this.read();
-      if (this.disposed) return;
+      if (this.disposed) return closedError();
       const locks = underPrefixes(reading.locks, this.prefixes);
       // Before the change is told: those who hear of a lock gone ask then whether its connection was. Asked after the
       // locks were read (a connection there now was there when its lock went), and only of the members that went,
@@ -105,7 +106,7 @@ export class SqlLockWatch extends SnapshotLockWatch {
       const diff = this.model.compareAll(locks);
       const gone = this.living ? goneOwners(this.model.replaced(diff), diff.changed) : [];
       const alive = gone.length ? await this.living?.(gone) : undefined;
-      if (this.disposed) return;
+      if (this.disposed) return closedError();
       this.owners = new Map(alive ? gone.map((id) => [id, alive.has(id)]) : []);
       this.emit(this.model.commit(diff, this.resync));
       this.resync = false;
@@ -113,13 +114,15 @@ export class SqlLockWatch extends SnapshotLockWatch {
       if (this.leases.size) this.leasesEmitter.fire([...this.leases.values()]);
       const detail = `polling every ${this.pollMs / 1000} s: databases push no lock changes`;
       this.setStatus({ state: 'live', detail, ...(reading.hidden ? { hidden: reading.hidden } : {}) });
+      return undefined;
     } catch (e) {
       const error = e instanceof LockLensError ? e : new LockLensError('STORE', errorMessage(e), { cause: e });
       if (throwOnError) throw error;
-      if (error.code === 'CLOSED' || this.disposed) return;
+      if (error.code === 'CLOSED' || this.disposed) return error;
       this.options.log?.(`reading the locks of ${this.label} failed: ${error.message}`);
       this.resync = true;
       this.setStatus({ state: 'reconnecting', error });
+      return error;
     } finally {
       this.schedule();
     }
@@ -133,13 +136,13 @@ export class SqlLockWatch extends SnapshotLockWatch {
     return this.owners.get(id);
   }
 
-  /** A read now: TTLs come with the locks. */
+  /** A read now: TTLs come with the locks. A failed one is told in the status, as a poll's is. */
   sweep(): Promise<void> {
-    return this.sync();
+    return this.sync().catch(() => undefined);
   }
 
   /** A poll now (the timer starts again from it). */
-  protected readWhole(): Promise<void> {
+  protected readWhole(): Promise<LockLensError | undefined> {
     return this.poll(false);
   }
 

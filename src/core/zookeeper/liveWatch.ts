@@ -12,7 +12,7 @@ import type { Disposable } from '../emitter';
 import { LockLensError, errorMessage } from '../errors';
 import { keyId } from '../keys';
 import type { LeaseInfo } from '../leaseInfo';
-import { SnapshotLockWatch } from '../snapshotWatch';
+import { SnapshotLockWatch, closedError } from '../snapshotWatch';
 import type { LockState } from '../lockState';
 import type { ConnectionState, ZkConnection } from './connect';
 import { goneOwners } from '../holdEndEvidence';
@@ -150,8 +150,9 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
     return this.fullPending;
   }
 
-  private async fullRead(resynced: boolean, throwOnError = false): Promise<void> {
-    if (this.disposed) return;
+  /** Reads everything; a failure is thrown (throwOnError) or told in the status and returned (see readWhole). */
+  private async fullRead(resynced: boolean, throwOnError = false): Promise<LockLensError | undefined> {
+    if (this.disposed) return closedError();
     clearTimeout(this.retryTimer);
     // A full read covers whatever the events named before it.
     this.dirty.clear();
@@ -159,13 +160,15 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
       await this.tree.readAll();
       this.emit(this.model.replaceAll(this.tree.locks(), resynced));
       this.setStatus({ state: 'live' });
+      return undefined;
     } catch (e) {
       const error = e instanceof LockLensError ? e : new LockLensError('STORE', errorMessage(e), { cause: e });
       if (throwOnError) throw error;
-      if (error.code === 'CLOSED') return;
+      if (error.code === 'CLOSED') return error;
       this.setStatus({ state: 'reconnecting', error });
       // While disconnected, the reconnect says when to read; otherwise (a timeout, a refusal) try again soon.
       this.retryTimer = setTimeout(() => void this.requestFull(true), RETRY_MS);
+      return error;
     }
   }
 
@@ -178,7 +181,7 @@ export class ZooKeeperLockWatch extends SnapshotLockWatch {
     // Nothing to sample: a session's remaining time is the server's secret.
   }
 
-  protected readWhole(): Promise<void> {
+  protected readWhole(): Promise<LockLensError | undefined> {
     return this.fullRead(false);
   }
 
