@@ -24,6 +24,11 @@ const counts = {};
 // Any failure fails the run, also a hook's outside every test (an `after`, say), which the counts leave out.
 let anyFailed = false;
 
+// Every test file's process compiles with TurboFan on its main thread. Node 20 can deadlock as a process exits when a
+// concurrent TurboFan job waits for a collection the main thread, waiting for that job, never starts (nodejs/node#54918;
+// seen here: a file whose tests had all passed hung until the runner's timeout). The runner passes its own
+// process.execArgv to each file's process; Node 20's run() has no execArgv option.
+process.execArgv.push('--no-concurrent-recompilation');
 const stream = run({ files, concurrency: 2, timeout: 10 * 60_000 });
 stream.on('test:diagnostic', (e) => {
   const total = e.file === undefined && /^(\w+) (\d+)$/.exec(e.message);
