@@ -18,6 +18,11 @@ export interface LeaseInfo {
   readonly refreshes: readonly number[];
   /** The holder is not renewing: the remaining TTL fell below `stallFraction` of the granted TTL. */
   readonly stalled: boolean;
+  /**
+   * The share of the granted TTL below which it is told stalled: where this store's renewing holders never go (0: the
+   * store's holders are never stalled, a lock-table row's). Undefined: DEFAULT_STALL_FRACTION.
+   */
+  readonly stallFraction?: number;
   readonly keys: readonly Buffer[];
   /** The store sends an event when it expires (a Redis server with `expired` keyspace events): its silence is news. */
   readonly expiryEvents?: boolean;
@@ -34,12 +39,15 @@ export interface LeaseSample {
 
 export const MAX_REFRESH_MARKS = 32;
 
+/** Go, etcdctl and Redisson renew every third of the TTL: a holder below half of it is not renewing (observeLease). */
+export const DEFAULT_STALL_FRACTION = 0.5;
+
 /**
  * Folds a new sample into what was known. A refresh is a TTL higher than the previous sample counted down (one second
  * of slack: etcd reports whole seconds). Stalled: Go, etcdctl and the etcd3 client renew every TTL/3, so a healthy
  * lease never drops below 2/3 of its granted TTL; below `stallFraction` (default 1/2) nobody is renewing it.
  */
-export function observeLease(previous: LeaseInfo | undefined, id: string, sample: LeaseSample, stallFraction = 0.5): LeaseInfo {
+export function observeLease(previous: LeaseInfo | undefined, id: string, sample: LeaseSample, stallFraction = DEFAULT_STALL_FRACTION): LeaseInfo {
   const expired = sample.ttl < 0;
   let refreshes = previous?.refreshes ?? [];
   if (previous && previous.state === 'alive' && !expired) {
@@ -55,12 +63,13 @@ export function observeLease(previous: LeaseInfo | undefined, id: string, sample
     firstSeenAt: previous?.firstSeenAt ?? sample.at,
     refreshes,
     stalled: !expired && belowStallLine(sample.ttl, sample.grantedTtl, stallFraction),
+    stallFraction,
     keys: sample.keys,
   };
 }
 
 /** Whether `ttl` seconds left of `grantedTtl` means nobody is renewing (see observeLease); a TTL granted 0 never is. */
-export function belowStallLine(ttl: number, grantedTtl: number, stallFraction = 0.5): boolean {
+export function belowStallLine(ttl: number, grantedTtl: number, stallFraction = DEFAULT_STALL_FRACTION): boolean {
   return grantedTtl > 0 && ttl < grantedTtl * stallFraction;
 }
 
@@ -79,7 +88,7 @@ const SAMPLE_SLACK_S = 1;
  * refresh marks it stalled), not before. A refresh before then is seen at that sample, not at once: for whom refresh
  * marks matter (VS Code's TTL fit) every sample counts (`WatchOptions.countdowns`).
  */
-export function sampleDue(info: LeaseInfo | undefined, now: number, stallFraction = 0.5): boolean {
+export function sampleDue(info: LeaseInfo | undefined, now: number, stallFraction = DEFAULT_STALL_FRACTION): boolean {
   if (!info || info.state !== 'alive' || info.stalled) return true;
   return remainingTtl(info, now) <= info.grantedTtl * stallFraction + SAMPLE_SLACK_S;
 }

@@ -56,7 +56,7 @@ function hold(acquiredAt: number, heldS: number, end: ObservedHold['end'] = 'rel
 
 /** Stalled as observeLease tells it: below `stallFraction` of the TTL granted (Go's half by default). */
 function sample(ttl: number, observedAt: number, refreshes: number[] = [], grantedTtl = 8, stallFraction = 0.5): LeaseInfo {
-  return { id: '/jobs', state: 'alive', grantedTtl, ttl, observedAt, firstSeenAt: 0, refreshes, stalled: belowStallLine(ttl, grantedTtl, stallFraction), keys: [] };
+  return { id: '/jobs', state: 'alive', grantedTtl, ttl, observedAt, firstSeenAt: 0, refreshes, stalled: stallFraction > 0 && belowStallLine(ttl, grantedTtl, stallFraction), stallFraction, keys: [] };
 }
 
 describe('TTL fit', () => {
@@ -113,6 +113,20 @@ describe('TTL fit', () => {
     renewals.observe('/s', 20_000, permit('c', 1.5, 28_500));
     renewals.observe('/s', 20_000, permit('c', 0.8, 29_200));
     assert.equal(renewals.of('/s')?.renewal, 'none', 'a permit down to its last tenth unrefreshed');
+  });
+
+  test('a lock-table row, never told stalled (ShedLock: nothing renews it), is none once a third of its TTL went by', () => {
+    const renewals = new TtlRenewals();
+    const row = (ttl: number, at: number, refreshes: number[] = []) => sample(ttl, at, refreshes, 30, 0);
+    renewals.observe('shedlock/report', 0, row(30, 0));
+    renewals.observe('shedlock/report', 0, row(25, 5000));
+    assert.deepEqual(renewals.of('shedlock/report'), { ttlSeconds: 30, renewal: 'unknown' });
+    renewals.observe('shedlock/report', 0, row(19, 11_000));
+    assert.deepEqual(renewals.of('shedlock/report'), { ttlSeconds: 30, renewal: 'none' });
+    // KeepAliveLockProvider moves lock_until on: a rise, then a later sample.
+    renewals.observe('shedlock/report', 0, row(30, 12_000, [12_000]));
+    renewals.observe('shedlock/report', 0, row(29, 13_000, [12_000]));
+    assert.equal(renewals.of('shedlock/report')?.renewal, 'renewed');
   });
 
   test('one hold in place, from two reads: a ShedLock row 7 s into the 8 s it was granted is flagged; a renewed one is not', () => {

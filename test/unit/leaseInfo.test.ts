@@ -29,6 +29,7 @@ describe('observeLease', () => {
       firstSeenAt: T0,
       refreshes: [],
       stalled: false,
+      stallFraction: 0.5,
       keys: KEYS,
     });
   });

@@ -10,11 +10,11 @@
  * rises the same way, and the sampler can read it before the watch reports the new holder. Known not renewed when a
  * sample found it below its stall line with no rise since it began (observeLease: the line is where a renewing holder
  * never goes, half the TTL for Go, etcdctl and Redisson, which renew every third of it, a tenth for redis-semaphore,
- * which renews at four fifths), or when it ended by expiring. A lock whose holds were never seen renewed, and some
- * seen not renewed, expires by itself.
+ * which renews at four fifths; a lock-table row has none, and counts once a third of its TTL went by), or when it
+ * ended by expiring. A lock whose holds were never seen renewed, and some seen not renewed, expires by itself.
  */
 import type { ObservedHold } from '../holdObservation';
-import { remainingTtl, type LeaseInfo } from '../leaseInfo';
+import { belowStallLine, DEFAULT_STALL_FRACTION, remainingTtl, type LeaseInfo } from '../leaseInfo';
 import { percentile } from '../percentile';
 import type { LockRef } from './cycle';
 
@@ -35,6 +35,18 @@ export interface TtlFit {
   /** 'exceeds': holds already ran out their TTL; 'approaches': they come within APPROACH of it. */
   readonly level: 'exceeds' | 'approaches';
   readonly text: string;
+}
+
+/**
+ * Where a store's holders are never told stalled (stallFraction 0: a lock-table row, which nothing renews but ShedLock's
+ * KeepAliveLockProvider, whose extensions show as rises), the line for TTL fit: a third of the TTL gone, by when Go,
+ * etcdctl and Redisson would have renewed.
+ */
+const NO_STALL_LINE = 2 / 3;
+
+function renewalLine(info: LeaseInfo): number {
+  const fraction = info.stallFraction ?? DEFAULT_STALL_FRACTION;
+  return fraction > 0 ? fraction : NO_STALL_LINE;
 }
 
 /** A semaphore's permit holders whose holds are told apart at once (see TtlRenewals), beyond which the oldest go. */
@@ -65,7 +77,7 @@ export class TtlRenewals {
     r.ttl = Math.max(r.ttl, info.grantedTtl);
     const rises = info.refreshes.filter((t) => t > firstAt);
     if (rises.some((t) => t < info.observedAt)) r.renewed = true;
-    else if (rises.length === 0 && info.stalled) r.unrenewed = true;
+    else if (rises.length === 0 && belowStallLine(info.ttl, info.grantedTtl, renewalLine(info))) r.unrenewed = true;
     if (this.locks.size > this.maxLocks) this.locks.delete(this.locks.keys().next().value!);
   }
 
