@@ -87,7 +87,11 @@ export interface LockWatch extends Disposable {
   ownerLives?(id: string): boolean | undefined;
   /** Samples every TTL now: after a command that changed something, say. */
   sweep(): Promise<void>;
-  /** Resolves once the model has caught up with the store as of this call: for commands acting on what was shown. */
+  /**
+   * Resolves once the model has caught up with the store as of this call: for commands acting on what was shown, and
+   * for the second read that confirms a deadlock. Rejects when the store could not be read (the model is then as it
+   * was) or the watch was closed.
+   */
   sync(): Promise<void>;
 }
 

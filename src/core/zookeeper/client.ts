@@ -13,9 +13,8 @@ import { longOf, sessionHex } from './lockOfChildren';
 import { ReadRequest, readReply, type NodeStat, type ReadReply, type ReplyReader } from './readWire';
 import { WatcherTable, type Watcher } from './watcherTable';
 
-export type { Watcher } from './watcherTable';
-
 export type { NodeStat } from './readWire';
+export type { Watcher } from './watcherTable';
 
 
 export type SessionState = 'connected' | 'disconnected' | 'expired' | 'authFailed';

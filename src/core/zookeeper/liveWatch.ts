@@ -6,7 +6,7 @@
  * connection opens a new session and everything is read and watched again. Reads go through a SnapshotModel: only
  * locks that really changed are emitted, coalesced.
  */
-import * as zookeeper from 'node-zookeeper-client';
+import type * as zookeeper from 'node-zookeeper-client';
 import type { WatchOptions } from '../backend';
 import type { Disposable } from '../emitter';
 import { LockLensError, errorMessage } from '../errors';

@@ -2,7 +2,7 @@
  * node-zookeeper-client's table of watchers, kept smaller. The library gives every watched path an EventEmitter and a
  * `once` wrapper, about 450 bytes a path: 1.9 MB of serve's heap for a watch of 2,000 ZooKeeper locks
  * (docs/BENCHMARKS.md, serve, the ninth round), where the watch registers one function for every path. Here a path
- * keeps its watcher itself, or an array when several differ (an acquire's wait on its predecessor beside the watch's).
+ * keeps its watcher itself, or an array when several differ (an acquire's wait registers a new one at each turn).
  * The library's contract is kept: watches are one-shot, a watcher is registered once per path, the paths are listed
  * for SetWatches when a session reconnects, and an event fires the watchers its type fires in the library.
  */
