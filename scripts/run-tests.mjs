@@ -27,8 +27,8 @@ let anyFailed = false;
 // Every test file's process compiles with TurboFan on its main thread. Node 20 can deadlock as a process exits when a
 // concurrent TurboFan job waits for a collection the main thread, waiting for that job, never starts (nodejs/node#54918;
 // seen here, with gdb: a file whose tests had all passed hung until the runner's timeout). A mitigation: other
-// background jobs of V8 can meet the same end, more rarely, and the runner's timeout still ends such a file. The runner passes its own
-// process.execArgv to each file's process; Node 20's run() has no execArgv option.
+// background jobs of V8 can meet the same end, more rarely, and the runner's timeout still ends such a file. The
+// runner passes its own process.execArgv to each file's process; Node 20's run() has no execArgv option.
 process.execArgv.push('--no-concurrent-recompilation');
 const stream = run({ files, concurrency: 2, timeout: 10 * 60_000 });
 stream.on('test:diagnostic', (e) => {

@@ -151,7 +151,7 @@ export class ServeMetrics {
 
   private tally(connection: string, lockId: string, name: string, kind: LockKind, at: number): Tally {
     const tallies = this.tallies.get(connection) ?? this.tallies.set(connection, new Map()).get(connection)!;
-    const t = tallies.get(lockId) ?? tallies.set(lockId, { name, kind, lastActive: at, acquisitions: 0, handoffs: 0, expiries: 0, ownerLosses: 0, forceReleases: 0 }).get(lockId)!;
+    const t = tallies.get(lockId) ?? tallies.set(lockId, { name, kind, lastActive: at, ...zero() }).get(lockId)!;
     t.lastActive = Math.max(t.lastActive, at);
     return t;
   }

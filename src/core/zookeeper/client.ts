@@ -16,7 +16,6 @@ import { WatcherTable, type Watcher } from './watcherTable';
 export type { NodeStat } from './readWire';
 export type { Watcher } from './watcherTable';
 
-
 export type SessionState = 'connected' | 'disconnected' | 'expired' | 'authFailed';
 
 export interface SessionSpec {

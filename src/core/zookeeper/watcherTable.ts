@@ -7,6 +7,7 @@
  * for SetWatches when a session reconnects, and an event fires the watchers its type fires in the library.
  */
 import * as zookeeper from 'node-zookeeper-client';
+
 /** Hears a watched node's next change (one-shot, as ZooKeeper's watches are). */
 export type Watcher = (event: zookeeper.Event) => void;
 
