@@ -6,7 +6,7 @@ import type { LockLensApi } from '../../../src/extension/extension';
 import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { Procs } from '../../harness/cli';
 import { eventually, startEtcd, type EtcdServer } from '../../harness/etcd';
-import { activateWithConnection, auditText, menuCommands, removeConnectionSetting, userDataDir, walk } from './fixture';
+import { activateWithConnection, auditText, drawnOnlyByTheTest, menuCommands, removeConnectionSetting, userDataDir, walk } from './fixture';
 import { WindowStubs } from './windowStubs';
 import { confirmJoin, joinsQueue } from '../../../src/extension/commands/acquirePrompts';
 
@@ -205,6 +205,7 @@ describe('Locks tree and commands against a real etcd', function () {
     // etcdctl prints lease IDs zero-padded to 16 digits; lock keys and LockLens do not pad.
     const grant = async () => BigInt('0x' + (await etcd.etcdctl(['lease', 'grant', '60'])).match(/lease ([0-9a-f]+) granted/)![1]).toString(16);
     const [first, second] = [await grant(), await grant()];
+    await drawnOnlyByTheTest();
     await etcd.etcdctl(['put', '--lease', first, '/locks/single-moved', 'x']);
     await sync();
     const row = lockRows().find((r) => r.item.label === 'single-moved')!;
@@ -218,6 +219,7 @@ describe('Locks tree and commands against a real etcd', function () {
   });
 
   it('Force Release from a row refuses when the key was created again since the row was drawn (another fencing token)', async () => {
+    await drawnOnlyByTheTest();
     await etcd.etcdctl(['put', '/locks/fr-recreated', 'x']);
     await sync();
     const row = lockRows().find((r) => r.item.label === 'fr-recreated')!;

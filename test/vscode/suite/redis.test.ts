@@ -7,7 +7,7 @@ import type { LockTreeNode } from '../../../src/extension/tree/nodes';
 import { eventually } from '../../harness/etcd';
 import { startRedis, type RedisServer } from '../../harness/redis';
 import { FakeRedisson, OTHER_UUID, REDISSON_UUID } from '../../harness/redisson';
-import { addConnection, auditText, isLockNode, isMemberNode, menuCommands, removeConnectionSetting, storeSuite } from './fixture';
+import { addConnection, auditText, drawnOnlyByTheTest, isLockNode, isMemberNode, menuCommands, removeConnectionSetting, storeSuite } from './fixture';
 
 /**
  * The Locks tree and the lock commands on a Redis connection, against a real redis-server: which menu items each row
@@ -128,9 +128,7 @@ describe('Locks tree and commands against a real Redis', function () {
   });
 
   it('Force Release from a row refuses when the token lock changed hands since the row was drawn, and frees what it shows', async () => {
-    // The row is drawn here alone: with the Locks view open (an earlier suite focused Lock History beside it), the
-    // workbench would draw it again as the lock changes, and the user would then have seen tok-B (seen once in CI).
-    await vscode.commands.executeCommand('workbench.action.closeSidebar');
+    await drawnOnlyByTheTest();
     await redis.cli(['SET', 'rt:moved', 'tok-A']);
     await sync();
     const shown = row('moved');
