@@ -1,8 +1,8 @@
-import { setFlagsFromString } from 'node:v8';
 import { LockLensError } from '../../core/errors';
 import { STORE_KINDS } from '../../core/stores';
 import { parse, parsePositiveInt } from '../options';
 import { DEFAULT_LISTEN, DEFAULT_MAX_LOCKS, loadConfig, parseListen } from '../serve/config';
+import { sizeHeap } from '../serve/heap';
 import { jsonLog } from '../serve/log';
 import { ServeMetrics } from '../serve/metrics';
 import { startServer } from '../serve/server';
@@ -11,25 +11,6 @@ import { version } from '../version';
 import { HistoryRecorder } from '../../core/recording/recorder';
 import { DEFAULT_BOUNDS } from '../../core/recording/retention';
 import type { Command } from './command';
-
-/**
- * How far past what survived its last full collection V8 lets serve's heap grow before collecting again (V8 chooses up
- * to 300 % for a process that allocates fast). What serve allocates dies within seconds (reads, TTL samples, scrapes),
- * so that headroom was RSS of garbage: 210-320 MB at most under load against 181-195 MB at 30 %, for about a tenth
- * more CPU under load and a fifth more quiet, the collector running more often (docs/BENCHMARKS.md, serve, the
- * third round).
- */
-const HEAP_GROWING_PERCENT = 30;
-/**
- * Every full collection also compacts the old generation. Without it, V8 moves objects only out of its emptiest pages,
- * and under a steady load the pages serve's long-lived objects are scattered over stay committed: over three minutes at
- * 200 changes/s its heap kept growing past what it keeps (old space 55 MB live, up to 110 MB committed) and RSS went
- * 199, 211, 219 MB minute by minute; compacting, it stays at 165-175 MB between collections, for a CPU cost within the
- * runs' noise (docs/BENCHMARKS.md, serve, the fifth round). The price is a peak at each full collection: compacting
- * copies everything live before it frees the old pages, 60-70 MB more for tens of ms (the seventh round). A peak that
- * stays where it is was chosen over a heap that grows.
- */
-const V8_FLAGS = [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`, '--compact-on-every-full-gc'];
 
 export const serve: Command = {
   name: 'serve',
@@ -74,8 +55,6 @@ Config (the connection fields are those of VS Code's locklens.connections; store
   async run(args) {
     const values = parse(args, this).values as Record<string, string | undefined>;
     if (values.config === undefined) throw new LockLensError('INVALID_ARGUMENT', 'serve needs --config FILE (see locklens serve --help)');
-    // V8 reads them at each full collection, so set now they rule serve's heap for as long as the process serves.
-    for (const flag of V8_FLAGS) setFlagsFromString(flag);
     const config = loadConfig(values.config);
     const listen = values.listen === undefined ? config.listen : parseListen(values.listen, (m) => { throw new LockLensError('INVALID_ARGUMENT', `--listen: ${m}`); });
     const maxLocks = parsePositiveInt(values['max-locks'], '--max-locks', config.maxLocks);
@@ -109,11 +88,13 @@ Config (the connection fields are those of VS Code's locklens.connections; store
       maxLocks,
       connections: config.connections.map(({ settings: s }) => ({ name: s.name, store: s.store, endpoints: s.endpoints, prefixes: s.prefixes })),
     });
+    const unsizeHeap = sizeHeap();
     watchers.forEach((w) => w.start());
     const signal = await stopped;
     log('info', 'stopping', { signal });
     await Promise.all([server.close(), ...watchers.map((w) => w.close())]);
     await recorder?.close();
+    unsizeHeap();
     log('info', 'stopped');
     return 0;
   },

@@ -1,0 +1,62 @@
+/**
+ * How serve's V8 heap is sized: it runs for months beside the services it watches, so its memory at the peak matters
+ * more than the last percent of CPU (docs/BENCHMARKS.md, serve, the third, fifth, seventh and tenth rounds).
+ */
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { PerformanceObserver } from 'node:perf_hooks';
+
+/**
+ * How far past what survived its last full collection V8 lets serve's heap grow before collecting again (V8 chooses up
+ * to 300 % for a process that allocates fast). What serve allocates dies within seconds (reads, TTL samples, scrapes),
+ * so that headroom was RSS of garbage: 210-320 MB at most under load against 181-195 MB at 30 %, for about a tenth
+ * more CPU under load and a fifth more quiet, the collector running more often (the third round).
+ */
+const HEAP_GROWING_PERCENT = 30;
+/**
+ * Every full collection also compacts the old generation. Without it, V8 moves objects only out of its emptiest pages,
+ * and under a steady load the pages serve's long-lived objects are scattered over stay committed: over three minutes at
+ * 200 changes/s its heap kept growing past what it keeps (old space 55 MB live, up to 110 MB committed) and RSS went
+ * 199, 211, 219 MB minute by minute; compacting, it stays at 165-175 MB between collections, for a CPU cost within the
+ * runs' noise (the fifth round). The price is a peak at each full collection: compacting copies everything live before
+ * it frees the old pages, 60-70 MB more for tens of ms (the seventh round). A peak that stays where it is was chosen
+ * over a heap that grows.
+ */
+const V8_FLAGS = [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`, '--compact-on-every-full-gc'];
+/**
+ * The young generation's semi-spaces grow to 8 MB, not V8's 16: 13 MB lower at the peak, for no CPU the runs could
+ * tell apart (the seventh and eighth rounds, as `--max-semi-space-size=8`).
+ */
+export const SEMI_SPACE_MB = 8;
+const MB = 1024 * 1024;
+
+/**
+ * Sizes the heap for as long as the process runs; returns what stops the young generation's cap.
+ *
+ * V8 reads the two flags at each full collection, so set now they rule. Its young generation's largest size is fixed
+ * as the process starts (`--max-semi-space-size` then changes nothing), but how much it grows by is read at each
+ * growth (`--semi-space-growth-factor`): after every collection the factor is set so that the next growth lands on
+ * SEMI_SPACE_MB and no further (1 once there). A growth needs as much to have survived since the last as the space
+ * holds, many collections apart, so the observer is told in time; were it not, the space would grow to V8's own
+ * largest, as without the cap. A smaller `--max-semi-space-size` given to node still rules: V8 never grows past it.
+ */
+export function sizeHeap(): () => void {
+  for (const flag of V8_FLAGS) setFlagsFromString(flag);
+  let factor = 0;
+  const cap = () => {
+    const next = Math.max(1, Math.floor(SEMI_SPACE_MB / semiSpaceMb()));
+    if (next !== factor) setFlagsFromString(`--semi-space-growth-factor=${(factor = next)}`);
+  };
+  const observer = new PerformanceObserver(cap);
+  observer.observe({ entryTypes: ['gc'] });
+  cap();
+  return () => observer.disconnect();
+}
+
+/**
+ * The semi-space's capacity in MB, a power of two: what it can hold (used and available) less its pages' headers,
+ * 1006 KB of 1 MB. Not `space_size`, which counts the second semi-space only once V8 has committed it.
+ */
+export function semiSpaceMb(): number {
+  const young = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+  return young ? 2 ** Math.round(Math.log2((young.space_used_size + young.space_available_size) / MB)) : SEMI_SPACE_MB;
+}
