@@ -6,6 +6,7 @@ import { keyId } from '../../src/core/keys';
 import type { TtlSource } from '../../src/core/redis/recognize';
 import type { Topology } from '../../src/core/redis/topology';
 import { TtlSampler } from '../../src/core/redis/ttlSampler';
+import { TtlTable } from '../../src/core/redis/ttlTable';
 
 function member(owner: string, lease: string): LockMember {
   return { key: Buffer.from(owner), convention: 'redis-token', owner, expiresWith: 'ttl', lease, token: null, holds: null, valuePreview: Buffer.alloc(0), valueSize: 0 };
@@ -81,5 +82,19 @@ describe('Redis TTL sampler', () => {
     const counting = await run(true, 1000);
     assert.deepEqual([counting.once.length, counting.twice.length], [1, 1], 'with countdowns, every sweep tells it');
     assert.deepEqual(asked, [], 'no told key was asked for its PTTL');
+  });
+
+  test("marked with the server's expiry events, a lease is kept once: the mark takes its sample's place in the table", () => {
+    const table = new TtlTable();
+    const source: TtlSource = { id: 'k', ms: 10_000, keys: [Buffer.from('k')] };
+    const [sampled] = table.observe([source]);
+    const marked = table.markExpiryEvents(sampled);
+    assert.deepEqual([marked.expiryEvents, table.get('k')], [true, marked]);
+    const [next] = table.observe([{ ...source, ms: 9_000 }]);
+    assert.equal(table.markExpiryEvents(marked).expiryEvents, true);
+    assert.equal(table.get('k'), next, 'a mark of a sample the table no longer has leaves the table as it is');
+    const s = new TtlSampler({} as Topology, 60_000, () => undefined, () => undefined, () => true);
+    s.observe([source], Date.now(), [lock(0, ['k'])]);
+    assert.equal(s.lease('k')?.expiryEvents, true, "the sampler's leases are marked when the server tells expiries");
   });
 });

@@ -19,11 +19,6 @@ export class TtlSampler {
   private readonly refs = new Map<string, number>();
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
-  /**
-   * Each sample's copy marked with the server's expiry events, made once per sample rather than at every read: serve's
-   * scrapes read every holder's TTL, and the copies were 2-3 % of its samples (docs/BENCHMARKS.md, serve).
-   */
-  private readonly stamps = new WeakMap<LeaseInfo, LeaseInfo>();
 
   constructor(
     private readonly topology: Topology,
@@ -61,11 +56,13 @@ export class TtlSampler {
     return stamped;
   }
 
+  /**
+   * `info` marked with the server's expiry events. The mark is made once per sample, not at every read (serve's scrapes
+   * read every holder's TTL, and copies made at each were 2-3 % of its samples), and takes the sample's place in the
+   * table, so that a lease is kept once, not twice (docs/BENCHMARKS.md, serve, the tenth round).
+   */
   private stamped(info: LeaseInfo): LeaseInfo {
-    if (!this.expiryEvents() || info.expiryEvents) return info;
-    let copy = this.stamps.get(info);
-    if (!copy) this.stamps.set(info, (copy = { ...info, expiryEvents: true }));
-    return copy;
+    return !this.expiryEvents() || info.expiryEvents ? info : this.ttls.markExpiryEvents(info);
   }
 
   /** A full read's TTL sources: they replace all there were. */

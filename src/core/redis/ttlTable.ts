@@ -70,6 +70,13 @@ export class TtlTable {
     return told;
   }
 
+  /** `info` marked as told of by the server's expiry events; in its place in the table when it is the table's. */
+  markExpiryEvents(info: LeaseInfo): LeaseInfo {
+    const marked = { ...info, expiryEvents: true };
+    if (this.infos.get(info.id) === info) this.infos.set(info.id, marked);
+    return marked;
+  }
+
   /** Forgets ids no longer referred to; returns them marked expired, once, for views still showing them. */
   retain(live: ReadonlyMap<string, unknown> | ReadonlySet<string>, at = Date.now()): LeaseInfo[] {
     const unused: string[] = [];
