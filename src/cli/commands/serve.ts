@@ -88,7 +88,7 @@ Config (the connection fields are those of VS Code's locklens.connections; store
       maxLocks,
       connections: config.connections.map(({ settings: s }) => ({ name: s.name, store: s.store, endpoints: s.endpoints, prefixes: s.prefixes })),
     });
-    const unsizeHeap = sizeHeap();
+    const unsizeHeap = sizeHeap(Promise.all(watchers.map((w) => w.firstRead)));
     watchers.forEach((w) => w.start());
     const signal = await stopped;
     log('info', 'stopping', { signal });

@@ -29,27 +29,46 @@ const V8_FLAGS = [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`, '--compact-o
 export const SEMI_SPACE_MB = 8;
 const MB = 1024 * 1024;
 
+/** How long the young generation waits for the first reads before it grows anyway (a store that cannot be reached). */
+const FIRST_READS_MS = 60_000;
+
 /**
- * Sizes the heap for as long as the process runs; returns what stops the young generation's cap.
+ * Sizes the heap for as long as the process runs; `firstReads` settles once every connection has read its store whole.
+ * Returns what stops the young generation's cap.
  *
  * V8 reads the two flags at each full collection, so set now they rule. Its young generation's largest size is fixed
  * as the process starts (`--max-semi-space-size` then changes nothing), but how much it grows by is read at each
  * growth (`--semi-space-growth-factor`): after every collection the factor is set so that the next growth lands on
- * SEMI_SPACE_MB and no further (1 once there). A growth needs as much to have survived since the last as the space
- * holds, many collections apart, so the observer is told in time; were it not, the space would grow to V8's own
- * largest, as without the cap. A smaller `--max-semi-space-size` given to node still rules: V8 never grows past it.
+ * SEMI_SPACE_MB and no further (1 once there). The observer is told of a collection only after the task that made it,
+ * so the space could grow twice within one task that keeps much of what it allocates: the first reads do, building
+ * every lock's state at once (the space grew to V8's largest in one run of four), so it does not grow at all until
+ * they are done. Afterwards a growth needs as much to have survived since the last as the space holds, many
+ * collections apart. A smaller `--max-semi-space-size` given to node still rules: V8 never grows past it.
  */
-export function sizeHeap(): () => void {
+export function sizeHeap(firstReads: Promise<unknown>): () => void {
   for (const flag of V8_FLAGS) setFlagsFromString(flag);
   let factor = 0;
+  let growing = false;
   const cap = () => {
-    const next = Math.max(1, Math.floor(SEMI_SPACE_MB / semiSpaceMb()));
+    const next = growing ? Math.max(1, Math.floor(SEMI_SPACE_MB / semiSpaceMb())) : 1;
     if (next !== factor) setFlagsFromString(`--semi-space-growth-factor=${(factor = next)}`);
   };
   const observer = new PerformanceObserver(cap);
   observer.observe({ entryTypes: ['gc'] });
   cap();
-  return () => observer.disconnect();
+  let stopped = false;
+  const grow = () => {
+    if (stopped) return;
+    growing = true;
+    cap();
+  };
+  const late = setTimeout(grow, FIRST_READS_MS).unref();
+  firstReads.then(grow, grow);
+  return () => {
+    stopped = true;
+    clearTimeout(late);
+    observer.disconnect();
+  };
 }
 
 /**

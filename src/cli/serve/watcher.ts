@@ -62,6 +62,9 @@ export class ConnectionWatcher implements Watched {
   private delivery: Promise<void> = Promise.resolve();
   /** Its first full read is done (readiness). */
   ready = false;
+  private resolveFirstRead!: () => void;
+  /** Resolves at its first full read. */
+  readonly firstRead = new Promise<void>((resolve) => (this.resolveFirstRead = resolve));
 
   constructor(
     private readonly connection: ServeConnection,
@@ -171,6 +174,7 @@ export class ConnectionWatcher implements Watched {
     await watch.start();
     this.diagnosing = setInterval(() => void this.diagnose(watch), this.options.diagnoseIntervalMs ?? DIAGNOSE_INTERVAL_MS);
     this.ready = true;
+    this.resolveFirstRead();
     this.noteStatus(watch.status.state === 'loading' ? { ...watch.status, state: 'live' } : watch.status);
   }
 
