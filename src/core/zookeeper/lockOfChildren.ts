@@ -2,6 +2,7 @@
  * A lock as views show it, from the contender znodes under one parent: the holder is the lowest sequence (with the
  * readers beside it, for a read/write lock), the waiters follow in sequence order. Pure: the reading is elsewhere.
  */
+import { keptText } from '../keptBytes';
 import { keyId, leaseHex } from '../keys';
 import type { LockMember, LockState } from '../lockState';
 import { bySequence, holdersAtHead, joinPath, kindOf, parseContender, type ContenderName } from './conventions';
@@ -48,7 +49,7 @@ interface Placed extends ContenderName {
 export function contenderMember(parent: string, node: ContenderNode, convention: string, mode?: 'read' | 'write'): LockMember {
   const owner = sessionHex(node.ephemeralOwner);
   return {
-    key: Buffer.from(joinPath(parent, node.name)),
+    key: keptText(joinPath(parent, node.name)),
     convention,
     owner,
     // An ephemeral node goes with its session (no TTL that can be read, though). A persistent one ('') stays until
@@ -78,7 +79,7 @@ export function lockOfChildren(parent: string, nodes: Iterable<ContenderNode>): 
   const readWrite = kind === 'readwrite';
   const members = placed.map((p) => contenderMember(parent, p.node, p.convention, readWrite ? (p.read ? 'read' : 'write') : undefined));
   const holders = holdersAtHead(placed);
-  const nameBytes = Buffer.from(parent);
+  const nameBytes = keptText(parent);
   return {
     id: keyId(nameBytes),
     name: nameBytes,

@@ -6,6 +6,7 @@
  * order, its failing of what is pending when the connection drops); only their bytes and their replies' are read here.
  */
 import * as zookeeper from 'node-zookeeper-client';
+import { keptBytes } from '../keptBytes';
 
 /** The parts of a node's Stat LockLens reads. */
 export interface NodeStat {
@@ -93,11 +94,14 @@ export function readReply(manager: ReplyReader, frame: Buffer): boolean {
   return true;
 }
 
-/** GetDataResponse: the data (copied: a slice would keep the socket's whole chunk alive), then the Stat. */
+/**
+ * GetDataResponse: the data, then the Stat. The data is copied where kept bytes go (see keptBytes): a slice would keep
+ * the socket's whole chunk alive, a copy from Node's pool its slab.
+ */
 function dataReply(frame: Buffer): { data: Buffer; stat: NodeStat } {
   const length = frame.readInt32BE(REPLY_HEADER);
   const start = REPLY_HEADER + 4;
-  const data = length > 0 ? Buffer.from(frame.subarray(start, start + length)) : Buffer.alloc(0);
+  const data = keptBytes(frame.subarray(start, start + Math.max(length, 0)));
   return { data, stat: statAt(frame, start + Math.max(length, 0)) };
 }
 

@@ -17,6 +17,7 @@
  * mutex holder's when its session is the holder's and it was created after the holder's node.
  */
 import { compareText } from '../../shared/compareText';
+import { keptText } from '../keptBytes';
 import { keyId } from '../keys';
 import type { LockMember, LockState, Permits } from '../lockState';
 import { bySequence, joinPath, parseContender, splitPath, type Convention } from './conventions';
@@ -75,7 +76,7 @@ function madeUnder(head: Sequenced | undefined, lease: ContenderNode): boolean {
 
 function semaphore(path: string, holders: readonly LockMember[], waiters: readonly LockMember[], limit: number | null): LockState | undefined {
   if (holders.length === 0 && waiters.length === 0) return undefined;
-  const name = Buffer.from(path);
+  const name = keptText(path);
   const permits: Permits = { limit, free: limit === null ? null : Math.max(0, limit - holders.length), holdersRecorded: true };
   return { id: keyId(name), name, kind: 'semaphore', holder: holders[0] ?? null, sharedWith: holders.slice(1), waiters, permits };
 }
