@@ -41,8 +41,8 @@ const FIRST_READS_MS = 60_000;
  * growth (`--semi-space-growth-factor`): after every collection the factor is set so that the next growth lands on
  * SEMI_SPACE_MB and no further (1 once there). The observer is told of a collection only after the task that made it,
  * so the space could grow twice within one task that keeps much of what it allocates: the first reads do, building
- * every lock's state at once (the space grew to V8's largest in one run of four), so it does not grow at all until
- * they are done. Afterwards a growth needs as much to have survived since the last as the space holds, many
+ * every lock's state at once (in one of the bench's first two runs with the cap, the space grew to V8's largest), so it
+ * does not grow at all until they are done. Afterwards a growth needs as much to have survived since the last as the space holds, many
  * collections apart. A smaller `--max-semi-space-size` given to node still rules: V8 never grows past it.
  */
 export function sizeHeap(firstReads: Promise<unknown>): () => void {
