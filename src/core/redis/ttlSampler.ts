@@ -57,12 +57,14 @@ export class TtlSampler {
   }
 
   /**
-   * `info` marked with the server's expiry events. The mark is made once per sample, not at every read (serve's scrapes
-   * read every holder's TTL, and copies made at each were 2-3 % of its samples), and takes the sample's place in the
-   * table, so that a lease is kept once, not twice (docs/BENCHMARKS.md, serve, the tenth round).
+   * `info` marked with whether the server tells expiries now (it may stop: a CONFIG SET of its notifications). The mark
+   * is made once per sample, not at every read (serve's scrapes read every holder's TTL, and copies made at each were
+   * 2-3 % of its samples), and takes the sample's place in the table, so that a lease is kept once, not twice
+   * (docs/BENCHMARKS.md, serve, the tenth round).
    */
   private stamped(info: LeaseInfo): LeaseInfo {
-    return !this.expiryEvents() || info.expiryEvents ? info : this.ttls.markExpiryEvents(info);
+    const told = this.expiryEvents();
+    return (info.expiryEvents ?? false) === told ? info : this.ttls.markExpiryEvents(info, told);
   }
 
   /** A full read's TTL sources: they replace all there were. */

@@ -70,9 +70,9 @@ export class TtlTable {
     return told;
   }
 
-  /** `info` marked as told of by the server's expiry events; in its place in the table when it is the table's. */
-  markExpiryEvents(info: LeaseInfo): LeaseInfo {
-    const marked = { ...info, expiryEvents: true };
+  /** `info` marked with whether the server's expiry events tell of it; in the table's place when it is the table's. */
+  markExpiryEvents(info: LeaseInfo, told: boolean): LeaseInfo {
+    const marked = { ...info, expiryEvents: told };
     if (this.infos.get(info.id) === info) this.infos.set(info.id, marked);
     return marked;
   }
