@@ -36,6 +36,22 @@ const STORE = ['connection', 'store'] as const;
 const LOCK = ['connection', 'store', 'lock', 'kind'] as const;
 const KIND = ['connection', 'store', 'kind'] as const;
 
+/**
+ * The summaries of prom-client's event-loop delay histogram. It samples with a timer every 10 ms, which alone cost 0.9 %
+ * of a core, about a quarter of serve with nothing changing (docs/BENCHMARKS.md, serve, the eleventh round); sampled
+ * coarser, each delay it records is at least that period, so its figures would tell the period, not the lag.
+ */
+const EVENT_LOOP_DELAY_SUMMARIES = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((s) => `nodejs_eventloop_lag_${s}_seconds`);
+
+/**
+ * prom-client's process and Node.js metrics, less EVENT_LOOP_DELAY_SUMMARIES: `nodejs_eventloop_lag_seconds`, measured
+ * at each scrape, stays. Their histogram still runs, once a second (the precision), where it costs nothing.
+ */
+function processMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 1000 });
+  for (const name of EVENT_LOOP_DELAY_SUMMARIES) registry.removeSingleMetric(name);
+}
+
 /** A lock's counts, and what names it once it is gone: one object, not two, for each of 10,000 locks. */
 interface Tally extends Mutable<Counts> {
   readonly name: string;
@@ -69,7 +85,7 @@ export class ServeMetrics {
     private readonly clock: () => number = Date.now,
   ) {
     const registers = [this.registry];
-    collectDefaultMetrics({ register: this.registry });
+    processMetrics(this.registry);
     new Gauge({ name: 'locklens_build_info', help: 'Always 1: the version of locklens serving these metrics.', labelNames: ['version'], registers }).set({ version }, 1);
     const perStore = (name: string, help: string, value: (w: Watched) => number) =>
       new Gauge({ name, help, labelNames: STORE, registers, collect: collectOf((g) => this.watched.forEach((w) => g.set(labels(w), value(w)))) });
