@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sleep } from '../src/core/sleep';
@@ -9,7 +9,7 @@ import { startPostgres } from '../test/harness/postgres';
 import { startRedis } from '../test/harness/redis';
 import { get, logLines, parseExposition, servingUrl, valueOf, type Exposition } from '../test/harness/serve';
 import { startZooKeeper } from '../test/harness/zookeeper';
-import { CLI } from './paths';
+import { CLI, ROOT } from './paths';
 import type { Bench } from './scenarios';
 import { etcdStore, mariaDbStore, PASSWORDS_ENV, postgresStore, redisStore, zooKeeperStore, type StoreUnderLoad } from './serveStores';
 import { percentile, round } from './stats';
@@ -55,15 +55,22 @@ export async function serveUnderLoad(
     stores.push(await postgresStore(pg, locksPerStore));
     stores.push(await mariaDbStore(maria, locksPerStore));
     const config = join(dir, 'serve.yml');
-    writeFileSync(config, `listen: 127.0.0.1:0\nconnections:\n${stores.map((s) => `  - ${s.config}\n`).join('')}`);
+    const writeConfig = (data?: string) =>
+      writeFileSync(config, `listen: 127.0.0.1:0\n${data ? `data: ${data}\n` : ''}connections:\n${stores.map((s) => `  - ${s.config}\n`).join('')}`);
     // Where each store's load left off: the next build measured goes on from there (a lock released is taken next).
     const made = stores.map(() => 0);
+    let builds = 0;
     const measure = async (entry: string, loaded: readonly number[]) => {
       const [cli, ...flags] = entry.split(' ').filter(Boolean).reverse();
+      // `--record` (not node's): serve records the history too, as deploy/locklens.example.yml has it, into a data dir
+      // of its own (its size at the end is `data_mb`); without it nothing is recorded, as in the rounds before.
+      const record = flags.indexOf('--record');
+      const data = record < 0 ? undefined : (flags.splice(record, 1), join(dir, `data-${++builds}`));
+      writeConfig(data);
       const started = performance.now();
       // e.g. LOCKLENS_BENCH_SERVE_NODE_ARGS='--cpu-prof --cpu-prof-dir=/tmp/prof': the profile is written at its SIGTERM.
       const nodeArgs = process.env.LOCKLENS_BENCH_SERVE_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-      const serve = procs.spawn(process.execPath, [...nodeArgs, ...flags.reverse(), cli, 'serve', '--config', config], { env: PASSWORDS_ENV });
+      const serve = procs.spawn(process.execPath, [...nodeArgs, ...flags.reverse(), cli, 'serve', '--config', config], { env: { ...PASSWORDS_ENV, ...UNIT_ENV } });
       const base = await servingUrl(serve);
       // Every lock seen: each connection's count is its locks and the probe lock, less one if a build measured before
       // left the load between a release and the taking again (an odd count of changes).
@@ -113,6 +120,7 @@ export async function serveUnderLoad(
           ]),
         ),
         heap_mb: round(steady.heapMb, 1),
+        young_mb: round(steady.youngMb, 1),
         scrape_p50_ms: round(percentile(scraped.ms, 50)),
         scrape_p99_ms: round(percentile(scraped.ms, 99)),
         scrape_cpu_ms: round(scrapeCpuMs),
@@ -129,13 +137,14 @@ export async function serveUnderLoad(
           ]),
         ),
         serve_complaints: complaints.length,
+        ...(data ? { data_mb: round(dirBytes(data) / 2 ** 20, 1) } : {}),
         load_avg_before: round(loadBefore),
         load_avg_after: round(loadAfter),
       };
     };
     // LOCKLENS_BENCH_SERVE_CLIS=/tmp/before/dist/locklens.js,dist/locklens.js: builds measured in turn against the same
     // stores and load (an A/B in one run), each one's figures prefixed with its place in the list (`2_cpu_pct`); an entry
-    // may start with node's flags for that process (`--max-semi-space-size=4 dist/locklens.js`).
+    // may start with node's flags for that process (`--max-semi-space-size=4 dist/locklens.js`) and `--record`.
     const clis = process.env.LOCKLENS_BENCH_SERVE_CLIS?.split(',').filter(Boolean) ?? [CLI];
     // LOCKLENS_BENCH_SERVE_LOAD_ON=etcd,redis,all: each build measured once per entry, the load on that store alone
     // (its share of the full load, the other four watched but still) or on all: what each store's changes cost.
@@ -177,6 +186,21 @@ async function until(base: string, check: (e: Exposition) => boolean, guardMs = 
   }
 }
 
+/** The bytes of the files under `dir`. */
+function dirBytes(dir: string): number {
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).reduce((n, e) => n + (e.isFile() ? statSync(join(e.parentPath, e.name)).size : 0), 0);
+}
+
+/**
+ * serve runs with the environment the shipped systemd unit gives it (its NODE_OPTIONS: the young generation's hard cap,
+ * which serve's own sizing only approaches at best effort, src/cli/serve/heap.ts); LOCKLENS_BENCH_SERVE_PLAIN=1 runs it
+ * without, as `node dist/locklens.js serve` from a shell. An entry's own node flags come after, and win.
+ */
+const UNIT_ENV: Record<string, string> =
+  process.env.LOCKLENS_BENCH_SERVE_PLAIN === '1'
+    ? {}
+    : Object.fromEntries([...readFileSync(join(ROOT, 'deploy/systemd/locklens.service'), 'utf8').matchAll(/^Environment=(NODE_OPTIONS)=(.*)$/gm)].map((m) => [m[1], m[2]]));
+
 const CLOCK_TICKS_PER_S = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }));
 
 /** The process's CPU time so far (user + system), s: fields 14 and 15 of /proc/<pid>/stat, after the command's `)`. */
@@ -211,12 +235,18 @@ async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS 
   const rss: number[] = [];
   const minutes: { cpuPct: number; rssPeakMb: number }[] = [];
   let heapMb = 0;
+  // The young generation's size at its largest (both semi-spaces once committed): did serve's cap hold (heap.ts)?
+  let youngMb = 0;
   rssPeakMb(serve.pid); // the phase's peak is counted from here
   const cpu0 = cpuSeconds(serve.pid);
   const t0 = performance.now();
   let minute = { cpu: cpu0, at: t0 };
   for (let s = 0; s < seconds; s++) {
-    if (s % scrapeEveryS === 0) heapMb = (valueOf(parseExposition((await scrape(base)).text), 'nodejs_heap_size_used_bytes', {}) ?? 0) / 2 ** 20;
+    if (s % scrapeEveryS === 0) {
+      const e = parseExposition((await scrape(base)).text);
+      heapMb = (valueOf(e, 'nodejs_heap_size_used_bytes', {}) ?? 0) / 2 ** 20;
+      youngMb = Math.max(youngMb, (valueOf(e, 'nodejs_heap_space_size_total_bytes', { space: 'new' }) ?? 0) / 2 ** 20);
+    }
     rss.push(rssMb(serve.pid));
     await sleep(t0 + (s + 1) * 1000 - performance.now());
     if ((s + 1) % 60 === 0) {
@@ -229,7 +259,7 @@ async function observe(serve: Proc, base: string, seconds: number, scrapeEveryS 
   const cpuPct = ((cpuSeconds(serve.pid) - cpu0) / wallS) * 100;
   // The whole minutes' peaks, and what came after the last of them.
   const peakMb = Math.max(rssPeakMb(serve.pid), ...minutes.map((m) => m.rssPeakMb));
-  return { cpuPct, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), rssP99Mb: percentile(rss, 99), rssPeakMb: peakMb, heapMb, minutes };
+  return { cpuPct, rssMb: rss.reduce((a, b) => a + b, 0) / rss.length, rssMaxMb: Math.max(...rss), rssP99Mb: percentile(rss, 99), rssPeakMb: peakMb, heapMb, youngMb, minutes };
 }
 
 /**
