@@ -55,4 +55,29 @@ describe("serve's heap", () => {
   test('a smaller --max-semi-space-size given to node still rules', () => {
     assert.equal(largestSemiSpace('sized', ['--max-semi-space-size=2']), 2);
   });
+
+  test('WebAssembly compiled once serve asked for Liftoff alone is never tiered up, however hot', () => {
+    assert.deepEqual(hotWasm(false), { liftoff: false, turbofan: true }, 'V8 tiers a hot function up by default');
+    assert.deepEqual(hotWasm(true), { liftoff: true, turbofan: false });
+  });
 });
+
+/** A process of its own: a WebAssembly function (x + 1) called a million times a round; which of V8's compilers made its code. */
+function hotWasm(liftoffOnly: boolean): { liftoff: boolean; turbofan: boolean } {
+  const heap = JSON.stringify(join(__dirname, '../../src/cli/serve/heap.js'));
+  const script = `
+    if (${liftoffOnly}) require(${heap}).compileWasmWithLiftoff();
+    const bytes = new Uint8Array([0,97,115,109,1,0,0,0,1,6,1,96,1,127,1,127,3,2,1,0,7,5,1,1,102,0,0,10,9,1,7,0,32,0,65,1,106,11]);
+    const f = new WebAssembly.Instance(new WebAssembly.Module(bytes)).exports.f;
+    let x = 0;
+    // Tiering up compiles on a worker thread, its code in place a moment later: up to 5 s for it on a busy machine.
+    const round = (n) => {
+      for (let i = 0; i < 1e6; i++) x = f(x);
+      if (%IsTurboFanFunction(f) || n === 20) process.stdout.write(JSON.stringify({ liftoff: %IsLiftoffFunction(f), turbofan: %IsTurboFanFunction(f) }));
+      else setTimeout(() => round(n + 1), 250);
+    };
+    round(1);`;
+  const run = spawnSync(process.execPath, ['--allow-natives-syntax', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(run.status, 0, run.stderr);
+  return JSON.parse(run.stdout) as { liftoff: boolean; turbofan: boolean };
+}

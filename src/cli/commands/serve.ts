@@ -2,7 +2,7 @@ import { LockLensError } from '../../core/errors';
 import { STORE_KINDS } from '../../core/stores';
 import { parse, parsePositiveInt } from '../options';
 import { DEFAULT_LISTEN, DEFAULT_MAX_LOCKS, loadConfig, parseListen } from '../serve/config';
-import { sizeHeap } from '../serve/heap';
+import { compileWasmWithLiftoff, sizeHeap } from '../serve/heap';
 import { jsonLog } from '../serve/log';
 import { ServeMetrics } from '../serve/metrics';
 import { startServer } from '../serve/server';
@@ -59,6 +59,7 @@ Config (the connection fields are those of VS Code's locklens.connections; store
     const listen = values.listen === undefined ? config.listen : parseListen(values.listen, (m) => { throw new LockLensError('INVALID_ARGUMENT', `--listen: ${m}`); });
     const maxLocks = parsePositiveInt(values['max-locks'], '--max-locks', config.maxLocks);
     const log = jsonLog();
+    compileWasmWithLiftoff();
     // Every batch of lock events, in order, goes here: the metrics count them (and the recorder, when there is one).
     const recorder =
       config.data === undefined
