@@ -23,10 +23,12 @@ const HEAP_GROWING_PERCENT = 30;
  */
 const V8_FLAGS = [`--heap-growing-percent=${HEAP_GROWING_PERCENT}`, '--compact-on-every-full-gc'];
 /**
- * The young generation's semi-spaces grow to 8 MB, not V8's 16: 13 MB lower at the peak, for no CPU the runs could
- * tell apart (the seventh and eighth rounds, as `--max-semi-space-size=8`).
+ * The young generation's semi-spaces grow to 4 MB, not V8's 16. At 8 MB serve peaked 13 MB lower than with V8's
+ * sizing, for no CPU the runs could tell apart (the seventh and eighth rounds), but at 196-203 MB under the bench's load,
+ * over the 200 MB target in some minutes, and at 204-210 MB recording its history; at 4 MB, 186-193 and 198-202 MB, for
+ * a CPU cost within the runs' noise (the eleventh round; the seventh measured it at a few per cent).
  */
-export const SEMI_SPACE_MB = 8;
+export const SEMI_SPACE_MB = 4;
 const MB = 1024 * 1024;
 
 /** How long the young generation waits for the first reads before it grows anyway (a store that cannot be reached). */
@@ -45,7 +47,7 @@ const FIRST_READS_MS = 60_000;
  * does not grow at all until they are done. Afterwards a growth needs as much to have survived since the last as the
  * space holds, many collections apart; but while the space is below the cap (V8 shrinks it when little is allocated),
  * one task that keeps much, such as a whole read after a reconnect, can still take it past. So this is best-effort:
- * where the cap must hold, give node `--max-semi-space-size=8` (the systemd unit does); V8 never grows past that.
+ * where the cap must hold, give node `--max-semi-space-size=4` (the systemd unit does); V8 never grows past that.
  */
 export function sizeHeap(firstReads: Promise<unknown>): () => void {
   for (const flag of V8_FLAGS) setFlagsFromString(flag);
