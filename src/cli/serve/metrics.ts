@@ -37,9 +37,10 @@ const LOCK = ['connection', 'store', 'lock', 'kind'] as const;
 const KIND = ['connection', 'store', 'kind'] as const;
 
 /**
- * The summaries of prom-client's event-loop delay histogram. It samples with a timer every 10 ms, which alone cost 0.9 %
- * of a core, about a quarter of serve with nothing changing (docs/BENCHMARKS.md, serve, the eleventh round); sampled
- * coarser, each delay it records is at least that period, so its figures would tell the period, not the lag.
+ * The summaries of prom-client's event-loop delay histogram. It samples with a timer every 10 ms, which alone cost about
+ * 0.5 % of a core in serve (0.9 % in a bare Node process), a tenth of serve with nothing changing (docs/BENCHMARKS.md,
+ * serve, the eleventh round); sampled coarser, each delay it records is at least that period, so its figures would tell
+ * the period, not the lag.
  */
 const EVENT_LOOP_DELAY_SUMMARIES = ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'].map((s) => `nodejs_eventloop_lag_${s}_seconds`);
 
