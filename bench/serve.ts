@@ -61,7 +61,10 @@ export async function serveUnderLoad(
     const made = stores.map(() => 0);
     let builds = 0;
     const measure = async (entry: string, loaded: readonly number[]) => {
-      const [cli, ...flags] = entry.split(' ').filter(Boolean).reverse();
+      const [last, ...flags] = entry.split(' ').filter(Boolean).reverse();
+      // `floor`: not serve but what any watcher of these stores must do, with serve's client libraries (serveFloor.ts).
+      const floor = last === 'floor';
+      const cli = floor ? join(ROOT, 'out', 'bench', 'serveFloor.js') : last;
       // `--record` (not node's): serve records the history too, as deploy/locklens.example.yml has it, into a data dir
       // of its own (its size at the end is `data_mb`); without it nothing is recorded, as in the rounds before.
       const record = flags.indexOf('--record');
@@ -74,19 +77,21 @@ export async function serveUnderLoad(
       const base = await servingUrl(serve);
       // Every lock seen: each connection's count is its locks and the probe lock, less one if a build measured before
       // left the load between a release and the taking again (an odd count of changes).
-      await until(base, (e) => stores.every((s, i) => valueOf(e, 'locklens_locks', { connection: s.name }) === locksPerStore + 1 - (made[i] % 2)));
+      if (floor) await serve.until((p) => logLines(p).some((l) => l.msg === 'ready'), 'the floor to read every store');
+      else await until(base, (e) => stores.every((s, i) => valueOf(e, 'locklens_locks', { connection: s.name }) === locksPerStore + 1 - (made[i] % 2)));
       const readyMs = performance.now() - started;
       const loadBefore = loadavg()[0];
 
       const quiet = await observe(serve, base, quietS);
-      const scrapeCpuMs = await scrapeCpu(serve, base, 20, quiet.cpuPct);
+      const scrapeCpuMs = floor ? 0 : await scrapeCpu(serve, base, 20, quiet.cpuPct);
       // Each loaded store sees its share of the full load (changesPerSecond / stores), whichever others are loaded.
       const perSecond = (changesPerSecond * loaded.length) / stores.length;
       const load = startLoad(stores, loaded, made, locksPerStore, perSecond, warmupS + steadyS + (scrapes * scrapeGapMs) / 1000 + delayS + 60);
       await sleep(warmupS * 1000);
       const steady = await observe(serve, base, steadyS);
-      const scraped = await timeScrapes(base, scrapes, scrapeGapMs);
-      const delays = await probeDelays(stores, base, delayS, followMs);
+      // The floor has no lock series to scrape or follow.
+      const scraped = floor ? { ms: [], bytes: 0, lockSeries: 0 } : await timeScrapes(base, scrapes, scrapeGapMs);
+      const delays = floor ? new Map<string, { ms: number[]; unseen: number }>() : await probeDelays(stores, base, delayS, followMs);
       const changes = await load.stop();
       const loadAfter = loadavg()[0];
 
@@ -99,7 +104,7 @@ export async function serveUnderLoad(
       complaints.forEach((l) => process.stderr.write(`bench: serve said ${JSON.stringify(l)}\n`));
       if (exit.code !== 0) throw new Error(`serve: locklens serve exited ${exit.code}: ${exit.stderr}`);
       const all = [...delays.values()].flatMap((d) => d.ms);
-      return {
+      const figures = {
         connections: stores.length,
         locks: stores.length * locksPerStore,
         ready_ms: round(readyMs, 0),
@@ -141,10 +146,12 @@ export async function serveUnderLoad(
         load_avg_before: round(loadBefore),
         load_avg_after: round(loadAfter),
       };
+      return floor ? Object.fromEntries(Object.entries(figures).filter(([k]) => !/^(scrape|delay)_/.test(k))) : figures;
     };
     // LOCKLENS_BENCH_SERVE_CLIS=/tmp/before/dist/locklens.js,dist/locklens.js: builds measured in turn against the same
     // stores and load (an A/B in one run), each one's figures prefixed with its place in the list (`2_cpu_pct`); an entry
-    // may start with node's flags for that process (`--max-semi-space-size=4 dist/locklens.js`) and `--record`.
+    // may start with node's flags for that process (`--max-semi-space-size=4 dist/locklens.js`) and `--record`; the entry
+    // `floor` measures serveFloor.ts instead, quiet and under load only (it has no lock series to scrape or follow).
     const clis = process.env.LOCKLENS_BENCH_SERVE_CLIS?.split(',').filter(Boolean) ?? [CLI];
     // LOCKLENS_BENCH_SERVE_LOAD_ON=etcd,redis,all: each build measured once per entry, the load on that store alone
     // (its share of the full load, the other four watched but still) or on all: what each store's changes cost.
