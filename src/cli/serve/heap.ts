@@ -82,7 +82,7 @@ export function sizeHeap(firstReads: Promise<unknown>): () => void {
  * Has V8 compile WebAssembly with Liftoff, its baseline compiler, alone; call it before the recorder opens. The recorded
  * history's SQLite (node-sqlite3-wasm, 1.2 MB of WebAssembly) was otherwise compiled again by TurboFan on V8's worker
  * threads, and what that compiling allocated stayed in their malloc arenas: a process recording 60,000 events peaked
- * at 192-200 MB RSS against 147-149 MB, and spent 2.1-2.4 s of CPU against 1.1 s (docs/BENCHMARKS.md, serve, the
+ * at 148-157 MB RSS against 124-126 MB, and spent 6.1-7.0 s of CPU against 5.3-6.2 s (docs/BENCHMARKS.md, serve, the
  * eleventh round). SQLite's work per event is small beside the rest of serve's; that compiling was not.
  */
 export function compileWasmWithLiftoff(): void {
