@@ -82,17 +82,14 @@ async function watchZooKeeper(c: Connection): Promise<void> {
   const client = zookeeper.createClient(c.endpoints[0].replace(/^zookeeper:\/\//, ''));
   await new Promise<void>((resolve) => client.once('connected', () => resolve()).connect());
   const call = <T>(f: (cb: (e: Error | zookeeper.Exception | null, r: T) => void) => void) => new Promise<T>((resolve, reject) => f((e, r) => (e ? reject(e) : resolve(r))));
-  const seen = new Set<string>();
+  // Each lock's contenders at its last read: only a new one's data is read.
+  const known = new Map<string, Set<string>>();
   const readLock = async (path: string): Promise<void> => {
     const children = await call<string[]>((cb) => client.getChildren(path, () => void readLock(path).catch(() => undefined), cb));
-    await Promise.all(
-      children.flatMap((child) => {
-        const node = `${path}/${child}`;
-        if (seen.has(node)) return [];
-        seen.add(node);
-        return [call<Buffer>((cb) => client.getData(node, cb)).catch(() => undefined)];
-      }),
-    );
+    const before = known.get(path);
+    known.set(path, new Set(children));
+    const added = children.filter((child) => !before?.has(child));
+    await Promise.all(added.map((child) => call<Buffer>((cb) => client.getData(`${path}/${child}`, cb)).catch(() => undefined)));
   };
   for (const root of c.prefixes ?? []) {
     const locks = await call<string[]>((cb) => client.getChildren(root, cb));
