@@ -34,8 +34,13 @@ export interface RecorderOptions {
 
 const FORCE_RELEASE_CHECK_MS = 2_000;
 
-/** One transaction per burst, at most this often. */
-export const FLUSH_MS = 100;
+/**
+ * One transaction per burst, at most this often. Each commit syncs the journal and the file, and costs about a
+ * millisecond of CPU besides its events: every 100 ms, that was about half of what recording cost serve's main thread under load
+ * (docs/BENCHMARKS.md, serve, the twelfth round). A kill loses what was queued since the last commit, a second at most;
+ * SIGTERM writes it first.
+ */
+export const FLUSH_MS = 1000;
 /**
  * Events in one transaction at most (about 100 ms of writing: the API is synchronous, so a transaction holds the event
  * loop): a longer queue, after a failure, is written in several, back to back.
