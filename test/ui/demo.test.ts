@@ -77,9 +77,8 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
 
   /**
    * Only `connection` open among the demo's connections (`undefined`: every one). Each test opens what it needs, so
-   * that one failing midway (its connections left folded) does not fail the next. First every row not to stay open is
-   * folded, top down (a row below an open one may be out of the view, not in the DOM; folding the rows above brings it
-   * in), then the rows to open are opened bottom up: an opened row's locks come in after the click and push down only
+   * that one failing midway (its connections left folded) does not fail the next. First every row is folded, top down
+   * (a row below an open one may be out of the view, not in the DOM; folding the rows above brings it in), then the rows to open are opened bottom up: an opened row's locks come in after the click and push down only
    * the rows below it, never the one the next click aims at.
    */
   async function openOnly(connection?: string): Promise<void> {
@@ -89,7 +88,9 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
       await r.waitFor({ state: 'visible', timeout: 30_000 });
       if ((await r.getAttribute('aria-expanded')) === expanded) await r.locator('.monaco-tl-twistie').click();
     };
-    for (const name of names) if (connection === undefined || name !== connection) await toggle(name, 'true');
+    // Every row folded, the one to open too: left open (as the workbench may restore it), its locks push the rows below
+    // it out of the DOM before they are reached.
+    for (const name of names) await toggle(name, 'true');
     for (const name of [...names].reverse()) if (connection === undefined || name === connection) await toggle(name, 'false');
     // A prefix or folder row folded all the same (its locks out of the DOM) is opened again.
     const folded = page.locator('.part.sidebar .monaco-list-row[aria-expanded="false"]').filter({ has: page.locator('.codicon-symbol-namespace, .codicon-folder') });
