@@ -10,7 +10,7 @@
  *   in one pipeline, TYPE, PTTL and GET each (serve reads the type and TTL, and a string's token or a hash's fields);
  * - ZooKeeper: each lock's children with a watch, read again on its event, and the data of each contender not seen
  *   before (serve also watches contenders' data);
- * - PostgreSQL and MariaDB: serve's own statement every 5 s (serve's default poll), rows decoded and dropped.
+ * - PostgreSQL and MariaDB: serve's own statements every 5 s (serve's default poll), rows decoded and dropped.
  * It serves prom-client's process metrics on /metrics (the bench reads the heap from them), and says `serving` as serve
  * does and `ready` once every first read is done. The Redis and etcd TTL sampling serve does is left out: the bench's
  * 22 etcd leases and its keys' 2 h TTLs cost it little.
@@ -24,6 +24,7 @@ import { Client } from 'pg';
 import * as zookeeper from 'node-zookeeper-client';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { parse } from 'yaml';
+import { GRANTED_USER_LOCKS_QUERY, processListQuery } from '../src/core/mysql/getLockReading';
 import { advisoryQuery } from '../src/core/postgres/advisoryLocks';
 
 interface Connection {
@@ -112,8 +113,8 @@ async function pollMariaDb(c: Connection): Promise<void> {
   const url = new URL(c.endpoints[0]);
   const db = await createConnection({ host: url.hostname, port: Number(url.port), user: url.username, password: process.env[c.passwordEnv ?? ''], database: url.pathname.slice(1) });
   const poll = async () => {
-    await db.query("SELECT THREAD_ID AS id, BINARY TABLE_SCHEMA AS name FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'");
-    await db.query('SELECT ID AS id, USER AS user, HOST AS host, COMMAND AS command, STATE AS state, TIME_MS AS timeMs, INFO AS info FROM information_schema.PROCESSLIST');
+    await db.query(GRANTED_USER_LOCKS_QUERY);
+    await db.query(processListQuery('mariadb', false));
   };
   await poll();
   setInterval(() => void poll(), POLL_MS);

@@ -78,8 +78,9 @@ describe('README screenshots from the demo (code-server + Chromium)', { timeout:
   /**
    * Only `connection` open among the demo's connections (`undefined`: every one). Each test opens what it needs, so
    * that one failing midway (its connections left folded) does not fail the next. First every row is folded, top down
-   * (a row below an open one may be out of the view, not in the DOM; folding the rows above brings it in), then the rows to open are opened bottom up: an opened row's locks come in after the click and push down only
-   * the rows below it, never the one the next click aims at.
+   * (a row below an open one may be out of the view, not in the DOM; folding the rows above brings it in), then the
+   * rows to open are opened bottom up: an opened row's locks come in after the click and push down only the rows below
+   * it, never the one the next click aims at.
    */
   async function openOnly(connection?: string): Promise<void> {
     const names = Object.keys(EVERY_LOCK_ROW);

@@ -76,6 +76,19 @@ export interface Visibility {
   readonly user: string;
 }
 
+/** The connections this user may see (`one`: the one whose ID is the statement's parameter), as processRow reads them. */
+export function processListQuery(flavor: MysqlFlavor, one: boolean): string {
+  // MariaDB has the running time in ms and the statement as sent (bytes); MySQL whole seconds and text.
+  const time = flavor === 'mariadb' ? 'TIME_MS' : 'TIME * 1000';
+  const info = flavor === 'mariadb' ? 'INFO_BINARY' : 'BINARY INFO';
+  return `SELECT ID AS id, USER AS user, HOST AS host, COMMAND AS command, STATE AS state, ${time} AS timeMs, ${info} AS info FROM information_schema.PROCESSLIST${
+    one ? ' WHERE ID = ?' : ''
+  }`;
+}
+
+/** MariaDB's metadata_lock_info plugin: every granted user lock, by its holder's connection id. */
+export const GRANTED_USER_LOCKS_QUERY = "SELECT THREAD_ID AS id, BINARY TABLE_SCHEMA AS name FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'";
+
 export function memberKey(connectionId: number | string): Buffer {
   return Buffer.from(`connection ${connectionId}`);
 }
@@ -243,15 +256,7 @@ export class GetLockReader {
 
   /** Every connection this user may see, or the one of id `only`. */
   private async processes(only?: number): Promise<ProcessRow[]> {
-    // MariaDB has the running time in ms and the statement as sent (bytes); MySQL whole seconds and text.
-    const time = this.flavor === 'mariadb' ? 'TIME_MS' : 'TIME * 1000';
-    const info = this.flavor === 'mariadb' ? 'INFO_BINARY' : 'BINARY INFO';
-    const rows = await this.db.query(
-      `SELECT ID AS id, USER AS user, HOST AS host, COMMAND AS command, STATE AS state, ${time} AS timeMs, ${info} AS info FROM information_schema.PROCESSLIST${
-        only === undefined ? '' : ' WHERE ID = ?'
-      }`,
-      only === undefined ? [] : [only],
-    );
+    const rows = await this.db.query(processListQuery(this.flavor, only !== undefined), only === undefined ? [] : [only]);
     return rows.map(processRow);
   }
 
@@ -262,7 +267,7 @@ export class GetLockReader {
   private async grantedUserLocks(): Promise<{ id: number; name: Buffer }[] | undefined> {
     if (!this.lockSource.due()) return undefined;
     try {
-      const rows = await this.db.query("SELECT THREAD_ID AS id, BINARY TABLE_SCHEMA AS name FROM information_schema.METADATA_LOCK_INFO WHERE LOCK_TYPE = 'User lock'");
+      const rows = await this.db.query(GRANTED_USER_LOCKS_QUERY);
       this.lockSource.record(true);
       const granted: { id: number; name: Buffer }[] = [];
       for (const r of rows) granted.push({ id: Number(r.id), name: bytes(r.name)! });

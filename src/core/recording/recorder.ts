@@ -36,9 +36,9 @@ const FORCE_RELEASE_CHECK_MS = 2_000;
 
 /**
  * One transaction per burst, at most this often. Each commit syncs the journal and the file, and costs about a
- * millisecond of CPU besides its events: every 100 ms, that was about half of what recording cost serve's main thread under load
- * (docs/BENCHMARKS.md, serve, the twelfth round). A kill loses what was queued since the last commit, a second at most;
- * SIGTERM writes it first.
+ * millisecond of CPU besides its events: every 100 ms, that was about half of what recording cost serve's main thread
+ * under load (docs/BENCHMARKS.md, serve, the twelfth round). A kill loses what was queued since the last commit, a
+ * second at most; SIGTERM writes it first.
  */
 export const FLUSH_MS = 1000;
 /**
